@@ -1,0 +1,145 @@
+/**
+ * `npm run bench`: the core's latency against the engine's own floor, measured in one run (these machines are
+ * noisy, so only the ratios are comparable between runs). Cases are interleaved round by round.
+ */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import variant from "@jitl/quickjs-wasmfile-release-sync";
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import ts from "typescript";
+import { newInstance } from "../src/engine.js";
+import { createSandbox } from "../src/index.js";
+import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
+
+const wasmModule = new WebAssembly.Module(
+  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
+);
+const { runCode } = createSandbox({ wasm: wasmModule });
+
+/** `export default 1+1` in a fresh runtime and context of `quickjs`, disposed after. */
+function evalTrivial(quickjs: QuickJSWASMModule): number {
+  const runtime = quickjs.newRuntime();
+  const context = runtime.newContext();
+  const namespace = context.unwrapResult(context.evalCode("export default 1+1", "bench.js", { type: "module" }));
+  const value = context.getProp(namespace, "default");
+  const result = context.getNumber(value);
+  value.dispose();
+  namespace.dispose();
+  context.dispose();
+  runtime.dispose();
+  return result;
+}
+
+/** 50 lines of the TypeScript an agent writes: interfaces, aliases, generics, a class, `satisfies`, `as`. */
+const TS_PROGRAM = `
+interface Item { id: number; name: string; tags: string[]; price: number }
+type Summary = { count: number; total: number; byTag: Record<string, number> };
+type Level = "low" | "mid" | "high";
+const TAX_RATE: number = 0.2;
+function withTax(price: number): number {
+  return Math.round(price * (1 + TAX_RATE) * 100) / 100;
+}
+function makeItems(n: number): Item[] {
+  const items: Item[] = [];
+  for (let i = 0; i < n; i++) {
+    const tags: string[] = i % 2 === 0 ? ["even"] : ["odd", "prime?"];
+    items.push({ id: i, name: \`item-\${i}\`, tags, price: i * 1.5 });
+  }
+  return items;
+}
+function summarize<T extends Item>(items: readonly T[]): Summary {
+  const byTag: Record<string, number> = {};
+  let total = 0;
+  for (const item of items) {
+    total += withTax(item.price);
+    for (const tag of item.tags) byTag[tag] = (byTag[tag] ?? 0) + 1;
+  }
+  return { count: items.length, total, byTag } satisfies Summary;
+}
+class Basket<T extends Item = Item> {
+  private readonly items: T[] = [];
+  readonly owner: string;
+  constructor(owner: string) {
+    this.owner = owner;
+  }
+  add(item: T): this {
+    this.items.push(item);
+    return this;
+  }
+  level(): Level {
+    const n = this.items.length;
+    return n > 10 ? "high" : n > 3 ? "mid" : "low";
+  }
+  describe(): string {
+    return \`\${this.owner}: \${this.items.length} items, level \${this.level()}\`;
+  }
+}
+const basket = new Basket("bench");
+for (const item of makeItems(5)) basket.add(item);
+const summary = summarize(makeItems(20));
+const label = basket.describe() as string;
+const tags = Object.keys(summary.byTag) as (keyof Summary["byTag"])[];
+export default { label, count: summary.count, total: summary.total, tags: tags.length };
+`;
+/** The same with the syntax that cannot be erased in place (enum, namespace, parameter property). */
+const TS_PROGRAM_ENUMS = `${TS_PROGRAM}
+enum Priority { Low = 1, High = 10 }
+namespace Pricing { export const rate = Priority.High / 100; }
+class Tagged { constructor(private readonly tag: string) {} get(): string { return this.tag; } }
+export const extra = [Pricing.rate, new Tagged("x").get()];
+`;
+const JS_PROGRAM = ts.transpileModule(TS_PROGRAM, { compilerOptions: { target: ts.ScriptTarget.ES2022 } }).outputText;
+
+const ready = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
+const cases: Record<string, (i: number) => unknown> = {
+  "floor: runtime+context on a ready instance": () => evalTrivial(ready),
+  "floor: fresh instance + runtime+context": async () => evalTrivial((await newInstance(wasmModule, 64 << 20)).quickjs),
+  "runCode trivial JS": () => runCode("export default 1+1", { language: "javascript" }),
+  "runCode 50-line program as JS": () => runCode(JS_PROGRAM, { language: "javascript" }),
+  "runCode 50-line TS, repeated": () => runCode(TS_PROGRAM),
+  "runCode 50-line TS, first time": (i) => runCode(`${TS_PROGRAM}// ${i} ${Math.random()}\n`),
+  "runCode 50-line TS + enum/namespace, first time": (i) => runCode(`${TS_PROGRAM_ENUMS}// ${i} ${Math.random()}\n`),
+};
+// Warm up: JIT, the TypeScript compiler's first load, caches.
+for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
+
+const times = new Map<string, number[]>(Object.keys(cases).map((k) => [k, []]));
+const rounds = 20;
+const perRound = 25;
+for (let round = 0; round < rounds; round++) {
+  for (const [label, fn] of Object.entries(cases)) {
+    times.get(label)?.push(...(await sample(perRound, (i) => fn(round * perRound + i))));
+  }
+}
+const rows = [...times].map(([label, t]) => summarize(label, t));
+const [floorRuntime, floorInstance, trivial, programJs, tsRepeated, tsFirst, tsEnums] = rows as Summary[] as [
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+];
+console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
+printTable(rows);
+console.log();
+ratio("runCode trivial JS / floor with a fresh instance", trivial, floorInstance, "<= 1.5x");
+ratio("fresh instance floor / ready-instance floor", floorInstance, floorRuntime);
+ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, programJs, "<= 1.2x");
+console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
+console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${tsEnums.p50.toFixed(2)} ms`);
+
+// Memory: 10,000 consecutive runs must not grow the process.
+const gc = (globalThis as { gc?: () => void }).gc;
+const rss = () => {
+  gc?.();
+  return process.memoryUsage().rss;
+};
+const before = rss();
+for (let i = 0; i < 10_000; i++)
+  await runCode("export default [1, 2, 3].map((x) => x * 2)", { language: "javascript" });
+const after = rss();
+console.log(
+  `${"RSS growth over 10,000 runs".padEnd(60)} ${((after - before) / 1048576).toFixed(1)} MB  (target < 20 MB${gc ? "" : "; run with --expose-gc"})`,
+);

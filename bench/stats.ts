@@ -1,0 +1,40 @@
+/** Small statistics and printing helpers shared by the benchmarks. */
+
+export interface Summary {
+  label: string;
+  p50: number;
+  p99: number;
+  perSecond: number;
+}
+
+/** Times `fn` `count` times; returns per-call milliseconds. */
+export async function sample(count: number, fn: (i: number) => unknown): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    await fn(i);
+    times.push(performance.now() - start);
+  }
+  return times;
+}
+
+export function summarize(label: string, times: number[]): Summary {
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  const total = times.reduce((a, b) => a + b, 0);
+  return { label, p50: at(0.5), p99: at(0.99), perSecond: (1000 * times.length) / total };
+}
+
+export function printTable(rows: Summary[]): void {
+  console.log(`${"case".padEnd(44)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"runs/s".padStart(8)}`);
+  for (const r of rows) {
+    console.log(
+      `${r.label.padEnd(44)} ${r.p50.toFixed(3).padStart(8)} ${r.p99.toFixed(3).padStart(8)} ${r.perSecond.toFixed(0).padStart(8)}`,
+    );
+  }
+}
+
+export function ratio(label: string, value: Summary, base: Summary, target?: string): void {
+  const r = value.p50 / base.p50;
+  console.log(`${label.padEnd(60)} ${r.toFixed(2)}x${target === undefined ? "" : `  (target ${target})`}`);
+}

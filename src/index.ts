@@ -1,0 +1,21 @@
+/**
+ * runcode: run JavaScript and TypeScript written by an LLM or a user in a QuickJS-WASM sandbox. This entry is
+ * platform-neutral (no Node, Workers or DOM APIs): `runCode` lets the QuickJS variant load its own wasm, and
+ * `createSandbox({ wasm })` takes a compiled `WebAssembly.Module` (the only way on Cloudflare Workers), bytes, or
+ * a loader. The Node entry (`node/index.ts`) hands in the wasm compiled once from disk.
+ * @module
+ */
+import { createSandbox } from "./sandbox.js";
+import type { CodeExecution, CodeExecutionOptions } from "./types.js";
+
+export { SerializationError } from "./errors.js";
+export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "./sandbox.js";
+export type * from "./types.js";
+
+let shared: ReturnType<typeof createSandbox> | undefined;
+
+/** Runs `source` as an ES module in a fresh sandbox with the default settings (run-code.md §2.1). */
+export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
+  shared ??= createSandbox();
+  return shared.runCode(source, options);
+}

@@ -1,0 +1,165 @@
+/**
+ * The module graph of one run: names, resolution and sources. Only `options.imports` (synthetic modules) and
+ * `options.modules` (relative, source-backed) resolve; nothing reaches a host resolver.
+ *
+ * QuickJS swallows errors thrown by a normalizer, so `normalize` is total: an unresolvable specifier becomes a
+ * unique internal name whose `load` fails with the recorded `LinkError`.
+ * @module
+ */
+import type { ResolvedOptions } from "./options.js";
+import { URL_SPECIFIER } from "./options.js";
+import { loadTypeScript, type Transpiled, transpile } from "./transpile.js";
+import type { CodeExecutionError } from "./types.js";
+
+/** Names of the runtime's own modules; no user specifier normalizes to one. */
+const INTERNAL = "runcode:";
+export const INTERNALS_MODULE = `${INTERNAL}internals`;
+const IMPORT_PREFIX = `${INTERNAL}import/`;
+const UNRESOLVED_PREFIX = `${INTERNAL}unresolved/`;
+
+/** How generated code lines up with the caller's source. */
+export interface ModuleMapping {
+  /** Characters the runtime put in front of line 1. */
+  prefixLength: number;
+  map?: Transpiled["map"];
+}
+
+/** A failure the run reports as `link_error` when the guest's error is this one. */
+export type LinkFailure = CodeExecutionError & { name: "LinkError" | "SyntaxError" };
+
+export class Linker {
+  readonly entryName: string;
+  readonly #options: ResolvedOptions;
+  readonly #entryKey: string;
+  readonly #mappings = new Map<string, ModuleMapping>();
+  readonly #failures: LinkFailure[] = [];
+
+  constructor(options: ResolvedOptions) {
+    this.#options = options;
+    this.entryName = options.filename;
+    if (this.entryName.startsWith(INTERNAL)) {
+      throw new TypeError(`runCode: options.filename must not start with '${INTERNAL}'`);
+    }
+    this.#entryKey = `./${stripRoot(options.filename)}`;
+    if (Object.hasOwn(options.modules, this.#entryKey)) {
+      throw new TypeError(`runCode: options.modules['${this.#entryKey}'] collides with options.filename`);
+    }
+  }
+
+  /** Loads the TypeScript compiler when the run needs it. */
+  async prepare(): Promise<void> {
+    if (this.#options.language === "typescript") await loadTypeScript();
+  }
+
+  /** The entry's code ready for QuickJS, or the syntax error that stops it from linking. */
+  entry(source: string): string | LinkFailure {
+    return this.#compile(this.entryName, source);
+  }
+
+  /** QuickJS's normalizer: never throws (see the module comment). */
+  normalize = (base: string, specifier: string): string => {
+    if (base.startsWith(IMPORT_PREFIX) && specifier === INTERNALS_MODULE) return specifier;
+    if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
+    if (specifier.startsWith("./") || specifier.startsWith("../")) {
+      const key = resolveRelative(this.#directoryOf(base), specifier);
+      if (key === this.#entryKey) return this.entryName;
+      if (key !== undefined && Object.hasOwn(this.#options.modules, key)) return key;
+      return this.#fail(
+        specifier,
+        `Cannot find module '${specifier}' imported from ${base}: it is not in options.modules`,
+      );
+    }
+    if (URL_SPECIFIER.test(specifier)) {
+      return this.#fail(specifier, `Cannot import '${specifier}': URL imports are not supported`);
+    }
+    return this.#fail(specifier, `Cannot find module '${specifier}': only options.imports and options.modules resolve`);
+  };
+
+  /** QuickJS's loader: source text for a normalized name, or the error that fails the import. */
+  load = (name: string): string | { error: Error } => {
+    if (name.startsWith(UNRESOLVED_PREFIX))
+      return { error: asError(this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length))]) };
+    if (name.startsWith(IMPORT_PREFIX)) return syntheticModule(name.slice(IMPORT_PREFIX.length), this.#options.imports);
+    const source = this.#options.modules[name];
+    if (source === undefined) return { error: new Error(`Cannot find module '${name}'`) };
+    const compiled = this.#compile(name, source);
+    return typeof compiled === "string" ? compiled : { error: asError(compiled) };
+  };
+
+  /** The recorded failure a guest error stands for, if any. */
+  failure(name: string, message: string): LinkFailure | undefined {
+    return this.#failures.find((f) => f.name === name && f.message === message);
+  }
+
+  /** The specifier a QuickJS module name came from (for "Could not find export ... in module 'x'"). */
+  specifierOf(name: string): string {
+    return name.startsWith(IMPORT_PREFIX) ? name.slice(IMPORT_PREFIX.length) : name;
+  }
+
+  /** Position mapping of a user module, `undefined` for internal and unknown names. */
+  mapping(name: string): ModuleMapping | undefined {
+    return this.#mappings.get(name);
+  }
+
+  #compile(name: string, source: string): string | LinkFailure {
+    let code = source;
+    let map: Transpiled["map"] | undefined;
+    if (this.#options.language === "typescript") {
+      const result = transpile(source);
+      if (!("code" in result)) {
+        const failure: LinkFailure = { name: "SyntaxError", ...result, filename: name };
+        this.#failures.push(failure);
+        return failure;
+      }
+      ({ code, map } = result);
+    }
+    // A hashbang must stay first; as a comment it keeps every position.
+    if (code.startsWith("#!")) code = `//${code.slice(2)}`;
+    const prefix = `import.meta.url=${JSON.stringify(`sandbox:${name}`)};`;
+    this.#mappings.set(
+      name,
+      map === undefined ? { prefixLength: prefix.length } : { prefixLength: prefix.length, map },
+    );
+    return prefix + code;
+  }
+
+  #fail(specifier: string, message: string): string {
+    const index = this.#failures.push({ name: "LinkError", message, specifier }) - 1;
+    return UNRESOLVED_PREFIX + index;
+  }
+
+  #directoryOf(name: string): string {
+    const path = name === this.entryName ? stripRoot(name) : name.slice(2);
+    return path.slice(0, path.lastIndexOf("/") + 1);
+  }
+}
+
+/** Source of the synthetic module for `options.imports[specifier]`: its keys become its exports. */
+function syntheticModule(specifier: string, imports: Record<string, Record<string, unknown>>): string {
+  const names = Object.keys(imports[specifier] ?? {});
+  const reads = names.map((key, i) => `const v${i} = ns[${JSON.stringify(key)}];`).join("\n");
+  const exports = names.map((key, i) => `v${i} as ${JSON.stringify(key)}`).join(", ");
+  return `import t from "${INTERNALS_MODULE}";\nconst ns = t[${JSON.stringify(specifier)}];\n${reads}\nexport { ${exports} };\n`;
+}
+
+function stripRoot(filename: string): string {
+  return filename.replace(/^(\.\/|\/)+/, "");
+}
+
+/** Joins `./`/`../` specifiers onto a directory of the graph; `undefined` when the path leaves the root. */
+function resolveRelative(directory: string, specifier: string): string | undefined {
+  const parts = directory === "" ? [] : directory.slice(0, -1).split("/");
+  for (const part of specifier.split("/")) {
+    if (part === "..") {
+      if (parts.length === 0) return undefined;
+      parts.pop();
+    } else if (part !== "." && part !== "") parts.push(part);
+  }
+  return `./${parts.join("/")}`;
+}
+
+function asError(failure: LinkFailure | undefined): Error {
+  const error = new Error(failure?.message ?? "Module failed to link");
+  error.name = failure?.name ?? "LinkError";
+  return error;
+}

@@ -1,0 +1,623 @@
+/**
+ * One run from a fresh wasm instance to its `CodeExecutionResult`: prelude, staged globals and imports, the entry
+ * module, the selected export, the result. The instance is never reused and never disposed piecemeal: when the run
+ * ends it is dropped whole, which also survives the engine states in which disposal aborts (after running out of
+ * memory or overflowing the host stack).
+ * @module
+ */
+import type {
+  QuickJSContext,
+  QuickJSDeferredPromise,
+  QuickJSHandle,
+  QuickJSRuntime,
+  VmCallResult,
+} from "quickjs-emscripten-core";
+import { type Instance, newInstance } from "./engine.js";
+import { SerializationError } from "./errors.js";
+import { type CoreInternals, guestCoreSource } from "./guest/core.js";
+import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
+import { INTERNALS_MODULE, type Linker } from "./linker.js";
+import { LOG_LEVELS, MODE_CLONE, OP_CALL, OP_LOG, OP_MARSHAL, OP_REPORT, OP_SETTLE } from "./marshal/tape.js";
+import { type Encoded, encodeForGuest, type FunctionTable } from "./marshal/to-guest.js";
+import { decodeFromGuest } from "./marshal/to-host.js";
+import type { ResolvedOptions } from "./options.js";
+import { mapPosition, rewriteStack } from "./positions.js";
+import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
+
+/** What a run needs from its sandbox. */
+export interface RunContext {
+  wasm: () => Promise<WebAssembly.Module | undefined>;
+  safetyCap: SafetyCap;
+  clock: () => number;
+}
+
+/** What the run shares with its handle. */
+export interface RunChannel {
+  reports: unknown[];
+  /** `true` once the handle settled (terminated by the caller): everything after is ignored. */
+  settled(): boolean;
+}
+
+/** QuickJS's own stack limit; deeper guest recursion is a clean `InternalError` (see docs/limits). */
+const MAX_STACK_BYTES = 512 * 1024;
+/** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
+const STAGE_KEY = "runcode:stage";
+
+type Stop = { kind: "terminated" | "memory" | "fault"; error: CodeExecutionError };
+/** A guest error, described by the guest itself (see `describeError` in the prelude). */
+type Described = {
+  name?: string;
+  message?: string;
+  stack?: string;
+  fileName?: string;
+  lineNumber?: number;
+  columnNumber?: number;
+  thrown?: unknown;
+};
+class GuestFailure {
+  constructor(readonly described: Described) {}
+}
+class Stopped {}
+type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
+
+export class Run {
+  readonly #options: ResolvedOptions;
+  readonly #context: RunContext;
+  readonly #linker: Linker;
+  readonly #functions: FunctionTable;
+  readonly #values: Encoded;
+  readonly #args: Encoded;
+  readonly #channel: RunChannel;
+  readonly #logs: CodeExecutionLog[] = [];
+  readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+
+  #instance: Instance | undefined;
+  #runtime: QuickJSRuntime | undefined;
+  #ctx: QuickJSContext | undefined;
+  #core: Record<keyof CoreInternals, QuickJSHandle> | undefined;
+  #hostCallHandle: QuickJSHandle | undefined;
+  #marshal: MarshalHandles | undefined;
+  #stop: Stop | undefined;
+  #hostFault: unknown;
+  #polls = 0;
+  #cpuMs = 0;
+  #sliceStart = 0;
+  #depth = 0;
+  #inflight = 0;
+  #wake: (() => void) | undefined;
+  #peakBytes = 0;
+  #sampledLength = 0;
+
+  constructor(
+    options: ResolvedOptions,
+    context: RunContext,
+    linker: Linker,
+    functions: FunctionTable,
+    channel: RunChannel,
+  ) {
+    this.#options = options;
+    this.#context = context;
+    this.#linker = linker;
+    this.#functions = functions;
+    this.#channel = channel;
+    // Encoded now, so a value that cannot cross makes runCode throw before anything runs.
+    this.#values = encodeForGuest([options.globals, options.imports], functions);
+    this.#args = encodeForGuest(options.args, functions);
+  }
+
+  /** Stops the run at its next chance (the handle has settled already). */
+  stop(error: CodeExecutionError): void {
+    this.#stop ??= { kind: "terminated", error };
+    this.#wake?.();
+  }
+
+  get logs(): CodeExecutionLog[] {
+    return this.#logs;
+  }
+
+  get peakBytes(): number | undefined {
+    return this.#peakBytes === 0 ? undefined : this.#peakBytes;
+  }
+
+  /** Runs to the end; never throws. */
+  async execute(source: string): Promise<Pick<CodeExecutionResult, "status" | "result" | "error">> {
+    try {
+      await this.#linker.prepare();
+      const entry = this.#linker.entry(source);
+      if (typeof entry !== "string") return { status: "link_error", error: entry };
+      const wasm = await this.#context.wasm();
+      this.#checkStop();
+      this.#instance = await newInstance(wasm, this.#options.memoryLimitBytes);
+      this.#checkStop();
+      const ctx = this.#boot();
+      const namespace = await this.#settle(
+        this.#guard(() => ctx.evalCode(entry, this.#linker.entryName, { type: "module" })),
+      );
+      const args = this.#toGuest(this.#args);
+      const { runExport } = this.#coreOf();
+      const selected = this.#guard(() =>
+        ctx.callFunction(runExport, ctx.undefined, [namespace, ctx.newString(this.#options.fn), args]),
+      );
+      const value = await this.#settle(selected);
+      const result = this.#toHost(value, MODE_CLONE);
+      this.#sample();
+      return { status: "success", result };
+    } catch (caught) {
+      const outcome = this.#outcome(caught);
+      if (outcome.status === "error" || outcome.status === "link_error") this.#sample();
+      return outcome;
+    }
+  }
+
+  /** Fresh runtime and context with the prelude, staged values, internals module and global bindings. */
+  #boot(): QuickJSContext {
+    const instance = this.#instance as Instance;
+    const runtime = instance.quickjs.newRuntime();
+    this.#runtime = runtime;
+    runtime.setMemoryLimit(this.#options.memoryLimitBytes);
+    runtime.setMaxStackSize(MAX_STACK_BYTES);
+    runtime.setInterruptHandler(this.#poll);
+    runtime.setModuleLoader(this.#linker.load, this.#linker.normalize);
+    const ctx = runtime.newContext();
+    this.#ctx = ctx;
+
+    const core = this.#guard(() => ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
+    this.#hostCallHandle = ctx.newFunction("", this.#hostCall);
+    const internals = this.#guard(() => ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle]));
+    this.#core = Object.fromEntries(
+      (["intrinsics", "stage", "runExport", "describeError"] as const).map((k) => [k, ctx.getProp(internals, k)]),
+    ) as Record<keyof CoreInternals, QuickJSHandle>;
+
+    // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
+    const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
+    const values = empty ? undefined : this.#toGuest(this.#values);
+    const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
+    this.#guard(() => ctx.callFunction(this.#coreOf().stage, ctx.undefined, [...staged, ctx.newString(STAGE_KEY)]));
+    const key = JSON.stringify(STAGE_KEY);
+    if (Object.keys(this.#options.imports).length > 0) {
+      this.#guard(() =>
+        ctx.evalCode(`export default globalThis[${key}].imports;`, INTERNALS_MODULE, { type: "module" }),
+      );
+    }
+    const names = [...new Set(["console", "report", ...Object.keys(this.#options.globals)])];
+    const bindings = `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
+    this.#guard(() => ctx.evalCode(bindings, `${INTERNALS_MODULE}/globals`, { type: "global" }));
+    return ctx;
+  }
+
+  #coreOf(): Record<keyof CoreInternals, QuickJSHandle> {
+    return this.#core as Record<keyof CoreInternals, QuickJSHandle>;
+  }
+
+  /** The marshaling half, compiled on first use (see guest/marshal.ts). */
+  #marshalOf(): MarshalHandles {
+    if (this.#marshal === undefined) {
+      const ctx = this.#ctx as QuickJSContext;
+      const factory = this.#guard(() =>
+        ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" }),
+      );
+      const args = [this.#coreOf().intrinsics, this.#hostCallHandle as QuickJSHandle];
+      const object = this.#guard(() => ctx.callFunction(factory, ctx.undefined, args));
+      this.#marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
+    }
+    return this.#marshal;
+  }
+
+  /** Enters the VM: accounts guest time for the safety cap, turns guest errors and host faults into exceptions. */
+  #guard(call: () => VmCallResult<QuickJSHandle>): QuickJSHandle {
+    const result = this.#enter(call);
+    if (result.error !== undefined) throw new GuestFailure(this.#describe(result.error));
+    return result.value;
+  }
+
+  #enter<T>(call: () => T): T {
+    if (this.#depth++ === 0) this.#sliceStart = this.#context.clock();
+    let result: T | undefined;
+    try {
+      result = call();
+    } catch (fault) {
+      this.#hostFault ??= fault;
+    } finally {
+      if (--this.#depth === 0) this.#cpuMs += this.#context.clock() - this.#sliceStart;
+    }
+    // A fault inside a nested host call leaves the instance untrustworthy even when the VM returned normally.
+    if (this.#hostFault !== undefined) throw this.#hostFault;
+    return result as T;
+  }
+
+  /** Pumps jobs until `handle` settles; waits for the host when only host work can move it on. */
+  async #settle(handle: QuickJSHandle): Promise<QuickJSHandle> {
+    const ctx = this.#ctx as QuickJSContext;
+    for (;;) {
+      this.#checkStop();
+      const state = ctx.getPromiseState(handle);
+      if (state.type === "fulfilled") return state.value;
+      if (state.type === "rejected") throw new GuestFailure(this.#describe(state.error));
+      const ran = this.#enter(() => (this.#runtime as QuickJSRuntime).executePendingJobs());
+      if (ran.error !== undefined) throw new GuestFailure(this.#describe(ran.error));
+      if (ran.value > 0) continue;
+      if (this.#inflight === 0) {
+        throw new GuestFailure({
+          name: "DeadlockError",
+          message: "The run awaits a promise that nothing can settle: no job is queued and no host call is pending",
+        });
+      }
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  #checkStop(): void {
+    if (this.#stop !== undefined || this.#channel.settled()) throw new Stopped();
+  }
+
+  /** The interrupt handler: polled about every 10,000 guest calls or loop iterations. */
+  #poll = (): boolean => {
+    this.#polls++;
+    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled()) return true;
+    const { interruptPolls, cpuTimeMs } = this.#context.safetyCap;
+    const cpuMs = this.#cpuMs + this.#context.clock() - this.#sliceStart;
+    if (this.#polls > interruptPolls || cpuMs > cpuTimeMs) {
+      const spent = this.#polls > interruptPolls ? `${interruptPolls} interrupt polls` : `${cpuTimeMs} ms of CPU time`;
+      this.#stop = {
+        kind: "terminated",
+        error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
+      };
+      return true;
+    }
+    if ((this.#polls & 15) === 0 && this.#instance?.memory.buffer.byteLength !== this.#sampledLength) this.#sample();
+    return false;
+  };
+
+  /** Records the heap's size for `memoryUsedBytes` (cheap enough only when the memory grew). */
+  #sample(): void {
+    const runtime = this.#runtime;
+    const ctx = this.#ctx;
+    if (runtime === undefined || ctx === undefined || this.#hostFault !== undefined) return;
+    this.#sampledLength = (this.#instance as Instance).memory.buffer.byteLength;
+    try {
+      const usage = runtime.computeMemoryUsage();
+      const used = ctx.getProp(usage, "memory_used_size");
+      this.#peakBytes = Math.max(this.#peakBytes, ctx.getNumber(used));
+      used.dispose();
+      usage.dispose();
+    } catch {
+      // Out of memory while measuring: the peak so far stands.
+    }
+  }
+
+  /** The single host function of the guest; see OP_* in marshal/tape.ts. */
+  #hostCall = (
+    opHandle: QuickJSHandle,
+    aHandle: QuickJSHandle,
+    tapeHandle: QuickJSHandle,
+    sideHandle: QuickJSHandle,
+    okHandle: QuickJSHandle,
+  ): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined => {
+    const ctx = this.#ctx as QuickJSContext;
+    try {
+      const op = ctx.getNumber(opHandle);
+      const a = ctx.getNumber(aHandle);
+      const value = op === OP_MARSHAL ? undefined : this.#decode(ctx.getString(tapeHandle), sideHandle);
+      switch (op) {
+        case OP_CALL:
+          return this.#callHost(a, value as unknown[]);
+        case OP_REPORT: {
+          this.#channel.reports.push(value);
+          return this.#callHost(-1, [value]);
+        }
+        case OP_LOG:
+          this.#logs.push({ level: LOG_LEVELS[a] ?? "log", args: value as unknown[], timestamp: Date.now() });
+          return undefined;
+        case OP_MARSHAL:
+          return this.#marshalOf().object.dup();
+        case OP_SETTLE: {
+          const pending = this.#guestPromises.get(a);
+          this.#guestPromises.delete(a);
+          if (ctx.getNumber(okHandle) === 1) pending?.resolve(value);
+          else pending?.reject(value);
+          return undefined;
+        }
+      }
+      return undefined;
+    } catch (fault) {
+      if (fault instanceof GuestFailure) return { error: this.#guestError(new Error(fault.described.message)) };
+      // Our own VM calls failed (stack or memory exhausted mid-call): the instance is no longer trustworthy.
+      this.#hostFault ??= fault;
+      return undefined;
+    }
+  };
+
+  /** Calls a host function (`-1`: the report sink) with cloned arguments; its outcome goes back to the guest. */
+  #callHost(id: number, args: unknown[]): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined {
+    const fn = id === -1 ? this.#options.report : this.#functions.get(id);
+    if (fn === undefined) return undefined;
+    let returned: unknown;
+    try {
+      returned = Reflect.apply(fn, undefined, args);
+    } catch (error) {
+      return { error: this.#guestError(error) };
+    }
+    if (id === -1 && !(returned instanceof Promise)) return undefined;
+    let encoded: Encoded;
+    try {
+      encoded = encodeForGuest(returned, this.#functions);
+    } catch (error) {
+      return { error: this.#guestError(error) };
+    }
+    return this.#toGuestResult(encoded);
+  }
+
+  /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */
+  #guestError(error: unknown): QuickJSHandle {
+    let encoded: Encoded;
+    try {
+      // An Error crosses as name and message only (see marshal/to-guest.ts).
+      encoded = encodeForGuest(error, this.#functions);
+    } catch {
+      encoded = encodeForGuest(String(error), this.#functions);
+    }
+    return this.#toGuest(encoded);
+  }
+
+  /** Encoded host value -> guest value (host promises become guest promises the host settles later). */
+  #toGuest(encoded: Encoded): QuickJSHandle {
+    const result = this.#toGuestResult(encoded);
+    if (result.error !== undefined) throw new GuestFailure(this.#describe(result.error));
+    return result.value;
+  }
+
+  /** As `#toGuest`, leaving a guest error (the decoder ran out of stack or memory) to the caller. */
+  #toGuestResult(encoded: Encoded): VmCallResult<QuickJSHandle> {
+    const ctx = this.#ctx as QuickJSContext;
+    const primitive = encoded.side.length === 0 ? primitiveHandle(ctx, encoded.tape) : undefined;
+    if (primitive !== undefined) return { value: primitive };
+    const { decode } = this.#marshalOf();
+    const side = encoded.side.map((item) => {
+      if (item.kind === "buffer") return ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer);
+      const deferred = ctx.newPromise();
+      this.#inflight++;
+      item.promise.then(
+        (value) => this.#deliver(deferred, value, true),
+        (reason) => this.#deliver(deferred, reason, false),
+      );
+      return deferred.handle;
+    });
+    const tape = ctx.newString(encoded.tape);
+    try {
+      return this.#enter(() => ctx.callFunction(decode, ctx.undefined, [tape, ...side]));
+    } finally {
+      tape.dispose();
+      for (const handle of side) handle.dispose();
+    }
+  }
+
+  /** A host promise settled: settle its guest promise and let the pump go on. */
+  #deliver(deferred: QuickJSDeferredPromise, value: unknown, ok: boolean): void {
+    this.#inflight--;
+    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled() || !deferred.alive) return;
+    try {
+      let result: VmCallResult<QuickJSHandle>;
+      try {
+        result = ok ? this.#toGuestResult(encodeForGuest(value, this.#functions)) : { error: this.#guestError(value) };
+      } catch (error) {
+        if (!(error instanceof SerializationError)) throw error;
+        result = { error: this.#guestError(error) };
+      }
+      const handle = result.error ?? result.value;
+      this.#enter(() => (result.error === undefined ? deferred.resolve(handle) : deferred.reject(handle)));
+      handle.dispose();
+      deferred.dispose();
+    } catch (fault) {
+      if (!(fault instanceof GuestFailure)) this.#hostFault ??= fault;
+    }
+    this.#wake?.();
+  }
+
+  /** Guest value -> host value by the guest's encoder. */
+  #toHost(handle: QuickJSHandle, mode: number): unknown {
+    const ctx = this.#ctx as QuickJSContext;
+    switch (ctx.typeof(handle)) {
+      case "undefined":
+        return undefined;
+      case "number":
+        return ctx.getNumber(handle);
+      case "string": {
+        // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
+        // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
+        const text = ctx.getString(handle);
+        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return text;
+        break;
+      }
+      case "bigint":
+        return ctx.getBigInt(handle);
+      case "boolean":
+        return ctx.eq(handle, ctx.true);
+      case "object":
+        if (ctx.eq(handle, ctx.null)) return null;
+    }
+    const modeHandle = ctx.newNumber(mode);
+    const { encode } = this.#marshalOf();
+    const pair = this.#guard(() => ctx.callFunction(encode, ctx.undefined, [handle, modeHandle]));
+    const tape = ctx.getProp(pair, 0);
+    const side = ctx.getProp(pair, 1);
+    try {
+      return this.#decode(ctx.getString(tape), side);
+    } finally {
+      for (const h of [modeHandle, pair, tape, side]) h.dispose();
+    }
+  }
+
+  #decode(tape: string, sideHandle: QuickJSHandle): unknown {
+    const ctx = this.#ctx as QuickJSContext;
+    return decodeFromGuest(tape, {
+      buffer: (index) => {
+        const item = ctx.getProp(sideHandle, index);
+        const bytes = ctx.getArrayBuffer(item);
+        const copy = bytes.value.slice().buffer;
+        bytes.dispose();
+        item.dispose();
+        return copy;
+      },
+      hostFunction: (id) => this.#functions.get(id),
+      promise: (id) =>
+        new Promise((resolve, reject) => {
+          this.#guestPromises.set(id, { resolve, reject });
+        }),
+    });
+  }
+
+  /** Reads a guest error through the guest's own describer (no guest code runs on the host). */
+  #describe(errorHandle: QuickJSHandle): Described {
+    const ctx = this.#ctx as QuickJSContext;
+    if (this.#core === undefined) return { name: "Error", message: String(ctx.dump(errorHandle)) };
+    try {
+      const json = this.#enter(() => ctx.callFunction(this.#coreOf().describeError, ctx.undefined, [errorHandle]));
+      if (json.error !== undefined) {
+        json.error.dispose();
+        return { thrown: null };
+      }
+      const text = ctx.getString(json.value);
+      json.value.dispose();
+      const parsed = JSON.parse(text) as Described;
+      if ("thrown" in parsed) parsed.thrown = decodeFromGuest(JSON.stringify(parsed.thrown), noSide);
+      return parsed;
+    } catch (fault) {
+      if (this.#hostFault !== undefined) throw fault;
+      return { thrown: null };
+    }
+  }
+
+  /** Classifies how the run ended. */
+  #outcome(caught: unknown): Pick<CodeExecutionResult, "status" | "error"> {
+    if (this.#stop !== undefined)
+      return { status: this.#stop.kind === "memory" ? "memory" : "terminated", error: this.#stop.error };
+    if (this.#hostFault !== undefined || !(caught instanceof GuestFailure || caught instanceof Stopped)) {
+      return this.#faultOutcome(this.#hostFault ?? caught);
+    }
+    if (caught instanceof Stopped) {
+      return { status: "terminated", error: { name: "TerminatedError", message: "Execution terminated" } };
+    }
+    const d = caught.described;
+    if (this.#isOutOfMemory(d)) return this.#memoryOutcome();
+    if (d.name !== undefined && d.message !== undefined) {
+      const failure = this.#linker.failure(d.name, d.message);
+      if (failure !== undefined) return { status: "link_error", error: failure };
+    }
+    if (d.name === "SyntaxError" && d.fileName !== undefined && d.fileName !== "" && d.lineNumber !== undefined) {
+      const at = mapPosition(this.#linker.mapping.bind(this.#linker), d.fileName, d.lineNumber, d.columnNumber ?? 1);
+      return {
+        status: "link_error",
+        error: { name: "SyntaxError", message: d.message ?? "", ...(at ?? { filename: d.fileName }) },
+      };
+    }
+    const exportFailure = d.name === "SyntaxError" && d.stack === "" ? LINK_MESSAGE.exec(d.message ?? "") : null;
+    if (exportFailure !== null) {
+      const name = exportFailure.slice(1).find((group) => group !== undefined) as string;
+      const specifier = this.#linker.specifierOf(name);
+      const message = (d.message as string).replace(`'${name}'`, `'${specifier}'`);
+      return { status: "link_error", error: { name: "SyntaxError", message, specifier } };
+    }
+    if (d.name === "LinkError") return { status: "link_error", error: { name: "LinkError", message: d.message ?? "" } };
+    return { status: "error", error: this.#errorOf(d) };
+  }
+
+  #errorOf(d: Described): CodeExecutionError {
+    if ("thrown" in d) {
+      const message = typeof d.thrown === "string" ? d.thrown : formatThrown(d.thrown);
+      return { name: "Error", message };
+    }
+    const { stack, top } = rewriteStack(d.stack ?? "", this.#linker.mapping.bind(this.#linker));
+    const error: CodeExecutionError = { name: d.name || "Error", message: d.message ?? "" };
+    if (stack !== "") error.stack = stack;
+    return top === undefined ? error : { ...error, ...top };
+  }
+
+  #isOutOfMemory(d: Described): boolean {
+    if (d.name === "InternalError" && d.message === "out of memory") return true;
+    const memory = this.#instance?.memory;
+    return (
+      "thrown" in d &&
+      d.thrown === null &&
+      memory !== undefined &&
+      memory.buffer.byteLength >= (this.#instance?.maxBytes ?? 0)
+    );
+  }
+
+  #memoryOutcome(): Pick<CodeExecutionResult, "status" | "error"> {
+    this.#peakBytes = Math.max(
+      this.#peakBytes,
+      Math.min(this.#options.memoryLimitBytes, this.#instance?.memory.buffer.byteLength ?? 0),
+    );
+    return {
+      status: "memory",
+      error: {
+        name: "MemoryError",
+        message: `The sandbox ran out of memory (memoryLimitBytes: ${this.#options.memoryLimitBytes})`,
+      },
+    };
+  }
+
+  /** A host exception escaped the VM: the instance is dropped; say what most likely happened. */
+  #faultOutcome(fault: unknown): Pick<CodeExecutionResult, "status" | "error"> {
+    const memory = this.#instance?.memory;
+    if (
+      memory !== undefined &&
+      memory.buffer.byteLength + 65_536 >= (this.#instance?.maxBytes ?? Number.POSITIVE_INFINITY)
+    ) {
+      return this.#memoryOutcome();
+    }
+    if (fault instanceof RangeError) {
+      return {
+        status: "error",
+        error: {
+          name: "RangeError",
+          message: "Maximum call stack size exceeded (the code nests or recurses too deeply)",
+        },
+      };
+    }
+    if (fault instanceof SerializationError)
+      return { status: "error", error: { name: fault.name, message: fault.message } };
+    const message = fault instanceof Error ? fault.message : String(fault);
+    return { status: "error", error: { name: "InternalError", message: `The sandbox failed: ${message}` } };
+  }
+}
+
+/** QuickJS's link-time messages (SyntaxErrors with an empty stack); the group is the module's name. */
+const LINK_MESSAGE =
+  /^(?:Could not find export '[^']*' in module '(.*)'|circular reference when looking for export '[^']*' in module '(.*)'|export '[^']*' in module '(.*)' is ambiguous)$/;
+
+const noSide = {
+  buffer: () => new ArrayBuffer(0),
+  hostFunction: () => undefined,
+  promise: () => Promise.resolve(),
+};
+
+/** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `#toHost`). */
+const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
+
+/** The tapes of primitives (see marshal/tape.ts) become handles without the guest's decoder. */
+function primitiveHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | undefined {
+  if (tape === '["a",0,[]]') return ctx.newArray();
+  if (tape.startsWith("[")) {
+    if (tape === '["u"]') return ctx.undefined;
+    if (tape.startsWith('["b",')) return ctx.newBigInt(BigInt(JSON.parse(tape)[1] as string));
+    if (tape.startsWith('["n",')) return ctx.newNumber(Number(JSON.parse(tape)[1] === "-0" ? -0 : JSON.parse(tape)[1]));
+    return undefined;
+  }
+  const value = JSON.parse(tape) as string | number | boolean | null;
+  if (typeof value === "string") return UNSAFE_FOR_C_STRINGS.test(value) ? undefined : ctx.newString(value);
+  if (typeof value === "number") return ctx.newNumber(value);
+  return value === null ? ctx.null : value ? ctx.true : ctx.false;
+}
+
+/** A thrown non-Error value as a message a person can read. */
+function formatThrown(value: unknown): string {
+  try {
+    return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every
+ * run it starts. Each run still gets its own wasm instance and linear memory.
+ * @module
+ */
+import { compiledModule } from "./engine.js";
+import { Execution } from "./execution.js";
+import { Linker } from "./linker.js";
+import { FunctionTable } from "./marshal/to-guest.js";
+import { resolveOptions } from "./options.js";
+import { Run } from "./run.js";
+import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
+
+/** Heap cap of a run that sets no `memoryLimitBytes`. */
+export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
+/** The runtime's own stop for runaway code (see {@link SafetyCap}). */
+export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, interruptPolls: 1_000_000 });
+
+const defaultClock = (): (() => number) => {
+  const performance = (globalThis as { performance?: { now(): number } }).performance;
+  return performance === undefined ? Date.now : () => performance.now();
+};
+
+/** Creates a sandbox runner; see {@link SandboxOptions}. */
+export function createSandbox(settings: SandboxOptions = {}): Sandbox {
+  const wasm = compiledModule(settings.wasm);
+  const clock = settings.clock ?? defaultClock();
+  const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
+  const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
+  for (const [key, value] of Object.entries({ defaultMemoryLimitBytes, ...safetyCap })) {
+    if (typeof value !== "number" || !(value > 0))
+      throw new TypeError(`createSandbox: ${key} must be a positive number`);
+  }
+
+  const runCode = (source: string, options?: CodeExecutionOptions) => {
+    const started = clock();
+    const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
+    const linker = new Linker(resolved);
+    const reports: unknown[] = [];
+    let settled = false;
+    const run = new Run(resolved, { wasm, safetyCap, clock }, linker, new FunctionTable(), {
+      reports,
+      settled: () => settled,
+    });
+    const finish = (outcome: Pick<CodeExecutionResult, "status" | "result" | "error">): CodeExecutionResult => {
+      settled = true;
+      const head = outcome.status === "success" ? { status: outcome.status, result: outcome.result } : { ...outcome };
+      const durationMs = clock() - started;
+      const result: CodeExecutionResult = { ...head, reports: [...reports], logs: [...run.logs], durationMs };
+      const peak = run.peakBytes;
+      if (peak !== undefined) result.memoryUsedBytes = peak;
+      return result;
+    };
+    const execution = new Execution(reports, (error) => {
+      run.stop(error);
+      return finish({ status: "terminated", error });
+    });
+    run.execute(source).then(
+      (outcome) => execution.settle(finish(outcome)),
+      (bug: unknown) =>
+        execution.settle(finish({ status: "error", error: { name: "InternalError", message: String(bug) } })),
+    );
+    return execution;
+  };
+  return { runCode };
+}

@@ -1,0 +1,160 @@
+/** §6.4 runaway execution and §6.5 memory caps. */
+import { describe, expect, it } from "vitest";
+import type { RunCode } from "../../src/types.js";
+import { type ConformanceOptions, ok, sleep } from "./helpers.js";
+
+const MiB = 1024 * 1024;
+const ALLOCATE_FOREVER = "const keep = [];\nwhile (true) keep.push(new Uint8Array(1024 * 1024));";
+
+export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}): void {
+  describe("§6.5 memory", () => {
+    it("exceeding memoryLimitBytes settles with 'memory'", async () => {
+      const r = await runCode(ALLOCATE_FOREVER, { memoryLimitBytes: 32 * MiB });
+      expect(r.status).toBe("memory");
+      expect(r.error?.name).toBe("MemoryError");
+      expect("result" in r).toBe(false);
+      expect(typeof r.memoryUsedBytes).toBe("number");
+      expect(r.memoryUsedBytes ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(40 * MiB);
+    }, 20_000);
+
+    it("live strings past memoryLimitBytes settles with 'memory'", async () => {
+      // Flat 1 MiB strings: `s += s` would only build ropes and hit the string length limit instead.
+      const source = "const keep = [];\nwhile (true) keep.push('x'.repeat(1024 * 1024 - keep.length));";
+      const r = await runCode(source, { memoryLimitBytes: 32 * MiB });
+      expect(r.status).toBe("memory");
+      expect(r.error?.name).toBe("MemoryError");
+    }, 20_000);
+
+    it("a run within memoryLimitBytes succeeds", async () => {
+      const source = "const a = new Uint8Array(4 * 1024 * 1024);\nexport default a.length";
+      expect(await ok(runCode, source, { memoryLimitBytes: 32 * MiB })).toBe(4 * MiB);
+    });
+
+    it("keeps reports and logs made before running out of memory", async () => {
+      const r = await runCode(`report('start');\nconsole.log('log');\n${ALLOCATE_FOREVER}`, {
+        memoryLimitBytes: 32 * MiB,
+      });
+      expect(r.status).toBe("memory");
+      expect(r.reports).toEqual(["start"]);
+      expect(r.logs.map((l) => l.args)).toEqual([["log"]]);
+    }, 20_000);
+
+    it("a normal run works after a run ran out of memory", async () => {
+      const r = await runCode(ALLOCATE_FOREVER, { memoryLimitBytes: 32 * MiB });
+      expect(r.status).toBe("memory");
+      expect(await ok(runCode, "export default [1, 2, 3].map((x) => x * 2)")).toEqual([2, 4, 6]);
+    }, 20_000);
+  });
+
+  describe("§6.4 stalled runs", () => {
+    it("awaiting a promise that can never settle ends with 'error' instead of hanging", async () => {
+      const r = await runCode("await new Promise(() => {});\nexport default 1");
+      expect(r.status).toBe("error");
+      expect((r.error?.message ?? "").length).toBeGreaterThan(0);
+    });
+
+    it("an exported function stalled forever ends with 'error'", async () => {
+      const r = await runCode("export default async () => { await new Promise(() => {}); return 1; }");
+      expect(r.status).toBe("error");
+    });
+
+    it("a guest awaiting a slow host promise is not stalled", async () => {
+      const slow = async () => {
+        await sleep(50);
+        return "slow";
+      };
+      expect(await ok(runCode, "export default await slow()", { globals: { slow } })).toBe("slow");
+    });
+  });
+
+  const sandbox = options.sandbox;
+  describe.skipIf(sandbox === undefined)("§6.4 safety cap and default memory limit (sandbox settings)", () => {
+    const make = (settings: Parameters<NonNullable<ConformanceOptions["sandbox"]>>[0]): RunCode => {
+      if (sandbox === undefined) throw new Error("no sandbox factory");
+      return sandbox(settings);
+    };
+
+    it("a cpuTimeMs safety cap stops a synchronous endless loop", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 200 } });
+      const r = await capped("while (true) {}");
+      expect(r.status).toBe("terminated");
+      expect(r.error?.name).toBe("TerminatedError");
+      expect(r.error?.message).toContain("safety cap");
+    }, 20_000);
+
+    it("the safety cap cannot be caught by guest code", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 200 } });
+      const r = await capped("let n = 0;\ntry { while (true) {} } catch { n = 1 } finally { n = 2 }\nexport default n");
+      expect(r.status).toBe("terminated");
+    }, 20_000);
+
+    it("an interruptPolls safety cap stops the loop where the clock stands still", async () => {
+      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+      const r = await capped("while (true) {}");
+      expect(r.status).toBe("terminated");
+      expect(r.error?.name).toBe("TerminatedError");
+      expect(r.error?.message).toContain("safety cap");
+    }, 20_000);
+
+    it("the interruptPolls safety cap also stops a loop in an async export", async () => {
+      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+      const r = await capped("export default async () => { await null; for (;;) {} }");
+      expect(r.status).toBe("terminated");
+      expect(r.error?.name).toBe("TerminatedError");
+    }, 20_000);
+
+    it("a cpuTimeMs safety cap stops an endless microtask loop", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 200 } });
+      const r = await capped("for (;;) await null;");
+      expect(r.status).toBe("terminated");
+      expect(r.error?.name).toBe("TerminatedError");
+      expect(r.error?.message).toContain("safety cap");
+    }, 20_000);
+
+    it("a cpuTimeMs safety cap stops an endless loop in an executed export", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 200 } });
+      const r = await capped("export function spin(n) { for (;;) n++; }", { execute: { fn: "spin", args: [0] } });
+      expect(r.status).toBe("terminated");
+      expect(r.error?.name).toBe("TerminatedError");
+    }, 20_000);
+
+    it("time spent awaiting the host does not count against cpuTimeMs", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 100 } });
+      const slow = async () => {
+        await sleep(300);
+        return "waited";
+      };
+      const r = await capped("export default await slow()", { globals: { slow } });
+      expect(r.status).toBe("success");
+      expect(r.result).toBe("waited");
+    });
+
+    it("a normal run under a small safety cap succeeds", async () => {
+      const capped = make({ safetyCap: { cpuTimeMs: 200, interruptPolls: 50 } });
+      expect(await ok(capped, "let s = 0;\nfor (let i = 0; i < 1000; i++) s += i;\nexport default s")).toBe(499500);
+    });
+
+    it("defaultMemoryLimitBytes applies to a run that sets none", async () => {
+      const small = make({ defaultMemoryLimitBytes: 16 * MiB });
+      const r = await small(ALLOCATE_FOREVER);
+      expect(r.status).toBe("memory");
+      expect(r.error?.name).toBe("MemoryError");
+      expect(r.memoryUsedBytes ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(24 * MiB);
+    }, 20_000);
+
+    it("memoryLimitBytes of a run overrides defaultMemoryLimitBytes", async () => {
+      const small = make({ defaultMemoryLimitBytes: 16 * MiB });
+      const source = "const a = new Uint8Array(24 * 1024 * 1024);\nexport default a.length";
+      expect(await ok(small, source, { memoryLimitBytes: 64 * MiB })).toBe(24 * MiB);
+      const r = await small(source);
+      expect(r.status).toBe("memory");
+    }, 20_000);
+
+    it("a clock standing still gives durationMs 0", async () => {
+      const frozen = make({ clock: () => 0 });
+      const r = await frozen("export default 1");
+      expect(r.status).toBe("success");
+      expect(r.durationMs).toBe(0);
+    });
+  });
+}

@@ -1,0 +1,627 @@
+/** §3.5 bridged value marshaling, both directions. */
+import { describe, expect, it } from "vitest";
+import type { RunCode } from "../../src/types.js";
+import { arr, fails, nameAndMessage, ok, rec, thrown } from "./helpers.js";
+
+/** Host value -> guest (as an argument) -> host (as the result). */
+async function roundTrip(runCode: RunCode, value: unknown): Promise<unknown> {
+  return await ok(runCode, "export default (v) => v", { execute: { args: [value] } });
+}
+
+const TYPED_ARRAYS = [
+  "Int8Array",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "Int16Array",
+  "Uint16Array",
+  "Int32Array",
+  "Uint32Array",
+  "Float32Array",
+  "Float64Array",
+  "BigInt64Array",
+  "BigUint64Array",
+] as const;
+
+type TypedArrayName = (typeof TYPED_ARRAYS)[number];
+
+const CONSTRUCTORS: Record<TypedArrayName, new (length: number) => ArrayBufferView> = {
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+};
+
+function bytesOf(view: ArrayBufferView): number[] {
+  return [...new Uint8Array(view.buffer, view.byteOffset, view.byteLength)];
+}
+
+class Foo {
+  x = 1;
+}
+
+export function marshalingSuite(runCode: RunCode): void {
+  describe("§3.5 marshaling: primitives", () => {
+    const primitives: [string, unknown][] = [
+      ["string", "héllo \u{1F600} end"],
+      ["string with NUL", "a\u0000b\u0000"],
+      ["empty string", ""],
+      ["number", 1.5],
+      ["max safe integer", Number.MAX_SAFE_INTEGER],
+      ["true", true],
+      ["false", false],
+      ["null", null],
+      ["undefined", undefined],
+      ["bigint", 10n],
+      ["big negative bigint", -(2n ** 70n)],
+      ["NaN", Number.NaN],
+      ["-0", -0],
+      ["Infinity", Number.POSITIVE_INFINITY],
+      ["-Infinity", Number.NEGATIVE_INFINITY],
+    ];
+    it.each(primitives)("%s round-trips host -> guest -> host", async (_label, value) => {
+      // toBe is Object.is: NaN equals NaN, -0 differs from 0.
+      expect(await roundTrip(runCode, value)).toBe(value);
+    });
+
+    it("a lone surrogate round-trips", async () => {
+      const back = await roundTrip(runCode, "a\uD800b");
+      expect(back).toBe("a\uD800b");
+    });
+
+    it("guest-made strings with NUL and lone surrogates arrive intact, in results, reports and host calls", async () => {
+      const seen: unknown[] = [];
+      const source = "const s = ['a\\u0000b', 'x\\uD800y', '\\uDFFF'];\nreport(s);\nsink(s);\nexport default s";
+      const r = await runCode(source, {
+        globals: {
+          sink: (v: unknown) => {
+            seen.push(v);
+          },
+        },
+      });
+      const expected = ["a\u0000b", "x\uD800y", "\uDFFF"];
+      expect(r.status).toBe("success");
+      expect(r.result).toEqual(expected);
+      expect(r.reports).toEqual([expected]);
+      expect(seen).toEqual([expected]);
+    });
+
+    it("the guest sees the same primitives", async () => {
+      const source = `export default (...v) => v.map((x) => Object.is(x, -0) ? '-0' : typeof x + ':' + String(x))`;
+      const args = ["s", 2, true, null, undefined, 3n, Number.NaN, -0, Number.POSITIVE_INFINITY];
+      expect(await ok(runCode, source, { execute: { args } })).toEqual([
+        "string:s",
+        "number:2",
+        "boolean:true",
+        "object:null",
+        "undefined:undefined",
+        "bigint:3",
+        "number:NaN",
+        "-0",
+        "number:Infinity",
+      ]);
+    });
+
+    it("guest-made special numbers arrive intact", async () => {
+      const result = arr(
+        await ok(runCode, "export default [NaN, -0, Infinity, -Infinity, 2n ** 64n, undefined, null]"),
+      );
+      const expected: unknown[] = [
+        Number.NaN,
+        -0,
+        Number.POSITIVE_INFINITY,
+        Number.NEGATIVE_INFINITY,
+        2n ** 64n,
+        undefined,
+        null,
+      ];
+      expect(result.length).toBe(expected.length);
+      expected.forEach((value, i) => {
+        expect(result[i]).toBe(value);
+      });
+    });
+  });
+
+  describe("§3.5 marshaling: objects and arrays", () => {
+    it("plain nested objects and arrays round-trip", async () => {
+      const value = { a: 1, b: { c: [1, "two", { d: null }] }, e: [] };
+      expect(await roundTrip(runCode, value)).toEqual(value);
+    });
+
+    it("a plain object arrives with Object.prototype", async () => {
+      const result = await ok(runCode, "export default { a: 1 }");
+      expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+      expect(result).toEqual({ a: 1 });
+    });
+
+    it("array holes are preserved guest -> host", async () => {
+      const result = arr(await ok(runCode, "export default [1, , 3]"));
+      expect(result.length).toBe(3);
+      expect(1 in result).toBe(false);
+      expect(result[0]).toBe(1);
+      expect(result[2]).toBe(3);
+    });
+
+    it("array holes are preserved host -> guest", async () => {
+      // biome-ignore lint/suspicious/noSparseArray: the hole is the point
+      const holey = [1, , 3];
+      const source = "export default (a) => [a.length, 1 in a, a[2]]";
+      expect(await ok(runCode, source, { execute: { args: [holey] } })).toEqual([3, false, 3]);
+    });
+
+    it("cycles are preserved guest -> host", async () => {
+      const result = rec(await ok(runCode, "const o = { n: 1 };\no.self = o;\nexport default o"));
+      expect(result.self).toBe(result);
+      expect(result.n).toBe(1);
+    });
+
+    it("shared references are preserved guest -> host", async () => {
+      const result = rec(await ok(runCode, "const s = { v: 1 };\nexport default { a: s, b: s, list: [s] }"));
+      expect(result.a).toBe(result.b);
+      expect(arr(result.list)[0]).toBe(result.a);
+    });
+
+    it("cycles and shared references are preserved host -> guest", async () => {
+      const o: Record<string, unknown> = { n: 1 };
+      o.self = o;
+      const s = { v: 1 };
+      const source = "export default (o, p) => [o.self === o, p.a === p.b, p.a.v]";
+      expect(await ok(runCode, source, { execute: { args: [o, { a: s, b: s }] } })).toEqual([true, true, 1]);
+    });
+
+    it("a guest mutation of a received object does not affect the host object", async () => {
+      const obj = { x: 1, list: [1] };
+      const arg = { y: 1 };
+      const source = "export default (a) => { obj.x = 99; obj.list.push(2); a.y = 5; return [obj.x, a.y]; }";
+      expect(await ok(runCode, source, { globals: { obj }, execute: { args: [arg] } })).toEqual([99, 5]);
+      expect(obj).toEqual({ x: 1, list: [1] });
+      expect(arg).toEqual({ y: 1 });
+    });
+
+    it("a host mutation of a received argument does not affect the guest object", async () => {
+      const source = "const o = { x: 1 };\nmut(o);\nexport default o.x";
+      const mut = (o: unknown) => {
+        rec(o).x = 2;
+      };
+      expect(await ok(runCode, source, { globals: { mut } })).toBe(1);
+    });
+
+    it("each host function return is a fresh clone", async () => {
+      const shared = { n: 1 };
+      const source = "const a = get();\na.n = 5;\nconst b = get();\nexport default [a === b, a.n, b.n]";
+      expect(await ok(runCode, source, { globals: { get: () => shared } })).toEqual([false, 5, 1]);
+      expect(shared).toEqual({ n: 1 });
+    });
+
+    it("a deep structure of moderate size round-trips", async () => {
+      const big = Array.from({ length: 5000 }, (_, i) => ({ i, s: `item ${i}`, tags: [i % 3] }));
+      expect(await roundTrip(runCode, big)).toEqual(big);
+    });
+  });
+
+  describe("§3.5 marshaling: built-in types", () => {
+    it("Map arrives as a host Map, both ways", async () => {
+      const source = "export default (m) => [m instanceof Map, m.get('a'), new Map([[{ k: 1 }, m]])]";
+      const result = arr(await ok(runCode, source, { execute: { args: [new Map([["a", 1]])] } }));
+      expect(result.slice(0, 2)).toEqual([true, 1]);
+      const outer = result[2];
+      expect(outer).toBeInstanceOf(Map);
+      expect(outer).toEqual(new Map([[{ k: 1 }, new Map([["a", 1]])]]));
+    });
+
+    it("Set arrives as a host Set, both ways", async () => {
+      const source = "export default (s) => [s instanceof Set, s.has(2), new Set([...s, 'x'])]";
+      const result = arr(await ok(runCode, source, { execute: { args: [new Set([1, 2])] } }));
+      expect(result.slice(0, 2)).toEqual([true, true]);
+      expect(result[2]).toBeInstanceOf(Set);
+      expect(result[2]).toEqual(new Set([1, 2, "x"]));
+    });
+
+    it("Date round-trips, including an invalid date", async () => {
+      const source = "export default (d, bad) => [d instanceof Date, d.getTime(), new Date(86400000), bad]";
+      const result = arr(await ok(runCode, source, { execute: { args: [new Date(1234), new Date(Number.NaN)] } }));
+      expect(result.slice(0, 2)).toEqual([true, 1234]);
+      expect(result[2]).toBeInstanceOf(Date);
+      expect((result[2] as Date).getTime()).toBe(86400000);
+      expect(result[3]).toBeInstanceOf(Date);
+      expect(Number.isNaN((result[3] as Date).getTime())).toBe(true);
+    });
+
+    it("RegExp round-trips with source and flags", async () => {
+      const source = "export default (r) => [r instanceof RegExp, r.test('AAB'), /x+y/m]";
+      const result = arr(await ok(runCode, source, { execute: { args: [/a+b/gi] } }));
+      expect(result.slice(0, 2)).toEqual([true, true]);
+      const re = result[2];
+      expect(re).toBeInstanceOf(RegExp);
+      expect([(re as RegExp).source, (re as RegExp).flags]).toEqual(["x+y", "m"]);
+    });
+
+    it("Error objects keep name and message guest -> host", async () => {
+      const source = "export default [new Error('e'), new TypeError('t'), new RangeError('r'), new SyntaxError('s')]";
+      const result = arr(await ok(runCode, source));
+      expect(result.map((e) => e instanceof Error)).toEqual([true, true, true, true]);
+      expect(result.map(nameAndMessage)).toEqual([
+        { name: "Error", message: "e" },
+        { name: "TypeError", message: "t" },
+        { name: "RangeError", message: "r" },
+        { name: "SyntaxError", message: "s" },
+      ]);
+    });
+
+    it("Error objects keep name and message host -> guest, without host stack", async () => {
+      const source = "export default (e) => [e instanceof Error, e.name, e.message, String(e.stack ?? '')]";
+      const result = arr(await ok(runCode, source, { execute: { args: [new TypeError("host")] } }));
+      expect(result.slice(0, 3)).toEqual([true, "TypeError", "host"]);
+      const stack = String(result[3]);
+      expect(stack).not.toContain("node_modules");
+      expect(stack).not.toContain("/work");
+      expect(stack).not.toContain("file://");
+    });
+
+    it("ArrayBuffer round-trips with the same bytes", async () => {
+      const buffer = new Uint8Array([1, 2, 250]).buffer;
+      const source = "export default (b) => [b instanceof ArrayBuffer, [...new Uint8Array(b)], b]";
+      const result = arr(await ok(runCode, source, { execute: { args: [buffer] } }));
+      expect(result.slice(0, 2)).toEqual([true, [1, 2, 250]]);
+      expect(result[2]).toBeInstanceOf(ArrayBuffer);
+      expect([...new Uint8Array(result[2] as ArrayBuffer)]).toEqual([1, 2, 250]);
+      expect(result[2]).not.toBe(buffer);
+    });
+
+    it.each(TYPED_ARRAYS)("%s guest -> host keeps kind and bytes", async (name) => {
+      const big = name.startsWith("Big");
+      const values = big ? "[1n, -2n, 3n]" : "[1, -2, 3.5]";
+      const source = `const v = new ${name}(${values});\nexport default [v, [...new Uint8Array(v.buffer)]]`;
+      const result = arr(await ok(runCode, source));
+      const view = result[0] as ArrayBufferView;
+      expect(Object.getPrototypeOf(view)).toBe(CONSTRUCTORS[name].prototype);
+      expect(bytesOf(view)).toEqual(result[1]);
+    });
+
+    it.each(TYPED_ARRAYS)("%s host -> guest keeps kind and bytes", async (name) => {
+      const view = new CONSTRUCTORS[name](3);
+      new Uint8Array(view.buffer).forEach((_, i, bytes) => {
+        bytes[i] = (i * 37 + 5) % 256;
+      });
+      const source = `export default (v) => [v instanceof ${name}, v.length, [...new Uint8Array(v.buffer, v.byteOffset, v.byteLength)]]`;
+      expect(await ok(runCode, source, { execute: { args: [view] } })).toEqual([true, 3, bytesOf(view)]);
+    });
+
+    it("DataView round-trips with the same bytes", async () => {
+      const dv = new DataView(new Uint8Array([9, 8, 7, 6]).buffer, 1, 2);
+      const source = "export default (d) => [d instanceof DataView, d.byteOffset, d.byteLength, d.getUint8(0), d]";
+      const result = arr(await ok(runCode, source, { execute: { args: [dv] } }));
+      expect(result.slice(0, 4)).toEqual([true, 1, 2, 8]);
+      const back = result[4];
+      expect(back).toBeInstanceOf(DataView);
+      expect(bytesOf(back as DataView)).toEqual([8, 7]);
+    });
+
+    it("offset views of one buffer keep sharing it guest -> host", async () => {
+      const source =
+        "const b = new ArrayBuffer(8);\nconst a = new Uint8Array(b, 2, 4);\nconst d = new DataView(b, 4);\na[2] = 42;\nexport default { a, d }";
+      const result = rec(await ok(runCode, source));
+      const a = result.a as Uint8Array;
+      const d = result.d as DataView;
+      expect(a).toBeInstanceOf(Uint8Array);
+      expect(d).toBeInstanceOf(DataView);
+      expect(a.buffer).toBe(d.buffer);
+      expect([a.byteOffset, a.length, d.byteOffset, d.byteLength, a.buffer.byteLength]).toEqual([2, 4, 4, 4, 8]);
+      expect(d.getUint8(0)).toBe(42);
+    });
+
+    it("offset views of one buffer keep sharing it host -> guest", async () => {
+      const b = new ArrayBuffer(8);
+      const x = { a: new Uint8Array(b, 2, 4), d: new DataView(b, 4) };
+      const source =
+        "export default (x) => { x.a[2] = 7; return [x.a.buffer === x.d.buffer, x.a.byteOffset, x.d.byteOffset, x.a.buffer.byteLength, x.d.getUint8(0)]; }";
+      expect(await ok(runCode, source, { execute: { args: [x] } })).toEqual([true, 2, 4, 8, 7]);
+      expect(new Uint8Array(b)[4]).toBe(0);
+    });
+  });
+
+  describe("§3.5 marshaling: functions and promises", () => {
+    it("host functions are callable proxies: args cloned in, return cloned back", async () => {
+      const seen: unknown[] = [];
+      const source = "export default add({ a: 2 }, [3])";
+      const add = (x: unknown, y: unknown) => {
+        seen.push(x, y);
+        return { sum: Number(rec(x).a) + Number(arr(y)[0]) };
+      };
+      expect(await ok(runCode, source, { globals: { add } })).toEqual({ sum: 5 });
+      expect(seen).toEqual([{ a: 2 }, [3]]);
+    });
+
+    it("async host functions return promises the guest can await", async () => {
+      const source = "const p = load();\nexport default [p instanceof Promise, await p]";
+      expect(await ok(runCode, source, { globals: { load: async () => new Map([["k", 1]]) } })).toEqual([
+        true,
+        new Map([["k", 1]]),
+      ]);
+    });
+
+    it("a host function receives this === undefined however it is called", async () => {
+      const thisValues: unknown[] = [];
+      function probe(this: unknown): string {
+        thisValues.push(this);
+        return typeof this;
+      }
+      const source = `
+        import * as ns from 'tools';
+        import { probe as p2 } from 'tools';
+        export default [probe(), holder.probe(), ns.probe(), p2.call({ a: 1 }), Reflect.apply(probe, [1], [])];
+      `;
+      const result = await ok(runCode, source, {
+        globals: { probe, holder: { probe } },
+        imports: { tools: { probe } },
+      });
+      expect(result).toEqual(["undefined", "undefined", "undefined", "undefined", "undefined"]);
+      expect(thisValues).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    });
+
+    it("fn.name in the guest equals the host function's name", async () => {
+      function readFile(): string {
+        return "";
+      }
+      const source = "import { readFile as r } from 'fs';\nexport default [r.name, g.name, o.log.name]";
+      const result = await ok(runCode, source, {
+        imports: { fs: { readFile } },
+        globals: { g: function namedGlobal() {}, o: { log: (..._a: unknown[]) => undefined } },
+      });
+      expect(result).toEqual(["readFile", "namedGlobal", "log"]);
+    });
+
+    it("a host function proxy is a guest function and reveals no host source", async () => {
+      function secretFn(): number {
+        const SECRET = "TOPSECRET-123";
+        return SECRET.length;
+      }
+      const source =
+        "export default [typeof secretFn, secretFn instanceof Function, Object.getPrototypeOf(secretFn) === Function.prototype, String(secretFn).includes('TOPSECRET'), secretFn()]";
+      expect(await ok(runCode, source, { globals: { secretFn } })).toEqual(["function", true, true, false, 13]);
+    });
+
+    it("a host throw is caught in the guest with name and message, without host stack", async () => {
+      const source = `
+        let out;
+        try { boom(); } catch (e) { out = [e instanceof Error, e.name, e.message, String(e.stack ?? '')]; }
+        export default out;
+      `;
+      const boom = () => {
+        throw new TypeError("no");
+      };
+      const result = arr(await ok(runCode, source, { globals: { boom } }));
+      expect(result.slice(0, 3)).toEqual([true, "TypeError", "no"]);
+      const stack = String(result[3]);
+      expect(stack).not.toContain("node_modules");
+      expect(stack).not.toContain("/work");
+      expect(stack).not.toContain("file://");
+    });
+
+    it("an uncaught host throw ends the run as an error", async () => {
+      const boom = () => {
+        throw new RangeError("host range");
+      };
+      const error = await fails(runCode, "error", "boom();\nexport default 1", { globals: { boom } });
+      expect(error.name).toBe("RangeError");
+      expect(error.message).toBe("host range");
+      for (const text of [error.message, error.stack ?? ""]) {
+        expect(text).not.toContain("node_modules");
+        expect(text).not.toContain("/work");
+        expect(text).not.toContain("file://");
+      }
+    });
+
+    it("a rejecting async host function rejects inside the guest", async () => {
+      const source = "export default await load().then(() => 'resolved', (e) => [e.name, e.message])";
+      const load = async () => {
+        throw new Error("nope");
+      };
+      expect(await ok(runCode, source, { globals: { load } })).toEqual(["Error", "nope"]);
+    });
+
+    it("host promises in globals and imports resolve inside the guest", async () => {
+      const source = "import { ready } from 'cfg';\nexport default [await p, await ready]";
+      const options = { globals: { p: Promise.resolve(5) }, imports: { cfg: { ready: Promise.resolve("yes") } } };
+      expect(await ok(runCode, source, options)).toEqual([5, "yes"]);
+    });
+
+    it("a rejected host promise rejects inside the guest", async () => {
+      const rejected = Promise.reject(new RangeError("r"));
+      rejected.catch(() => undefined);
+      const source = "export default await p.then(() => 'resolved', (e) => [e.name, e.message])";
+      expect(await ok(runCode, source, { globals: { p: rejected } })).toEqual(["RangeError", "r"]);
+    });
+
+    it("a guest promise passed to a host function arrives as a host promise of the clone", async () => {
+      let received: unknown;
+      const take = (p: unknown) => {
+        received = p;
+        return p;
+      };
+      const result = await ok(runCode, "export default await take(Promise.resolve({ a: 1 }))", { globals: { take } });
+      expect(result).toEqual({ a: 1 });
+      expect(received).toBeInstanceOf(Promise);
+      await expect(received).resolves.toEqual({ a: 1 });
+    });
+
+    it("a guest function cannot cross to the host", async () => {
+      const error = await fails(runCode, "error", "export default { f() { return 1 } }");
+      expect(error.name).toBe("SerializationError");
+    });
+
+    it("a guest function passed to a host function makes the guest call throw", async () => {
+      const source = "let out;\ntry { sink(() => 1); out = 'sent'; } catch (e) { out = e.name; }\nexport default out";
+      expect(await ok(runCode, source, { globals: { sink: () => undefined } })).toBe("SerializationError");
+    });
+  });
+
+  describe("§3.5 marshaling: volume and concurrency", () => {
+    it("a thousand synchronous host calls all arrive", async () => {
+      let calls = 0;
+      const add = (n: unknown) => {
+        calls++;
+        return Number(n) + 1;
+      };
+      const source = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += add(i);\nexport default s";
+      expect(await ok(runCode, source, { globals: { add } })).toBe(500500);
+      expect(calls).toBe(1000);
+    });
+
+    it("concurrent async host calls settle in the guest with their own values", async () => {
+      const delayed = (n: unknown) =>
+        new Promise<number>((resolve) => setTimeout(() => resolve(Number(n) * 10), 30 - Number(n) * 10));
+      const source =
+        "const order = [];\nconst all = await Promise.all([1, 2, 3].map((n) => delayed(n).then((v) => { order.push(n); return v; })));\nexport default [all, order]";
+      expect(await ok(runCode, source, { globals: { delayed } })).toEqual([
+        [10, 20, 30],
+        [3, 2, 1],
+      ]);
+    });
+
+    it("a host function returning nothing gives undefined", async () => {
+      const source = "export default [nothing(), await nothingAsync()]";
+      const options = { globals: { nothing: () => undefined, nothingAsync: async () => undefined } };
+      expect(await ok(runCode, source, options)).toEqual([undefined, undefined]);
+    });
+
+    it("a 1 MB string and a 2 MB Uint8Array round-trip", async () => {
+      const text = "abcdefghij".repeat(100_000);
+      const bytes = new Uint8Array(2 * 1024 * 1024).map((_, i) => i % 251);
+      const result = arr(
+        await ok(runCode, "export default (t, b) => [t, b, t.length, b[1000]]", { execute: { args: [text, bytes] } }),
+      );
+      expect(result[0] === text).toBe(true);
+      const back = result[1];
+      expect(back).toBeInstanceOf(Uint8Array);
+      const view = back as Uint8Array;
+      expect(view.length).toBe(bytes.length);
+      expect(view.findIndex((b, i) => b !== bytes[i])).toBe(-1);
+      expect(result.slice(2)).toEqual([1_000_000, 1000 % 251]);
+    });
+  });
+
+  describe("§3.5 marshaling: not transferable", () => {
+    it.each([
+      ["a class instance", "class Foo { x = 1 }\nexport default new Foo()"],
+      ["a WeakMap", "export default new WeakMap()"],
+      ["a WeakRef", "export default new WeakRef({})"],
+      ["a symbol", "export default Symbol('s')"],
+      ["a nested class instance", "class Foo {}\nexport default { list: [1, new Foo()] }"],
+      ["an object with toJSON", "export default { a: 1, toJSON() { return 'x' } }"],
+    ])("guest -> host: %s is a SerializationError", async (_label, source) => {
+      const error = await fails(runCode, "error", source);
+      expect(error.name).toBe("SerializationError");
+    });
+
+    const hostValues: [string, () => unknown][] = [
+      ["a class instance", () => new Foo()],
+      ["a WeakMap", () => new WeakMap()],
+      ["a WeakRef", () => new WeakRef({})],
+      ["a symbol", () => Symbol("s")],
+      ["a nested class instance", () => ({ list: [1, new Foo()] })],
+    ];
+
+    it.each(hostValues)("host -> guest in globals: %s throws SerializationError synchronously", (_label, make) => {
+      const error = thrown(() => runCode("export default 1", { globals: { v: make() } }));
+      expect(nameAndMessage(error).name).toBe("SerializationError");
+    });
+
+    it.each(hostValues)("host -> guest in execute.args: %s throws SerializationError synchronously", (_label, make) => {
+      const error = thrown(() => runCode("export default (v) => 1", { execute: { args: [make()] } }));
+      expect(nameAndMessage(error).name).toBe("SerializationError");
+    });
+
+    it("host -> guest in imports: a class instance throws SerializationError synchronously", () => {
+      const error = thrown(() => runCode("export default 1", { imports: { m: { v: new Foo() } } }));
+      expect(nameAndMessage(error).name).toBe("SerializationError");
+    });
+
+    it("a host function returning a class instance throws a catchable SerializationError in the guest", async () => {
+      const source = "let out;\ntry { make(); out = 'returned'; } catch (e) { out = e.name; }\nexport default out";
+      expect(await ok(runCode, source, { globals: { make: () => new Foo() } })).toBe("SerializationError");
+    });
+
+    it("an async host function resolving to a symbol rejects with SerializationError in the guest", async () => {
+      const source = "export default await make().then(() => 'resolved', (e) => e.name)";
+      expect(await ok(runCode, source, { globals: { make: async () => Symbol("s") } })).toBe("SerializationError");
+    });
+  });
+
+  describe("§3.5 marshaling: hostile guest values", () => {
+    it("getters run in the guest and arrive as data", async () => {
+      const result = await ok(runCode, "let n = 0;\nexport default { get x() { n++; return n; } }");
+      expect(result).toEqual({ x: 1 });
+      expect(Object.getOwnPropertyDescriptor(result, "x")).toEqual({
+        value: 1,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    });
+
+    it("a throwing getter makes the run an error", async () => {
+      await fails(runCode, "error", "export default { get x() { throw new Error('getter') } }");
+    });
+
+    it("a __proto__ key stays an own property and pollutes nothing", async () => {
+      const result = await ok(runCode, `export default JSON.parse('{"__proto__": {"polluted": 1}, "a": 2}')`);
+      expect(Object.getOwnPropertyNames(result)).toContain("__proto__");
+      expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+      expect(rec(result).a).toBe(2);
+      expect((rec(result) as { polluted?: unknown }).polluted).toBeUndefined();
+      expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
+    });
+
+    it("a __proto__ key in a host function argument pollutes nothing", async () => {
+      let got: unknown;
+      const sink = (v: unknown) => {
+        got = v;
+      };
+      await ok(runCode, `sink(JSON.parse('{"__proto__": {"polluted2": 1}}'));\nexport default 0`, {
+        globals: { sink },
+      });
+      expect(Object.getPrototypeOf(got)).toBe(Object.prototype);
+      expect(({} as { polluted2?: unknown }).polluted2).toBeUndefined();
+    });
+
+    it("a polluted guest Object.prototype does not reach host objects", async () => {
+      const source = "Object.prototype.polluted = 1;\nArray.prototype.extra = 2;\nexport default { o: {}, a: [1] }";
+      const result = rec(await ok(runCode, source));
+      expect(result).toEqual({ o: {}, a: [1] });
+      expect(Object.getOwnPropertyNames(result.o)).toEqual([]);
+      expect(Object.getOwnPropertyNames(result.a)).toEqual(["0", "length"]);
+      expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
+      expect(([] as unknown as { extra?: unknown }).extra).toBeUndefined();
+    });
+
+    it("overridden guest intrinsics do not change the marshaled result", async () => {
+      const source = `
+        const value = { list: [1, 2], m: new Map([['k', 'v']]) };
+        Array.prototype.map = () => { throw new Error('hijacked map'); };
+        Array.prototype[Symbol.iterator] = function* () { yield 'hijacked'; };
+        Object.keys = () => ['hijacked'];
+        Object.entries = () => [];
+        JSON.stringify = () => '"hijacked"';
+        Map.prototype.entries = function* () {};
+        Map.prototype.forEach = () => {};
+        export default value;
+      `;
+      const result = rec(await ok(runCode, source));
+      expect(result.list).toEqual([1, 2]);
+      expect(result.m).toEqual(new Map([["k", "v"]]));
+    });
+
+    it("a very deep result fails cleanly or arrives whole", async () => {
+      const r = await runCode("let o = {};\nfor (let i = 0; i < 100000; i++) o = { o };\nexport default o");
+      expect(["success", "error"]).toContain(r.status);
+      if (r.status === "error") expect(typeof r.error?.message).toBe("string");
+    });
+  });
+}
