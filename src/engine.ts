@@ -29,7 +29,14 @@ export function compiledModule(source: WasmSource | undefined): () => Promise<We
   const compile = async () => {
     if (source === undefined || source instanceof WebAssembly.Module) return source;
     const loaded = typeof source === "function" ? await source() : source;
-    return loaded instanceof WebAssembly.Module ? loaded : WebAssembly.compile(loaded as BufferSource);
+    if (loaded instanceof WebAssembly.Module) return loaded;
+    // Cloudflare Workers have no WebAssembly.compile at all: there the module must arrive compiled.
+    const { compile: compileBytes } = WebAssembly as unknown as {
+      compile?: (bytes: BufferSource) => Promise<WebAssembly.Module>;
+    };
+    if (compileBytes === undefined)
+      throw new TypeError("This platform cannot compile wasm: pass a compiled WebAssembly.Module");
+    return compileBytes(loaded as BufferSource);
   };
   return () => {
     compiled ??= compile();

@@ -1,0 +1,19 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+/** The conformance suite and the Worker's own tests, inside workerd. */
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      // The module runner ships each module as one WebSocket message: typescript.js is far over the 1 MiB default.
+      miniflare: { compatibilityFlags: ["increase_websocket_message_size"] },
+    }),
+  ],
+  test: {
+    include: ["test/workers/**/*.test.ts"],
+    setupFiles: ["test/workers/setup.ts"],
+    deps: { optimizer: { ssr: { enabled: true, include: ["typescript", "ts-blank-space"] } } },
+    testTimeout: 30_000,
+  },
+});
