@@ -1,0 +1,50 @@
+import { defineConfig, devices } from "@playwright/test";
+
+/** Debian's Chromium (never `playwright install`), with the flags that keep it off the closed network. */
+export const chromiumLaunch = {
+  executablePath: "/usr/bin/chromium",
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+};
+
+export const PORT = 4173;
+
+export default defineConfig({
+  testDir: ".",
+  testMatch: "**/*.spec.ts",
+  outputDir: "../test-results/e2e",
+  fullyParallel: false,
+  workers: 1,
+  timeout: 30_000,
+  globalTimeout: 180_000,
+  retries: 0,
+  reporter: [["list"]],
+  use: {
+    baseURL: `http://127.0.0.1:${PORT}`,
+    launchOptions: chromiumLaunch,
+    trace: "off",
+  },
+  projects: [
+    {
+      name: "chromium-light",
+      use: { ...devices["Desktop Chrome"], colorScheme: "light", launchOptions: chromiumLaunch },
+    },
+  ],
+  webServer: {
+    command: `npx vite build && npx vite preview --port ${PORT} --strictPort --host 127.0.0.1`,
+    cwd: "..",
+    url: `http://127.0.0.1:${PORT}/`,
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: "ignore",
+    stderr: "pipe",
+  },
+});

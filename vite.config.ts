@@ -1,0 +1,20 @@
+import { defineConfig } from "vite";
+
+/**
+ * The playground (`web/`), built to `dist/web`. Stop is a worker restart (`worker.terminate()`), so no
+ * `SharedArrayBuffer` and no cross-origin isolation headers are needed.
+ */
+export default defineConfig({
+  root: "web",
+  base: "./",
+  build: {
+    outDir: "../dist/web",
+    emptyOutDir: true,
+    target: "es2022",
+    // The TypeScript compiler is a lazy chunk of the worker (~9 MB raw); it is meant to be big.
+    chunkSizeWarningLimit: 10_000,
+  },
+  worker: { format: "es" },
+  server: { host: "127.0.0.1", port: 5173, strictPort: true },
+  preview: { host: "127.0.0.1", port: 4173, strictPort: true },
+});

@@ -1,0 +1,529 @@
+/**
+ * The playground page: wires the editor, the options panels, the sandbox worker and the results panel. The page's
+ * thread never runs user code; it only renders what the worker (or `POST /run`) answers.
+ * @module
+ */
+import type { CodeExecutionError, CodeExecutionResult } from "../src/types.js";
+import { runOnEdge } from "./edge.js";
+import { CodeEditor } from "./editor.js";
+import { EXAMPLES } from "./examples.js";
+import { formatBytes, formatMs, formatTime } from "./format.js";
+import { InputError, toEdgeBody, toPayload } from "./payload.js";
+import { SandboxRunner } from "./runner.js";
+import {
+  decodeShare,
+  defaultSession,
+  encodeShare,
+  type HostEntry,
+  loadStored,
+  type Session,
+  store,
+} from "./session.js";
+import { renderTree } from "./tree.js";
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string): T => {
+  const node = document.getElementById(id);
+  if (node === null) throw new Error(`missing #${id}`);
+  return node as T;
+};
+
+const ui = {
+  run: $<HTMLButtonElement>("run"),
+  runEdge: $<HTMLButtonElement>("run-edge"),
+  stop: $<HTMLButtonElement>("stop"),
+  share: $<HTMLButtonElement>("share"),
+  engine: $<HTMLOutputElement>("engine"),
+  example: $<HTMLSelectElement>("example"),
+  tabs: $("tabs"),
+  addModule: $<HTMLButtonElement>("add-module"),
+  renameModule: $<HTMLButtonElement>("rename-module"),
+  removeModule: $<HTMLButtonElement>("remove-module"),
+  inputError: $("input-error"),
+  options: $<HTMLFormElement>("options"),
+  executeFn: $<HTMLInputElement>("execute-fn"),
+  executeArgs: $<HTMLInputElement>("execute-args"),
+  language: $<HTMLSelectElement>("language"),
+  filename: $<HTMLInputElement>("filename"),
+  memory: $<HTMLInputElement>("memory"),
+  globals: $("globals"),
+  imports: $("imports"),
+  addGlobal: $<HTMLButtonElement>("add-global"),
+  addImport: $<HTMLButtonElement>("add-import"),
+  status: $("status"),
+  where: $("where"),
+  duration: $("duration"),
+  memoryUsed: $("memory-used"),
+  roundTrip: $("round-trip"),
+  notice: $("notice"),
+  error: $("error"),
+  result: $("result"),
+  reports: $("reports"),
+  reportCount: $("report-count"),
+  logs: $("logs"),
+  logCount: $("log-count"),
+};
+
+let session: Session = defaultSession();
+const runner = new SandboxRunner(
+  () => new Worker(new URL("./sandbox.worker.ts", import.meta.url), { type: "module", name: "runcode-sandbox" }),
+);
+const editor = new CodeEditor(
+  $("editor"),
+  () => void runInBrowser(),
+  (index, text) => {
+    const file = session.files[index];
+    if (file !== undefined) file.source = text;
+    changed();
+  },
+);
+let edgeAbort: AbortController | undefined;
+
+// ---------------------------------------------------------------- session <-> controls
+
+function changed(): void {
+  store(localStorage, session);
+}
+
+function renderTabs(): void {
+  ui.tabs.replaceChildren();
+  session.files.forEach((file, index) => {
+    const tab = document.createElement("button");
+    tab.type = "button";
+    tab.role = "tab";
+    tab.className = "tab";
+    tab.id = `tab-${index}`;
+    tab.textContent = index === 0 ? `${file.name} (entry)` : file.name;
+    tab.dataset.index = String(index);
+    const selected = index === editor.current;
+    tab.setAttribute("aria-selected", String(selected));
+    tab.tabIndex = selected ? 0 : -1;
+    tab.addEventListener("click", () => showFile(index));
+    ui.tabs.append(tab);
+  });
+  ui.removeModule.disabled = editor.current === 0;
+  ui.renameModule.disabled = editor.current === 0;
+}
+
+function showFile(index: number): void {
+  editor.show(index);
+  renderTabs();
+}
+
+// Arrow keys move between tabs (WAI-ARIA tabs pattern).
+ui.tabs.addEventListener("keydown", (event) => {
+  const count = session.files.length;
+  const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+  if (step === 0) return;
+  event.preventDefault();
+  const index = (editor.current + step + count) % count;
+  showFile(index);
+  $(`tab-${index}`).focus();
+});
+
+function entryRow(entry: HostEntry, list: HostEntry[], container: HTMLElement, withSpecifier: boolean): HTMLElement {
+  const row = document.createElement("div");
+  row.className = "entry";
+  const input = (label: string, value: string, set: (v: string) => void, className: string) => {
+    const field = document.createElement("label");
+    field.className = `field ${className}`;
+    const caption = document.createElement("span");
+    caption.textContent = label;
+    const control = document.createElement("input");
+    control.value = value;
+    control.spellcheck = false;
+    control.autocomplete = "off";
+    control.addEventListener("input", () => {
+      set(control.value);
+      changed();
+    });
+    field.append(caption, control);
+    return field;
+  };
+  if (withSpecifier) row.append(input("module", entry.specifier, (v) => (entry.specifier = v), "specifier"));
+  row.append(input(withSpecifier ? "export" : "name", entry.name, (v) => (entry.name = v), "name"));
+  const kindLabel = document.createElement("label");
+  kindLabel.className = "field kind";
+  const kindCaption = document.createElement("span");
+  kindCaption.textContent = "kind";
+  const kind = document.createElement("select");
+  for (const k of ["json", "function"]) kind.add(new Option(k === "json" ? "JSON" : "function", k));
+  kind.value = entry.kind;
+  // Named explicitly: a label wrapping a select would add the selected option to the name.
+  kind.setAttribute("aria-label", "kind");
+  kindLabel.append(kindCaption, kind);
+  const valueLabel = document.createElement("label");
+  valueLabel.className = "field value";
+  const valueCaption = document.createElement("span");
+  valueCaption.textContent = "value";
+  const value = document.createElement("textarea");
+  value.rows = 1;
+  value.spellcheck = false;
+  value.value = entry.text;
+  value.className = "code";
+  valueLabel.append(valueCaption, value);
+  kind.addEventListener("change", () => {
+    entry.kind = kind.value === "function" ? "function" : "json";
+    changed();
+  });
+  value.addEventListener("input", () => {
+    entry.text = value.value;
+    changed();
+  });
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.className = "small remove";
+  remove.textContent = "×";
+  remove.setAttribute("aria-label", `Remove ${withSpecifier ? "import" : "global"} ${entry.name}`);
+  remove.addEventListener("click", () => {
+    list.splice(list.indexOf(entry), 1);
+    changed();
+    renderEntries(container, list, withSpecifier);
+  });
+  row.append(kindLabel, valueLabel, remove);
+  return row;
+}
+
+function renderEntries(container: HTMLElement, list: HostEntry[], withSpecifier: boolean): void {
+  container.replaceChildren(...list.map((e) => entryRow(e, list, container, withSpecifier)));
+}
+
+function renderOptions(): void {
+  ui.executeFn.value = session.executeFn;
+  ui.executeArgs.value = session.executeArgs;
+  ui.language.value = session.language;
+  ui.filename.value = session.filename;
+  ui.memory.value = session.memoryLimitBytes;
+  renderEntries(ui.globals, session.globals, false);
+  renderEntries(ui.imports, session.imports, true);
+}
+
+function loadSession(next: Session): void {
+  session = structuredClone(next);
+  editor.load(session.files, 0);
+  renderTabs();
+  renderOptions();
+  changed();
+}
+
+const bind = (control: HTMLInputElement | HTMLSelectElement, set: (value: string) => void) =>
+  control.addEventListener(control instanceof HTMLSelectElement ? "change" : "input", () => {
+    set(control.value);
+    changed();
+  });
+bind(ui.executeFn, (v) => (session.executeFn = v));
+bind(ui.executeArgs, (v) => (session.executeArgs = v));
+bind(ui.language, (v) => (session.language = v === "javascript" ? "javascript" : "typescript"));
+bind(ui.filename, (v) => (session.filename = v));
+bind(ui.memory, (v) => (session.memoryLimitBytes = v));
+ui.options.addEventListener("submit", (event) => event.preventDefault());
+
+ui.addGlobal.addEventListener("click", () => {
+  session.globals.push({ specifier: "", name: `g${session.globals.length + 1}`, kind: "json", text: "null" });
+  renderEntries(ui.globals, session.globals, false);
+  changed();
+  ui.globals.querySelector<HTMLInputElement>(".entry:last-child .name input")?.focus();
+});
+ui.addImport.addEventListener("click", () => {
+  session.imports.push({ specifier: "lib", name: "hello", kind: "function", text: '(name) => "hi " + name' });
+  renderEntries(ui.imports, session.imports, true);
+  changed();
+  ui.imports.querySelector<HTMLInputElement>(".entry:last-child .specifier input")?.focus();
+});
+
+const moduleName = (name: string | null): string | undefined => {
+  const trimmed = name?.trim();
+  if (trimmed === undefined || trimmed === "") return undefined;
+  return trimmed.startsWith("./") || trimmed.startsWith("../") ? trimmed : `./${trimmed}`;
+};
+
+ui.addModule.addEventListener("click", () => {
+  const name = moduleName(
+    prompt("Module specifier (relative, e.g. ./lib/math.ts)", `./module${session.files.length}.ts`),
+  );
+  if (name === undefined) return;
+  if (session.files.some((f) => f.name === name)) return showNotice(`A module named ${name} exists already.`);
+  session.files.push({ name, source: "export const value = 1;\n" });
+  const current = editor.current;
+  editor.load(session.files, current);
+  showFile(session.files.length - 1);
+  changed();
+});
+ui.renameModule.addEventListener("click", () => {
+  const file = session.files[editor.current];
+  if (file === undefined || editor.current === 0) return;
+  const name = moduleName(prompt("New module specifier", file.name));
+  if (name === undefined || name === file.name) return;
+  if (session.files.some((f) => f.name === name)) return showNotice(`A module named ${name} exists already.`);
+  file.name = name;
+  renderTabs();
+  changed();
+});
+ui.removeModule.addEventListener("click", () => {
+  const index = editor.current;
+  if (index === 0) return;
+  session.files.splice(index, 1);
+  editor.load(session.files, index - 1);
+  renderTabs();
+  changed();
+});
+
+for (const example of EXAMPLES) ui.example.add(new Option(example.title, example.id));
+ui.example.addEventListener("change", () => {
+  const example = EXAMPLES.find((e) => e.id === ui.example.value);
+  if (example !== undefined) {
+    loadSession(example.session);
+    clearResults();
+  }
+  ui.example.value = "";
+});
+
+ui.share.addEventListener("click", async () => {
+  const hash = await encodeShare(session);
+  history.replaceState(null, "", hash);
+  const url = location.href;
+  try {
+    await navigator.clipboard.writeText(url);
+    showNotice("Share link copied to the clipboard (and put in the address bar).", "info");
+  } catch {
+    showNotice("Share link is in the address bar.", "info");
+  }
+});
+
+// ---------------------------------------------------------------- results
+
+function showNotice(message: string, level: "warn" | "info" = "warn"): void {
+  ui.notice.hidden = false;
+  ui.notice.className = `notice ${level}`;
+  ui.notice.textContent = message;
+}
+
+function setStatus(status: string): void {
+  ui.status.textContent = status;
+  ui.status.className = `badge ${status.replace(/[^a-z_]/g, "")}`;
+}
+
+function clearResults(): void {
+  setStatus("idle");
+  ui.where.textContent = "";
+  ui.notice.hidden = true;
+  ui.error.hidden = true;
+  ui.error.replaceChildren();
+  ui.result.replaceChildren();
+  ui.reports.replaceChildren();
+  ui.logs.replaceChildren();
+  ui.reportCount.textContent = "0";
+  ui.logCount.textContent = "0";
+  ui.duration.textContent = "–";
+  ui.memoryUsed.textContent = "–";
+  ui.roundTrip.textContent = "–";
+  ui.inputError.hidden = true;
+}
+
+function addReport(value: unknown, index: number): void {
+  const item = document.createElement("li");
+  item.append(renderTree(value, String(index), false));
+  ui.reports.append(item);
+  ui.reportCount.textContent = String(index + 1);
+}
+
+/** Which tab an error position belongs to: the entry (`filename` or the default) or a module key. */
+function fileIndex(error: CodeExecutionError): number {
+  if (error.filename === undefined) return 0;
+  const index = session.files.findIndex((f, i) => i > 0 && f.name === error.filename);
+  return Math.max(index, 0);
+}
+
+function renderError(error: CodeExecutionError): void {
+  ui.error.hidden = false;
+  const head = document.createElement("div");
+  head.className = "error-message";
+  head.textContent = `${error.name}: ${error.message}`;
+  ui.error.append(head);
+  if (error.line !== undefined) {
+    const index = fileIndex(error);
+    const file = session.files[index];
+    const position = document.createElement("button");
+    position.type = "button";
+    position.className = "position";
+    const label = `${error.filename ?? file?.name ?? "entry"}:${error.line}:${error.column ?? 1}`;
+    position.textContent = label;
+    position.setAttribute("aria-label", `Show ${label} in the editor`);
+    position.addEventListener("click", () => {
+      editor.select(index, error.line ?? 1, error.column ?? 1);
+      renderTabs();
+    });
+    ui.error.append(position);
+  }
+  if (error.specifier !== undefined) {
+    const spec = document.createElement("div");
+    spec.textContent = `specifier: ${error.specifier}`;
+    ui.error.append(spec);
+  }
+  if (error.stack !== undefined && error.stack !== "") {
+    const stack = document.createElement("pre");
+    stack.className = "stack";
+    stack.textContent = error.stack;
+    ui.error.append(stack);
+  }
+}
+
+function renderResult(result: CodeExecutionResult, where: string, roundTripMs: number): void {
+  setStatus(result.status);
+  ui.where.textContent = where;
+  ui.duration.textContent = formatMs(result.durationMs);
+  ui.memoryUsed.textContent = result.memoryUsedBytes === undefined ? "–" : formatBytes(result.memoryUsedBytes);
+  ui.roundTrip.textContent = formatMs(roundTripMs);
+  ui.result.replaceChildren("result" in result ? renderTree(result.result) : document.createTextNode("(none)"));
+  if (result.error !== undefined) renderError(result.error);
+  // Reports already streamed in live for browser runs; edge runs (and anything missed) are filled in here.
+  for (let i = ui.reports.children.length; i < result.reports.length; i++) addReport(result.reports[i], i);
+  ui.logs.replaceChildren(
+    ...result.logs.map((log) => {
+      const item = document.createElement("li");
+      item.className = `log ${log.level}`;
+      const meta = document.createElement("span");
+      meta.className = "log-meta";
+      meta.textContent = `${formatTime(log.timestamp)} ${log.level}`;
+      const args = document.createElement("span");
+      args.className = "log-args";
+      log.args.forEach((arg, i) => {
+        args.append(
+          typeof arg === "string"
+            ? Object.assign(document.createElement("span"), { textContent: arg })
+            : renderTree(arg, undefined, false),
+        );
+        if (i < log.args.length - 1) args.append(" ");
+      });
+      item.append(meta, args);
+      return item;
+    }),
+  );
+  ui.logCount.textContent = String(result.logs.length);
+}
+
+function setRunning(running: boolean): void {
+  ui.run.disabled = running;
+  ui.runEdge.disabled = running;
+  ui.stop.disabled = !running;
+  document.body.classList.toggle("running", running);
+}
+
+function payloadOrShow(): ReturnType<typeof toPayload> | undefined {
+  try {
+    ui.inputError.hidden = true;
+    return toPayload(session);
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    ui.inputError.hidden = false;
+    ui.inputError.textContent = error.message;
+    return undefined;
+  }
+}
+
+async function runInBrowser(): Promise<void> {
+  if (runner.running || edgeAbort !== undefined) return;
+  const payload = payloadOrShow();
+  if (payload === undefined) return;
+  clearResults();
+  setStatus("running");
+  ui.where.textContent = "in browser";
+  setRunning(true);
+  const outcome = await runner.run(payload, addReport);
+  setRunning(false);
+  if (outcome.kind === "rejected") {
+    setStatus("rejected");
+    showNotice(`${outcome.name}: ${outcome.message}`);
+    return;
+  }
+  renderResult(outcome.result, `in browser (worker ${formatMs(outcome.workerMs)})`, outcome.roundTripMs);
+}
+
+async function runEdge(): Promise<void> {
+  if (runner.running || edgeAbort !== undefined) return;
+  const payload = payloadOrShow();
+  if (payload === undefined) return;
+  const { body, dropped } = toEdgeBody(payload);
+  clearResults();
+  setStatus("running");
+  ui.where.textContent = "on edge";
+  edgeAbort = new AbortController();
+  setRunning(true);
+  const outcome = await runOnEdge(body, edgeAbort.signal);
+  edgeAbort = undefined;
+  setRunning(false);
+  if (outcome.kind === "unavailable") {
+    setStatus("unavailable");
+    showNotice(outcome.message);
+    return;
+  }
+  renderResult(outcome.result, "on edge", outcome.roundTripMs);
+  if (dropped.length > 0) showNotice(`Not sent to the edge (data-only options): ${dropped.join(", ")}.`, "info");
+}
+
+ui.run.addEventListener("click", () => void runInBrowser());
+ui.runEdge.addEventListener("click", () => void runEdge());
+ui.stop.addEventListener("click", () => {
+  if (edgeAbort !== undefined) {
+    edgeAbort.abort();
+    return;
+  }
+  const before = performance.now();
+  runner.stop();
+  ui.engine.textContent = `Stopped in ${formatMs(performance.now() - before)}; restarting the sandbox…`;
+  void waitReady();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.defaultPrevented) {
+    event.preventDefault();
+    void runInBrowser();
+  }
+});
+
+async function waitReady(): Promise<void> {
+  const warmupMs = await runner.ready;
+  ui.engine.textContent = `Sandbox ready (worker warm-up ${formatMs(warmupMs)})`;
+  setRunning(runner.running);
+  document.body.dataset.ready = "true";
+}
+
+// ---------------------------------------------------------------- start
+
+async function start(): Promise<void> {
+  const shared = await decodeShare(location.hash);
+  const initial = shared ?? loadStored(localStorage) ?? defaultSession();
+  loadSession(initial);
+  setRunning(false);
+  if (location.hash !== "" && shared === undefined)
+    showNotice("The share link in the address is damaged; showing your last session.");
+  await waitReady();
+}
+
+void start();
+
+/**
+ * For tests and the bench: ignored (forged or stale) worker messages, where the editor's cursor is, and runs
+ * through the same runner as the Run button without touching the panels.
+ */
+let benchRun: Promise<unknown> | undefined;
+(window as unknown as { runcode: object }).runcode = {
+  ignored: () => runner.ignored,
+  runRaw: async (source: string, language: "javascript" | "typescript" = "javascript") => {
+    const run = runner.run({ source, options: { language }, globals: {}, imports: {} });
+    benchRun = run;
+    const outcome = await run;
+    if (outcome.kind === "rejected") return { status: "rejected", worker: 0, roundTrip: 0 };
+    return { status: outcome.result.status, worker: outcome.workerMs, roundTrip: outcome.roundTripMs };
+  },
+  stopRaw: async () => {
+    const started = performance.now();
+    runner.stop();
+    await benchRun;
+    return performance.now() - started;
+  },
+  selection: () => {
+    const { state } = editor.view;
+    const head = state.selection.main.from;
+    const line = state.doc.lineAt(head);
+    return { file: session.files[editor.current]?.name, line: line.number, column: head - line.from + 1 };
+  },
+};

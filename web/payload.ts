@@ -1,0 +1,74 @@
+/**
+ * From what the user typed to what a run needs: the worker payload (JSON values parsed, function snippets kept
+ * as text) and the body of the Worker's `POST /run` (data only).
+ * @module
+ */
+import type { JsonValue } from "../src/wire.js";
+import type { HostValue, RunPayload } from "./messages.js";
+import type { HostEntry, Session } from "./session.js";
+
+/** A field the user has to fix, named so the page can say which one. */
+export class InputError extends Error {
+  override name = "InputError";
+}
+
+function parseJson(text: string, what: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new InputError(`${what}: ${(error as Error).message}`);
+  }
+}
+
+function hostValue(entry: HostEntry, what: string): HostValue {
+  if (entry.kind === "function") return { kind: "function", source: entry.text };
+  return { kind: "json", value: parseJson(entry.text, what) };
+}
+
+/** The worker payload for `session`; throws an {@link InputError} for a field that does not parse. */
+export function toPayload(session: Session): RunPayload {
+  const [entry, ...rest] = session.files;
+  if (entry === undefined) throw new InputError("there is no entry file");
+  const options: RunPayload["options"] = { language: session.language };
+  const fn = session.executeFn.trim();
+  const args = session.executeArgs.trim() === "" ? [] : parseJson(session.executeArgs, "execute args");
+  if (!Array.isArray(args)) throw new InputError("execute args: must be a JSON array");
+  if (fn !== "default" || args.length > 0) options.execute = { fn: fn === "" ? "default" : fn, args };
+  if (rest.length > 0) options.modules = Object.fromEntries(rest.map((f) => [f.name, f.source]));
+  if (session.filename.trim() !== "") options.filename = session.filename.trim();
+  if (session.memoryLimitBytes.trim() !== "") {
+    const bytes = Number(session.memoryLimitBytes.replaceAll("_", ""));
+    if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new InputError("memoryLimitBytes: a positive whole number");
+    options.memoryLimitBytes = bytes;
+  }
+  const globals: Record<string, HostValue> = {};
+  for (const g of session.globals) {
+    if (g.name.trim() === "") throw new InputError("globals: a name is empty");
+    globals[g.name.trim()] = hostValue(g, `global ${g.name}`);
+  }
+  const imports: Record<string, Record<string, HostValue>> = {};
+  for (const i of session.imports) {
+    if (i.specifier.trim() === "" || i.name.trim() === "")
+      throw new InputError("imports: a specifier or name is empty");
+    const specifier = i.specifier.trim();
+    const namespace = imports[specifier] ?? {};
+    imports[specifier] = namespace;
+    namespace[i.name.trim()] = hostValue(i, `import ${i.specifier} ${i.name}`);
+  }
+  return { source: entry.source, options, globals, imports };
+}
+
+/** The `POST /run` body: data-only options. Function globals and all imports stay behind, and are named. */
+export function toEdgeBody(payload: RunPayload): { body: { source: string; options: object }; dropped: string[] } {
+  const dropped: string[] = [];
+  const globals: Record<string, JsonValue> = {};
+  for (const [name, value] of Object.entries(payload.globals)) {
+    if (value.kind === "json") globals[name] = value.value;
+    else dropped.push(`global ${name} (a function)`);
+  }
+  for (const [specifier, namespace] of Object.entries(payload.imports))
+    for (const name of Object.keys(namespace)) dropped.push(`import ${specifier}.${name}`);
+  const options: Record<string, unknown> = { ...payload.options };
+  if (Object.keys(globals).length > 0) options.globals = globals;
+  return { body: { source: payload.source, options }, dropped };
+}
