@@ -7,7 +7,11 @@ export default defineConfig({
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
       // The module runner ships each module as one WebSocket message: typescript.js is far over the 1 MiB default.
-      miniflare: { compatibilityFlags: ["increase_websocket_message_size"] },
+      miniflare: {
+        compatibilityFlags: ["increase_websocket_message_size"],
+        // A short safety cap so `POST /run` of a tight loop ends within the test.
+        bindings: { RUN_CPU_MS: "300", RUN_INTERRUPT_POLLS: "1000000" },
+      },
     }),
   ],
   test: {

@@ -15,7 +15,8 @@ export const chromiumLaunch = {
   ],
 };
 
-export const PORT = 4173;
+/** The local edge host (`wrangler dev`): the playground and the API on one origin, as `npm start` serves them. */
+export const PORT = 8787;
 
 export default defineConfig({
   testDir: ".",
@@ -39,7 +40,8 @@ export default defineConfig({
     },
   ],
   webServer: {
-    command: `npx vite build && npx vite preview --port ${PORT} --strictPort --host 127.0.0.1`,
+    command: `npx vite build && npx wrangler dev --ip 127.0.0.1 --port ${PORT} --persist-to .wrangler/e2e-state`,
+    env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
     cwd: "..",
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,

@@ -4,7 +4,7 @@
  * @module
  */
 import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import { type EmscriptenModuleLoader, type QuickJSEmscriptenModule, QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { WasmSource } from "./types.js";
 
 const PAGE = 65_536;
@@ -21,6 +21,8 @@ export interface Instance {
   memory: WebAssembly.Memory;
   /** Bytes the memory may grow to. */
   maxBytes: number;
+  /** `true` once the engine asked for more memory than `maxBytes` allows. */
+  growthRefused: boolean;
 }
 
 /** Resolves a {@link WasmSource} to a compiled module once; `undefined` means "let the variant load it". */
@@ -56,17 +58,48 @@ function instantiateSync(wasmModule: WebAssembly.Module) {
   };
 }
 
+/**
+ * The variant's Emscripten loader and FFI class, imported once. `newQuickJSWASMModuleFromVariant` imports them
+ * again for every module it makes, which measured ~1.5 ms of a 3 ms instance.
+ */
+let parts:
+  | Promise<[Awaited<ReturnType<typeof variant.importModuleLoader>>, Awaited<ReturnType<typeof variant.importFFI>>]>
+  | undefined;
+
 /** A fresh instance whose linear memory can hold `heapLimitBytes` of heap and no more. */
 export async function newInstance(
   wasmModule: WebAssembly.Module | undefined,
   heapLimitBytes: number,
 ): Promise<Instance> {
+  parts ??= Promise.all([variant.importModuleLoader(), variant.importFFI()]);
+  const [imported, FFI] = await parts;
+  const loader = (
+    "default" in imported ? imported.default : imported
+  ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
   const pages = Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE));
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
-  const options =
+  const emscripten = await loader(
     wasmModule === undefined
       ? { wasmMemory: memory }
-      : { wasmMemory: memory, emscriptenModule: { instantiateWasm: instantiateSync(wasmModule) } };
-  const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(variant, options));
-  return { quickjs, memory, maxBytes: pages * PAGE };
+      : { wasmMemory: memory, instantiateWasm: instantiateSync(wasmModule) },
+  );
+  emscripten.type = "sync";
+  const instance: Instance = {
+    quickjs: new QuickJSWASMModule(emscripten, new FFI(emscripten)),
+    memory,
+    maxBytes: pages * PAGE,
+    growthRefused: false,
+  };
+  // The allocator asks the memory to grow and takes a refusal as "out of memory": note it, so a failure that
+  // follows is reported as `memory` even when the heap stopped short of the maximum.
+  const grow = memory.grow.bind(memory);
+  memory.grow = (delta: number) => {
+    try {
+      return grow(delta);
+    } catch (refused) {
+      instance.growthRefused = true;
+      throw refused;
+    }
+  };
+  return instance;
 }

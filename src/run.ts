@@ -5,13 +5,7 @@
  * memory or overflowing the host stack).
  * @module
  */
-import type {
-  QuickJSContext,
-  QuickJSDeferredPromise,
-  QuickJSHandle,
-  QuickJSRuntime,
-  VmCallResult,
-} from "quickjs-emscripten-core";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import { type Instance, newInstance } from "./engine.js";
 import { SerializationError } from "./errors.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
@@ -59,6 +53,15 @@ class GuestFailure {
 }
 class Stopped {}
 type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
+/** A guest promise and its resolvers (see `deferred` in the prelude). */
+type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
+
+/**
+ * Bookkeeping the host adds to each log entry and report it keeps, on top of its tape's length. Logs and reports
+ * live in host memory, out of reach of the run's capped linear memory: without a budget a guest printing the same
+ * 1 MB string in a loop made the host hold 800 MB in two seconds of guest time.
+ */
+const RETAINED_ENTRY_BYTES = 64;
 
 export class Run {
   readonly #options: ResolvedOptions;
@@ -87,6 +90,10 @@ export class Run {
   #wake: (() => void) | undefined;
   #peakBytes = 0;
   #sampledLength = 0;
+  /** Bytes of logs and reports the host keeps for this run, counted against `memoryLimitBytes`. */
+  #retained = 0;
+  /** Bytes of binary buffers decoded by the current `#decode`. */
+  #decodedBytes = 0;
 
   constructor(
     options: ResolvedOptions,
@@ -165,7 +172,10 @@ export class Run {
     this.#hostCallHandle = ctx.newFunction("", this.#hostCall);
     const internals = this.#guard(() => ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle]));
     this.#core = Object.fromEntries(
-      (["intrinsics", "stage", "runExport", "describeError"] as const).map((k) => [k, ctx.getProp(internals, k)]),
+      (["intrinsics", "stage", "runExport", "describeError", "deferred"] as const).map((k) => [
+        k,
+        ctx.getProp(internals, k),
+      ]),
     ) as Record<keyof CoreInternals, QuickJSHandle>;
 
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
@@ -300,7 +310,14 @@ export class Run {
     try {
       const op = ctx.getNumber(opHandle);
       const a = ctx.getNumber(aHandle);
-      const value = op === OP_MARSHAL ? undefined : this.#decode(ctx.getString(tapeHandle), sideHandle);
+      const retained = op === OP_LOG || op === OP_REPORT;
+      if (retained && this.#stop !== undefined) return { error: this.#guestError(new Error(this.#stop.error.message)) };
+      const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
+      this.#decodedBytes = 0;
+      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle);
+      if (retained && !this.#retain(tape.length + this.#decodedBytes)) {
+        return { error: this.#guestError(new Error((this.#stop as Stop).error.message)) };
+      }
       switch (op) {
         case OP_CALL:
           return this.#callHost(a, value as unknown[]);
@@ -329,6 +346,23 @@ export class Run {
       return undefined;
     }
   };
+
+  /**
+   * Counts a log entry or report the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
+   * (the entry is dropped, and so is every later one: the guest's call throws until the interrupt stops it).
+   */
+  #retain(bytes: number): boolean {
+    this.#retained += bytes + RETAINED_ENTRY_BYTES;
+    if (this.#retained <= this.#options.memoryLimitBytes) return true;
+    this.#stop ??= {
+      kind: "memory",
+      error: {
+        name: "MemoryError",
+        message: `The run's logs and reports exceeded memoryLimitBytes (${this.#options.memoryLimitBytes}): the host keeps them for the run`,
+      },
+    };
+    return false;
+  }
 
   /** Calls a host function (`-1`: the report sink) with cloned arguments; its outcome goes back to the guest. */
   #callHost(id: number, args: unknown[]): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined {
@@ -377,13 +411,13 @@ export class Run {
     const { decode } = this.#marshalOf();
     const side = encoded.side.map((item) => {
       if (item.kind === "buffer") return ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer);
-      const deferred = ctx.newPromise();
+      const deferred = this.#newDeferred();
       this.#inflight++;
       item.promise.then(
         (value) => this.#deliver(deferred, value, true),
         (reason) => this.#deliver(deferred, reason, false),
       );
-      return deferred.handle;
+      return deferred.promise;
     });
     const tape = ctx.newString(encoded.tape);
     try {
@@ -394,10 +428,25 @@ export class Run {
     }
   }
 
+  /** A guest promise and its resolvers, made by the prelude (the library's `newPromise` breaks when memory grows). */
+  #newDeferred(): Deferred {
+    const ctx = this.#ctx as QuickJSContext;
+    const made = this.#guard(() => ctx.callFunction(this.#coreOf().deferred, ctx.undefined, []));
+    const deferred = {
+      promise: ctx.getProp(made, "promise"),
+      resolve: ctx.getProp(made, "resolve"),
+      reject: ctx.getProp(made, "reject"),
+    };
+    made.dispose();
+    return deferred;
+  }
+
   /** A host promise settled: settle its guest promise and let the pump go on. */
-  #deliver(deferred: QuickJSDeferredPromise, value: unknown, ok: boolean): void {
+  #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
     this.#inflight--;
-    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled() || !deferred.alive) return;
+    const alive = deferred.resolve.alive;
+    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled() || !alive) return;
+    const ctx = this.#ctx as QuickJSContext;
     try {
       let result: VmCallResult<QuickJSHandle>;
       try {
@@ -407,9 +456,10 @@ export class Run {
         result = { error: this.#guestError(error) };
       }
       const handle = result.error ?? result.value;
-      this.#enter(() => (result.error === undefined ? deferred.resolve(handle) : deferred.reject(handle)));
-      handle.dispose();
-      deferred.dispose();
+      const settle = result.error === undefined ? deferred.resolve : deferred.reject;
+      const settled = this.#enter(() => ctx.callFunction(settle, ctx.undefined, [handle]));
+      (settled.error ?? settled.value).dispose();
+      for (const h of [handle, deferred.resolve, deferred.reject]) h.dispose();
     } catch (fault) {
       if (!(fault instanceof GuestFailure)) this.#hostFault ??= fault;
     }
@@ -457,6 +507,7 @@ export class Run {
         const item = ctx.getProp(sideHandle, index);
         const bytes = ctx.getArrayBuffer(item);
         const copy = bytes.value.slice().buffer;
+        this.#decodedBytes += copy.byteLength;
         bytes.dispose();
         item.dispose();
         return copy;
@@ -542,7 +593,7 @@ export class Run {
       "thrown" in d &&
       d.thrown === null &&
       memory !== undefined &&
-      memory.buffer.byteLength >= (this.#instance?.maxBytes ?? 0)
+      (this.#instance?.growthRefused === true || memory.buffer.byteLength >= (this.#instance?.maxBytes ?? 0))
     );
   }
 
@@ -565,7 +616,8 @@ export class Run {
     const memory = this.#instance?.memory;
     if (
       memory !== undefined &&
-      memory.buffer.byteLength + 65_536 >= (this.#instance?.maxBytes ?? Number.POSITIVE_INFINITY)
+      (this.#instance?.growthRefused === true ||
+        memory.buffer.byteLength + 65_536 >= (this.#instance?.maxBytes ?? Number.POSITIVE_INFINITY))
     ) {
       return this.#memoryOutcome();
     }

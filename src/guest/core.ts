@@ -82,6 +82,8 @@ export interface CoreInternals {
   runExport(namespace: object, name: string, args: unknown[]): Promise<unknown>;
   /** An error (or any thrown value) -> a JSON text of its fields, read without running host code. */
   describeError(error: unknown): string;
+  /** A guest promise with its resolvers, for a host promise handed to the guest (see `Run#newDeferred`). */
+  deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
 }
 
 export function guestCore(hostCall: HostCall): CoreInternals {
@@ -312,7 +314,20 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     then(resolved, () => callback());
   });
 
-  return { intrinsics: I, stage, runExport, describeError };
+  // Made here rather than by the library's `newPromise`, which reads its resolvers through a view of the wasm
+  // memory taken before the call: when creating the promise grows the memory, that view is detached and the
+  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer".
+  const PromiseCtor = Promise;
+  function deferred() {
+    const made = { __proto__: null, promise: undefined as unknown, resolve: undefined as unknown, reject: undefined };
+    made.promise = new PromiseCtor((resolve, reject) => {
+      made.resolve = resolve;
+      made.reject = reject as never;
+    });
+    return made as never;
+  }
+
+  return { intrinsics: I, stage, runExport, describeError, deferred };
 }
 
 /** The core prelude as an expression evaluating to the function, ready for `evalCode`. */

@@ -69,7 +69,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
   const hostFunctions = new I.Map<number, unknown>();
 
   function encode(value: unknown, mode: number): [string, unknown[]] {
-    const ids = new I.Map<object, number>();
+    const ids = new I.Map<object, number | string>();
     const side: unknown[] = [];
     let nextId = 0;
     const toSide = (item: unknown) => {
@@ -84,6 +84,12 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         out += `${i === 0 ? "" : ","}${stringify(key)},${enc(source[key])}`;
       }
       return out;
+    };
+    // The id of an object logged as a placeholder string stands for that string: a second reference to it must not
+    // become `["r",id]`, which the host cannot resolve (it fails the whole run).
+    const describeAs = (object: object, placeholder: string) => {
+      mapSet(ids, object, placeholder);
+      return placeholder;
     };
     const enc = (v: unknown): string => {
       switch (typeof v) {
@@ -108,8 +114,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       }
       if (v === null) return "null";
       const object = v as Record<string, unknown>;
-      const seen = mapGet(ids, object);
-      if (seen !== undefined) return `["r",${seen}]`;
+      const seen = mapGet(ids, object) as number | string | undefined;
+      // A string is the placeholder of a value the log mode describes instead of encoding (see `describeAs`).
+      if (seen !== undefined) return typeof seen === "string" ? seen : `["r",${seen}]`;
       if (typeof object === "function") {
         const hostId = I.weakGet(hostFunctionIds, object);
         if (hostId !== undefined && mode === MODE_CALL) return `["f",${hostId},"",0]`;
@@ -119,7 +126,13 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       const id = nextId++;
       mapSet(ids, object, id);
       if (I.isArray(object)) {
-        const length = object.length as unknown as number;
+        const length = object.length as unknown;
+        // A Proxy of an array answers `length` itself, and the length is spliced into the tape as is: a string
+        // there could forge any tape entry (a host promise in a result, a host function in a report).
+        if (typeof length !== "number" || length >>> 0 !== length) {
+          if (mode === MODE_LOG) return describeAs(object, '"[Array]"');
+          throw serializationError("An array whose length is not an array length cannot be cloned");
+        }
         const list = I.keys(object);
         if (list.length === length && (length === 0 || list[length - 1] === `${length - 1}`)) {
           let out = "";
@@ -158,7 +171,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         return `["v",${id},${enc(I.viewBuffer(object))},${I.viewOffset(object)},${I.viewLength(object)}]`;
       }
       if (isPromise(object)) {
-        if (mode === MODE_LOG) return '"[Promise]"';
+        if (mode === MODE_LOG) return describeAs(object, '"[Promise]"');
         if (mode !== MODE_CALL) throw serializationError("A Promise cannot be cloned: await it first");
         const promise = nextPromise++;
         I.promiseThen(

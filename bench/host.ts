@@ -1,0 +1,77 @@
+/**
+ * `npm run bench:host`: processes per second through the HTTP handler for a trivial process, and the overhead of a
+ * process over a bare `runCode` of the same code. Cases are interleaved round by round in one run (these machines
+ * are noisy, so only ratios are comparable between runs).
+ */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { instantiate } from "../src/environment/index.js";
+import { createHost } from "../src/host/index.js";
+import { createSandbox } from "../src/index.js";
+import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
+
+const wasm = new WebAssembly.Module(
+  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
+);
+const CODE = "export default 1 + 1;";
+const { runCode } = createSandbox({ wasm });
+const { app, service } = await createHost({ environment: { module: instantiate({ wasm }) }, maxActiveProcesses: 64 });
+
+const post = (code: string) =>
+  app.fetch(
+    new Request("http://host/processes", {
+      method: "POST",
+      body: JSON.stringify({ code }),
+      headers: { "content-type": "application/json" },
+    }),
+  );
+
+const cases: Record<string, () => Promise<unknown>> = {
+  "bare runCode": async () => {
+    const r = await runCode(CODE);
+    if (r.status !== "success") throw new Error(r.error?.message);
+  },
+  "process via ProcessService": async () => {
+    const { pid } = await service.create({ code: CODE });
+    const r = await service.wait(pid);
+    if (r?.exitState !== "success") throw new Error(r?.error ?? "no record");
+  },
+  "process via HTTP (POST + completion)": async () => {
+    const { pid } = (await (await post(CODE)).json()) as { pid: number };
+    const r = await service.wait(pid);
+    if (r?.exitState !== "success") throw new Error(r?.error ?? "no record");
+  },
+};
+for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn();
+
+const times = new Map<string, number[]>(Object.keys(cases).map((k) => [k, []]));
+const rounds = 20;
+const perRound = 25;
+for (let round = 0; round < rounds; round++) {
+  for (const [label, fn] of Object.entries(cases)) times.get(label)?.push(...(await sample(perRound, fn)));
+}
+const rows = [...times].map(([label, t]) => summarize(label, t));
+const [bare, viaService, viaHttp] = rows as [Summary, Summary, Summary];
+console.log(`host bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
+printTable(rows);
+console.log();
+ratio("process (ProcessService) / bare runCode", viaService, bare, "< 1.3x");
+ratio("process (HTTP handler) / bare runCode", viaHttp, bare, "< 1.3x");
+
+// Throughput with concurrency: 200 processes submitted over HTTP 16 at a time.
+const total = 200;
+const started = performance.now();
+let next = 0;
+await Promise.all(
+  Array.from({ length: 16 }, async () => {
+    while (next++ < total) {
+      const { pid } = (await (await post(CODE)).json()) as { pid: number };
+      await service.wait(pid);
+    }
+  }),
+);
+const elapsed = performance.now() - started;
+console.log(
+  `${"processes/s through the HTTP handler, 16 in flight".padEnd(60)} ${((1000 * total) / elapsed).toFixed(0)}`,
+);
+console.log(`${"processes/s through the HTTP handler, sequential".padEnd(60)} ${viaHttp.perSecond.toFixed(0)}`);

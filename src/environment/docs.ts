@@ -1,0 +1,215 @@
+/**
+ * The Markdown an AI client reads to write code for this environment (`generateDocs`) and to call one tool
+ * (`generateToolDocs`, rendered from the tool's JSON Schemas with an example call that validates against them).
+ * @module
+ */
+import type { JSONSchema, ToolDocsInput } from "./types.js";
+
+/** Settings the runtime documentation states as numbers. */
+export interface DocsLimits {
+  defaultTimeoutMs: number;
+  memoryLimitBytes: number;
+  concurrency: number;
+}
+
+export function environmentDocs(limits: DocsLimits): string {
+  const mib = Math.round(limits.memoryLimitBytes / 1048576);
+  return `# QuickJS TypeScript environment
+
+Process code runs in a fresh QuickJS-WASM sandbox per execution. Nothing of the host is reachable except the
+globals below.
+
+## The program
+- The code is **one ES module written in TypeScript** (types are erased, not checked; \`enum\` and \`namespace\` work).
+  Plain JavaScript is valid TypeScript.
+- **Top-level \`await\` works.** The module body runs top to bottom; the process succeeds when it finishes.
+- If the module has a **default export that is a function**, it is called with no arguments and awaited after the
+  module body (so \`export default async function main() { ... }\` works too). Its return value is ignored: use
+  \`cyrnel.output\`.
+- **No imports**: \`import\`/\`require\` of anything fails (there is no file system, no npm, no Node or browser API).
+- A thrown error or rejected promise that nobody catches fails the process; its message and the line and column in
+  your code are recorded as the process \`error\`, e.g. \`TypeError: cannot read property 'x' of undefined (at line 4,
+  column 15)\`.
+
+## Globals
+| global | what it does |
+|---|---|
+| \`console.log/info/debug(...args)\` | one line to **stdout** per call |
+| \`console.warn/error(...args)\` | one line to **stderr** per call |
+| \`cyrnel.output(patch)\` | merges a **plain object** into the process output (\`Object.assign\` semantics: same key overwrites) |
+| \`cyrnel.services[serviceId].tools[toolId].invoke(parameters)\` | calls a host tool; returns a Promise of its result |
+| ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
+
+Not available: \`fetch\`, \`setTimeout\`/\`setInterval\`, \`process\`, \`require\`, \`eval\`, \`new Function\`,
+\`TextEncoder\`, \`crypto\`, \`WebAssembly\`. \`Date.now()\` and \`Math.random()\` work.
+
+### console
+Arguments are joined with a space. Strings print as they are; other values print like Node's \`util.inspect\`
+(\`{ a: 1, b: [ 'x' ] }\`, \`Map(1) { 'k' => 1 }\`, \`[Function: f]\`, nesting deeper than 2 levels as \`[Object]\`). A
+first string argument may use \`%s %d %i %f %j %o %O %c %%\`. Output is UTF-8 and streamed while the process runs.
+
+### cyrnel.output(patch)
+\`patch\` must be a plain object (\`{...}\`), otherwise a \`TypeError\` is thrown. Values must be cloneable: primitives,
+plain objects, arrays, \`Map\`, \`Set\`, \`Date\` (functions and class instances throw). The host stores the merged output
+as JSON: \`Date\` becomes an ISO string, \`bigint\` a string, \`Map\` an object, \`Set\` an array, \`undefined\` is dropped.
+
+### Tools
+\`cyrnel.services\` lists the services of the host; each has \`id\`, \`name\`, \`description\` and \`tools\`; each tool has \`id\`,
+\`name\`, \`description\` and \`invoke(parameters)\`. \`parameters\` is a plain object validated against the tool's input
+schema before the tool runs (read a tool's docs for its parameters). \`invoke\` returns a Promise: always \`await\` it. A
+tool error rejects that Promise with an \`Error\` whose message says what went wrong; catch it with \`try/catch\`.
+Naming an unknown service or tool throws a \`TypeError\` listing the available ones.
+
+## Limits
+- **Timeout**: the process is stopped when it runs longer than its \`timeoutMs\` (default ${limits.defaultTimeoutMs} ms),
+  also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.
+- **Memory**: ${mib} MiB of heap; over it the process fails with \`MemoryError\`.
+- **Stack**: deep recursion fails with \`InternalError: stack overflow\`.
+- At most ${limits.concurrency} processes run at once in this environment; the others wait in \`queued\`.
+- A process can be killed at any time (exit state \`canceled\`).
+
+## Examples
+\`\`\`ts
+interface Row { name: string; score: number }
+const rows: Row[] = [{ name: "a", score: 3 }, { name: "b", score: 5 }];
+const total = rows.reduce((sum, r) => sum + r.score, 0);
+console.log("total", total);               // stdout: total 8
+cyrnel.output({ total, best: rows[1] });   // output: { "total": 8, "best": { "name": "b", "score": 5 } }
+\`\`\`
+
+\`\`\`ts
+// Keep state between runs with the built-in kv service (when the host provides it).
+const { value } = await cyrnel.services.kv.tools.get.invoke({ key: "runs" });
+const runs = (typeof value === "number" ? value : 0) + 1;
+await cyrnel.services.kv.tools.set.invoke({ key: "runs", value: runs });
+cyrnel.output({ runs });
+\`\`\`
+
+\`\`\`ts
+try {
+  await cyrnel.services.kv.tools.get.invoke({ key: 42 });   // wrong type
+} catch (error) {
+  console.error((error as Error).message);                 // stderr: why the parameters were refused
+}
+\`\`\`
+`;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+const access = (name: string) => (IDENTIFIER.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`);
+
+const typeOf = (schema: JSONSchema): string => {
+  if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(" \\| ");
+  if ("const" in schema) return JSON.stringify(schema.const);
+  const type = schema.type;
+  if (Array.isArray(type)) return type.join(" \\| ");
+  if (type === "array" && isSchema(schema.items)) return `${typeOf(schema.items)}[]`;
+  return typeof type === "string" ? type : "any";
+};
+const isSchema = (value: unknown): value is JSONSchema =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+/** A table of an object schema's properties, nested objects flattened with dotted names. */
+function propertyRows(schema: JSONSchema, prefix = ""): string[] {
+  const properties = isSchema(schema.properties) ? schema.properties : {};
+  const required = Array.isArray(schema.required) ? schema.required : [];
+  const rows: string[] = [];
+  for (const [key, value] of Object.entries(properties)) {
+    if (!isSchema(value)) continue;
+    const description = typeof value.description === "string" ? value.description : "";
+    const limits: string[] = [];
+    for (const k of ["minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern", "default"]) {
+      if (k in value) limits.push(`${k}: ${JSON.stringify(value[k])}`);
+    }
+    const notes = [description, limits.length > 0 ? `(${limits.join(", ")})` : ""].filter((s) => s !== "").join(" ");
+    rows.push(
+      `| \`${prefix}${key}\` | \`${typeOf(value)}\` | ${required.includes(key) ? "yes" : "no"} | ${cell(notes)} |`,
+    );
+    if (value.type === "object" && isSchema(value.properties)) rows.push(...propertyRows(value, `${prefix}${key}.`));
+  }
+  return rows;
+}
+
+function schemaSection(schema: JSONSchema, empty: string): string {
+  const rows = propertyRows(schema);
+  if (rows.length === 0) {
+    return schema.type === "object" || schema.type === undefined ? empty : `A value of type \`${typeOf(schema)}\`.`;
+  }
+  return ["| name | type | required | notes |", "|---|---|---|---|", ...rows].join("\n");
+}
+
+/** A value that validates against `schema` (examples, defaults, enums and bounds first). */
+export function exampleValue(schema: unknown, depth = 0): unknown {
+  if (!isSchema(schema) || depth > 6) return null;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if ("const" in schema) return schema.const;
+  if ("default" in schema) return schema.default;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  for (const key of ["oneOf", "anyOf"]) {
+    const options = schema[key];
+    if (Array.isArray(options) && options.length > 0) return exampleValue(options[0], depth + 1);
+  }
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "string": {
+      const min = typeof schema.minLength === "number" ? schema.minLength : 0;
+      const max = typeof schema.maxLength === "number" ? schema.maxLength : Number.POSITIVE_INFINITY;
+      return "example".padEnd(min, "x").slice(0, max);
+    }
+    case "integer":
+    case "number": {
+      const min = typeof schema.minimum === "number" ? schema.minimum : undefined;
+      const max = typeof schema.maximum === "number" ? schema.maximum : undefined;
+      const value = min ?? (max !== undefined ? Math.min(max, 1) : 1);
+      return type === "integer" ? Math.ceil(value) : value;
+    }
+    case "boolean":
+      return true;
+    case "null":
+      return null;
+    case "array": {
+      const min = typeof schema.minItems === "number" ? schema.minItems : 1;
+      return Array.from({ length: Math.max(1, min) }, () => exampleValue(schema.items, depth + 1));
+    }
+    case "object": {
+      const out: Record<string, unknown> = {};
+      const properties = isSchema(schema.properties) ? schema.properties : {};
+      for (const [key, value] of Object.entries(properties)) out[key] = exampleValue(value, depth + 1);
+      return out;
+    }
+    default:
+      return "example";
+  }
+}
+
+/** Markdown for one tool, as it is called inside this environment. */
+export function toolDocs(input: ToolDocsInput): string {
+  const path = `cyrnel.services${access(input.serviceId)}.tools${access(input.toolId)}`;
+  const example = exampleValue({ type: "object", ...input.inputSchema });
+  const args = JSON.stringify(example, null, 2);
+  return `# ${input.serviceId}.${input.toolId}
+
+${input.description}
+
+\`\`\`ts
+const result = await ${path}.invoke(parameters);
+\`\`\`
+
+## Parameters
+${schemaSection(input.inputSchema, "No parameters: pass `{}` or nothing.")}
+
+## Returns
+A Promise of the result.
+
+${schemaSection(input.outputSchema, "The result is an object.")}
+
+## Example
+\`\`\`ts
+const result = await ${path}.invoke(${args});
+console.log(result);
+\`\`\`
+
+Errors (invalid parameters, a failing tool) reject the Promise with an \`Error\`; use \`try/catch\` to handle them.
+`;
+}

@@ -1,0 +1,18 @@
+/**
+ * `runcode/environment`: the QuickJS environment module. `instantiate()` returns an `EnvironmentModule`
+ * (environment-module.md) that runs process code, a TypeScript ES module with top-level `await`, in a fresh sandbox
+ * of the core per execution, with `console`, `cyrnel.output` and `cyrnel.services[s].tools[t].invoke` as its only
+ * window on the host. Platform-neutral: hand it a compiled `WebAssembly.Module` on Workers.
+ * @module
+ */
+export { exampleValue } from "./docs.js";
+export {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_TIMEOUT_MS,
+  type EnvironmentOptions,
+  INTERRUPT_POLLS_PER_MS,
+  instantiate,
+} from "./environment.js";
+export { describeFailure } from "./failure.js";
+export { type Inspect, makeInspect } from "./inspect.js";
+export * from "./types.js";

@@ -1,0 +1,98 @@
+/**
+ * The environment contract (spec: environment-module.md, environment-execution.md, environment-bindings.md,
+ * sdk-types.md) as TypeScript types, shared by the environment module and the process host.
+ * @module
+ */
+
+/** A JSON Schema document (sdk-types.md). */
+export type JSONSchema = Record<string, unknown>;
+
+/** What every module receives at setup. */
+export interface ModuleSetupContext {
+  config: Record<string, unknown>;
+  secrets: Record<string, unknown>;
+}
+
+/** The lifecycle every module has. */
+export interface Module {
+  setup(context: ModuleSetupContext): Promise<void>;
+  teardown(): Promise<void>;
+}
+
+/** A tool call coming out of user code. */
+export interface InvokeInput {
+  serviceId: string;
+  toolId: string;
+  parameters: Record<string, unknown>;
+}
+
+/** States an environment reports; `idle` and `terminating` are the host's own. */
+export const EXECUTION_STATES = ["queued", "running"] as const;
+export type ExecutionState = (typeof EXECUTION_STATES)[number];
+
+/** The final word of `execute`. */
+export const EXECUTION_EXIT_STATES = ["failed", "success", "timeout", "canceled"] as const;
+export type ExecutionExitState = (typeof EXECUTION_EXIT_STATES)[number];
+
+/** One tool as the host describes it. */
+export interface ToolDefinition {
+  id: string;
+  name: string;
+  description: string;
+  inputSchema: JSONSchema;
+  outputSchema: JSONSchema;
+}
+
+/** One service (a named group of tools) as tool discovery returns it. */
+export interface ServiceInfo {
+  id: string;
+  name: string;
+  description: string;
+  tools: ToolDefinition[];
+}
+
+/**
+ * The host's callback surface (environment-bindings.md). `emitStdout`/`emitStderr` take raw UTF-8 bytes (a Node
+ * `Buffer` is a `Uint8Array`). `listServices` is the tool discovery the spec mentions without naming: optional, so a
+ * host without it still works (then every `cyrnel.services[s].tools[t]` is forwarded as written).
+ */
+export interface EnvironmentBindings {
+  invokeTool(input: InvokeInput): Promise<unknown>;
+  setState(eid: number, data: ExecutionState): void;
+  setError(eid: number, data: string): void;
+  emitStdout(eid: number, data: Uint8Array): void;
+  emitStderr(eid: number, data: Uint8Array): void;
+  emitOutput(eid: number, data: Record<string, unknown>): void;
+  listServices?(): Promise<ServiceInfo[]>;
+}
+
+export interface EnvironmentSetupContext extends ModuleSetupContext {
+  bindings: EnvironmentBindings;
+}
+
+export interface ExecutionOptions {
+  timeoutMs: number;
+}
+
+export interface ExecutionInput {
+  eid: number;
+  code: string;
+  options?: ExecutionOptions;
+}
+
+export interface ToolDocsInput {
+  serviceId: string;
+  toolId: string;
+  description: string;
+  inputSchema: JSONSchema;
+  outputSchema: JSONSchema;
+}
+
+/** The contract every environment module implements (environment-module.md). */
+export interface EnvironmentModule extends Module {
+  setup(context: EnvironmentSetupContext): Promise<void>;
+  execute(input: ExecutionInput): Promise<ExecutionExitState>;
+  kill(eid: number): Promise<void>;
+  generateDocs(): Promise<string>;
+  generateToolDocs(input: ToolDocsInput): Promise<string>;
+}

@@ -1,0 +1,182 @@
+/**
+ * The HTTP API as a fetch-style handler: `createApp({ service }).fetch(request) -> Response`, on Hono, so the same
+ * app serves Node, Workers and Durable Objects. Every error is `{ error: { code, message } }` with a stable code
+ * (see `ERROR_STATUS`); a refused request never changes a stored record.
+ * @module
+ */
+import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { HostError, isHostError } from "./errors.js";
+import { openApiDocument } from "./openapi.js";
+import type { ProcessEvent, ProcessService } from "./process-service.js";
+import { CreateProcessRequest, ListProcessesQuery } from "./schemas.js";
+import type { ProcessFilter, ProcessRecord } from "./storage.js";
+import { compileSchema } from "./validate.js";
+
+export interface AppOptions {
+  service: ProcessService;
+  /** Largest request body in bytes (before the 100 KB code check). Default 1 MiB. */
+  maxBodyBytes?: number;
+}
+
+const PID = /^[1-9][0-9]{0,15}$/;
+const checkCreate = compileSchema(CreateProcessRequest);
+const checkList = compileSchema(ListProcessesQuery);
+const encoder = new TextEncoder();
+
+const fail = (c: Context, error: HostError) =>
+  c.json({ error: { code: error.code, message: error.message } }, error.status as ContentfulStatusCode);
+
+function pidOf(c: Context): number {
+  const raw = c.req.param("pid") ?? "";
+  if (!PID.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new HostError("invalid_pid", `pid must be a positive integer, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+/** The fields of a record a list shows (no code, streams or output). */
+export function summaryOf(
+  r: ProcessRecord,
+): Omit<ProcessRecord, "code" | "output" | "stdout" | "stderr" | "truncated"> {
+  const { code: _c, output: _o, stdout: _s, stderr: _e, truncated: _t, ...summary } = r;
+  return summary;
+}
+
+export function createApp(options: AppOptions): Hono {
+  const { service } = options;
+  const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
+  const app = new Hono();
+
+  const record = async (c: Context): Promise<ProcessRecord> => {
+    const pid = pidOf(c);
+    const found = await service.get(pid);
+    if (found === undefined) throw new HostError("not_found", `No process ${pid}`);
+    return found;
+  };
+  const plain = (c: Context, body: string) => c.body(body, 200, { "content-type": "text/plain; charset=utf-8" });
+
+  app.post("/processes", async (c) => {
+    const text = await c.req.text();
+    if (encoder.encode(text).length > maxBodyBytes) {
+      throw new HostError("payload_too_large", `The body is larger than ${maxBodyBytes} bytes`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      throw new HostError(
+        "invalid_json",
+        `The body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    const code = (body as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && encoder.encode(code).length > 100 * 1024) {
+      throw new HostError("payload_too_large", "code is larger than 102400 bytes");
+    }
+    const problem = checkCreate(body);
+    if (problem !== undefined) throw new HostError("invalid_request", `Invalid body: ${problem}`);
+    const input = body as { code: string; timeoutMs?: number; ref?: string };
+    const created = await service.create(input);
+    return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
+  });
+
+  app.get("/processes", async (c) => {
+    const queries = c.req.queries();
+    const query: Record<string, string> = {};
+    for (const [key, values] of Object.entries(queries)) {
+      if (values.length !== 1) throw new HostError("invalid_request", `Query parameter '${key}' is repeated`);
+      query[key] = values[0] as string;
+    }
+    const problem = checkList(query);
+    if (problem !== undefined) throw new HostError("invalid_request", `Invalid query: ${problem}`);
+    const filter = {
+      ...query,
+      limit: query.limit === undefined ? 100 : Number(query.limit),
+    } as ProcessFilter;
+    const processes = await service.list(filter);
+    return c.json({ processes: processes.map(summaryOf) });
+  });
+
+  app.get("/processes/:pid", async (c) => c.json(await record(c)));
+  app.get("/processes/:pid/code", async (c) => plain(c, (await record(c)).code));
+  app.get("/processes/:pid/stdout", async (c) => plain(c, (await record(c)).stdout));
+  app.get("/processes/:pid/stderr", async (c) => plain(c, (await record(c)).stderr));
+  app.get("/processes/:pid/output", async (c) => c.json((await record(c)).output));
+
+  app.get("/processes/:pid/events", async (c) => {
+    const pid = pidOf(c);
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let closed = false;
+    let unsubscribe = () => {};
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      controller.close();
+    };
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        controller = c;
+      },
+      cancel() {
+        closed = true;
+        unsubscribe();
+      },
+    });
+    const send = (event: ProcessEvent) => {
+      if (closed) return;
+      const { type, ...data } = event;
+      controller.enqueue(encoder.encode(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`));
+      if (type === "exit") close();
+    };
+    const watching = await service.watch(pid, send);
+    if (watching === undefined) throw new HostError("not_found", `No process ${pid}`);
+    unsubscribe = watching.unsubscribe;
+    if (watching.ended || closed) close();
+    return new Response(stream, {
+      status: 200,
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
+    });
+  });
+
+  app.post("/processes/:pid/signals/kill", async (c) => {
+    const killed = await service.kill(pidOf(c));
+    return c.json({ pid: killed.pid, state: killed.state }, 202);
+  });
+  app.post("/processes/:pid/signals/run", async (c) => {
+    const queued = await service.run(pidOf(c));
+    return c.json({ pid: queued.pid, state: queued.state }, 202);
+  });
+  app.delete("/processes/:pid", async (c) => {
+    await service.delete(pidOf(c));
+    return c.body(null, 204);
+  });
+
+  app.get("/environment/docs", async (c) =>
+    c.body(await service.environments.docs(), 200, { "content-type": "text/markdown; charset=utf-8" }),
+  );
+  app.get("/tools", (c) => c.json({ services: service.tools.list() }));
+  app.get("/tools/:serviceId/:toolId/docs", async (c) => {
+    const serviceId = c.req.param("serviceId");
+    const toolId = c.req.param("toolId");
+    const tool = service.tools.tool(serviceId, toolId);
+    if (tool === undefined) throw new HostError("not_found", `No tool ${serviceId}.${toolId}`);
+    const markdown = await service.environments.toolDocs({
+      serviceId,
+      toolId,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      outputSchema: tool.outputSchema,
+    });
+    return c.body(markdown, 200, { "content-type": "text/markdown; charset=utf-8" });
+  });
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+
+  app.notFound((c) => fail(c, new HostError("not_found", `No route ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.onError((error, c) => {
+    if (isHostError(error)) return fail(c, error);
+    return fail(c, new HostError("internal", error instanceof Error ? error.message : String(error)));
+  });
+  return app;
+}

@@ -1,0 +1,310 @@
+import { describe, expect, test } from "vitest";
+import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
+import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+
+const KV: ServiceInfo[] = [
+  {
+    id: "kv",
+    name: "Key-value store",
+    description: "d",
+    tools: [
+      { id: "get", name: "get", description: "Reads", inputSchema: {}, outputSchema: {} },
+      { id: "set", name: "set", description: "Writes", inputSchema: {}, outputSchema: {} },
+    ],
+  },
+];
+
+async function environment(
+  bindings: Recorder,
+  options: Parameters<typeof instantiate>[0] = {},
+): Promise<EnvironmentModule> {
+  const env = instantiate({ wasm: await wasm(), ...options });
+  await env.setup({ config: {}, secrets: {}, bindings });
+  return env;
+}
+
+describe("execute", () => {
+  test("reports queued then running, streams console output as UTF-8 lines, succeeds", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const exit = await env.execute({
+      eid: 7,
+      code: `console.log("héllo €", { a: 1, b: [1, 2] });\nconsole.info(new Map([["k", 1]]));\nconsole.debug("d");\nconsole.warn("w");\nconsole.error("e", 2);`,
+      options: { timeoutMs: 5_000 },
+    });
+    expect(exit).toBe("success");
+    expect(b.states(7)).toEqual(["queued", "running"]);
+    expect(b.text(7, "stdout")).toBe("héllo € { a: 1, b: [ 1, 2 ] }\nMap(1) { 'k' => 1 }\nd\n");
+    expect(b.text(7, "stderr")).toBe("w\ne 2\n");
+    expect(b.errors(7)).toEqual([]);
+    const first = b.calls.find((c) => c.kind === "stdout");
+    expect(first?.kind === "stdout" && first.bytes).toEqual(
+      new TextEncoder().encode("héllo € { a: 1, b: [ 1, 2 ] }\n"),
+    );
+  });
+
+  test("TypeScript module: top-level await, types erased, a default-exported function is called", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const code = `interface P { n: number }\nconst p: P = await Promise.resolve({ n: 2 });\nconsole.log("top", p.n);\nexport default async function main(): Promise<void> {\n  await null;\n  cyrnel.output({ main: true });\n}`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("top 2\n");
+    expect(b.outputs(1)).toEqual([{ main: true }]);
+  });
+
+  test("cyrnel.output sends plain objects, each as a patch", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const code = `cyrnel.output({ a: 1, when: new Date(0), tags: new Set(["x"]) });\ncyrnel.output({ a: 2 });`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.outputs(1)).toEqual([{ a: 1, when: new Date(0), tags: new Set(["x"]) }, { a: 2 }]);
+  });
+
+  test.each([
+    ["an array", "cyrnel.output([1, 2]);", "an array"],
+    ["a string", 'cyrnel.output("x");', "string"],
+    ["a class instance", "class Box {}\ncyrnel.output(new Box());", "an instance of Box"],
+    ["a Map", "cyrnel.output(new Map());", "an instance of Map"],
+  ])("cyrnel.output refuses %s with a clear error at the call", async (_label, code, got) => {
+    const b = recorder();
+    const env = await environment(b);
+    expect(await env.execute({ eid: 1, code })).toBe("failed");
+    const line = code.split("\n").length;
+    const column = (code.split("\n").at(-1) as string).indexOf("(") + 1;
+    expect(b.errors(1)).toEqual([
+      `TypeError: cyrnel.output(value) expects a plain object such as { total: 3 }, got ${got} (at line ${line}, column ${column})`,
+    ]);
+    expect(b.outputs(1)).toEqual([]);
+  });
+
+  test("failures name the line and column in the submitted code", async () => {
+    const cases: [string, string][] = [
+      [
+        "const a = 1;\nconst b: any = undefined;\n\n   console.log(b.x);",
+        "TypeError: cannot read property 'x' of undefined (at line 4, column 17)",
+      ],
+      ["const x = 1;\nlet y = ;", "SyntaxError: Expression expected. (at line 2, column 9)"],
+      [
+        'function inner() {\n  throw new RangeError("deep");\n}\nfunction outer() { inner(); }\nouter();',
+        "RangeError: deep (at line 2, column 23)\n    at inner (line 2, column 23)\n    at outer (line 4, column 25)\n    at <anonymous> (line 5, column 6)",
+      ],
+      [
+        'const n = 1;\nimport fs from "fs";',
+        "LinkError: Cannot import 'fs': process code is one module and imports nothing; tools are on the cyrnel global (at line 2, column 16)",
+      ],
+      ['throw "plain"', "Error: plain"],
+    ];
+    const b = recorder();
+    const env = await environment(b);
+    for (const [i, [code, message]] of cases.entries()) {
+      expect(await env.execute({ eid: i + 1, code })).toBe("failed");
+      expect(b.errors(i + 1)).toEqual([message]);
+    }
+  });
+
+  test("a rejected tool call fails at the invoke call site; a caught one does not", async () => {
+    const b = recorder(async () => {
+      throw Object.assign(new Error("Invalid parameters for kv.get: key: must be a string"), { name: "ToolError" });
+    }, KV);
+    const env = await environment(b);
+    const code = `try {\n  await cyrnel.services.kv.tools.get.invoke({ key: 1 });\n} catch (e) {\n  console.error((e as Error).name, (e as Error).message);\n}\nawait cyrnel.services.kv.tools.get.invoke({ key: 2 });`;
+    expect(await env.execute({ eid: 1, code })).toBe("failed");
+    expect(b.text(1, "stderr")).toBe("ToolError Invalid parameters for kv.get: key: must be a string\n");
+    expect(b.errors(1)).toEqual([
+      "ToolError: Invalid parameters for kv.get: key: must be a string (at line 6, column 42)",
+    ]);
+  });
+});
+
+describe("the in-sandbox surface", () => {
+  test("tools from discovery: invoke forwards, results come back, unknown names list the known ones", async () => {
+    const b = recorder(async (input) => ({ echoed: input.parameters, at: input.toolId }), KV);
+    const env = await environment(b);
+    const code = `const r = await cyrnel.services.kv.tools.get.invoke({ key: "a" });
+console.log(r, Object.keys(cyrnel.services), Object.keys(cyrnel.services.kv.tools));
+console.log(cyrnel.services.kv.name, cyrnel.services.kv.tools.set.description);
+await cyrnel.services.kv.tools.set.invoke();
+try { cyrnel.services.nope; } catch (e) { console.log((e as Error).message); }
+try { cyrnel.services.kv.tools.nope; } catch (e) { console.log((e as Error).message); }
+try { cyrnel.services.kv.tools.get.invoke([1]); } catch (e) { console.log((e as Error).message); }`;
+    expect(await env.execute({ eid: 3, code })).toBe("success");
+    expect(b.text(3, "stdout").split("\n")).toEqual([
+      "{ echoed: { key: 'a' }, at: 'get' } [ 'kv' ] [ 'get', 'set' ]",
+      "Key-value store Writes",
+      "cyrnel.services has no service 'nope' (available: kv)",
+      "cyrnel.services.kv.tools has no tool 'nope' (available: get, set)",
+      "cyrnel.services.kv.tools.get.invoke(parameters) expects a plain object, got an array",
+      "",
+    ]);
+    expect(b.calls.filter((c) => c.kind === "invoke").map((c) => c.kind === "invoke" && c.input)).toEqual([
+      { serviceId: "kv", toolId: "get", parameters: { key: "a" } },
+      { serviceId: "kv", toolId: "set", parameters: {} },
+    ]);
+  });
+
+  test("without discovery, any service and tool name is forwarded as written", async () => {
+    const b = recorder(async (input) => `${input.serviceId}/${input.toolId}`);
+    const env = await environment(b);
+    const code = `console.log(await cyrnel.services.math.tools["add-two"].invoke({ a: 1 }));`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("math/add-two\n");
+  });
+
+  test("nothing else of the host is reachable and the surface cannot be replaced", async () => {
+    const b = recorder(async () => 1, KV);
+    const env = await environment(b);
+    const code = `console.log(typeof report, typeof (cyrnel as any).__host, typeof (globalThis as any).cyrnel, typeof (globalThis as any).console);
+console.log(Object.isFrozen(cyrnel), Object.isFrozen(console), Object.keys(cyrnel).join(","), Object.keys(console).join(","));
+console.log(typeof fetch, typeof setTimeout, typeof process, typeof require);`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe(
+      "undefined undefined undefined undefined\ntrue true services,output log,info,debug,warn,error\nundefined undefined undefined undefined\n",
+    );
+  });
+});
+
+describe("timeouts", () => {
+  test("while(true){} stops at timeoutMs with exit timeout and a message", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const started = performance.now();
+    expect(await env.execute({ eid: 1, code: "while (true) {}", options: { timeoutMs: 300 } })).toBe("timeout");
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped"]);
+  });
+
+  test("where the clock stands still, the interrupt-poll budget still stops the loop", async () => {
+    const b = recorder();
+    const env = await environment(b, { clock: () => 0 });
+    const started = performance.now();
+    expect(await env.execute({ eid: 1, code: "let i = 0; while (true) { i++; }", options: { timeoutMs: 200 } })).toBe(
+      "timeout",
+    );
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  test("a tool call that never settles is cut off by the timeout", async () => {
+    const b = recorder(() => new Promise(() => {}), KV);
+    const env = await environment(b);
+    const code = `console.log("before");\nawait cyrnel.services.kv.tools.get.invoke({ key: "k" });\nconsole.log("after");`;
+    expect(await env.execute({ eid: 1, code, options: { timeoutMs: 200 } })).toBe("timeout");
+    expect(b.text(1, "stdout")).toBe("before\n");
+  });
+
+  test("undefined options fall back to the environment's default timeout", async () => {
+    const b = recorder();
+    const env = await environment(b, { defaultTimeoutMs: 250 });
+    expect(await env.execute({ eid: 1, code: "while (true) {}" })).toBe("timeout");
+    expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (250 ms) and was stopped"]);
+  });
+});
+
+describe("kill and teardown", () => {
+  test("a queued execution is canceled without running", async () => {
+    const gate = deferred<unknown>();
+    const b = recorder(() => gate.promise, KV);
+    const env = await environment(b, { concurrency: 1 });
+    const first = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });
+    const second = env.execute({ eid: 2, code: `console.log("ran");` });
+    await env.kill(2);
+    expect(await second).toBe("canceled");
+    expect(b.states(2)).toEqual(["queued"]);
+    expect(b.text(2, "stdout")).toBe("");
+    gate.resolve({ value: 1 });
+    expect(await first).toBe("success");
+  });
+
+  test("a running execution awaiting a tool is stopped promptly and resolves canceled", async () => {
+    const b = recorder(() => new Promise(() => {}), KV);
+    const env = await environment(b);
+    const code = `console.log("waiting");\nawait cyrnel.services.kv.tools.get.invoke({ key: "k" });\nconsole.log("never");`;
+    const running = env.execute({ eid: 5, code, options: { timeoutMs: 20_000 } });
+    while (!b.text(5, "stdout").includes("waiting")) await new Promise((r) => setTimeout(r, 5));
+    const started = performance.now();
+    await env.kill(5);
+    expect(await running).toBe("canceled");
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(b.errors(5)).toEqual([]);
+    const before = b.calls.length;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(b.calls.length).toBe(before);
+  });
+
+  test("kill of an unknown eid is a no-op", async () => {
+    const env = await environment(recorder());
+    await expect(env.kill(12345)).resolves.toBeUndefined();
+  });
+
+  test("teardown cancels what is in flight; execute afterwards rejects", async () => {
+    const b = recorder(() => new Promise(() => {}), KV);
+    const env = await environment(b, { concurrency: 1 });
+    const a = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });
+    const q = env.execute({ eid: 2, code: "1" });
+    while (!b.states(1).includes("running")) await new Promise((r) => setTimeout(r, 5));
+    await env.teardown();
+    expect(await a).toBe("canceled");
+    expect(await q).toBe("canceled");
+    await expect(env.execute({ eid: 3, code: "1" })).rejects.toThrow("The environment is torn down");
+  });
+
+  test("execute before setup and a duplicate eid reject", async () => {
+    const env = instantiate({ wasm: await wasm() });
+    await expect(env.execute({ eid: 1, code: "1" })).rejects.toThrow("call setup() first");
+    await env.setup({ config: {}, secrets: {}, bindings: recorder(() => new Promise(() => {}), KV) });
+    const first = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });
+    await expect(env.execute({ eid: 1, code: "1" })).rejects.toThrow("execution 1 is already in flight");
+    await env.kill(1);
+    expect(await first).toBe("canceled");
+  });
+});
+
+describe("docs", () => {
+  test("generateDocs documents the surface, the limits and examples", async () => {
+    const env = await environment(recorder(), { defaultTimeoutMs: 12_345, concurrency: 3 });
+    const docs = await env.generateDocs();
+    for (const text of [
+      "cyrnel.services[serviceId].tools[toolId].invoke(parameters)",
+      "cyrnel.output(patch)",
+      "console.warn/error",
+      "Top-level `await` works",
+      "default 12345 ms",
+      "At most 3 processes",
+      "64 MiB",
+    ]) {
+      expect(docs).toContain(text);
+    }
+  });
+
+  test("generateToolDocs renders parameters, returns and an example call that runs", async () => {
+    const inputSchema = {
+      type: "object",
+      properties: {
+        city: { type: "string", description: "City name", minLength: 2 },
+        days: { type: "integer", minimum: 1, maximum: 7 },
+        units: { enum: ["metric", "imperial"] },
+      },
+      required: ["city"],
+      additionalProperties: false,
+    };
+    const outputSchema = { type: "object", properties: { summary: { type: "string" } }, required: ["summary"] };
+    const env = await environment(recorder());
+    const md = await env.generateToolDocs({
+      serviceId: "weather",
+      toolId: "forecast",
+      description: "Forecast for a city.",
+      inputSchema,
+      outputSchema,
+    });
+    expect(md).toContain("| `city` | `string` | yes | City name (minLength: 2) |");
+    expect(md).toContain('| `units` | `"metric" \\| "imperial"` | no |  |');
+    expect(md).toContain("| `summary` | `string` | yes |  |");
+    const example = /## Example\n```ts\n([\s\S]*?)```/.exec(md)?.[1] as string;
+    expect(example).toBe(
+      'const result = await cyrnel.services.weather.tools.forecast.invoke({\n  "city": "example",\n  "days": 1,\n  "units": "metric"\n});\nconsole.log(result);\n',
+    );
+    const b = recorder(async (input) => ({ summary: `sunny in ${String(input.parameters.city)}` }));
+    const runner = await environment(b);
+    expect(await runner.execute({ eid: 1, code: example })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("{ summary: 'sunny in example' }\n");
+  });
+});

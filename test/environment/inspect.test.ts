@@ -1,0 +1,78 @@
+import { describe, expect, test } from "vitest";
+import { makeInspect } from "../../src/environment/index.js";
+
+const { inspect, format } = makeInspect();
+
+describe("inspect (the sandbox console's formatter)", () => {
+  test.each([
+    ["a string nested is quoted", ["x"], "[ 'x' ]"],
+    ["quotes pick the kind that needs no escape", ["it's", 'say "hi"'], `[ "it's", 'say "hi"' ]`],
+    ["numbers, -0, bigint, NaN", [1, -0, 10n, Number.NaN], "[ 1, -0, 10n, NaN ]"],
+    [
+      "null, undefined, booleans, symbols",
+      [null, undefined, true, Symbol("s")],
+      "[ null, undefined, true, Symbol(s) ]",
+    ],
+  ])("%s", (_label, value, expected) => {
+    expect(inspect(value)).toBe(expected);
+  });
+
+  test("objects, nesting beyond depth 2, keys that need quotes", () => {
+    expect(inspect({ a: 1, "b-c": "x", n: { m: { k: { deep: 1 } } } })).toBe(
+      "{ a: 1, 'b-c': 'x', n: { m: { k: [Object] } } }",
+    );
+    expect(inspect({})).toBe("{}");
+    expect(inspect([])).toBe("[]");
+  });
+
+  test("Map, Set, Date, RegExp, Error, typed arrays, ArrayBuffer", () => {
+    expect(inspect(new Map([["k", 1]]))).toBe("Map(1) { 'k' => 1 }");
+    expect(inspect(new Set([1, 2]))).toBe("Set(2) { 1, 2 }");
+    expect(inspect(new Date(0))).toBe("1970-01-01T00:00:00.000Z");
+    expect(inspect(new Date(Number.NaN))).toBe("Invalid Date");
+    expect(inspect(/a+/g)).toBe("/a+/g");
+    expect(inspect(new TypeError("bad"))).toBe("TypeError: bad");
+    expect(inspect({ e: new RangeError("r") })).toBe("{ e: [RangeError: r] }");
+    expect(inspect(new Uint8Array([1, 2]))).toBe("Uint8Array(2) [ 1, 2 ]");
+    expect(inspect(new ArrayBuffer(8))).toBe("ArrayBuffer { byteLength: 8 }");
+  });
+
+  test("functions, classes, instances, null prototypes, getters", () => {
+    function named() {}
+    class Point {
+      x = 1;
+    }
+    expect(inspect(named)).toBe("[Function: named]");
+    expect(inspect(async () => {})).toBe("[AsyncFunction (anonymous)]");
+    expect(inspect(Point)).toBe("[class Point]");
+    expect(inspect(new Point())).toBe("Point { x: 1 }");
+    expect(inspect(Object.assign(Object.create(null), { a: 1 }))).toBe("[Object: null prototype] { a: 1 }");
+    expect(
+      inspect({
+        get g() {
+          return 1;
+        },
+      }),
+    ).toBe("{ g: [Getter] }");
+  });
+
+  test("cycles, holes, long arrays and line breaking", () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(inspect(cyclic)).toBe("{ a: 1, self: [Circular] }");
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the point.
+    expect(inspect([1, , 3])).toBe("[ 1, <1 empty item>, 3 ]");
+    expect(inspect(Array.from({ length: 102 }, () => 0)).endsWith("... 2 more items\n]")).toBe(true);
+    expect(inspect({ alpha: "a".repeat(30), beta: "b".repeat(30) })).toBe(
+      `{\n  alpha: '${"a".repeat(30)}',\n  beta: '${"b".repeat(30)}'\n}`,
+    );
+  });
+
+  test("format: strings raw, the rest inspected, printf-style directives", () => {
+    expect(format(["a", 1, { b: "c" }])).toBe("a 1 { b: 'c' }");
+    expect(format(["%s has %d items (%i%%) %j", "list", 3, 4.7, { a: 1 }])).toBe('list has 3 items (4%) {"a":1}');
+    expect(format(["%o and %c%s", [1], "color: red", "x", "extra"])).toBe("[ 1 ] and x extra");
+    expect(format([])).toBe("");
+    expect(format([{ a: 1 }, "s"])).toBe("{ a: 1 } s");
+  });
+});

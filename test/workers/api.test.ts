@@ -1,0 +1,190 @@
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { fromWire, type JsonValue } from "../../src/wire.js";
+
+const BASE = "http://runcode.test";
+
+const post = (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>
+  SELF.fetch(`${BASE}${path}`, {
+    method: "POST",
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+async function run(source: string, options?: Record<string, unknown>) {
+  const response = await post("/run", options === undefined ? { source } : { source, options });
+  expect(response.status).toBe(200);
+  return fromWire((await response.json()) as JsonValue) as {
+    status: string;
+    result?: unknown;
+    error?: { name: string; message: string };
+  };
+}
+
+/** Polls a process until it is idle again. */
+async function settled(pid: number): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 200; i++) {
+    const record = (await (await SELF.fetch(`${BASE}/processes/${pid}`)).json()) as Record<string, unknown>;
+    if (record.state === "idle" && record.exitState !== null) return record;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`process ${pid} did not finish`);
+}
+
+async function create(code: string, extra: Record<string, unknown> = {}): Promise<number> {
+  const response = await post("/processes", { code, ...extra });
+  expect(response.status).toBe(201);
+  const body = (await response.json()) as { pid: number; state: string };
+  expect(body.state).toBe("queued");
+  return body.pid;
+}
+
+describe("POST /run", () => {
+  it("answers the result in the lossless wire encoding", async () => {
+    const result = await run(
+      "export default { n: 1n, m: new Map([[1, new Set([NaN])]]), d: new Date(5), u: undefined }",
+    );
+    expect(result).toMatchObject({ status: "success" });
+    expect(result.result).toEqual({ n: 1n, m: new Map([[1, new Set([Number.NaN])]]), d: new Date(5), u: undefined });
+  });
+
+  it("runs every status", async () => {
+    expect((await run("throw new RangeError('no')")).error).toEqual(
+      expect.objectContaining({ name: "RangeError", message: "no" }),
+    );
+    expect((await run("import x from 'nowhere'; export default x")).status).toBe("link_error");
+    expect(
+      (await run("const a = []; for (;;) a.push(new Uint8Array(1e6))", { memoryLimitBytes: 16 << 20 })).status,
+    ).toBe("memory");
+    const stopped = await run("while (true) {}");
+    expect(stopped.status).toBe("terminated");
+    expect(stopped.error?.message).toContain("safety cap");
+  });
+
+  it("takes wire-encoded globals and arguments", async () => {
+    const result = await run("export const f = (a: bigint) => [a * 2n, input.get('k')]", {
+      execute: { fn: "f", args: [{ $t: "bigint", v: "21" }] },
+      globals: { input: { $t: "map", v: [["k", "v"]] } },
+    });
+    expect(result.result).toEqual([42n, "v"]);
+  });
+
+  it("imports the built-in kv service, whose values outlive a run", async () => {
+    await run("import { set } from 'kv'; await set({ key: 'greeting', value: { hi: 1 } })");
+    const read = await run("import { get } from 'kv'; export default await get({ key: 'greeting' })");
+    expect(read.result).toEqual({ found: true, value: { hi: 1 } });
+  });
+
+  it("refuses bad requests with a stable code and runs nothing", async () => {
+    const cases: [Response, number, string][] = [
+      [await post("/run", "{nope", { "content-type": "application/json" }), 400, "malformed_json"],
+      [await post("/run", { source: "1" }, { "content-type": "text/plain" }), 415, "unsupported_media_type"],
+      [await post("/run", { source: 1 }), 400, "invalid_request"],
+      [await post("/run", { source: "1", extra: true }), 400, "invalid_request"],
+      [await post("/run", { source: "1", options: { report: "x" } }), 400, "invalid_request"],
+      [await post("/run", { source: "1", options: { memoryLimitBytes: 1 << 30 } }), 400, "invalid_request"],
+      [await post("/run", { source: "1", options: { language: "python" } }), 400, "invalid_options"],
+      [await post("/run", { source: "x".repeat(1024 * 1024 + 1) }), 413, "body_too_large"],
+    ];
+    for (const [response, status, code] of cases) {
+      expect(response.status).toBe(status);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe(code);
+    }
+  });
+
+  it("allows other origins", async () => {
+    const preflight = await SELF.fetch(`${BASE}/run`, { method: "OPTIONS" });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect((await post("/run", { source: "export default 1" })).headers.get("access-control-allow-origin")).toBe("*");
+  });
+});
+
+describe("processes on Durable Objects", () => {
+  it("creates, runs and persists a process with its output", async () => {
+    const pid = await create(
+      "console.log('héllo'); console.error('bad'); cyrnel.output({ a: 1 }); cyrnel.output({ b: 2 })",
+      {
+        ref: "job-1",
+      },
+    );
+    const record = await settled(pid);
+    expect(record).toMatchObject({
+      pid,
+      ref: "job-1",
+      exitState: "success",
+      stdout: "héllo\n",
+      stderr: "bad\n",
+      output: { a: 1, b: 2 },
+    });
+    expect(await (await SELF.fetch(`${BASE}/processes/${pid}/stdout`)).text()).toBe("héllo\n");
+    // The record lives in the process's own object: read it there directly, as a restarted Worker would.
+    const stub = env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
+    const direct = (await (await stub.fetch(`${BASE}/processes/${pid}`)).json()) as Record<string, unknown>;
+    expect(direct).toEqual(record);
+  });
+
+  it("lists through the registry with filters, safely against SQL in filter values", async () => {
+    const ok = await create("export default 1", { ref: "list-ok" });
+    const bad = await create("throw new Error('x')", { ref: "list-bad" });
+    await settled(ok);
+    await settled(bad);
+    const list = async (query: string) =>
+      (
+        (await (await SELF.fetch(`${BASE}/processes?${query}`)).json()) as { processes: { pid: number }[] }
+      ).processes.map((p) => p.pid);
+    expect(await list("ref=list-ok")).toEqual([ok]);
+    expect(await list("ref=list-bad&exitState=failed")).toEqual([bad]);
+    expect(await list(`ref=${encodeURIComponent("x' OR '1'='1")}`)).toEqual([]);
+  });
+
+  it("kills a process while it awaits tool calls, and times out a tight loop", async () => {
+    const waiting = await create("for (;;) await cyrnel.services.kv.tools.get.invoke({ key: 'k' })");
+    const spinning = await create("while (true) {}", { timeoutMs: 300 });
+    const kill = await post(`/processes/${waiting}/signals/kill`, "");
+    expect([200, 202]).toContain(kill.status);
+    expect((await settled(waiting)).exitState).toBe("canceled");
+    expect((await settled(spinning)).exitState).toBe("timeout");
+  });
+
+  it("answers 404 for an unknown pid and 400 for a malformed one", async () => {
+    const unknown = await SELF.fetch(`${BASE}/processes/999999`);
+    expect(unknown.status).toBe(404);
+    const malformed = await SELF.fetch(`${BASE}/processes/01x`);
+    expect(malformed.status).toBe(400);
+  });
+
+  it("gives 200 concurrent creations unique pids and loses no record", async () => {
+    const pids = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => create(`export default ${i}`, { ref: "burst" })),
+    );
+    expect(new Set(pids).size).toBe(200);
+    const records = await Promise.all(pids.map((pid) => settled(pid)));
+    expect(records.map((r) => r.exitState)).toEqual(Array(200).fill("success"));
+    const listed = (await (await SELF.fetch(`${BASE}/processes?ref=burst&limit=500`)).json()) as {
+      processes: unknown[];
+    };
+    expect(listed.processes).toHaveLength(200);
+  }, 120_000);
+
+  it("refuses a bad creation without spending a record", async () => {
+    const before = ((await (await SELF.fetch(`${BASE}/processes?limit=500`)).json()) as { processes: unknown[] })
+      .processes.length;
+    expect((await post("/processes", { code: 5 })).status).toBe(400);
+    expect((await post("/processes", "{")).status).toBe(400);
+    expect((await post("/processes", { code: "x".repeat(100 * 1024 + 1) })).status).toBe(413);
+    const after = ((await (await SELF.fetch(`${BASE}/processes?limit=500`)).json()) as { processes: unknown[] })
+      .processes.length;
+    expect(after).toBe(before);
+  });
+});
+
+describe("documentation routes", () => {
+  it("serves the environment docs, tools and OpenAPI", async () => {
+    expect(await (await SELF.fetch(`${BASE}/environment/docs`)).text()).toContain("cyrnel.services");
+    const tools = (await (await SELF.fetch(`${BASE}/tools`)).json()) as { services: { id: string }[] };
+    expect(tools.services.map((s) => s.id)).toContain("kv");
+    const openapi = (await (await SELF.fetch(`${BASE}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(openapi.paths)).toContain("/processes");
+  });
+});
