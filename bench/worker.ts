@@ -1,0 +1,128 @@
+/**
+ * `npm run bench:worker`: load on the local edge host (`wrangler dev` on loopback, started and stopped here), with
+ * the same code's in-process `runCode` from the same run as the base of the ratios. Bounded in count and time.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { runCode } from "../node/index.js";
+import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
+
+const PORT = 8799;
+const BASE = `http://127.0.0.1:${PORT}`;
+const CONNECTIONS = 10;
+const RUN_REQUESTS = 3_000;
+const PROCESSES = 200;
+const PROCESS_CONNECTIONS = 4;
+const TIME_LIMIT_MS = 60_000;
+const TRIVIAL = "export default 1 + 1";
+
+/** Runs `total` calls of `fn` over `connections` concurrent loops, stopping early at the time limit. */
+async function load(total: number, connections: number, fn: () => Promise<boolean>) {
+  const times: number[] = [];
+  let failures = 0;
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < total && performance.now() - started < TIME_LIMIT_MS) {
+      next++;
+      const t = performance.now();
+      const ok = await fn().catch(() => false);
+      times.push(performance.now() - t);
+      if (!ok) failures++;
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  return { times, failures, perSecond: times.length / seconds };
+}
+
+function startServer(persist: string): ChildProcess {
+  return spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", persist], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    detached: true,
+    stdio: "ignore",
+    env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
+  });
+}
+
+async function ready(): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (
+      await fetch(`${BASE}/openapi.json`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error("wrangler dev did not start");
+}
+
+const postRun = async () => {
+  const response = await fetch(`${BASE}/run`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ source: TRIVIAL, options: { language: "javascript" } }),
+  });
+  const body = (await response.json()) as { status?: string };
+  return response.ok && body.status === "success";
+};
+
+/** Create, wait for idle through the event stream, read stdout. */
+const fullProcess = async () => {
+  const created = await fetch(`${BASE}/processes`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ code: "console.log('done')", ref: "bench" }),
+  });
+  if (created.status !== 201) return false;
+  const { pid } = (await created.json()) as { pid: number };
+  const events = await (await fetch(`${BASE}/processes/${pid}/events`)).text();
+  const stdout = await (await fetch(`${BASE}/processes/${pid}/stdout`)).text();
+  return events.includes("success") && stdout === "done\n";
+};
+
+const persist = mkdtempSync(join(tmpdir(), "runcode-bench-"));
+const server = startServer(persist);
+try {
+  await ready();
+  for (let i = 0; i < 50; i++) await postRun();
+  for (let i = 0; i < 5; i++) await fullProcess();
+  for (let i = 0; i < 50; i++) await runCode(TRIVIAL, { language: "javascript" });
+
+  const inProcess = summarize(
+    "in-process runCode, trivial JS",
+    await sample(500, () => runCode(TRIVIAL, { language: "javascript" })),
+  );
+  const run = await load(RUN_REQUESTS, CONNECTIONS, postRun);
+  const processes = await load(PROCESSES, PROCESS_CONNECTIONS, fullProcess);
+  const listed = (await (await fetch(`${BASE}/processes?ref=bench&limit=1000`)).json()) as {
+    processes: { exitState: string }[];
+  };
+
+  const rows: Summary[] = [
+    inProcess,
+    { ...summarize(`POST /run trivial JS, ${CONNECTIONS} connections`, run.times), perSecond: run.perSecond },
+    {
+      ...summarize(`process: create + events + stdout, ${PROCESS_CONNECTIONS} connections`, processes.times),
+      perSecond: processes.perSecond,
+    },
+  ];
+  console.log(`edge host bench: wrangler dev on loopback, Node ${process.version}\n`);
+  printTable(rows);
+  console.log();
+  ratio("POST /run p50 / in-process runCode p50", rows[1] as Summary, inProcess);
+  console.log(
+    `${"POST /run requests, non-2xx or failed".padEnd(60)} ${run.times.length}, ${run.failures}  (target 0 failed, >= 800 req/s, p50 < 5 ms)`,
+  );
+  console.log(`${"processes run, failed".padEnd(60)} ${processes.times.length}, ${processes.failures}`);
+  const lost = 5 + processes.times.length - listed.processes.length;
+  console.log(`${"process records lost (created but not listed)".padEnd(60)} ${lost}`);
+} finally {
+  if (server.pid !== undefined) process.kill(-server.pid, "SIGTERM");
+  rmSync(persist, { recursive: true, force: true });
+}
