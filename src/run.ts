@@ -170,7 +170,10 @@ export class Run {
 
     const core = this.#guard(() => ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     this.#hostCallHandle = ctx.newFunction("", this.#hostCall);
-    const internals = this.#guard(() => ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle]));
+    const maxArrayLength = ctx.newNumber(Math.floor(this.#options.memoryLimitBytes / 8));
+    const internals = this.#guard(() =>
+      ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle, maxArrayLength]),
+    );
     this.#core = Object.fromEntries(
       (["intrinsics", "stage", "runExport", "describeError", "deferred"] as const).map((k) => [
         k,

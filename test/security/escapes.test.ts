@@ -477,6 +477,30 @@ const floods: Case[] = [
     expected: { status: "success", result: "RangeError: invalid array length" },
   },
   {
+    name: "a native join over a 2 ** 32 - 1 sparse array (it never polls: it froze the host for minutes)",
+    source: `${ATTEMPT}export default attempt(() => new Array(2 ** 32 - 1).join("x"));`,
+    expected: {
+      status: "success",
+      result: "RangeError: Array.prototype.join: length 4294967295 is more than this sandbox can hold",
+    },
+    options: { memoryLimitBytes: M16 },
+  },
+  {
+    name: "native searches and moves over a 2 ** 53 - 1 array-like",
+    source: `${ATTEMPT}const huge = { length: 2 ** 53 - 1 };\nexport default ["indexOf", "lastIndexOf", "includes", "fill", "reverse", "copyWithin", "unshift"].map((m) => attempt(() => Array.prototype[m].call(huge, 1)));`,
+    expected: {
+      status: "success",
+      result: ["indexOf", "lastIndexOf", "includes", "fill", "reverse", "copyWithin", "unshift"].map(
+        (m) => `RangeError: Array.prototype.${m}: length 9007199254740991 is more than this sandbox can hold`,
+      ),
+    },
+  },
+  {
+    name: "the guard leaves ordinary arrays alone",
+    source: `export default [[1, 2].join("-"), [1, 2, 3].indexOf(3), String([1, [2]]), [3, 1].reverse(), [1].concat([2]), Array.prototype.join.length];`,
+    expected: { status: "success", result: ["1-2", 2, "1,2", [1, 3], [1, 2], 1] },
+  },
+  {
     name: "a flood of 1 MB reports is capped by memoryLimitBytes",
     source: `const s = "x".repeat(1 << 20); for (;;) report(s);`,
     expected: {
