@@ -33,6 +33,7 @@
  * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object.
  * @module
  */
+import { ERROR_TYPES, TYPED_ARRAYS } from "./marshal/tape.js";
 
 /** A value `JSON.stringify` writes and `JSON.parse` reads back unchanged. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -40,39 +41,15 @@ type JsonObject = { [key: string]: JsonValue };
 
 const TAG = "$t";
 
-const TYPED_ARRAYS = {
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-} as const;
-type TypedArrayKind = keyof typeof TYPED_ARRAYS;
-type TypedArray = InstanceType<(typeof TYPED_ARRAYS)[TypedArrayKind]>;
-
-const ERRORS: Record<string, ErrorConstructor> = {
-  Error,
-  EvalError,
-  RangeError,
-  ReferenceError,
-  SyntaxError,
-  TypeError,
-  URIError,
-};
+type TypedArray = ArrayBufferView & { length: number };
 
 const escapeKey = (key: string): string => (key.startsWith("$") ? `$${key}` : key);
 const unescapeKey = (key: string): string => (key.startsWith("$") ? key.slice(1) : key);
 
-function typedArrayKind(value: object): TypedArrayKind | undefined {
+function typedArrayKind(value: object): string | undefined {
   if (!ArrayBuffer.isView(value) || value instanceof DataView) return undefined;
   const name = Object.prototype.toString.call(value).slice(8, -1);
-  return name in TYPED_ARRAYS ? (name as TypedArrayKind) : undefined;
+  return Object.hasOwn(TYPED_ARRAYS, name) ? name : undefined;
 }
 
 /** `true` for an array whose every index is an own property and which has no other own enumerable keys. */
@@ -276,7 +253,7 @@ export function fromWire(json: JsonValue): unknown {
         return keep(node, new RegExp(str(node.source, "regexp source"), str(node.flags, "regexp flags")));
       case "error": {
         const name = str(node.name, "error name");
-        const Ctor = ERRORS[name] ?? Error;
+        const Ctor = ERROR_TYPES[name] ?? Error;
         const error = keep(node, new Ctor(str(node.message, "error message")));
         if (error.name !== name) define(error, "name", name);
         if (node.stack === undefined) delete error.stack;
@@ -298,7 +275,7 @@ export function fromWire(json: JsonValue): unknown {
         return keep(node, fromBase64(str(node.v, "arraybuffer")).buffer);
       case "typedarray": {
         const kind = str(node.kind, "typed array kind");
-        const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind as TypedArrayKind] : undefined;
+        const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
         if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
         const buffer = dec(node.buffer as JsonValue);
         if (!(buffer instanceof ArrayBuffer)) return malformed("typed array buffer");
