@@ -16,6 +16,22 @@ const wasm = new WebAssembly.Module(
 const CODE = "export default 1 + 1;";
 const { runCode } = createSandbox({ wasm });
 const { app, service } = await createHost({ environment: { module: instantiate({ wasm }) }, maxActiveProcesses: 64 });
+// The environment module alone (no host, no tool discovery): where the overhead is, the environment's or the host's.
+const environment = instantiate({ wasm });
+const noop = () => {};
+await environment.setup({
+  config: {},
+  secrets: {},
+  bindings: {
+    invokeTool: async () => undefined,
+    setState: noop,
+    setError: noop,
+    emitStdout: noop,
+    emitStderr: noop,
+    emitOutput: noop,
+  },
+});
+let eid = 0;
 
 const post = (code: string) =>
   app.fetch(
@@ -30,6 +46,10 @@ const cases: Record<string, () => Promise<unknown>> = {
   "bare runCode": async () => {
     const r = await runCode(CODE);
     if (r.status !== "success") throw new Error(r.error?.message);
+  },
+  "environment.execute": async () => {
+    const exit = await environment.execute({ eid: ++eid, code: CODE });
+    if (exit !== "success") throw new Error(exit);
   },
   "process via ProcessService": async () => {
     const { pid } = await service.create({ code: CODE });
@@ -51,12 +71,13 @@ for (let round = 0; round < rounds; round++) {
   for (const [label, fn] of Object.entries(cases)) times.get(label)?.push(...(await sample(perRound, fn)));
 }
 const rows = [...times].map(([label, t]) => summarize(label, t));
-const [bare, viaService, viaHttp] = rows as [Summary, Summary, Summary];
+const [runCodeRow, viaEnvironment, viaService, viaHttp] = rows as [Summary, Summary, Summary, Summary];
 console.log(`host bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
-ratio("process (ProcessService) / bare runCode", viaService, bare, "< 1.3x");
-ratio("process (HTTP handler) / bare runCode", viaHttp, bare, "< 1.3x");
+ratio("environment.execute / bare runCode", viaEnvironment, runCodeRow);
+ratio("process (ProcessService) / bare runCode", viaService, runCodeRow, "< 1.3x");
+ratio("process (HTTP handler) / bare runCode", viaHttp, runCodeRow, "< 1.3x");
 
 // Throughput with concurrency: 200 processes submitted over HTTP 16 at a time.
 const total = 200;

@@ -8,6 +8,7 @@
 import { compiledModule } from "../engine.js";
 import { type CodeExecution, type CodeExecutionResult, createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../index.js";
 import type { WasmSource } from "../types.js";
+import { formatLine } from "./console.js";
 import { environmentDocs, toolDocs } from "./docs.js";
 import { describeFailure } from "./failure.js";
 import {
@@ -228,8 +229,8 @@ class QuickJSEnvironment implements EnvironmentModule {
       safetyCap: { cpuTimeMs: timeoutMs, interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
     });
     const host: GuestHost = {
-      write: (stream, text) => {
-        const bytes = this.#encoder.encode(`${typeof text === "string" ? text : String(text)}\n`);
+      write: (stream, args) => {
+        const bytes = this.#encoder.encode(`${formatLine(args)}\n`);
         this.#report(job, () => (stream === 2 ? bindings.emitStderr(eid, bytes) : bindings.emitStdout(eid, bytes)));
       },
       output: (patch) => {

@@ -3,16 +3,22 @@
  * handed in through `globals` into the documented surface (`console`, `cyrnel.output`,
  * `cyrnel.services[s].tools[t].invoke`) and then hides them, so user code reaches the host only through that surface.
  *
+ * Console values are formatted on the host (see `console.ts`): the guest only turns what cannot be cloned
+ * (functions, symbols, class instances, getters, promises...) into cloneable descriptions, so the module QuickJS
+ * parses for every execution stays a few KB.
+ *
  * Shipped as source text (see `RUNTIME_SOURCE`): `guestRuntime` must not close over anything in this file, and it
  * captures every intrinsic it uses before user code runs.
  * @module
  */
-import { type Inspect, makeInspect } from "./inspect.js";
 
 /** Host functions the runtime module takes from `cyrnel.__host` (and deletes from it). */
 export interface GuestHost {
-  /** Writes one line (the host appends `\n` and encodes UTF-8); stream 1 = stdout, 2 = stderr. */
-  write(stream: 1 | 2, text: string): void;
+  /**
+   * Writes one line of console output (stream 1 = stdout, 2 = stderr): the call's arguments, made cloneable by the
+   * guest (see {@link LOG_MARK}); the host formats them, appends `\n` and encodes UTF-8.
+   */
+  write(stream: 1 | 2, args: unknown[]): void;
   output(patch: Record<string, unknown>): void;
   invoke(serviceId: string, toolId: string, parameters: Record<string, unknown>): Promise<unknown>;
 }
@@ -35,26 +41,79 @@ export interface StagedCyrnel {
   output?: unknown;
 }
 
-export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unknown>, inspector: () => Inspect): void {
+/**
+ * Key of the descriptions the guest puts among logged values in place of what cannot be cloned; its value says
+ * what the object stands for (see `revive` in console.ts):
+ * - `{ [LOG_MARK]: "v", t }` text shown as is (a symbol, a getter, a promise, an object beyond the depth shown)
+ * - `{ [LOG_MARK]: "f", s, n }` a function: the start of its source and its name
+ * - `{ [LOG_MARK]: "e", n, m, v }` an error: name, message and its other enumerable properties
+ * - `{ [LOG_MARK]: "c", n, v, s }` the copy `v` of an object whose prototype matters: `n` is its constructor's name
+ *   (`null`: no prototype), `s` its symbol-keyed properties as `[symbol text, value]` pairs
+ */
+export const LOG_MARK = "@@cyrnel:log";
+/** Levels of nesting the console shows; deeper objects print as `[Object]`, `[Array]`, `[ClassName]`. */
+export const LOG_DEPTH = 2;
+/** Array items the console shows. */
+export const LOG_ITEMS = 100;
+
+export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unknown>, K: string, depth: number): void {
   type Fn = (...args: never[]) => unknown;
+  type Obj = Record<PropertyKey, unknown>;
   const host = cyrnel.__host as GuestHost;
   delete cyrnel.__host;
-  const { format } = inspector();
-  const { apply, get } = Reflect;
-  const { freeze, getPrototypeOf, keys, hasOwn, defineProperty } = Object;
+  const { apply, get, ownKeys } = Reflect;
+  const { freeze, getPrototypeOf, keys, hasOwn, defineProperty, getOwnPropertyDescriptor: descriptor } = Object;
   const ObjectProto = Object.prototype;
   const { isArray } = Array;
   const ErrorCtor = Error;
   const StringCtor = String;
   const TypeErrorCtor = TypeError;
   const ProxyCtor = Proxy;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const PromiseCtor = Promise;
+  const ErrorProto = ErrorCtor.prototype;
   const stringify = JSON.stringify;
-  const promiseThen = Promise.prototype.then as Fn;
+  const call = (fn: unknown, self: unknown, ...args: unknown[]): unknown => apply(fn as Fn, self, args);
+  const getter = (proto: object, key: PropertyKey) => (descriptor(proto, key) as PropertyDescriptor).get;
+  const brand = (fn: unknown, value: unknown): boolean => {
+    try {
+      call(fn, value, ObjectProto);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const promiseThen = PromiseCtor.prototype.then;
+  const fnToString = Function.prototype.toString;
+  const symToString = Symbol.prototype.toString;
+  const { slice, indexOf } = StringCtor.prototype;
+  const mapGet = MapCtor.prototype.get;
+  const mapSet = MapCtor.prototype.set;
+  const mapForEach = MapCtor.prototype.forEach;
+  const setAdd = SetCtor.prototype.add;
+  const setForEach = SetCtor.prototype.forEach;
+  /** Brands of what crosses as itself and shows at any depth (Date, RegExp)... */
+  const dateGetTime = Date.prototype.getTime;
+  const RegExpProto = RegExp.prototype;
+  const regExpSource = getter(RegExpProto, "source");
+  /** ...and of what crosses as itself (ArrayBuffer, typed arrays, DataView). */
+  const binary = [
+    getter(ArrayBuffer.prototype, "byteLength"),
+    getter(getPrototypeOf(Uint8Array.prototype), "buffer"),
+    getter(DataView.prototype, "buffer"),
+  ];
+  const mapSize = getter(MapCtor.prototype, "size");
+  const setSize = getter(SetCtor.prototype, "size");
+  const weakMapHas = WeakMap.prototype.has;
+  const weakSetHas = WeakSet.prototype.has;
   const write = host.write;
   const output = host.output;
   const invokeHost = host.invoke;
 
-  const isPlain = (value: unknown): value is Record<string, unknown> => {
+  const define = (target: object, key: PropertyKey, value: unknown) =>
+    defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  const isPlain = (value: unknown): value is Obj => {
     if (typeof value !== "object" || value === null || isArray(value)) return false;
     const proto = getPrototypeOf(value);
     return proto === ObjectProto || proto === null;
@@ -70,18 +129,133 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
   };
   const label = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${stringify(name)}]`);
 
-  const levels: [string, 1 | 2][] = [
-    ["log", 1],
-    ["info", 1],
-    ["debug", 1],
-    ["warn", 2],
-    ["error", 2],
-  ];
+  // Console: arguments made cloneable here, formatted on the host.
+  const text = (t: string) => ({ [K]: "v", t });
+  /** The name of the nearest constructor on the prototype chain, as the host's formatter shows it. */
+  const ctorName = (value: object): string | undefined => {
+    for (let p = getPrototypeOf(value); p !== null; p = getPrototypeOf(p)) {
+      const ctor = (descriptor(p, "constructor") as PropertyDescriptor | undefined)?.value;
+      if (typeof ctor === "function" && typeof ctor.name === "string" && ctor.name !== "") return ctor.name;
+    }
+    return undefined;
+  };
+  /** Copies own enumerable properties (of an array: the first items and the non-index keys); returns symbol ones. */
+  const props = (from: Obj, to: object, level: number, array: boolean, skip?: string[]): unknown[][] => {
+    const symbols: unknown[][] = [];
+    const list = ownKeys(from);
+    for (let i = 0; i < list.length; i++) {
+      const key = list[i] as string | symbol;
+      if (array && (key === "length" || (typeof key === "string" && StringCtor(+key >>> 0) === key && +key >= 100)))
+        continue;
+      if (skip !== undefined && (key === skip[0] || key === skip[1] || key === skip[2])) continue;
+      const d = descriptor(from, key);
+      if (d === undefined || !d.enumerable) continue;
+      const value =
+        d.get || d.set ? text(d.set ? (d.get ? "[Getter/Setter]" : "[Setter]") : "[Getter]") : lift(d.value, level + 1);
+      if (typeof key === "symbol") define(symbols, symbols.length, [call(symToString, key), value]);
+      else define(to, key, value);
+    }
+    return symbols;
+  };
+  let seen = new MapCtor<object, [number, unknown]>();
+  const lift = (value: unknown, level: number): unknown => {
+    if (typeof value === "symbol") return text(call(symToString, value) as string);
+    if (typeof value === "function") {
+      let s = "";
+      try {
+        s = call(slice, call(fnToString, value), 0, 24) as string;
+      } catch {
+        // Not a real function after all.
+      }
+      const n = (descriptor(value, "name") as PropertyDescriptor | undefined)?.value;
+      return { [K]: "f", s, n: typeof n === "string" ? n : "" };
+    }
+    if (typeof value !== "object" || value === null) return value;
+    const known = call(mapGet, seen, value) as [number, unknown] | undefined;
+    if (known !== undefined && known[0] <= level) return known[1];
+    if (brand(dateGetTime, value) || (value !== RegExpProto && brand(regExpSource, value))) return value;
+    const o = value as Obj;
+    const proto = getPrototypeOf(o);
+    let error = false;
+    for (let p = proto; p !== null; p = getPrototypeOf(p)) if (p === ErrorProto) error = true;
+    if (error) {
+      const copy = { [K]: "e", n: "Error", m: "", v: {} as Obj, s: [] as unknown[] };
+      call(mapSet, seen, o, [level, copy]);
+      try {
+        copy.n = StringCtor(o.name);
+        copy.m = StringCtor(o.message);
+      } catch {
+        // Keep the defaults.
+      }
+      // An error's own properties show at its own depth.
+      copy.s = props(o, copy.v, level - 1, false, ["stack", "message", "name"]);
+      return copy;
+    }
+    const array = isArray(o);
+    const name = ctorName(o);
+    if (level > depth) return text(array ? "[Array]" : `[${name ?? "Object"}]`);
+    for (let i = 0; i < binary.length; i++) if (brand(binary[i], o)) return value;
+    if (o instanceof PromiseCtor) return text("Promise { <pending or settled> }");
+    if (brand(weakMapHas, o)) return text("WeakMap { <items unknown> }");
+    if (brand(weakSetHas, o)) return text("WeakSet { <items unknown> }");
+    const map = !array && brand(mapSize, o);
+    const set = !array && !map && brand(setSize, o);
+    const copy = (array ? [] : map ? new MapCtor() : set ? new SetCtor() : {}) as Obj;
+    call(mapSet, seen, o, [level, copy]);
+    if (array) defineProperty(copy, "length", { value: o.length });
+    if (map)
+      call(mapForEach, o, (v: unknown, k: unknown) => call(mapSet, copy, lift(k, level + 1), lift(v, level + 1)));
+    if (set) call(setForEach, o, (v: unknown) => call(setAdd, copy, lift(v, level + 1)));
+    const symbols = map || set ? [] : props(o, copy, level, array);
+    const natural = array ? "Array" : map ? "Map" : set ? "Set" : proto === ObjectProto ? "Object" : undefined;
+    const n = proto === null ? null : name === natural ? undefined : name;
+    return n === undefined && symbols.length === 0 ? copy : { [K]: "c", n, v: copy, s: symbols };
+  };
+  /** `%j` is JSON of the guest's value (its getters, its `toJSON`) and `%s` of a function its source: made here. */
+  const directives = (args: unknown[]) => {
+    const first = args[0];
+    if (typeof first !== "string" || (call(indexOf, first, "%") as number) < 0) return;
+    for (let i = 0, next = 1; i < first.length - 1 && next < args.length; i++) {
+      if (first[i] !== "%") continue;
+      const kind = first[++i] as string;
+      if (kind === "%" || (call(indexOf, "sdifjoOc", kind) as number) < 0) continue;
+      if (kind === "j") {
+        let t: string;
+        try {
+          t = stringify(args[next]) ?? "undefined";
+        } catch {
+          t = "[Circular]";
+        }
+        args[next] = text(t);
+      } else if (kind === "s" && typeof args[next] === "function") args[next] = StringCtor(args[next]);
+      next++;
+    }
+  };
+  const log = (stream: 1 | 2, args: unknown[]) => {
+    directives(args);
+    const outer = seen;
+    seen = new MapCtor();
+    const lifted: unknown[] = [];
+    for (let i = 0; i < args.length; i++) {
+      let value: unknown;
+      try {
+        value = lift(args[i], 0);
+      } catch {
+        value = text("[object that cannot be inspected]");
+      }
+      define(lifted, i, value);
+    }
+    seen = outer;
+    try {
+      write(stream, lifted);
+    } catch {
+      write(stream, [text("[object that cannot be inspected]")]);
+    }
+  };
   for (const key of keys(console)) delete console[key];
-  for (const [level, stream] of levels) {
-    console[level] = (...args: unknown[]) => {
-      write(stream, format(args));
-    };
+  const levels = ["log", "info", "debug", "warn", "error"];
+  for (let i = 0; i < levels.length; i++) {
+    console[levels[i] as string] = (...args: unknown[]) => log(i < 3 ? 1 : 2, args);
   }
   freeze(console);
 
@@ -104,10 +278,7 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
       defineProperty(error, "stack", { value: site.stack, writable: true, configurable: true, enumerable: false });
       throw error;
     };
-    return apply(promiseThen, invokeHost(serviceId, toolId, parameters as Record<string, unknown>), [
-      undefined,
-      fail,
-    ]) as Promise<unknown>;
+    return call(promiseThen, invokeHost(serviceId, toolId, parameters as Obj), undefined, fail) as Promise<unknown>;
   };
 
   const skip = (key: PropertyKey): boolean => typeof key !== "string" || key === "then" || key in ObjectProto;
@@ -182,8 +353,20 @@ export const PROCESS_MODULE = "./process.ts";
 /** Name of the entry module. */
 export const ENTRY_FILENAME = "__entry__.js";
 
-/** The runtime module: the inspector and the runtime, applied to the staged globals. */
-export const RUNTIME_SOURCE = `(${guestRuntime.toString()})(cyrnel, console, (${makeInspect.toString()}));\n`;
+/**
+ * Source text without what the parser need not read: indentation and whole-line comments. Safe for the runtime's
+ * own source only (it has no multi-line strings, templates or comments).
+ */
+export function compact(source: string): string {
+  return source
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("//") && !(line.startsWith("/*") && line.endsWith("*/")))
+    .join("\n");
+}
+
+/** The runtime module, applied to the staged globals. */
+export const RUNTIME_SOURCE = `(${compact(guestRuntime.toString())})(cyrnel, console, ${JSON.stringify(LOG_MARK)}, ${LOG_DEPTH});\n`;
 
 /**
  * The entry: runtime first, then the process code (top-level await included); a default-exported function is

@@ -1,13 +1,31 @@
 /**
- * A small `util.inspect`-like formatter for the sandbox's `console`. It runs *inside* the guest (shipped as source
- * text through `Function.prototype.toString`, like the core's prelude), because only there can it see what the
- * marshaler cannot carry: class names, functions, symbols, getters, promises. It is also plain host code, so the
- * same function is unit-tested in Node.
- *
- * `makeInspect` must not close over anything in this file: it captures the intrinsics it uses when it is called,
- * before user code runs, so a program that replaces `Object.keys` or `JSON.stringify` still gets readable logs.
+ * A small `util.inspect`-like formatter for the sandbox's `console`. It runs on the host, over the values a console
+ * call's arguments were cloned into: the guest describes beforehand what cannot be cloned (class names, functions,
+ * symbols, getters, promises; see `console.ts`), so the module QuickJS parses for every execution stays small.
  * @module
  */
+
+/** Text a value is shown as, verbatim (what the guest described: a function, a symbol, a getter...). */
+export class Verbatim {
+  constructor(readonly text: string) {}
+  /** Like the function or symbol it stands for, it has no JSON. */
+  toJSON(): undefined {
+    return undefined;
+  }
+}
+
+/** `[Function: name]`, `[class Name]`, `[AsyncFunction (anonymous)]`... from the start of a function's source. */
+export function functionLabel(source: string, name: string): string {
+  if (source.startsWith("class")) return `[class ${name === "" ? "(anonymous)" : name}]`;
+  const kind = source.startsWith("async function*")
+    ? "AsyncGeneratorFunction"
+    : source.startsWith("async")
+      ? "AsyncFunction"
+      : source.startsWith("function*")
+        ? "GeneratorFunction"
+        : "Function";
+  return `[${kind}${name === "" ? " (anonymous)" : `: ${name}`}]`;
+}
 
 /** What `makeInspect` returns. */
 export interface Inspect {
@@ -89,7 +107,7 @@ export function makeInspect(): Inspect {
     }
     return undefined;
   };
-  const functionLabel = (fn: object): string => {
+  const labelOf = (fn: object): string => {
     let source = "";
     try {
       source = call(fnToString, fn) as string;
@@ -103,15 +121,7 @@ export function makeInspect(): Inspect {
     } catch {
       // Keep it anonymous.
     }
-    if (source.startsWith("class")) return `[class ${name === "" ? "(anonymous)" : name}]`;
-    const kind = source.startsWith("async function*")
-      ? "AsyncGeneratorFunction"
-      : source.startsWith("async")
-        ? "AsyncFunction"
-        : source.startsWith("function*")
-          ? "GeneratorFunction"
-          : "Function";
-    return `[${kind}${name === "" ? " (anonymous)" : `: ${name}`}]`;
+    return functionLabel(source, name);
   };
   /** `prefix { a, b }` on one line when it fits, else one item per line. */
   const wrap = (prefix: string, open: string, close: string, items: string[], indent: string): string => {
@@ -136,9 +146,10 @@ export function makeInspect(): Inspect {
       case "symbol":
         return call(symToString, value) as string;
       case "function":
-        return functionLabel(value);
+        return labelOf(value);
     }
     if (value === null) return "null";
+    if (value instanceof Verbatim) return value.text;
     const object = value as Record<PropertyKey, unknown>;
     if (seen.includes(object)) return "[Circular]";
     const ctor = constructorName(object);
@@ -313,6 +324,7 @@ export function makeInspect(): Inspect {
           case "f":
             return typeof arg === "symbol" ? "NaN" : StringCtor(NumberCtor(arg));
           case "j":
+            if (arg instanceof Verbatim) return arg.text;
             try {
               return stringify(arg) ?? "undefined";
             } catch {

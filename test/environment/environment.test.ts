@@ -43,6 +43,31 @@ describe("execute", () => {
     );
   });
 
+  test("console values that cannot be cloned print as the guest has them; directives; hostile prototypes", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const code = `class Point { x = 1; }
+function named() {}
+const cyclic: any = { a: 1 }; cyclic.self = cyclic;
+const err = Object.assign(new RangeError("r"), { code: 7 });
+console.log(new Point(), named, async () => {}, Point, Symbol("s"), Promise.resolve(1));
+console.log(Object.assign(Object.create(null), { a: 1 }), { get g() { return 1; }, [Symbol("k")]: 2 }, cyclic);
+console.log({ n: { m: { k: { deep: 1 } } }, p: [new Point()] }, [1, , 3], err, { e: err });
+console.log("%s=%j %d", "v", { toJSON() { return [1]; } }, 2, new Map([[named, new Set([Symbol.iterator])]]));
+Object.defineProperty(Object.prototype, "zz", { set() { throw new Error("setter ran"); }, configurable: true });
+Object.keys = () => [];
+console.log({ zz: 1 }, [2]);`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout").split("\n")).toEqual([
+      "Point { x: 1 } [Function: named] [AsyncFunction (anonymous)] [class Point] Symbol(s) Promise { <pending or settled> }",
+      "[Object: null prototype] { a: 1 } { g: [Getter], [Symbol(k)]: 2 } { a: 1, self: [Circular] }",
+      "{ n: { m: { k: [Object] } }, p: [ Point { x: 1 } ] } [ 1, <1 empty item>, 3 ] RangeError: r { code: 7 } { e: [RangeError: r] { code: 7 } }",
+      "v=[1] 2 Map(1) { [Function: named] => Set(1) { Symbol(Symbol.iterator) } }",
+      "{ zz: 1 } [ 2 ]",
+      "",
+    ]);
+  });
+
   test("TypeScript module: top-level await, types erased, a default-exported function is called", async () => {
     const b = recorder();
     const env = await environment(b);
