@@ -70,6 +70,16 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
     return handleRun(request, sandboxFor(env).runCode, () => importsOf(tools));
   }
   if (path === "/processes" && request.method === "POST") {
+    // Only a JSON body, as on POST /run, and checked before a pid is spent. A text/plain, form or untyped POST is a
+    // "simple" cross-origin request that browsers send without a CORS preflight (and with ambient cookies, should
+    // the API ever sit behind cookie auth); this API used to accept text/plain and untyped JSON bodies silently.
+    if (!isJson(request)) {
+      return jsonError(
+        415,
+        "unsupported_media_type",
+        "POST /processes takes a JSON body (Content-Type: application/json)",
+      );
+    }
     const maxActive = Number(env.MAX_ACTIVE_PROCESSES);
     const pid = await registry.allocate(maxActive);
     if (pid === null) {
@@ -77,14 +87,34 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
     }
     const forwarded = new Request(request);
     forwarded.headers.set(PID_HEADER, String(pid));
-    const response = await processObject(env, pid).fetch(forwarded);
+    let response: Response;
+    try {
+      response = await processObject(env, pid).fetch(forwarded);
+    } catch (error) {
+      // Without this the placeholder stayed `queued` in the registry for ever and held one of the active slots.
+      await registry.remove(pid);
+      return jsonError(500, "internal", `Process ${pid} could not be created: ${(error as Error).message}`);
+    }
     // A refused creation leaves no trace but a pid that is never handed out again.
     if (response.status !== 201) await registry.remove(pid);
     return response;
   }
   const pid = PROCESS_ROUTE.exec(path)?.[1];
-  if (pid !== undefined && /^[1-9][0-9]{0,15}$/.test(pid)) return processObject(env, Number(pid)).fetch(request);
+  if (pid !== undefined && /^[1-9][0-9]{0,15}$/.test(pid)) {
+    // The pid header is the Worker's word to a new object, never the client's: a client that sent it with any
+    // process route could make an object being created take another pid, and overwrite that process's summary in
+    // the registry (found by test/workers/abuse.test.ts).
+    const forwarded = new Request(request);
+    forwarded.headers.delete(PID_HEADER);
+    return processObject(env, Number(pid)).fetch(forwarded);
+  }
   return (await localHost(env)).app.fetch(request);
+}
+
+/** `application/json`, with or without parameters (`; charset=utf-8`), and nothing else. */
+function isJson(request: Request): boolean {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+  return type === "application/json";
 }
 
 function processObject(env: Env, pid: number) {

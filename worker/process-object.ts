@@ -43,7 +43,10 @@ export class ProcessObject extends DurableObject<Env> {
 
   override async fetch(request: Request): Promise<Response> {
     const pid = request.headers.get(PID_HEADER);
-    if (pid !== null) this.#pid = Number(pid);
+    // Only a creation sets the pid (the Worker strips the header from every other request as well).
+    if (pid !== null && request.method === "POST" && new URL(request.url).pathname === "/processes") {
+      this.#pid = Number(pid);
+    }
     const { app, service } = await this.#host;
     const response = await app.fetch(request);
     // The answer goes out before the code finishes; the run goes on in this object.

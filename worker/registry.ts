@@ -8,6 +8,9 @@ import { DurableObject } from "cloudflare:workers";
 import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
 import { summaryOf } from "../src/host/index.js";
 
+/** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
+export const PENDING_TTL_MS = 30_000;
+
 export class RegistryObject extends DurableObject {
   readonly #sql: SqlStorage;
 
@@ -21,11 +24,28 @@ export class RegistryObject extends DurableObject {
         pid INTEGER PRIMARY KEY, ref TEXT, state TEXT NOT NULL, exit_state TEXT, summary TEXT NOT NULL
       );
       CREATE INDEX IF NOT EXISTS processes_state ON processes (state);
+      CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
     `);
+    // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
+    this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
+      WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
+  }
+
+  /**
+   * Drops placeholders whose creation never finished. A Worker that restarts between `allocate` and the object's
+   * first report (wrangler dev reloads, isolate restarts under load: seen in e2e/abuse.spec.ts) never calls
+   * `remove`, and its placeholder used to stay `queued` for ever, holding one of the `maxActive` slots; enough of
+   * them and every creation was 429. A creation that does finish late re-inserts its row through `index`.
+   */
+  #expirePending(now: number): void {
+    const before = now - PENDING_TTL_MS;
+    this.#sql.exec("DELETE FROM processes WHERE pid IN (SELECT pid FROM pending WHERE at < ?)", before);
+    this.#sql.exec("DELETE FROM pending WHERE at < ?", before);
   }
 
   /** A new pid, or `null` when `maxActive` processes are active already (the caller answers 429). */
   async allocate(maxActive: number): Promise<number | null> {
+    this.#expirePending(Date.now());
     const active = this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM processes WHERE state != 'idle'").one().n;
     if (active >= maxActive) return null;
     const pid = this.#sql
@@ -34,10 +54,12 @@ export class RegistryObject extends DurableObject {
     // Counted as active until its object reports the real record (or the creation is withdrawn).
     const placeholder = JSON.stringify({ pid, state: "queued", exitState: null });
     this.#sql.exec("INSERT INTO processes (pid, state, summary) VALUES (?, 'queued', ?)", pid, placeholder);
+    this.#sql.exec("INSERT INTO pending (pid, at) VALUES (?, ?)", pid, Date.now());
     return pid;
   }
 
   async index(record: ProcessRecord): Promise<void> {
+    this.#sql.exec("DELETE FROM pending WHERE pid = ?", record.pid);
     this.#sql.exec(
       `INSERT INTO processes (pid, ref, state, exit_state, summary) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT(pid) DO UPDATE SET ref = excluded.ref, state = excluded.state, exit_state = excluded.exit_state,
@@ -51,6 +73,7 @@ export class RegistryObject extends DurableObject {
   }
 
   async remove(pid: number): Promise<void> {
+    this.#sql.exec("DELETE FROM pending WHERE pid = ?", pid);
     this.#sql.exec("DELETE FROM processes WHERE pid = ?", pid);
   }
 

@@ -23,6 +23,9 @@ const PID = /^[1-9][0-9]{0,15}$/;
 const checkCreate = compileSchema(CreateProcessRequest);
 const checkList = compileSchema(ListProcessesQuery);
 const encoder = new TextEncoder();
+const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+/** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 const fail = (c: Context, error: HostError) =>
   c.json({ error: { code: error.code, message: error.message } }, error.status as ContentfulStatusCode);
@@ -57,9 +60,16 @@ export function createApp(options: AppOptions): Hono {
   const plain = (c: Context, body: string) => c.body(body, 200, { "content-type": "text/plain; charset=utf-8" });
 
   app.post("/processes", async (c) => {
-    const text = await c.req.text();
-    if (encoder.encode(text).length > maxBodyBytes) {
+    const bytes = await c.req.arrayBuffer();
+    if (bytes.byteLength > maxBodyBytes) {
       throw new HostError("payload_too_large", `The body is larger than ${maxBodyBytes} bytes`);
+    }
+    // Strict UTF-8: a lenient decode turned invalid bytes into U+FFFD silently, storing code nobody sent.
+    let text: string;
+    try {
+      text = strictDecoder.decode(bytes);
+    } catch {
+      throw new HostError("invalid_json", "The body is not valid UTF-8");
     }
     let body: unknown;
     try {
@@ -77,6 +87,21 @@ export function createApp(options: AppOptions): Hono {
     const problem = checkCreate(body);
     if (problem !== undefined) throw new HostError("invalid_request", `Invalid body: ${problem}`);
     const input = body as { code: string; timeoutMs?: number; ref?: string };
+    // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
+    // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
+    for (const field of ["code", "ref"] as const) {
+      const value = input[field];
+      const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
+      if (lone !== null) {
+        const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
+        throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
+      }
+    }
+    // The environment compiles code as a C string: a raw NUL cut it there, so `1 // \0 throw x` ran as `1` and a
+    // NUL in a string literal was a SyntaxError. Refused until the engine takes NUL (write `\0` in strings).
+    if (input.code.includes("\0")) {
+      throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
+    }
     const created = await service.create(input);
     return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
   });
