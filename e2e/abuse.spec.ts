@@ -187,7 +187,7 @@ test.describe("HTTP abuse on wrangler dev", () => {
     request,
     baseURL,
   }) => {
-    test.setTimeout(120_000);
+    test.setTimeout(300_000);
     const { intact } = await seed(request, 1);
     const ref = `burst-${Date.now()}`;
     const body = JSON.stringify({ code: "export default 1", ref });

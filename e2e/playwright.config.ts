@@ -25,7 +25,7 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   timeout: 30_000,
-  globalTimeout: 180_000,
+  globalTimeout: 900_000,
   retries: 0,
   reporter: [["list"]],
   use: {
