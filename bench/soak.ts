@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createSandbox } from "../src/index.js";
-import type { CodeExecution, CodeExecutionStatus } from "../src/types.js";
+import { startMixed } from "./soak-mix.js";
 
 const TOTAL = Number(process.argv[2] ?? 100_000);
 const CONCURRENCY = 4;
@@ -16,45 +16,6 @@ const wasm = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
 const { runCode } = createSandbox({ wasm, safetyCap: { interruptPolls: 20 } });
-const never = () => new Promise(() => {});
-const js = { language: "javascript" } as const;
-
-/** Run `i` (of kind `i % 8`) and the status it must settle with. */
-function start(i: number): [CodeExecution, CodeExecutionStatus] {
-  switch (i % 8) {
-    case 0:
-      return [
-        runCode(`export default input.map((x) => x * ${i % 97});`, { ...js, globals: { input: [1, 2, 3] } }),
-        "success",
-      ];
-    case 1: {
-      const tool = async (n: number) => ({ n });
-      return [
-        runCode(`report(${i}); console.log("x"); export default await tool(${i});`, { ...js, globals: { tool } }),
-        "success",
-      ];
-    }
-    case 2:
-      return [runCode(`throw new TypeError("bad ${i}");`, js), "error"];
-    case 3:
-      return [
-        runCode("const keep = []; for (;;) keep.push(new Uint8Array(1 << 20));", { ...js, memoryLimitBytes: 1 << 20 }),
-        "memory",
-      ];
-    case 4:
-      return [runCode("let i = 0; for (;;) i++;", js), "terminated"];
-    case 5: {
-      const handle = runCode("export default await never();", { ...js, globals: { never } });
-      setTimeout(() => handle.terminate("soak"), 0);
-      return [handle, "terminated"];
-    }
-    case 6:
-      return [runCode(`import { x } from "missing-${i % 3}";`, js), "link_error"];
-    default:
-      return [runCode("export default fn(() => 1);", { ...js, globals: { fn: (x: unknown) => x } }), "error"];
-  }
-}
-
 const gc = (globalThis as { gc?: () => void }).gc;
 const mb = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MB`;
 const memory = () => {
@@ -64,7 +25,7 @@ const memory = () => {
   return { rss, heapUsed };
 };
 
-for (let i = 0; i < 200; i++) await start(i)[0];
+for (let i = 0; i < 200; i++) await startMixed(runCode, i)[0];
 const first = memory();
 const started = performance.now();
 const counts: Record<string, number> = {};
@@ -76,10 +37,10 @@ console.log(
 console.log(`${"runs".padStart(8)} ${"seconds".padStart(8)} ${"RSS".padStart(10)} ${"heapUsed".padStart(10)}`);
 console.log(`${"0".padStart(8)} ${"0.0".padStart(8)} ${mb(first.rss).padStart(10)} ${mb(first.heapUsed).padStart(10)}`);
 for (let i = 0; i < TOTAL; i += CONCURRENCY) {
-  const batch = Array.from({ length: Math.min(CONCURRENCY, TOTAL - i) }, (_, k) => start(i + k));
+  const batch = Array.from({ length: Math.min(CONCURRENCY, TOTAL - i) }, (_, k) => startMixed(runCode, i + k));
   const results = await Promise.all(batch.map(([handle]) => handle));
   results.forEach((result, k) => {
-    const [handle, expected] = batch[k] as [CodeExecution, CodeExecutionStatus];
+    const [handle, expected] = batch[k] as ReturnType<typeof startMixed>;
     if (handle.running) stillRunning++;
     counts[result.status] = (counts[result.status] ?? 0) + 1;
     if (result.status !== expected) {
