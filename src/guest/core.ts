@@ -6,6 +6,7 @@
  *
  * Shipped as source text: `guestCore` must not close over anything in this file, and once user code has run no
  * function here may touch a global, a prototype method or the iteration protocol (all are the guest's to change).
+ * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
  * @module
  */
 

@@ -5,6 +5,7 @@
  * the host; `toJSON` is never called at all.
  *
  * Shipped as source text: `guestMarshal` must not close over anything in this file.
+ * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
  * @module
  */
 import type { HostCall, Intrinsics } from "./core.js";
