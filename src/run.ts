@@ -7,13 +7,14 @@
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import { type Instance, newInstance } from "./engine.js";
+import { BudgetError, stringifyWithin, WorkBudget } from "./budget.js";
 import { SerializationError } from "./errors.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
 import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
 import { LOG_LEVELS, MODE_CLONE, OP_CALL, OP_LOG, OP_MARSHAL, OP_REPORT, OP_SETTLE } from "./marshal/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable } from "./marshal/to-guest.js";
-import { decodeFromGuest } from "./marshal/to-host.js";
+import { decodeFromGuest, type HeapMeter } from "./marshal/to-host.js";
 import type { ResolvedOptions } from "./options.js";
 import { mapPosition, rewriteStack } from "./positions.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
@@ -92,8 +93,6 @@ export class Run {
   #sampledLength = 0;
   /** Bytes of logs and reports the host keeps for this run, counted against `memoryLimitBytes`. */
   #retained = 0;
-  /** Bytes of binary buffers decoded by the current `#decode`. */
-  #decodedBytes = 0;
 
   constructor(
     options: ResolvedOptions,
@@ -140,11 +139,15 @@ export class Run {
       const namespace = await this.#settle(
         this.#guard(() => ctx.evalCode(entry, this.#linker.entryName, { type: "module" })),
       );
+      const { runExport, hasExport } = this.#coreOf();
+      const fn = ctx.newString(this.#options.fn);
+      const exported = this.#guard(() => ctx.callFunction(hasExport, ctx.undefined, [namespace, fn]));
+      if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true)) {
+        const message = `The module does not export '${this.#options.fn}'`;
+        return { status: "link_error", error: { name: "LinkError", message } };
+      }
       const args = this.#toGuest(this.#args);
-      const { runExport } = this.#coreOf();
-      const selected = this.#guard(() =>
-        ctx.callFunction(runExport, ctx.undefined, [namespace, ctx.newString(this.#options.fn), args]),
-      );
+      const selected = this.#guard(() => ctx.callFunction(runExport, ctx.undefined, [namespace, fn, args]));
       const value = await this.#settle(selected);
       const result = this.#toHost(value, MODE_CLONE);
       this.#sample();
@@ -175,10 +178,9 @@ export class Run {
       ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle, maxArrayLength]),
     );
     this.#core = Object.fromEntries(
-      (["intrinsics", "stage", "runExport", "describeError", "deferred"] as const).map((k) => [
-        k,
-        ctx.getProp(internals, k),
-      ]),
+      (["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const).map(
+        (k) => [k, ctx.getProp(internals, k)],
+      ),
     ) as Record<keyof CoreInternals, QuickJSHandle>;
 
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
@@ -187,11 +189,8 @@ export class Run {
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
     this.#guard(() => ctx.callFunction(this.#coreOf().stage, ctx.undefined, [...staged, ctx.newString(STAGE_KEY)]));
     const key = JSON.stringify(STAGE_KEY);
-    if (Object.keys(this.#options.imports).length > 0) {
-      this.#guard(() =>
-        ctx.evalCode(`export default globalThis[${key}].imports;`, INTERNALS_MODULE, { type: "module" }),
-      );
-    }
+    const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
+    this.#guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
     const names = [...new Set(["console", "report", ...Object.keys(this.#options.globals)])];
     const bindings = `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
     this.#guard(() => ctx.evalCode(bindings, `${INTERNALS_MODULE}/globals`, { type: "global" }));
@@ -316,9 +315,9 @@ export class Run {
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#stop !== undefined) return { error: this.#guestError(new Error(this.#stop.error.message)) };
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
-      this.#decodedBytes = 0;
-      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle);
-      if (retained && !this.#retain(tape.length + this.#decodedBytes)) {
+      const kept: HeapMeter = { bytes: 0 };
+      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept);
+      if (retained && !this.#retain(kept.bytes)) {
         return { error: this.#guestError(new Error((this.#stop as Stop).error.message)) };
       }
       switch (op) {
@@ -503,24 +502,27 @@ export class Run {
     }
   }
 
-  #decode(tape: string, sideHandle: QuickJSHandle): unknown {
+  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter): unknown {
     const ctx = this.#ctx as QuickJSContext;
-    return decodeFromGuest(tape, {
-      buffer: (index) => {
-        const item = ctx.getProp(sideHandle, index);
-        const bytes = ctx.getArrayBuffer(item);
-        const copy = bytes.value.slice().buffer;
-        this.#decodedBytes += copy.byteLength;
-        bytes.dispose();
-        item.dispose();
-        return copy;
+    return decodeFromGuest(
+      tape,
+      {
+        buffer: (index) => {
+          const item = ctx.getProp(sideHandle, index);
+          const bytes = ctx.getArrayBuffer(item);
+          const copy = bytes.value.slice().buffer;
+          bytes.dispose();
+          item.dispose();
+          return copy;
+        },
+        hostFunction: (id) => this.#functions.get(id),
+        promise: (id) =>
+          new Promise((resolve, reject) => {
+            this.#guestPromises.set(id, { resolve, reject });
+          }),
       },
-      hostFunction: (id) => this.#functions.get(id),
-      promise: (id) =>
-        new Promise((resolve, reject) => {
-          this.#guestPromises.set(id, { resolve, reject });
-        }),
-    });
+      meter,
+    );
   }
 
   /** Reads a guest error through the guest's own describer (no guest code runs on the host). */
@@ -556,26 +558,39 @@ export class Run {
     }
     const d = caught.described;
     if (this.#isOutOfMemory(d)) return this.#memoryOutcome();
-    if (d.name !== undefined && d.message !== undefined) {
-      const failure = this.#linker.failure(d.name, d.message);
-      if (failure !== undefined) return { status: "link_error", error: failure };
-    }
+    // The phase the host observed decides, never the error's name: once user code runs it can throw anything.
+    if (!this.#evaluating()) return { status: "link_error", error: this.#linkFailure(d) };
+    return { status: "error", error: this.#errorOf(d) };
+  }
+
+  /** Whether user code started evaluating (see the phase module in linker.ts). */
+  #evaluating(): boolean {
+    const ctx = this.#ctx;
+    if (ctx === undefined || this.#core === undefined) return false;
+    const started = this.#enter(() => ctx.callFunction(this.#coreOf().evaluating, ctx.undefined, []));
+    const value =
+      started.error === undefined && ctx.typeof(started.value) === "boolean" && ctx.eq(started.value, ctx.true);
+    (started.error ?? started.value).dispose();
+    return value;
+  }
+
+  /** A failure before any user code ran: the engine's or the linker's own error, made precise. */
+  #linkFailure(d: Described): CodeExecutionError {
+    const recorded =
+      d.name === undefined || d.message === undefined ? undefined : this.#linker.failure(d.name, d.message);
+    if (recorded !== undefined) return recorded;
     if (d.name === "SyntaxError" && d.fileName !== undefined && d.fileName !== "" && d.lineNumber !== undefined) {
       const at = mapPosition(this.#linker.mapping.bind(this.#linker), d.fileName, d.lineNumber, d.columnNumber ?? 1);
-      return {
-        status: "link_error",
-        error: { name: "SyntaxError", message: d.message ?? "", ...(at ?? { filename: d.fileName }) },
-      };
+      return { name: "SyntaxError", message: d.message ?? "", ...(at ?? { filename: d.fileName }) };
     }
-    const exportFailure = d.name === "SyntaxError" && d.stack === "" ? LINK_MESSAGE.exec(d.message ?? "") : null;
+    const exportFailure = d.name === "SyntaxError" ? LINK_MESSAGE.exec(d.message ?? "") : null;
     if (exportFailure !== null) {
       const name = exportFailure.slice(1).find((group) => group !== undefined) as string;
       const specifier = this.#linker.specifierOf(name);
       const message = (d.message as string).replace(`'${name}'`, `'${specifier}'`);
-      return { status: "link_error", error: { name: "SyntaxError", message, specifier } };
+      return { name: "SyntaxError", message, specifier };
     }
-    if (d.name === "LinkError") return { status: "link_error", error: { name: "LinkError", message: d.message ?? "" } };
-    return { status: "error", error: this.#errorOf(d) };
+    return { name: d.name || "LinkError", message: d.message ?? "" };
   }
 
   #errorOf(d: Described): CodeExecutionError {
@@ -668,11 +683,23 @@ function primitiveHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | und
   return value === null ? ctx.null : value ? ctx.true : ctx.false;
 }
 
-/** A thrown non-Error value as a message a person can read. */
+/** Most characters of JSON a thrown non-Error value's message shows. */
+const THROWN_MESSAGE_UNITS = 65_536;
+
+const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}n` : v);
+
+/**
+ * A thrown non-Error value as a message a person can read: its JSON, within a budget (a thrown value can be a
+ * shared-reference bomb that expands to 2^40 nodes; `String()` of it would too, so it is never called on objects).
+ */
 function formatThrown(value: unknown): string {
+  if (typeof value !== "object" || value === null) return String(typeof value === "bigint" ? `${value}n` : value);
+  const kind = Array.isArray(value) ? "array" : "object";
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? String(value);
-  } catch {
-    return String(value);
+    return stringifyWithin(value, new WorkBudget(THROWN_MESSAGE_UNITS, "the thrown value"), bigintAsText) ?? kind;
+  } catch (error) {
+    return error instanceof BudgetError
+      ? `Uncaught ${kind} too large to show (more than ${THROWN_MESSAGE_UNITS} characters of JSON)`
+      : `Uncaught ${kind} with a reference cycle`;
   }
 }

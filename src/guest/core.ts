@@ -77,9 +77,16 @@ export interface Intrinsics {
 /** What the core hands back to the host. */
 export interface CoreInternals {
   intrinsics: Intrinsics;
-  /** Put the decoded globals and imports where the globals script and the internals module read them once. */
+  /**
+   * Put the decoded globals, the imports and the phase mark where the globals script and the internals module
+   * read them once (the phase module of linker.ts calls the mark when evaluation begins).
+   */
   stage(globals: Record<string, unknown> | undefined, imports: unknown, stageKey: string): void;
-  /** Resolve the selected export, call it, await thenables. Rejects with a `LinkError` when it does not exist. */
+  /** `true` once any user module started evaluating: errors before that are link errors. */
+  evaluating(): boolean;
+  /** Whether the namespace has the selected export. */
+  hasExport(namespace: object, name: string): boolean;
+  /** Call the selected export (it exists), await thenables. */
   runExport(namespace: object, name: string, args: unknown[]): Promise<unknown>;
   /** An error (or any thrown value) -> a JSON text of its fields, read without running host code. */
   describeError(error: unknown): string;
@@ -238,15 +245,24 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     return hostCall(OP_REPORT, 0, encoded[0], encoded[1]);
   };
 
+  // Set by the phase module, which every user module imports first: it evaluates after the whole graph linked and
+  // before any user code, so nothing the guest does can make an evaluation error look like a link error.
+  let started = false;
+  const evaluating = () => started;
+  const hasExport = (namespace: object, name: string) => hasOwn(namespace, name);
+
+  const phase = () => {
+    started = true;
+  };
+
   function stage(globals: Record<string, unknown> | undefined, imports: unknown, stageKey: string) {
     const bindings = { __proto__: null, console: guestConsole, report } as Record<string, unknown>;
     const names = globals === undefined ? [] : keys(globals);
     for (let i = 0; i < names.length; i++) define(bindings, names[i] as string, globals?.[names[i] as string]);
-    hide(G, stageKey, { __proto__: null, globals: bindings, imports });
+    hide(G, stageKey, { __proto__: null, globals: bindings, imports, phase });
   }
 
   async function runExport(namespace: Record<string, unknown>, name: string, args: unknown[]) {
-    if (!hasOwn(namespace, name)) throw makeError(Error, "LinkError", `The module does not export '${name}'`);
     let value = namespace[name];
     if (typeof value === "function") value = apply(value as Fn, undefined, args);
     else if (args.length > 0) {
@@ -353,7 +369,7 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     return made as never;
   }
 
-  return { intrinsics: I, stage, runExport, describeError, deferred };
+  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred };
 }
 
 /** The core prelude as an expression evaluating to the function, ready for `evalCode`. */

@@ -1,0 +1,132 @@
+/**
+ * What the core does on the host with values, errors and logs a run hands back: bounded before the work starts,
+ * charged to the run, and never steered by names the guest chose.
+ */
+
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { decodeFromGuest } from "../../src/marshal/to-host.js";
+import { attack, outcome, runCode, sandbox } from "./helpers.js";
+
+/** Builds `x = [x, x]` forty times: 41 arrays that expand to 2^40 leaves when walked as a tree. */
+const DAG = "let x = [0];\nfor (let i = 0; i < 40; i++) x = [x, x];\n";
+
+describe("shared-reference expansion on the host", () => {
+  it("a thrown shared-reference bomb becomes a bounded message", async () => {
+    const started = performance.now();
+    const result = await attack(runCode, `${DAG}throw x;`);
+    expect(outcome(result)).toEqual({
+      status: "error",
+      error: "Error: Uncaught array too large to show (more than 65536 characters of JSON)",
+    });
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it("a thrown object with a cycle says so instead of calling String() on it", async () => {
+    const result = await attack(runCode, "const o = { a: [1] }; o.self = o; throw o;");
+    expect(outcome(result)).toEqual({ status: "error", error: "Error: Uncaught object with a reference cycle" });
+  });
+
+  it("a thrown object small enough is shown as JSON", async () => {
+    const result = await attack(runCode, "throw { code: 7, big: 12n, list: [1, 'two'] };");
+    expect(outcome(result)).toEqual({ status: "error", error: 'Error: {"code":7,"big":"12n","list":[1,"two"]}' });
+  });
+
+  it("logs and reports are charged at the host heap they take, not at their tape's length", () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const side = { buffer: () => new ArrayBuffer(0), hostFunction: () => undefined, promise: () => Promise.resolve() };
+    const n = 50_000;
+    const list = (item: (i: number) => string) =>
+      `["a",0,[${Array.from({ length: n }, (_, i) => item(i + 1)).join(",")}]]`;
+    const tapes = {
+      "empty objects": list((id) => `["o",${id},[]]`),
+      "one-key objects": list((id) => `["o",${id},["k",0]]`),
+      maps: list((id) => `["m",${id},[]]`),
+      "non-integer numbers": list((id) => `${id}.5`),
+      zeros: list(() => "0"),
+    };
+    for (const [name, tape] of Object.entries(tapes)) {
+      const kept: unknown[] = [];
+      const meter = { bytes: 0 };
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let copy = 0; copy < 8; copy++) kept.push(decodeFromGuest(tape, side, meter));
+      gc();
+      const heap = process.memoryUsage().heapUsed - before;
+      expect({ name, charged: meter.bytes >= heap }).toEqual({ name, charged: true });
+      expect(kept.length).toBe(8);
+    }
+  });
+});
+
+describe("stack parsing on guest text", () => {
+  it("a crafted 480 KB error.stack is parsed in linear time", async () => {
+    const line = `at ${" (".repeat(240_000)}`;
+    const started = performance.now();
+    const result = await attack(runCode, `const e = new Error("crafted"); e.stack = ${JSON.stringify(line)}; throw e;`);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(outcome(result)).toEqual({ status: "error", error: "Error: crafted" });
+    expect(result.error?.stack).toBe(line);
+  });
+
+  it("frames still map to the caller's source, names with parentheses included", async () => {
+    const source = "const o = { ['a (b)']() { throw new Error('in'); } };\no['a (b)']();";
+    const result = await runCode(source, { filename: "/main.js" });
+    expect(result.error?.stack).toBe("    at a (b) (/main.js:1:42)\n    at <anonymous> (/main.js:2:11)");
+    expect({ line: result.error?.line, column: result.error?.column }).toEqual({ line: 1, column: 42 });
+  });
+});
+
+describe("statuses come from the phase the host observed", () => {
+  const forged: [string, string, string][] = [
+    ["an Error named LinkError", "const e = new Error('x'); e.name = 'LinkError'; throw e;", "LinkError: x"],
+    [
+      "QuickJS's link message with an empty stack",
+      "const e = new SyntaxError(\"Could not find export 'a' in module 'b'\"); e.stack = ''; throw e;",
+      "SyntaxError: Could not find export 'a' in module 'b'",
+    ],
+    [
+      "a SyntaxError with a parse error's position",
+      "const e = new SyntaxError('unexpected token'); e.fileName = '/main.js'; e.lineNumber = 1; throw e;",
+      "SyntaxError: unexpected token",
+    ],
+    ["a JSON.parse failure at run time", "JSON.parse('{');", "SyntaxError: expecting property name"],
+    [
+      "a copy of a recorded link failure, thrown after catching it",
+      "const f = await import('nope').catch((e) => e);\nconst e = new Error(f.message); e.name = f.name; throw e;",
+      "LinkError: Cannot find module 'nope': only options.imports and options.modules resolve",
+    ],
+  ];
+  for (const [name, source, error] of forged) {
+    it(`${name} is an error, not a link_error`, async () => {
+      expect(outcome(await attack(runCode, source))).toEqual({ status: "error", error });
+    });
+  }
+
+  it("real link failures are still link errors", async () => {
+    const missing = await runCode("import { nope } from './dep.js';\nexport default nope;", {
+      modules: { "./dep.js": "export const x = 1;" },
+    });
+    expect(outcome(missing)).toEqual({
+      status: "link_error",
+      error: "SyntaxError: Could not find export 'nope' in module './dep.js'",
+    });
+    const unknown = await runCode("import x from 'nope';\nexport default x;");
+    expect(outcome(unknown)).toEqual({
+      status: "link_error",
+      error: "LinkError: Cannot find module 'nope': only options.imports and options.modules resolve",
+    });
+    const noExport = await runCode("export const a = 1;", { execute: { fn: "b" } });
+    expect(outcome(noExport)).toEqual({ status: "link_error", error: "LinkError: The module does not export 'b'" });
+  });
+
+  it("the phase module cannot be named by user code", async () => {
+    const run = sandbox({});
+    const result = await run("export default await import('runcode:phase/0').catch((e) => e.name + ': ' + e.message);");
+    expect(result.result).toBe(
+      "LinkError: Cannot find module 'runcode:phase/0': only options.imports and options.modules resolve",
+    );
+  });
+});
