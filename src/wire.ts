@@ -31,6 +31,12 @@
  *
  * Functions, symbols, and class instances other than the types above are not result values: `toWire` throws a
  * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object.
+ *
+ * Cost. Results come out of the sandbox and wire values in from clients, so both directions walk with an explicit
+ * stack, never recursion: any depth and any length is fine, in time and memory linear in the value (base64 is
+ * table-driven). The text is the value's distinct objects written once plus one short ref per extra sighting, so
+ * shared references cannot multiply it; `maxLength` caps it exactly, checked before each piece is made (a buffer's
+ * whole base64 included), and {@link toWireText} writes it without the platform's recursive `JSON.stringify`.
  * @module
  */
 import { ERROR_TYPES, TYPED_ARRAYS } from "./marshal/tape.js";
@@ -39,7 +45,22 @@ import { ERROR_TYPES, TYPED_ARRAYS } from "./marshal/tape.js";
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 type JsonObject = { [key: string]: JsonValue };
 
+/** Options of {@link toWireText} and {@link toWire}. */
+export interface WireOptions {
+  /** Longest text in UTF-16 code units (characters of JSON text); past it a {@link WireLengthError}. Unlimited by default. */
+  maxLength?: number;
+}
+
+/** The encoding would be longer than its `maxLength`; thrown before the piece that would pass it is made. */
+export class WireLengthError extends RangeError {
+  override name = "WireLengthError";
+  constructor(readonly maxLength: number) {
+    super(`toWire: the encoding is longer than ${maxLength} characters`);
+  }
+}
+
 const TAG = "$t";
+const UNDEFINED = '{"$t":"undefined"}';
 
 type TypedArray = ArrayBufferView & { length: number };
 
@@ -60,108 +81,225 @@ function isDense(array: unknown[]): boolean {
   return true;
 }
 
-function encodeNumber(n: number): JsonValue {
-  if (Number.isFinite(n) && !Object.is(n, -0)) return n;
-  return { [TAG]: "number", v: Object.is(n, -0) ? "-0" : String(n) };
+function numberText(n: number): string {
+  if (Number.isFinite(n) && !Object.is(n, -0)) return String(n);
+  return `{"$t":"number","v":"${Object.is(n, -0) ? "-0" : String(n)}"}`;
 }
 
-/** Encodes `value` as JSON data that {@link fromWire} turns back into an equal value. */
-export function toWire(value: unknown): JsonValue {
-  // Pass 1: find objects reached more than once; only they get ids.
+function primitiveText(item: unknown): string {
+  switch (typeof item) {
+    case "string":
+      return JSON.stringify(item);
+    case "boolean":
+      return item ? "true" : "false";
+    case "number":
+      return numberText(item);
+    case "bigint":
+      return `{"$t":"bigint","v":"${item.toString()}"}`;
+    case "undefined":
+      return UNDEFINED;
+    case "symbol":
+    case "function":
+      throw new TypeError(`toWire: a ${typeof item} is not a result value`);
+  }
+  return "null";
+}
+
+/** The objects `value` reaches more than once (shared references and cycles): only they get ids. */
+function sharedObjects(value: unknown): Set<object> {
   const seen = new Set<object>();
   const shared = new Set<object>();
-  const children = (object: object): unknown[] => {
-    if (object instanceof Map) return [...object].flat();
-    if (object instanceof Set) return [...object];
-    if (ArrayBuffer.isView(object)) return [object.buffer];
-    if (object instanceof Error) return "cause" in object ? [object.cause] : [];
-    if (object instanceof Date || object instanceof RegExp || object instanceof ArrayBuffer) return [];
-    return Object.values(object);
+  const stack: object[] = [];
+  const visit = (item: unknown) => {
+    if (typeof item === "object" && item !== null) stack.push(item);
   };
-  const stack: unknown[] = [value];
+  visit(value);
   while (stack.length > 0) {
-    const item = stack.pop();
-    if (typeof item !== "object" || item === null) continue;
-    if (seen.has(item)) {
-      shared.add(item);
+    const object = stack.pop() as object;
+    if (seen.has(object)) {
+      shared.add(object);
       continue;
     }
-    seen.add(item);
-    stack.push(...children(item));
+    seen.add(object);
+    if (object instanceof Map) {
+      for (const [key, item] of object) {
+        visit(key);
+        visit(item);
+      }
+    } else if (object instanceof Set) {
+      for (const item of object) visit(item);
+    } else if (ArrayBuffer.isView(object)) {
+      visit(object.buffer);
+    } else if (object instanceof Error) {
+      if ("cause" in object) visit(object.cause);
+    } else if (!(object instanceof Date || object instanceof RegExp || object instanceof ArrayBuffer)) {
+      // Own values only: a sparse array's length costs nothing.
+      for (const item of Object.values(object)) visit(item);
+    }
   }
+  return shared;
+}
 
-  // Pass 2: encode, depth first, numbering shared objects in the order they are first written.
+const LIST = 0;
+const PAIRS = 1;
+const ENTRIES = 2;
+/**
+ * A container being written: its children one by one, each after its separator (and key), then `close`. `LIST`
+ * separates items with commas; `PAIRS` writes a Map's flat `[k0, v0, k1, v1…]` as `[k0,v0],[k1,v1]`; `ENTRIES` writes
+ * the own enumerable keys of `source`, escaped.
+ */
+type WriteFrame =
+  | { kind: typeof LIST | typeof PAIRS; items: readonly unknown[]; next: number; close: string }
+  | { kind: typeof ENTRIES; source: object; keys: readonly string[]; next: number; close: string };
+
+/**
+ * Encodes `value` as the JSON text of its wire encoding (what `JSON.stringify(toWire(value))` gives), with an
+ * explicit stack rather than recursion, so any depth is fine. Throws a {@link WireLengthError} before the text
+ * would grow past `options.maxLength`.
+ */
+export function toWireText(value: unknown, options: WireOptions = {}): string {
+  const maxLength = options.maxLength ?? Number.POSITIVE_INFINITY;
+  const shared = sharedObjects(value);
   const ids = new Map<object, number>();
-  const entries = (object: object): JsonObject => {
-    const out: JsonObject = {};
-    // Defined, not assigned: a `__proto__` key stays an own property.
-    for (const key of Object.keys(object))
-      Object.defineProperty(out, escapeKey(key), {
-        value: enc((object as Record<string, unknown>)[key]),
-        writable: true,
-        enumerable: true,
-        configurable: true,
-      });
-    return out;
+  const parts: string[] = [];
+  const frames: WriteFrame[] = [];
+  let length = 0;
+  const reserve = (units: number) => {
+    if (length + units > maxLength) throw new WireLengthError(maxLength);
   };
-  const enc = (item: unknown): JsonValue => {
-    switch (typeof item) {
-      case "string":
-      case "boolean":
-        return item;
-      case "number":
-        return encodeNumber(item);
-      case "bigint":
-        return { [TAG]: "bigint", v: item.toString() };
-      case "undefined":
-        return { [TAG]: "undefined" };
-      case "symbol":
-      case "function":
-        throw new TypeError(`toWire: a ${typeof item} is not a result value`);
+  const write = (text: string) => {
+    reserve(text.length);
+    length += text.length;
+    parts.push(text);
+  };
+  const list = (items: readonly unknown[], close: string) => frames.push({ kind: LIST, items, next: 0, close });
+  const entries = (source: object, close: string) =>
+    frames.push({ kind: ENTRIES, source, keys: Object.keys(source), next: 0, close });
+  // Keys repeat (every log entry has `level` and `args`): each distinct one is escaped and quoted once.
+  const keyTexts = new Map<string, string>();
+  const keyText = (key: string): string => {
+    let text = keyTexts.get(key);
+    if (text === undefined) {
+      text = `${JSON.stringify(escapeKey(key))}:`;
+      keyTexts.set(key, text);
     }
-    if (item === null) return null;
-    const object = item as object;
-    const known = ids.get(object);
-    if (known !== undefined) return { [TAG]: "ref", id: known };
-    const id: JsonObject = {};
-    if (shared.has(object)) {
-      ids.set(object, ids.size);
-      id.id = ids.size - 1;
-    }
-    const node = (tag: string, fields: JsonObject): JsonObject => ({ [TAG]: tag, ...id, ...fields });
+    return text;
+  };
 
-    if (Array.isArray(object)) {
-      if (id.id === undefined && isDense(object)) return object.map(enc);
-      return node("array", { length: object.length, v: entries(object) });
+  /** The text of a primitive or a leaf whole; of a container its opening, with its frame pushed to write the rest. */
+  const textOf = (item: unknown): string => {
+    if (typeof item !== "object" || item === null) return primitiveText(item);
+    const known = ids.get(item);
+    if (known !== undefined) return `{"$t":"ref","id":${known}}`;
+    // Ids are numbered in the order objects are first written: depth first, as the frames run.
+    let id = "";
+    if (shared.has(item)) {
+      id = `,"id":${ids.size}`;
+      ids.set(item, ids.size);
     }
-    if (object instanceof Map) return node("map", { v: [...object].map(([k, v]) => [enc(k), enc(v)]) });
-    if (object instanceof Set) return node("set", { v: [...object].map(enc) });
-    if (object instanceof Date) return node("date", { v: encodeNumber(object.getTime()) });
-    if (object instanceof RegExp) return node("regexp", { source: object.source, flags: object.flags });
-    if (object instanceof Error) {
-      const fields: JsonObject = { name: String(object.name), message: String(object.message) };
-      if (typeof object.stack === "string") fields.stack = object.stack;
-      if ("cause" in object) fields.cause = enc(object.cause);
-      return node("error", fields);
+    const open = (tag: string) => `{"$t":"${tag}"${id}`;
+
+    const proto = Object.getPrototypeOf(item);
+    if (proto === Object.prototype || proto === null) return plain(item, id);
+    if (Array.isArray(item)) {
+      if (id === "" && isDense(item)) {
+        list(item, "]");
+        return "[";
+      }
+      entries(item, "}}");
+      return `${open("array")},"length":${item.length},"v":{`;
     }
-    if (object instanceof ArrayBuffer) return node("arraybuffer", { v: toBase64(new Uint8Array(object)) });
-    if (object instanceof DataView)
-      return node("dataview", {
-        buffer: enc(object.buffer),
-        byteOffset: object.byteOffset,
-        byteLength: object.byteLength,
-      });
-    const kind = typedArrayKind(object);
+    if (item instanceof Map) {
+      const flat: unknown[] = [];
+      for (const [key, entry] of item) flat.push(key, entry);
+      frames.push({ kind: PAIRS, items: flat, next: 0, close: flat.length > 0 ? "]]}" : "]}" });
+      return `${open("map")},"v":[`;
+    }
+    if (item instanceof Set) {
+      list([...item], "]}");
+      return `${open("set")},"v":[`;
+    }
+    if (item instanceof Date) return `${open("date")},"v":${numberText(item.getTime())}}`;
+    if (item instanceof RegExp) {
+      return `${open("regexp")},"source":${JSON.stringify(item.source)},"flags":${JSON.stringify(item.flags)}}`;
+    }
+    if (item instanceof Error) {
+      let head = `${open("error")},"name":${JSON.stringify(String(item.name))},"message":${JSON.stringify(String(item.message))}`;
+      if (typeof item.stack === "string") head += `,"stack":${JSON.stringify(item.stack)}`;
+      if (!("cause" in item)) return `${head}}`;
+      list([item.cause], "}");
+      return `${head},"cause":`;
+    }
+    if (item instanceof ArrayBuffer) {
+      const head = `${open("arraybuffer")},"v":"`;
+      // The whole node is paid for before any of its base64 is made.
+      reserve(head.length + base64Length(item.byteLength) + 2);
+      return `${head}${toBase64(new Uint8Array(item))}"}`;
+    }
+    if (item instanceof DataView) {
+      const buffer = bufferText(item.buffer);
+      return `${open("dataview")},"buffer":${buffer},"byteOffset":${item.byteOffset},"byteLength":${item.byteLength}}`;
+    }
+    const kind = typedArrayKind(item);
     if (kind !== undefined) {
-      const view = object as TypedArray;
-      return node("typedarray", { kind, buffer: enc(view.buffer), byteOffset: view.byteOffset, length: view.length });
+      const view = item as TypedArray;
+      const buffer = bufferText(view.buffer);
+      return `${open("typedarray")},"kind":"${kind}","buffer":${buffer},"byteOffset":${view.byteOffset},"length":${view.length}}`;
     }
-    if (object instanceof Number || object instanceof String || object instanceof Boolean || object instanceof BigInt)
-      return node("boxed", { v: enc(object.valueOf()) });
-    if (id.id !== undefined) return node("object", { v: entries(object) });
-    return entries(object);
+    if (item instanceof Number || item instanceof String || item instanceof Boolean || item instanceof BigInt) {
+      return `${open("boxed")},"v":${primitiveText(item.valueOf())}}`;
+    }
+    return plain(item, id);
   };
-  return enc(value);
+  /** A plain object (or an instance of another class, by its own enumerable keys). */
+  const plain = (item: object, id: string): string => {
+    if (id === "") {
+      entries(item, "}");
+      return "{";
+    }
+    entries(item, "}}");
+    return `{"$t":"object"${id},"v":{`;
+  };
+  /** A view's buffer: a leaf (an `ArrayBuffer` node or a ref), never a container, so this never nests. */
+  const bufferText = (buffer: ArrayBufferLike): string => {
+    if (!(buffer instanceof ArrayBuffer))
+      throw new TypeError("toWire: a view of a SharedArrayBuffer is not a result value");
+    return textOf(buffer);
+  };
+
+  write(textOf(value));
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1] as WriteFrame;
+    const i = frame.next;
+    if (frame.kind === ENTRIES) {
+      if (i === frame.keys.length) {
+        frames.pop();
+        write(frame.close);
+        continue;
+      }
+      frame.next = i + 1;
+      const key = frame.keys[i] as string;
+      write(i === 0 ? keyText(key) : `,${keyText(key)}`);
+      write(textOf((frame.source as Record<string, unknown>)[key]));
+      continue;
+    }
+    if (i === frame.items.length) {
+      frames.pop();
+      write(frame.close);
+      continue;
+    }
+    frame.next = i + 1;
+    if (frame.kind === PAIRS) write(i === 0 ? "[" : i % 2 === 0 ? "],[" : ",");
+    else if (i > 0) write(",");
+    write(textOf(frame.items[i]));
+  }
+  return parts.join("");
+}
+
+/** Encodes `value` as JSON data that {@link fromWire} turns back into an equal value (see {@link toWireText}). */
+export function toWire(value: unknown, options: WireOptions = {}): JsonValue {
+  // The platform's JSON.parse is iterative; building the tree from the text keeps one encoder.
+  return JSON.parse(toWireText(value, options)) as JsonValue;
 }
 
 function malformed(what: string): never {
@@ -187,23 +325,56 @@ const int = (json: JsonValue | undefined, what: string): number =>
   typeof json === "number" && Number.isSafeInteger(json) && json >= 0 ? json : malformed(what);
 const str = (json: JsonValue | undefined, what: string): string => (typeof json === "string" ? json : malformed(what));
 
-/** Decodes what {@link toWire} wrote. Throws a `TypeError` on data that is not in this format. */
+const ITEMS = 0;
+const FIELDS = 1;
+const ENTRY = 2;
+const CAUSE = 3;
+/**
+ * A container being filled, one decoded child at a time: `ITEMS` pushes to an array or adds to a Set, `FIELDS`
+ * defines the (unescaped) keys of `fields` and then sets `length` on an array, `ENTRY` sets a Map's pairs, `CAUSE`
+ * defines an error's cause.
+ */
+type ReadFrame =
+  | { kind: typeof ITEMS; items: readonly JsonValue[]; next: number; into: unknown[] | Set<unknown> }
+  | { kind: typeof FIELDS; fields: JsonObject; keys: readonly string[]; next: number; into: object; length?: number }
+  | { kind: typeof ENTRY; pairs: readonly JsonValue[]; next: number; into: Map<unknown, unknown>; key: unknown }
+  | { kind: typeof CAUSE; cause: JsonValue; next: number; into: Error };
+
+const defineData = (target: object, key: string, value: unknown) =>
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+
+/**
+ * Decodes what {@link toWire} wrote, with an explicit stack rather than recursion (a client controls the depth).
+ * Throws a `TypeError` on data that is not in this format.
+ */
 export function fromWire(json: JsonValue): unknown {
   const refs = new Map<number, unknown>();
-  const define = (target: object, key: string, value: unknown) =>
-    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  const frames: ReadFrame[] = [];
   const keep = <T>(node: JsonObject, value: T): T => {
     if (node.id !== undefined) refs.set(int(node.id, "id"), value);
     return value;
   };
-  const fill = (target: object, fields: JsonValue | undefined): void => {
+  const fill = (into: object, fields: JsonValue | undefined, length?: number): void => {
     if (!isObject(fields)) malformed("fields");
-    for (const key of Object.keys(fields)) define(target, unescapeKey(key), dec(fields[key] as JsonValue));
+    const frame: ReadFrame = { kind: FIELDS, fields, keys: Object.keys(fields), next: 0, into };
+    if (length !== undefined) frame.length = length;
+    frames.push(frame);
+  };
+  /** A view's buffer: only an `ArrayBuffer` node or a ref to one (leaves, so this never nests). */
+  const bufferOf = (node: JsonValue | undefined, what: string): ArrayBuffer => {
+    const tag = isObject(node) ? node[TAG] : undefined;
+    const buffer = tag === "arraybuffer" || tag === "ref" ? open(node) : undefined;
+    return buffer instanceof ArrayBuffer ? buffer : malformed(what);
   };
 
-  const dec = (node: JsonValue): unknown => {
+  /** Decodes a leaf whole; makes a container, pushes the frame that fills it, and returns it (for refs inside). */
+  const open = (node: JsonValue | undefined): unknown => {
     if (typeof node !== "object" || node === null) return node;
-    if (Array.isArray(node)) return node.map(dec);
+    if (Array.isArray(node)) {
+      const array: unknown[] = [];
+      frames.push({ kind: ITEMS, items: node, next: 0, into: array });
+      return array;
+    }
     const tag = node[TAG];
     if (tag === undefined) {
       const object = {};
@@ -228,23 +399,20 @@ export function fromWire(json: JsonValue): unknown {
       }
       case "array": {
         const array = keep(node, [] as unknown[]);
-        fill(array, node.v);
-        array.length = int(node.length, "array length");
+        // Set once the keys are in, as a length shorter than an index given would cut it.
+        fill(array, node.v, int(node.length, "array length"));
         return array;
       }
       case "map": {
         const map = keep(node, new Map());
-        if (!Array.isArray(node.v)) malformed("map");
-        for (const pair of node.v) {
-          if (!Array.isArray(pair) || pair.length !== 2) malformed("map entry");
-          map.set(dec(pair[0] as JsonValue), dec(pair[1] as JsonValue));
-        }
+        if (!Array.isArray(node.v)) return malformed("map");
+        frames.push({ kind: ENTRY, pairs: node.v, next: 0, into: map, key: undefined });
         return map;
       }
       case "set": {
         const set = keep(node, new Set());
-        if (!Array.isArray(node.v)) malformed("set");
-        for (const item of node.v) set.add(dec(item));
+        if (!Array.isArray(node.v)) return malformed("set");
+        frames.push({ kind: ITEMS, items: node.v, next: 0, into: set });
         return set;
       }
       case "date":
@@ -255,7 +423,7 @@ export function fromWire(json: JsonValue): unknown {
         const name = str(node.name, "error name");
         const Ctor = ERROR_TYPES[name] ?? Error;
         const error = keep(node, new Ctor(str(node.message, "error message")));
-        if (error.name !== name) define(error, "name", name);
+        if (error.name !== name) defineData(error, "name", name);
         if (node.stack === undefined) delete error.stack;
         else
           Object.defineProperty(error, "stack", {
@@ -263,12 +431,7 @@ export function fromWire(json: JsonValue): unknown {
             writable: true,
             configurable: true,
           });
-        if ("cause" in node)
-          Object.defineProperty(error, "cause", {
-            value: dec(node.cause as JsonValue),
-            writable: true,
-            configurable: true,
-          });
+        if ("cause" in node) frames.push({ kind: CAUSE, cause: node.cause as JsonValue, next: 0, into: error });
         return error;
       }
       case "arraybuffer":
@@ -277,55 +440,118 @@ export function fromWire(json: JsonValue): unknown {
         const kind = str(node.kind, "typed array kind");
         const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
         if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
-        const buffer = dec(node.buffer as JsonValue);
-        if (!(buffer instanceof ArrayBuffer)) return malformed("typed array buffer");
+        const buffer = bufferOf(node.buffer, "typed array buffer");
         return keep(node, new Ctor(buffer, int(node.byteOffset, "byteOffset"), int(node.length, "length")));
       }
       case "dataview": {
-        const buffer = dec(node.buffer as JsonValue);
-        if (!(buffer instanceof ArrayBuffer)) return malformed("data view buffer");
+        const buffer = bufferOf(node.buffer, "data view buffer");
         return keep(node, new DataView(buffer, int(node.byteOffset, "byteOffset"), int(node.byteLength, "byteLength")));
       }
       case "boxed": {
-        const inner = dec(node.v as JsonValue);
+        // Only a primitive, plain or tagged: never a container, so this never nests.
+        const v = node.v;
+        const inner = isObject(v) && (v[TAG] === "number" || v[TAG] === "bigint") ? open(v) : v;
         if (typeof inner === "object" || typeof inner === "function" || inner === undefined || inner === null)
           return malformed("boxed");
         return keep(node, Object(inner));
       }
     }
-    return malformed(`tag ${JSON.stringify(tag)}`);
+    // Only a string tag is quoted: a client's tag may be a value nested too deep to stringify.
+    return malformed(`tag ${typeof tag === "string" ? JSON.stringify(tag) : typeof tag}`);
   };
-  return dec(json);
+
+  const root = open(json);
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1] as ReadFrame;
+    const i = frame.next++;
+    switch (frame.kind) {
+      case ITEMS:
+        if (i === frame.items.length) break;
+        if (Array.isArray(frame.into)) frame.into.push(open(frame.items[i]));
+        else frame.into.add(open(frame.items[i]));
+        continue;
+      case FIELDS: {
+        const key = frame.keys[i];
+        if (key === undefined) {
+          if (frame.length !== undefined) (frame.into as unknown[]).length = frame.length;
+          break;
+        }
+        defineData(frame.into, unescapeKey(key), open(frame.fields[key]));
+        continue;
+      }
+      case ENTRY: {
+        if (i === frame.pairs.length * 2) break;
+        const pair = frame.pairs[i >> 1];
+        if (!Array.isArray(pair) || pair.length !== 2) return malformed("map entry");
+        const value = open(pair[i & 1]);
+        if ((i & 1) === 0) frame.key = value;
+        else frame.into.set(frame.key, value);
+        continue;
+      }
+      case CAUSE:
+        if (i === 1) break;
+        Object.defineProperty(frame.into, "cause", { value: open(frame.cause), writable: true, configurable: true });
+        continue;
+    }
+    frames.pop();
+  }
+  return root;
 }
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/** Character codes of the alphabet, and the reverse table (255: not in the alphabet). */
+const CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const VALUES = new Uint8Array(128).fill(255);
+for (let i = 0; i < CODES.length; i++) VALUES[CODES[i] as number] = i;
+const PAD = 61;
+const ascii = new TextDecoder();
 
-/** Standard base64 with padding (no platform `btoa`/`Buffer`, so the core stays neutral). */
+const base64Length = (bytes: number): number => Math.ceil(bytes / 3) * 4;
+
+/**
+ * Standard base64 with padding (no platform `btoa`/`Buffer`, so the core stays neutral). Table-driven into a byte
+ * array decoded once: a 24 MiB buffer took 6.6 s with string concatenation per character, ~0.1 s this way.
+ */
 function toBase64(bytes: Uint8Array): string {
-  let out = "";
-  for (let i = 0; i < bytes.length; i += 3) {
-    const n = ((bytes[i] ?? 0) << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
-    out += ALPHABET.charAt(n >> 18) + ALPHABET.charAt((n >> 12) & 63);
-    out += i + 1 < bytes.length ? ALPHABET.charAt((n >> 6) & 63) : "=";
-    out += i + 2 < bytes.length ? ALPHABET.charAt(n & 63) : "=";
+  const out = new Uint8Array(base64Length(bytes.length));
+  const whole = bytes.length - (bytes.length % 3);
+  let o = 0;
+  let i = 0;
+  for (; i < whole; i += 3) {
+    const n = ((bytes[i] as number) << 16) | ((bytes[i + 1] as number) << 8) | (bytes[i + 2] as number);
+    out[o++] = CODES[n >> 18] as number;
+    out[o++] = CODES[(n >> 12) & 63] as number;
+    out[o++] = CODES[(n >> 6) & 63] as number;
+    out[o++] = CODES[n & 63] as number;
   }
-  return out;
+  if (i < bytes.length) {
+    const n = ((bytes[i] as number) << 16) | ((bytes[i + 1] ?? 0) << 8);
+    out[o++] = CODES[n >> 18] as number;
+    out[o++] = CODES[(n >> 12) & 63] as number;
+    out[o++] = i + 1 < bytes.length ? (CODES[(n >> 6) & 63] as number) : PAD;
+    out[o++] = PAD;
+  }
+  return ascii.decode(out);
 }
 
 function fromBase64(text: string): Uint8Array {
   if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) malformed("base64");
   const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
   const bytes = new Uint8Array((text.length / 4) * 3 - padding);
+  const value = (i: number) => (VALUES[text.charCodeAt(i)] as number) & 63;
+  const whole = bytes.length - (bytes.length % 3);
   let o = 0;
-  for (let i = 0; i < text.length; i += 4) {
-    const n =
-      (ALPHABET.indexOf(text.charAt(i)) << 18) |
-      (ALPHABET.indexOf(text.charAt(i + 1)) << 12) |
-      (Math.max(0, ALPHABET.indexOf(text.charAt(i + 2))) << 6) |
-      Math.max(0, ALPHABET.indexOf(text.charAt(i + 3)));
-    if (o < bytes.length) bytes[o++] = n >> 16;
+  let i = 0;
+  for (; o < whole; i += 4) {
+    const n = (value(i) << 18) | (value(i + 1) << 12) | (value(i + 2) << 6) | value(i + 3);
+    bytes[o++] = n >> 16;
+    bytes[o++] = (n >> 8) & 255;
+    bytes[o++] = n & 255;
+  }
+  if (o < bytes.length) {
+    const n = (value(i) << 18) | (value(i + 1) << 12) | (value(i + 2) << 6);
+    bytes[o++] = n >> 16;
     if (o < bytes.length) bytes[o++] = (n >> 8) & 255;
-    if (o < bytes.length) bytes[o++] = n & 255;
   }
   return bytes;
 }

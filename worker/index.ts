@@ -8,6 +8,7 @@
  */
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
+import { isJsonContentType } from "../src/host/body.js";
 import { createHost, type ProcessStore, type ToolRegistry } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -73,7 +74,7 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
     // Only a JSON body, as on POST /run, and checked before a pid is spent. A text/plain, form or untyped POST is a
     // "simple" cross-origin request that browsers send without a CORS preflight (and with ambient cookies, should
     // the API ever sit behind cookie auth); this API used to accept text/plain and untyped JSON bodies silently.
-    if (!isJson(request)) {
+    if (!isJsonContentType(request.headers)) {
       return jsonError(
         415,
         "unsupported_media_type",
@@ -109,12 +110,6 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
     return processObject(env, Number(pid)).fetch(forwarded);
   }
   return (await localHost(env)).app.fetch(request);
-}
-
-/** `application/json`, with or without parameters (`; charset=utf-8`), and nothing else. */
-function isJson(request: Request): boolean {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  return type === "application/json";
 }
 
 function processObject(env: Env, pid: number) {

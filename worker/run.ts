@@ -4,13 +4,20 @@
  * `{error: {code, message}}` with a 4xx status and run nothing.
  * @module
  */
-import type { CodeExecutionOptions, RunCode } from "../src/index.js";
-import { fromWire, type JsonValue, toWire } from "../src/wire.js";
+import { isJsonContentType, readTextWithin } from "../src/host/body.js";
+import type { CodeExecutionOptions, CodeExecutionResult, RunCode } from "../src/index.js";
+import { fromWire, type JsonValue, toWireText, WireLengthError } from "../src/wire.js";
 
 /** Largest request body accepted. */
 export const MAX_RUN_BODY_BYTES = 1024 * 1024;
 /** Largest heap a run may ask for: well below the 128 MB a Worker isolate may use. */
 export const MAX_RUN_MEMORY_BYTES = 64 * 1024 * 1024;
+/**
+ * Longest answer, in characters of JSON text: as many as the largest heap a run may have has bytes. What a run leaves
+ * (result, reports, logs) is capped by its memory, but its encoding is not the same size (base64 is 4/3 of a buffer,
+ * `undefined` is 18 characters): past this the answer is a `memory` result saying so, decided before the text is made.
+ */
+export const MAX_RUN_ANSWER_CHARS = MAX_RUN_MEMORY_BYTES;
 /** Wall-clock budget of one run, for time spent awaiting; CPU-bound code meets the sandbox's safety cap first. */
 export const RUN_TIMEOUT_MS = 10_000;
 
@@ -27,12 +34,15 @@ export async function handleRun(
   runCode: RunCode,
   imports: () => Record<string, Record<string, unknown>> = () => ({}),
 ): Promise<Response> {
-  if (!(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")) {
+  if (!isJsonContentType(request.headers)) {
     return jsonError(415, "unsupported_media_type", "POST /run takes a JSON body (Content-Type: application/json)");
   }
-  const text = await request.text();
-  if (new TextEncoder().encode(text).byteLength > MAX_RUN_BODY_BYTES) {
-    return jsonError(413, "body_too_large", `The body is over ${MAX_RUN_BODY_BYTES} bytes`);
+  // Read within the limit: the body used to be read whole (48 MiB streamed were taken) before its size was checked.
+  const text = await readTextWithin(request, MAX_RUN_BODY_BYTES);
+  if (typeof text !== "string") {
+    return text.refused === "too_large"
+      ? jsonError(413, "body_too_large", `The body is over ${MAX_RUN_BODY_BYTES} bytes`)
+      : jsonError(400, "malformed_json", "The body is not valid UTF-8");
   }
   let body: unknown;
   try {
@@ -57,7 +67,29 @@ export async function handleRun(
   const budget = setTimeout(() => run.terminate(`The run exceeded ${RUN_TIMEOUT_MS} ms`), RUN_TIMEOUT_MS);
   const result = await run;
   clearTimeout(budget);
-  return Response.json(toWire(result));
+  return new Response(answerText(result), { headers: { "content-type": "application/json" } });
+}
+
+/** The result's wire text, or a `memory` result in its place when that text would pass {@link MAX_RUN_ANSWER_CHARS}. */
+function answerText(result: CodeExecutionResult): string {
+  try {
+    return toWireText(result, { maxLength: MAX_RUN_ANSWER_CHARS });
+  } catch (error) {
+    if (!(error instanceof WireLengthError)) throw error;
+  }
+  const { durationMs, memoryUsedBytes } = result;
+  const tooLong: CodeExecutionResult = {
+    status: "memory",
+    error: {
+      name: "MemoryError",
+      message: `The run ended '${result.status}', but its result, reports and logs take more than ${MAX_RUN_ANSWER_CHARS} characters of JSON to send`,
+    },
+    reports: [],
+    logs: [],
+    durationMs,
+    ...(memoryUsedBytes === undefined ? {} : { memoryUsedBytes }),
+  };
+  return toWireText(tooLong);
 }
 
 /** The body's fields, or what is wrong with it. */

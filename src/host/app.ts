@@ -6,6 +6,7 @@
  */
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { isJsonContentType, readTextWithin } from "./body.js";
 import { HostError, isHostError } from "./errors.js";
 import { openApiDocument } from "./openapi.js";
 import type { ProcessEvent, ProcessService } from "./process-service.js";
@@ -23,7 +24,6 @@ const PID = /^[1-9][0-9]{0,15}$/;
 const checkCreate = compileSchema(CreateProcessRequest);
 const checkList = compileSchema(ListProcessesQuery);
 const encoder = new TextEncoder();
-const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 /** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
 const LONE_SURROGATE = /\p{Cs}/u;
 
@@ -60,16 +60,21 @@ export function createApp(options: AppOptions): Hono {
   const plain = (c: Context, body: string) => c.body(body, 200, { "content-type": "text/plain; charset=utf-8" });
 
   app.post("/processes", async (c) => {
-    const bytes = await c.req.arrayBuffer();
-    if (bytes.byteLength > maxBodyBytes) {
-      throw new HostError("payload_too_large", `The body is larger than ${maxBodyBytes} bytes`);
+    // Only a JSON body, checked before a byte is read: text/plain, form and untyped POSTs are what browsers send
+    // cross-origin without a CORS preflight (this route used to take them).
+    if (!isJsonContentType(c.req.raw.headers)) {
+      throw new HostError(
+        "unsupported_media_type",
+        "POST /processes takes a JSON body (Content-Type: application/json)",
+      );
     }
-    // Strict UTF-8: a lenient decode turned invalid bytes into U+FFFD silently, storing code nobody sent.
-    let text: string;
-    try {
-      text = strictDecoder.decode(bytes);
-    } catch {
-      throw new HostError("invalid_json", "The body is not valid UTF-8");
+    // Read within the limit (a 48 MiB upload used to be read whole first), and strict UTF-8: a lenient decode turned
+    // invalid bytes into U+FFFD silently, storing code nobody sent.
+    const text = await readTextWithin(c.req.raw, maxBodyBytes);
+    if (typeof text !== "string") {
+      throw text.refused === "too_large"
+        ? new HostError("payload_too_large", `The body is larger than ${maxBodyBytes} bytes`)
+        : new HostError("invalid_json", "The body is not valid UTF-8");
     }
     let body: unknown;
     try {

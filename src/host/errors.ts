@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   process_active: 409,
   process_not_active: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   too_many_processes: 429,
   internal: 500,
   no_environment: 503,

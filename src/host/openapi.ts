@@ -54,7 +54,8 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             "201": json(ref("ProcessState"), "Created; the process is queued"),
             "400": error("Malformed JSON (invalid_json) or a body that does not match the schema (invalid_request)"),
-            "413": error("Code over 100 KB (payload_too_large)"),
+            "413": error("Body over the limit or code over 100 KB (payload_too_large)"),
+            "415": error("The content type is not application/json (unsupported_media_type)"),
             "429": error("Too many active processes (too_many_processes)"),
           },
         },

@@ -5,7 +5,12 @@
  * each test reads the records it seeded (and the whole listing) back afterwards.
  */
 import { env, runInDurableObject, SELF } from "cloudflare:test";
+import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { describe, expect, it } from "vitest";
+import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
+import { fromWire, type JsonValue } from "../../src/wire.js";
+import { handleRun, MAX_RUN_ANSWER_CHARS } from "../../worker/run.js";
+import { CHUNK_BYTES, countingBody } from "../security/counting-body.js";
 
 const BASE = "http://runcode.test";
 const JSON_TYPE = { "content-type": "application/json" };
@@ -477,5 +482,140 @@ describe("races", () => {
       expect(JSON.parse(events[0]?.[2] as string)).toEqual({ pid, record: r });
     }
     await intact({ listing: false });
+  });
+});
+
+describe("body limits while the body arrives (issue 9, class 8)", () => {
+  const MiB = 1024 * 1024;
+  const stream = (path: string, body: ReadableStream<Uint8Array>, headers: Record<string, string> = JSON_TYPE) =>
+    SELF.fetch(`${BASE}${path}`, { method: "POST", body, headers });
+
+  it("POST /run: a 48 MiB streamed body is cut off just past 1 MiB with 413 body_too_large", async () => {
+    const { stream: body, count } = countingBody(48 * MiB, JSON.stringify({ source: "export default 1" }));
+    await refused(await stream("/run", body), 413, "body_too_large");
+    // Read whole before the fix (48 MiB); now the limit, the chunk that passed it and what the pipe holds.
+    expect(count.pulled).toBeGreaterThan(MiB);
+    expect(count.pulled).toBeLessThanOrEqual(MiB + 4 * CHUNK_BYTES);
+  });
+
+  it("POST /run: a declared content-length over the limit is refused before the body is read", async () => {
+    const { stream: body, count } = countingBody(48 * MiB, JSON.stringify({ source: "export default 1" }));
+    await refused(
+      await stream("/run", body, { ...JSON_TYPE, "content-length": String(48 * MiB) }),
+      413,
+      "body_too_large",
+    );
+    expect(count.pulled).toBeLessThanOrEqual(4 * CHUNK_BYTES);
+  });
+
+  it("POST /processes: a 48 MiB streamed body is cut off just past 1 MiB with 413 payload_too_large", async () => {
+    const { intact } = await seed(1);
+    const { stream: body, count } = countingBody(48 * MiB, JSON.stringify({ code: "export default 1" }));
+    await refused(await stream("/processes", body), 413, "payload_too_large");
+    expect(count.pulled).toBeGreaterThan(MiB);
+    expect(count.pulled).toBeLessThanOrEqual(MiB + 4 * CHUNK_BYTES);
+    await intact();
+  });
+
+  it("POST /run: bytes that are not UTF-8 are malformed_json, never run as U+FFFD", async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"source":"export default \''), 0xff, 0x27, 0x22, 0x7d]);
+    await refused(await post("/run", bytes), 400, "malformed_json");
+  });
+
+  it("POST /run takes no JSON look-alike type (application/jsonp, application/json-patch+json)", async () => {
+    const run = JSON.stringify({ source: "export default 1" });
+    for (const type of ["application/jsonp", "application/json-patch+json", "application/jsonx; charset=utf-8"]) {
+      await expect(
+        refused(await post("/run", run, { "content-type": type }), 415, "unsupported_media_type"),
+        type,
+      ).resolves.toBeUndefined();
+    }
+  });
+});
+
+describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
+  async function run(source: string, options: Record<string, unknown> = {}): Promise<CodeExecutionResult> {
+    const response = await post("/run", JSON.stringify({ source, options }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    return fromWire((await response.json()) as JsonValue) as CodeExecutionResult;
+  }
+
+  /** `handleRun` itself, with production's CPU cap (the pool's 300 ms stops a 200,000-element encode in the guest). */
+  const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, interruptPolls: 1_000_000 } }).runCode;
+  /** A runner whose every run ends with `result`, as the host holds it after a run. */
+  const ending =
+    (result: CodeExecutionResult): RunCode =>
+    () =>
+      Object.assign(Promise.resolve(result), { terminate() {}, running: false, reports: [] });
+  async function handled(source: string, runCode: RunCode): Promise<CodeExecutionResult> {
+    const request = new Request(`${BASE}/run`, {
+      method: "POST",
+      headers: JSON_TYPE,
+      body: JSON.stringify({ source }),
+    });
+    const response = await handleRun(request, runCode);
+    expect(response.status).toBe(200);
+    return fromWire((await response.json()) as JsonValue) as CodeExecutionResult;
+  }
+
+  it("a result of 200,000 elements and a Set of 200,000 from the sandbox: 200 with every one (was 500)", async () => {
+    const list = await handled("export default Array.from({ length: 200000 }, (_, i) => i * 3)", sandbox);
+    expect(list.status).toBe("success");
+    expect(list.result).toEqual(Array.from({ length: 200_000 }, (_, i) => i * 3));
+    const set = await handled("export default new Set(Array.from({ length: 200000 }, (_, i) => -i))", sandbox);
+    expect(set.status).toBe("success");
+    expect(set.result).toEqual(new Set(Array.from({ length: 200_000 }, (_, i) => -i)));
+  });
+
+  it("200,000 log entries: 200 with every one (was 500)", async () => {
+    const logs = Array.from({ length: 200_000 }, (_, i) => ({
+      level: "log" as const,
+      args: [`line ${i}`],
+      timestamp: i,
+    }));
+    const answer = await handled("", ending({ status: "success", result: 1, reports: [], logs, durationMs: 9 }));
+    expect(answer).toEqual({ status: "success", result: 1, reports: [], logs, durationMs: 9 });
+  });
+
+  it("a client's argument nested 400,000 deep meets the documented 1,000-level limit, not a stack overflow", async () => {
+    const deep = `${"[".repeat(400_000)}${"]".repeat(400_000)}`;
+    const body = `{"source":"export default (x) => 1","options":{"execute":{"fn":"default","args":[${deep}]}}}`;
+    const response = await post("/run", body);
+    const answer = (await response.json()) as { error: { code: string; message: string } };
+    expect({ status: response.status, code: answer.error.code }).toEqual({ status: 400, code: "invalid_options" });
+    expect(answer.error.message).toContain("nested deeper than 1000 levels");
+  });
+
+  it("a 3 MiB + 1 buffer comes back byte for byte", async () => {
+    const answer = await run(
+      "const b = new Uint8Array(3 * 1024 * 1024 + 1); for (let i = 0; i < b.length; i += 4099) b[i] = i & 255; b[b.length - 1] = 7; export default b",
+    );
+    const bytes = answer.result as Uint8Array;
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    expect(bytes.length).toBe(3 * 1024 * 1024 + 1);
+    let wrong = 0;
+    for (let i = 0; i < bytes.length; i++) {
+      const expected = i === bytes.length - 1 ? 7 : i % 4099 === 0 ? i & 255 : 0;
+      if (bytes[i] !== expected) wrong++;
+    }
+    expect(wrong).toBe(0);
+  });
+
+  it("an answer over MAX_RUN_ANSWER_CHARS is a memory result, decided before the base64 is made", async () => {
+    // 50 MiB of buffer is 66.7 Mi characters of base64: over the 64 Mi an answer may have.
+    const big = { status: "success" as const, result: new ArrayBuffer(50 * 1024 * 1024), reports: [], logs: [] };
+    const answer = await handled("", ending({ ...big, durationMs: 5, memoryUsedBytes: 60_000_000 }));
+    expect(answer).toEqual({
+      status: "memory",
+      error: {
+        name: "MemoryError",
+        message: `The run ended 'success', but its result, reports and logs take more than ${MAX_RUN_ANSWER_CHARS} characters of JSON to send`,
+      },
+      reports: [],
+      logs: [],
+      durationMs: 5,
+      memoryUsedBytes: 60_000_000,
+    });
   });
 });

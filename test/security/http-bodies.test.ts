@@ -1,0 +1,125 @@
+/**
+ * Request bodies against `runcode/host`'s `POST /processes` (SECURITY.md, "The HTTP API"): the size limit holds
+ * while the body arrives, not after it was read whole, and only JSON is taken. Each body is a stream the test
+ * controls (`counting-body.ts`), which counts the bytes the host pulled from it and whether the host cancelled it.
+ */
+import { describe, expect, it } from "vitest";
+import { instantiate } from "../../src/environment/index.js";
+import { createHost } from "../../src/host/index.js";
+import { wasm } from "../environment/helpers.js";
+import { CHUNK_BYTES, countingBody } from "./counting-body.js";
+
+const MiB = 1024 * 1024;
+const JSON_TYPE = { "content-type": "application/json" };
+const CODE = '{"code":"1"}';
+
+async function host() {
+  return createHost({ environment: { module: instantiate({ wasm: await wasm(), concurrency: 1 }) } });
+}
+
+type Host = Awaited<ReturnType<typeof host>>;
+
+const post = (h: Host, body: BodyInit | null, headers: Record<string, string> = JSON_TYPE) =>
+  h.app.fetch(
+    new Request("http://host/processes", { method: "POST", body, headers, duplex: "half" } as RequestInit & {
+      duplex: "half";
+    }),
+  );
+
+/** Status and error code exactly, and a message. */
+async function refused(response: Response): Promise<{ status: number; code: string | undefined }> {
+  const body = (await response.json()) as { error?: { code?: string; message?: string } };
+  expect(typeof body.error?.message).toBe("string");
+  return { status: response.status, code: body.error?.code };
+}
+
+async function pids(h: Host): Promise<number[]> {
+  const response = await h.app.fetch(new Request("http://host/processes"));
+  return ((await response.json()) as { processes: { pid: number }[] }).processes.map((p) => p.pid);
+}
+
+describe("POST /processes: the body limit holds while the body arrives", () => {
+  it("a 48 MiB streamed body is cut off just past 1 MiB: 413, the stream cancelled, nothing stored", async () => {
+    const h = await host();
+    const { stream, count } = countingBody(48 * MiB, CODE);
+    expect(await refused(await post(h, stream))).toEqual({ status: 413, code: "payload_too_large" });
+    // Read whole before the fix: 48 MiB. Now the limit and the chunk that passed it, at most.
+    expect(count.pulled).toBeGreaterThan(MiB);
+    expect(count.pulled).toBeLessThanOrEqual(MiB + CHUNK_BYTES);
+    expect(count.cancelled).toBe(true);
+    expect(await pids(h)).toEqual([]);
+  });
+
+  it("a declared content-length over the limit is refused before a byte is read", async () => {
+    const h = await host();
+    const { stream, count } = countingBody(48 * MiB, CODE);
+    const response = await post(h, stream, { ...JSON_TYPE, "content-length": String(48 * MiB) });
+    expect(await refused(response)).toEqual({ status: 413, code: "payload_too_large" });
+    expect(count.pulled).toBe(0);
+    expect(await pids(h)).toEqual([]);
+  });
+
+  it("takes a streamed body of exactly 1 MiB and refuses 1 MiB + 1, whatever the chunks", async () => {
+    const h = await host();
+    const exact = countingBody(MiB, CODE);
+    const created = await post(h, exact.stream);
+    expect(created.status).toBe(201);
+    expect(exact.count).toEqual({ pulled: MiB, cancelled: false });
+    const over = countingBody(MiB + 1, CODE);
+    expect(await refused(await post(h, over.stream))).toEqual({ status: 413, code: "payload_too_large" });
+    expect(over.count.pulled).toBe(MiB + 1);
+    expect(await pids(h)).toEqual([1]);
+  });
+
+  it("a character split across chunks arrives whole; bytes that are not UTF-8 stay invalid_json", async () => {
+    const h = await host();
+    const bytes = new TextEncoder().encode('{"code":"// é😀"}');
+    const split = bytes.indexOf(0xc3) + 1; // between the two bytes of "é"
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, split));
+        controller.enqueue(bytes.slice(split, split + 3)); // and inside the emoji
+        controller.enqueue(bytes.slice(split + 3));
+        controller.close();
+      },
+    });
+    const created = (await (await post(h, stream)).json()) as { pid: number };
+    const code = await h.app.fetch(new Request(`http://host/processes/${created.pid}/code`));
+    expect(await code.text()).toBe("// é😀");
+    const notUtf8 = new Uint8Array([...new TextEncoder().encode('{"code":"'), 0xff, 0x22, 0x7d]);
+    expect(await refused(await post(h, notUtf8))).toEqual({ status: 400, code: "invalid_json" });
+  });
+});
+
+describe("POST /processes takes only application/json", () => {
+  const body = JSON.stringify({ code: "export default 1" });
+  const wrong: [string, Record<string, string>, BodyInit][] = [
+    ["text/plain", { "content-type": "text/plain" }, body],
+    ["text/plain;charset=UTF-8", { "content-type": "text/plain;charset=UTF-8" }, body],
+    ["form-urlencoded", { "content-type": "application/x-www-form-urlencoded" }, "code=export+default+1"],
+    ["multipart", { "content-type": "multipart/form-data; boundary=x" }, body],
+    ["none", {}, new TextEncoder().encode(body)],
+    ["application/jsonp", { "content-type": "application/jsonp" }, body],
+    ["application/json-patch+json", { "content-type": "application/json-patch+json" }, body],
+  ];
+
+  it("answers 415 unsupported_media_type otherwise, before reading the body or spending a pid", async () => {
+    const h = await host();
+    for (const [name, headers, payload] of wrong) {
+      expect(await refused(await post(h, payload, headers)), name).toEqual({
+        status: 415,
+        code: "unsupported_media_type",
+      });
+    }
+    const { stream, count } = countingBody(48 * MiB, CODE);
+    const typed = await post(h, stream, { "content-type": "text/plain" });
+    expect(await refused(typed)).toEqual({ status: 415, code: "unsupported_media_type" });
+    expect(count.pulled).toBe(0);
+    expect(await pids(h)).toEqual([]);
+    for (const type of ["application/json", "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8"]) {
+      expect((await post(h, body, { "content-type": type })).status, type).toBe(201);
+    }
+    // The refusals spent no pid.
+    expect(await pids(h)).toEqual([1, 2, 3]);
+  });
+});
