@@ -87,9 +87,11 @@ export function stringifyWithin(value: unknown, budget: WorkBudget, replacer?: R
   const stack: Frame[] = [];
   const enter = (item: unknown, keyUnits: number): void => {
     budget.spend(keyUnits);
-    if (typeof item === "string") return budget.spend(item.length + 2);
     if (typeof item === "bigint") throw new TypeError("Do not know how to serialize a BigInt");
-    if (typeof item !== "object" || item === null) return budget.spend(SCALAR_UNITS);
+    if (typeof item !== "object" || item === null) {
+      budget.spend(typeof item === "string" ? item.length + 2 : SCALAR_UNITS);
+      return;
+    }
     if (path.has(item)) throw new TypeError("Converting circular structure to JSON");
     if (stack.length >= MAX_WALK_DEPTH) {
       throw new BudgetError(`${budget.what} is nested deeper than ${MAX_WALK_DEPTH} levels`);

@@ -31,7 +31,7 @@ export function mapPosition(
 }
 
 /** A parsed stack line: `at fn (file:line:col)` or `at file:line:col`. */
-interface Frame {
+export interface Frame {
   fn: string | undefined;
   file: string;
   line: number;
@@ -44,7 +44,7 @@ const DIGITS = /^\d+$/;
  * Parses one stack line in time linear in its length: the guest can set `error.stack` to any text, and the
  * regular expression this replaces backtracked quadratically on a crafted line (9 s for 240 KB).
  */
-function parseFrame(text: string): Frame | undefined {
+export function parseFrame(text: string): Frame | undefined {
   const line = text.trimStart();
   if (!line.startsWith("at ")) return undefined;
   let rest = line.slice(3);

@@ -10,6 +10,9 @@ export interface DocsLimits {
   defaultTimeoutMs: number;
   memoryLimitBytes: number;
   concurrency: number;
+  /** Units (about characters) one console line, and one output patch or tool call's parameters, may take. */
+  consoleLine: number;
+  data: number;
 }
 
 export function environmentDocs(limits: DocsLimits): string {
@@ -47,16 +50,22 @@ Not available: \`fetch\`, \`setTimeout\`/\`setInterval\`, \`process\`, \`require
 Arguments are joined with a space. Strings print as they are; other values print like Node's \`util.inspect\`
 (\`{ a: 1, b: [ 'x' ] }\`, \`Map(1) { 'k' => 1 }\`, \`[Function: f]\`, nesting deeper than 2 levels as \`[Object]\`). A
 first string argument may use \`%s %d %i %f %j %o %O %c %%\`. Output is UTF-8 and streamed while the process runs.
+A line longer than about ${limits.consoleLine} characters (a value that repeats one big object many times counts every
+repetition) is cut and ends with \`... [console output truncated: ...]\`; console calls never throw.
 
 ### cyrnel.output(patch)
 \`patch\` must be a plain object (\`{...}\`), otherwise a \`TypeError\` is thrown. Values must be cloneable: primitives,
-plain objects, arrays, \`Map\`, \`Set\`, \`Date\` (functions and class instances throw). The host stores the merged output
-as JSON: \`Date\` becomes an ISO string, \`bigint\` a string, \`Map\` an object, \`Set\` an array, \`undefined\` is dropped.
+plain objects, arrays, \`Map\`, \`Set\`, \`Date\` (functions and class instances throw). The patch crosses as JSON:
+\`Date\` becomes an ISO string, \`bigint\` a string, \`Map\` an object, \`Set\` an array, \`undefined\` is dropped. An object
+used in several places is copied to each. A patch larger than about ${limits.data} characters of JSON (repetitions
+counted) throws a \`SerializationError\`, one that contains itself a \`TypeError\`, and so does a \`"__proto__"\` key at its
+top level; catch them with \`try/catch\`.
 
 ### Tools
 \`cyrnel.services\` lists the services of the host; each has \`id\`, \`name\`, \`description\` and \`tools\`; each tool has \`id\`,
-\`name\`, \`description\` and \`invoke(parameters)\`. \`parameters\` is a plain object validated against the tool's input
-schema before the tool runs (read a tool's docs for its parameters). \`invoke\` returns a Promise: always \`await\` it. A
+\`name\`, \`description\` and \`invoke(parameters)\`. \`parameters\` is a plain object that crosses as JSON, like an output
+patch (same conversions and size limit: a violation rejects the Promise), validated against the tool's input schema
+before the tool runs (read a tool's docs for its parameters). \`invoke\` returns a Promise: always \`await\` it. A
 tool error rejects that Promise with an \`Error\` whose message says what went wrong; catch it with \`try/catch\`.
 Naming an unknown service or tool throws a \`TypeError\` listing the available ones.
 

@@ -1,14 +1,37 @@
 /**
  * The QuickJS environment module: runs each process in its own sandbox of the core, enforces `timeoutMs` (a host
  * timer for time spent awaiting the host, the sandbox's safety cap for synchronous guest work, including where
- * clocks stand still), queues executions over a concurrency limit, and reports everything through the bindings.
+ * clocks stand still, and a deadline checked whenever the guest reaches the host or the run ends, for time the
+ * host's own synchronous work kept the timer from firing), queues executions over a concurrency limit, and reports
+ * everything through the bindings.
+ *
+ * Everything the guest hands out is bounded before the host works on it (see {@link EnvironmentBudgets}): console
+ * lines are formatted within a budget and cut with a marker; output patches and tool parameters are copied into
+ * trees of plain JSON data within a budget, or refused with an error the guest can catch.
+ *
+ * What this hands to {@link EnvironmentBindings}, and what a host implementing them must still do:
+ * - `emitStdout`/`emitStderr`: UTF-8 bytes of whole lines, each at most `budgets.consoleLine` characters plus a
+ *   truncation marker, `budgets.console` in all per execution (give or take one line). Cap what you keep per stream.
+ * - `emitOutput`: a fresh tree of plain JSON data (plain objects with own data properties only, arrays, strings,
+ *   finite numbers, booleans, `null`; no prototypes but `Object.prototype`/`Array.prototype`, no accessors, no
+ *   shared references), at most `budgets.data` units (about characters of its JSON text) per patch and
+ *   `budgets.dataTotal` per execution. It never has a top-level `__proto__` key, so the spec's
+ *   `Object.assign(output, patch)` cannot set the output's prototype; deeper levels may have `__proto__`,
+ *   `constructor` and `prototype` keys as ordinary own data: merge with defined properties (never a deep merge that
+ *   assigns), and cap the merged output's size.
+ * - `invokeTool`: `parameters` is such a tree too (same budgets); ids are strings of at most
+ *   {@link MAX_TOOL_ID_LENGTH} characters. Validate the parameters against the tool's schema, budget calls per
+ *   execution, and give slow tools their own timeouts: a tool that blocks the event loop delays the timeout.
+ * - `setError`: a message of at most a few tens of KB (see `describeFailure`).
  * @module
  */
 
+import { BudgetError, WorkBudget } from "../budget.js";
 import { compiledModule } from "../engine.js";
 import { type CodeExecution, type CodeExecutionResult, createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../index.js";
 import type { WasmSource } from "../types.js";
 import { formatLine } from "./console.js";
+import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
 import { describeFailure } from "./failure.js";
 import {
@@ -41,6 +64,31 @@ export const DEFAULT_CONCURRENCY = 4;
  * move (Node, the browser) the CPU-time cap and the host timer stop everything at `timeoutMs`.
  */
 export const INTERRUPT_POLLS_PER_MS = 20;
+/** Longest service or tool id forwarded to `bindings.invokeTool`. */
+export const MAX_TOOL_ID_LENGTH = 1000;
+
+/**
+ * Work the environment does on what one execution's guest hands out, in units of about one character written or one
+ * value visited (every visit of a shared reference counts).
+ */
+export interface EnvironmentBudgets {
+  /** One console call's line; past it the line is cut and ends with `... [console output truncated: ...]`. */
+  consoleLine: number;
+  /** All console lines of one execution; past it one marker line, then console calls print nothing. */
+  console: number;
+  /** One `cyrnel.output` patch or one tool call's parameters as a JSON tree; past it the call throws. */
+  data: number;
+  /** All output patches and tool parameters of one execution; past it those calls throw. */
+  dataTotal: number;
+}
+
+/** Defaults of {@link EnvironmentBudgets}. */
+export const DEFAULT_BUDGETS: Readonly<EnvironmentBudgets> = Object.freeze({
+  consoleLine: 1_000_000,
+  console: 10_000_000,
+  data: 1_000_000,
+  dataTotal: 100_000_000,
+});
 
 /** Settings of {@link instantiate}. */
 export interface EnvironmentOptions {
@@ -54,6 +102,8 @@ export interface EnvironmentOptions {
   memoryLimitBytes?: number;
   /** Executions running at once. Default {@link DEFAULT_CONCURRENCY}. */
   concurrency?: number;
+  /** Budgets of the host's work on guest data. Default {@link DEFAULT_BUDGETS}. */
+  budgets?: Partial<EnvironmentBudgets>;
 }
 
 type Phase = "queued" | "running" | "done";
@@ -65,6 +115,12 @@ interface Job {
   stop: "timeout" | "canceled" | undefined;
   run: CodeExecution | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timeout is due, on the environment's clock. */
+  deadline: number;
+  /** What console lines may still spend. */
+  console: WorkBudget;
+  /** What output patches and tool parameters may still take. */
+  data: WorkBudget;
   resolve(exit: ExecutionExitState): void;
   done: Promise<ExecutionExitState>;
 }
@@ -74,6 +130,12 @@ const positive = (name: string, value: number | undefined, fallback: number): nu
   if (!(Number.isFinite(resolved) && resolved > 0)) throw new TypeError(`${name} must be a positive number`);
   return resolved;
 };
+const identifier = /^[A-Za-z_$][\w$]*$/;
+/** `cyrnel.services.kv.tools.get.invoke(parameters)`, as the guest wrote it (ids are short by then). */
+const invokeName = (serviceId: string, toolId: string) => {
+  const access = (id: string) => (identifier.test(id) ? `.${id}` : `[${JSON.stringify(id)}]`);
+  return `cyrnel.services${access(serviceId)}.tools${access(toolId)}.invoke(parameters)`;
+};
 const isPlainRecord = (value: unknown): value is Record<string, unknown> => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);
@@ -82,6 +144,9 @@ const isPlainRecord = (value: unknown): value is Record<string, unknown> => {
 
 class QuickJSEnvironment implements EnvironmentModule {
   readonly #clock: (() => number) | undefined;
+  /** The clock of deadlines: the one given for the safety cap, else `performance.now`. */
+  readonly #now: () => number;
+  readonly #budgets: Readonly<EnvironmentBudgets>;
   readonly #defaultTimeoutMs: number;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
@@ -97,6 +162,12 @@ class QuickJSEnvironment implements EnvironmentModule {
   constructor(options: EnvironmentOptions) {
     this.#wasm = compiledModule(options.wasm);
     this.#clock = options.clock;
+    this.#now = options.clock ?? (() => performance.now());
+    const budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
+    for (const key of Object.keys(DEFAULT_BUDGETS) as (keyof EnvironmentBudgets)[]) {
+      budgets[key] = positive(`budgets.${key}`, budgets[key], DEFAULT_BUDGETS[key]);
+    }
+    this.#budgets = Object.freeze(budgets);
     this.#defaultTimeoutMs = positive("defaultTimeoutMs", options.defaultTimeoutMs, DEFAULT_TIMEOUT_MS);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
@@ -140,6 +211,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       stop: undefined,
       run: undefined,
       timer: undefined,
+      deadline: Number.POSITIVE_INFINITY,
+      console: new WorkBudget(this.#budgets.console, "console output"),
+      data: new WorkBudget(this.#budgets.dataTotal, "output patches and tool parameters"),
       resolve,
       done,
     };
@@ -160,6 +234,8 @@ class QuickJSEnvironment implements EnvironmentModule {
       defaultTimeoutMs: this.#defaultTimeoutMs,
       memoryLimitBytes: this.#memoryLimitBytes,
       concurrency: this.#concurrency,
+      consoleLine: this.#budgets.consoleLine,
+      data: this.#budgets.data,
     });
   }
 
@@ -187,9 +263,44 @@ class QuickJSEnvironment implements EnvironmentModule {
     job.run?.terminate(reason === "timeout" ? `Timed out after ${job.timeoutMs} ms` : "Killed");
   }
 
+  /**
+   * Stops a running job whose deadline has passed; `true` when the job is stopped. The timer does that on time
+   * unless the host's own synchronous work (a tool that blocks, say) kept it from firing, so this is checked each
+   * time the guest reaches the host, a tool call returns or the run ends.
+   */
+  #overdue(job: Job): boolean {
+    if (job.stop === undefined && job.phase === "running" && this.#now() >= job.deadline) this.#stop(job, "timeout");
+    return job.stop !== undefined;
+  }
+
+  /** `value` as a JSON tree within one call's budget and what the execution has left (see data.ts). */
+  #data(job: Job, value: unknown, what: string): JsonValue {
+    if (job.data.exhausted) {
+      throw new BudgetError(
+        `${what}: the process has spent its budget of ${job.data.limit} units for output patches and tool parameters`,
+      );
+    }
+    const budget = new WorkBudget(this.#budgets.data, what);
+    try {
+      return jsonTree(value, budget, what);
+    } finally {
+      job.data.trySpend(budget.spent);
+    }
+  }
+
+  /** One console line, within its budget and the execution's; nothing once the execution's is spent. */
+  #line(job: Job, args: unknown): string | undefined {
+    if (job.console.exhausted) return undefined;
+    const budget = new WorkBudget(this.#budgets.consoleLine, "formatting console arguments");
+    const line = formatLine(args, budget);
+    if (job.console.trySpend(budget.spent)) return `${line}\n`;
+    return `${line}\n[console output truncated: the process's console budget of ${job.console.limit} units is spent; later console calls print nothing]\n`;
+  }
+
   async #start(job: Job): Promise<void> {
     const bindings = this.#bindings as EnvironmentBindings;
     job.phase = "running";
+    job.deadline = this.#now() + job.timeoutMs;
     job.timer = setTimeout(() => this.#stop(job, "timeout"), job.timeoutMs);
     this.#report(job, () => bindings.setState(job.eid, "running"));
     let exit: ExecutionExitState;
@@ -230,17 +341,49 @@ class QuickJSEnvironment implements EnvironmentModule {
     });
     const host: GuestHost = {
       write: (stream, args) => {
-        const bytes = this.#encoder.encode(`${formatLine(args)}\n`);
-        this.#report(job, () => (stream === 2 ? bindings.emitStderr(eid, bytes) : bindings.emitStdout(eid, bytes)));
+        if (this.#overdue(job)) return false;
+        const line = this.#line(job, args);
+        if (line !== undefined) {
+          const bytes = this.#encoder.encode(line);
+          this.#report(job, () => (stream === 2 ? bindings.emitStderr(eid, bytes) : bindings.emitStdout(eid, bytes)));
+        }
+        return !job.console.exhausted;
       },
       output: (patch) => {
+        if (this.#overdue(job)) return;
         if (!isPlainRecord(patch)) throw new TypeError("cyrnel.output(value) expects a plain object");
-        this.#report(job, () => bindings.emitOutput(eid, patch));
+        const tree = this.#data(job, patch, "cyrnel.output(patch)") as Record<string, JsonValue>;
+        if (Object.hasOwn(tree, "__proto__")) {
+          throw new TypeError(
+            'cyrnel.output(patch) cannot have a "__proto__" key: the host merges patches with Object.assign, which would take it for the output\'s prototype',
+          );
+        }
+        this.#report(job, () => bindings.emitOutput(eid, tree));
       },
       invoke: (serviceId, toolId, parameters) => {
-        if (job.phase === "done") return Promise.reject(new Error("The process has ended"));
+        if (job.phase === "done" || this.#overdue(job)) return Promise.reject(new Error("The process has ended"));
         try {
-          return bindings.invokeTool({ serviceId, toolId, parameters });
+          for (const id of [serviceId, toolId]) {
+            if (typeof id !== "string" || id.length > MAX_TOOL_ID_LENGTH) {
+              throw new TypeError(`Service and tool ids are strings of at most ${MAX_TOOL_ID_LENGTH} characters`);
+            }
+          }
+          if (!isPlainRecord(parameters)) throw new TypeError("invoke(parameters) expects a plain object");
+          const tree = this.#data(job, parameters, invokeName(serviceId, toolId)) as Record<string, JsonValue>;
+          const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree }));
+          // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
+          const check = () => this.#overdue(job);
+          check();
+          return pending.then(
+            (value) => {
+              check();
+              return value;
+            },
+            (error: unknown) => {
+              check();
+              throw error;
+            },
+          );
         } catch (error) {
           return Promise.reject(error);
         }
@@ -256,9 +399,12 @@ class QuickJSEnvironment implements EnvironmentModule {
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
-    if (result.status === "success") return "success";
+    // A run that ends past its deadline was still running when it was due: the timer only came late.
+    this.#overdue(job);
     if (job.stop !== undefined) return job.stop;
-    if (result.status === "terminated" && result.error?.message.includes("safety cap")) return "timeout";
+    if (result.status === "success") return "success";
+    // Nothing but the environment and the safety cap it sets from `timeoutMs` terminates a run.
+    if (result.status === "terminated") return "timeout";
     const bindings = this.#bindings as EnvironmentBindings;
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
     return "failed";

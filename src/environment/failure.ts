@@ -1,11 +1,23 @@
 /**
  * A failed run's `CodeExecutionError` as the one human-readable message `bindings.setError` takes, with the line
  * and column in the submitted code.
+ *
+ * Name, message and stack are guest text (any `error.stack`, a 60 MB message): only a bounded prefix of each is
+ * read, stack lines are parsed without regular expressions in time linear in their (capped) length, and the
+ * description is at most about {@link MAX_MESSAGE_CHARS} + 20 KB long.
  * @module
  */
 import type { CodeExecutionError } from "../index.js";
+import { parseFrame } from "../positions.js";
 
-const FRAME = /^\s*at (?:(.*?) \()?(.+?):(\d+):(\d+)\)?$/;
+/** Characters of the error's message kept in the description (the rest is counted). */
+export const MAX_MESSAGE_CHARS = 10_000;
+/** Characters of the error's name, and of a function name in the trace, kept in the description. */
+const MAX_NAME_CHARS = 200;
+/** Characters of the stack read for frames, of one line parsed, and frames listed. */
+const MAX_STACK_CHARS = 65_536;
+const MAX_LINE_CHARS = 2_000;
+const MAX_FRAMES = 50;
 
 interface Frame {
   fn: string | undefined;
@@ -13,13 +25,27 @@ interface Frame {
   column: number;
 }
 
-/** The frames of `file` in a (core-rewritten) stack, innermost first. */
+const clip = (text: string, max: number) =>
+  text.length > max ? `${text.slice(0, max)}... ${text.length - max} more characters` : text;
+/** A frame of `file` in one stack line, or `undefined`. */
+function frameOf(text: string, file: string): Frame | undefined {
+  const frame = parseFrame(text);
+  return frame === undefined || frame.file !== file
+    ? undefined
+    : { fn: frame.fn, line: frame.line, column: frame.column };
+}
+
+/** The frames of `file` in a (core-rewritten) stack, innermost first: at most 50, from its first 64 KB. */
 export function framesOf(stack: string | undefined, file: string): Frame[] {
   const frames: Frame[] = [];
-  for (const text of (stack ?? "").split("\n")) {
-    const match = FRAME.exec(text);
-    if (match === null || match[2] !== file) continue;
-    frames.push({ fn: match[1], line: Number(match[3]), column: Number(match[4]) });
+  const text = (stack ?? "").slice(0, MAX_STACK_CHARS);
+  for (let start = 0; start < text.length && frames.length < MAX_FRAMES; ) {
+    let end = text.indexOf("\n", start);
+    if (end === -1) end = text.length;
+    // A longer line is no frame the core wrote.
+    const frame = end - start <= MAX_LINE_CHARS ? frameOf(text.slice(start, end), file) : undefined;
+    if (frame !== undefined) frames.push(frame);
+    start = end + 1;
   }
   return frames;
 }
@@ -29,9 +55,13 @@ export function positionOfSpecifier(code: string, specifier: string): { line: nu
   for (const quote of ['"', "'", "`"]) {
     const index = code.indexOf(`${quote}${specifier}${quote}`);
     if (index === -1) continue;
-    const before = code.slice(0, index);
-    const line = before.split("\n").length;
-    return { line, column: index - before.lastIndexOf("\n") };
+    let line = 1;
+    let lineStart = 0;
+    for (let at = code.indexOf("\n"); at !== -1 && at < index; at = code.indexOf("\n", at + 1)) {
+      line++;
+      lineStart = at + 1;
+    }
+    return { line, column: index - lineStart + 1 };
   }
   return undefined;
 }
@@ -44,13 +74,13 @@ const at = (line: number, column: number) => `line ${line}, column ${column}`;
  */
 export function describeFailure(error: CodeExecutionError | undefined, code: string, file: string): string {
   if (error === undefined) return "Error: the process failed without an error";
-  const name = error.name === "" ? "Error" : error.name;
+  const name = error.name === "" ? "Error" : clip(error.name, MAX_NAME_CHARS);
   if (name === "LinkError" && error.specifier !== undefined) {
     const where = positionOfSpecifier(code, error.specifier);
-    const message = `${name}: Cannot import '${error.specifier}': process code is one module and imports nothing; tools are on the cyrnel global`;
+    const message = `${name}: Cannot import '${clip(error.specifier, MAX_NAME_CHARS)}': process code is one module and imports nothing; tools are on the cyrnel global`;
     return where === undefined ? message : `${message} (at ${at(where.line, where.column)})`;
   }
-  const head = error.message === "" ? name : `${name}: ${error.message}`;
+  const head = error.message === "" ? name : `${name}: ${clip(error.message, MAX_MESSAGE_CHARS)}`;
   const frames = framesOf(error.stack, file);
   const top =
     frames[0] ??
@@ -60,6 +90,8 @@ export function describeFailure(error: CodeExecutionError | undefined, code: str
   if (top === undefined) return head;
   const first = `${head} (at ${at(top.line, top.column)})`;
   if (frames.length < 2) return first;
-  const trace = frames.map((f) => `    at ${f.fn ?? "<module>"} (${at(f.line, f.column)})`);
+  const trace = frames.map(
+    (f) => `    at ${f.fn === undefined ? "<module>" : clip(f.fn, MAX_NAME_CHARS)} (${at(f.line, f.column)})`,
+  );
   return [first, ...trace].join("\n");
 }

@@ -16,9 +16,10 @@
 export interface GuestHost {
   /**
    * Writes one line of console output (stream 1 = stdout, 2 = stderr): the call's arguments, made cloneable by the
-   * guest (see {@link LOG_MARK}); the host formats them, appends `\n` and encodes UTF-8.
+   * guest (see {@link LOG_MARK}); the host formats them, appends `\n` and encodes UTF-8. Answers `false` once the
+   * execution's console budget is spent: later calls would print nothing, so the guest stops making them.
    */
-  write(stream: 1 | 2, args: unknown[]): void;
+  write(stream: 1 | 2, args: unknown[]): boolean;
   output(patch: Record<string, unknown>): void;
   invoke(serviceId: string, toolId: string, parameters: Record<string, unknown>): Promise<unknown>;
 }
@@ -92,6 +93,7 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
   const mapSet = MapCtor.prototype.set;
   const mapForEach = MapCtor.prototype.forEach;
   const setAdd = SetCtor.prototype.add;
+  const setHas = SetCtor.prototype.has;
   const setForEach = SetCtor.prototype.forEach;
   /** Brands of what crosses as itself and shows at any depth (Date, RegExp)... */
   const dateGetTime = Date.prototype.getTime;
@@ -127,7 +129,11 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
     }
     return typeof value;
   };
-  const label = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${stringify(name)}]`);
+  // `.name` or `["na-me"]`; past 200 characters by its start (QuickJS's regex engine runs out of memory on MBs).
+  const label = (name: string): string => {
+    const short = name.length > 200 ? `${call(slice, name, 0, 200)}...` : name;
+    return short === name && /^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${stringify(short)}]`;
+  };
 
   // Console: arguments made cloneable here, formatted on the host.
   const text = (t: string) => ({ [K]: "v", t });
@@ -187,8 +193,8 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
       } catch {
         // Keep the defaults.
       }
-      // An error's own properties show at its own depth.
-      copy.s = props(o, copy.v, level - 1, false, ["stack", "message", "name"]);
+      // Its own properties show one level down, like an object's; beyond the depth shown only its name and message.
+      if (level <= depth) copy.s = props(o, copy.v, level, false, ["stack", "message", "name"]);
       return copy;
     }
     const array = isArray(o);
@@ -209,12 +215,15 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
     const symbols = map || set ? [] : props(o, copy, level, array);
     const natural = array ? "Array" : map ? "Map" : set ? "Set" : proto === ObjectProto ? "Object" : undefined;
     const n = proto === null ? null : name === natural ? undefined : name;
-    return n === undefined && symbols.length === 0 ? copy : { [K]: "c", n, v: copy, s: symbols };
+    // A copy that has the description key of its own is wrapped in a description, so it is never read as one.
+    return n === undefined && symbols.length === 0 && !hasOwn(copy, K) ? copy : { [K]: "c", n, v: copy, s: symbols };
   };
-  /** `%j` is JSON of the guest's value (its getters, its `toJSON`) and `%s` of a function its source: made here. */
-  const directives = (args: unknown[]) => {
+  // `%j` is JSON of the guest's value (its getters, its `toJSON`) and `%s` of a function its source: made here.
+  // Returns the indexes of the descriptions it made, which are sent as they are.
+  const directives = (args: unknown[]): Set<number> => {
+    const made = new SetCtor<number>();
     const first = args[0];
-    if (typeof first !== "string" || (call(indexOf, first, "%") as number) < 0) return;
+    if (typeof first !== "string" || (call(indexOf, first, "%") as number) < 0) return made;
     for (let i = 0, next = 1; i < first.length - 1 && next < args.length; i++) {
       if (first[i] !== "%") continue;
       const kind = first[++i] as string;
@@ -227,19 +236,23 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
           t = "[Circular]";
         }
         args[next] = text(t);
+        call(setAdd, made, next);
       } else if (kind === "s" && typeof args[next] === "function") args[next] = StringCtor(args[next]);
       next++;
     }
+    return made;
   };
+  let muted = false;
   const log = (stream: 1 | 2, args: unknown[]) => {
-    directives(args);
+    if (muted) return;
+    const made = directives(args);
     const outer = seen;
     seen = new MapCtor();
     const lifted: unknown[] = [];
     for (let i = 0; i < args.length; i++) {
       let value: unknown;
       try {
-        value = lift(args[i], 0);
+        value = call(setHas, made, i) ? args[i] : lift(args[i], 0);
       } catch {
         value = text("[object that cannot be inspected]");
       }
@@ -247,7 +260,7 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
     }
     seen = outer;
     try {
-      write(stream, lifted);
+      if (write(stream, lifted) === false) muted = true;
     } catch {
       write(stream, [text("[object that cannot be inspected]")]);
     }
@@ -260,9 +273,9 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
   freeze(console);
 
   const invoke = (serviceId: string, toolId: string, parameters: unknown): Promise<unknown> => {
-    const where = `cyrnel.services${label(serviceId)}.tools${label(toolId)}.invoke`;
     if (parameters === undefined) parameters = {};
     else if (!isPlain(parameters)) {
+      const where = `cyrnel.services${label(serviceId)}.tools${label(toolId)}.invoke`;
       throw new TypeErrorCtor(`${where}(parameters) expects a plain object, got ${kindOf(parameters)}`);
     }
     // The call site's stack, taken now: a rejection arrives later, from the host, with no user frame on it.

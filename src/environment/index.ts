@@ -5,14 +5,19 @@
  * window on the host. Platform-neutral: hand it a compiled `WebAssembly.Module` on Workers.
  * @module
  */
+
+export { type JsonValue, jsonTree } from "./data.js";
 export { exampleValue } from "./docs.js";
 export {
+  DEFAULT_BUDGETS,
   DEFAULT_CONCURRENCY,
   DEFAULT_TIMEOUT_MS,
+  type EnvironmentBudgets,
   type EnvironmentOptions,
   INTERRUPT_POLLS_PER_MS,
   instantiate,
+  MAX_TOOL_ID_LENGTH,
 } from "./environment.js";
-export { describeFailure } from "./failure.js";
-export { type Inspect, makeInspect } from "./inspect.js";
+export { describeFailure, MAX_MESSAGE_CHARS } from "./failure.js";
+export { FORMAT_BUDGET, type Inspect, MAX_STRING, makeInspect, truncationMarker } from "./inspect.js";
 export * from "./types.js";

@@ -57,11 +57,21 @@ export interface ServiceInfo {
  * host without it still works (then every `cyrnel.services[s].tools[t]` is forwarded as written).
  */
 export interface EnvironmentBindings {
+  /**
+   * A tool call. The QuickJS environment hands over `parameters` as a fresh tree of plain JSON data of bounded size
+   * (see `EnvironmentBudgets`); it is still guest data: validate it, and never merge it into your objects by
+   * assignment.
+   */
   invokeTool(input: InvokeInput): Promise<unknown>;
   setState(eid: number, data: ExecutionState): void;
   setError(eid: number, data: string): void;
   emitStdout(eid: number, data: Uint8Array): void;
   emitStderr(eid: number, data: Uint8Array): void;
+  /**
+   * A patch of the process output. The QuickJS environment hands over a fresh tree of plain JSON data (own data
+   * properties only, no shared references, bounded size) without a top-level `__proto__` key; deeper levels may
+   * hold `__proto__` as an ordinary own key: merge with defined properties, never a deep merge that assigns.
+   */
   emitOutput(eid: number, data: Record<string, unknown>): void;
   listServices?(): Promise<ServiceInfo[]>;
 }

@@ -30,7 +30,8 @@ describe("execute", () => {
     const exit = await env.execute({
       eid: 7,
       code: `console.log("héllo €", { a: 1, b: [1, 2] });\nconsole.info(new Map([["k", 1]]));\nconsole.debug("d");\nconsole.warn("w");\nconsole.error("e", 2);`,
-      options: { timeoutMs: 5_000 },
+      // The file's first run also loads the engine and TypeScript: room for that on a busy machine.
+      options: { timeoutMs: 30_000 },
     });
     expect(exit).toBe("success");
     expect(b.states(7)).toEqual(["queued", "running"]);
@@ -77,12 +78,29 @@ console.log({ zz: 1 }, [2]);`;
     expect(b.outputs(1)).toEqual([{ main: true }]);
   });
 
-  test("cyrnel.output sends plain objects, each as a patch", async () => {
+  test("cyrnel.output sends each patch as a tree of JSON data, converted as the host stores it", async () => {
     const b = recorder();
     const env = await environment(b);
-    const code = `cyrnel.output({ a: 1, when: new Date(0), tags: new Set(["x"]) });\ncyrnel.output({ a: 2 });`;
+    const code = `cyrnel.output({ a: 1, when: new Date(0), tags: new Set(["x"]), big: 2n ** 70n, m: new Map<unknown, unknown>([[1, "one"], ["k", undefined]]),
+  bytes: new Uint8Array([1, 2]), list: [undefined, NaN, -0, Infinity, , 3], gone: undefined, bad: new Date(NaN), re: /x/g });
+cyrnel.output({ a: 2 });`;
     expect(await env.execute({ eid: 1, code })).toBe("success");
-    expect(b.outputs(1)).toEqual([{ a: 1, when: new Date(0), tags: new Set(["x"]) }, { a: 2 }]);
+    const expected = [
+      {
+        a: 1,
+        when: "1970-01-01T00:00:00.000Z",
+        tags: ["x"],
+        big: "1180591620717411303424",
+        m: { 1: "one" },
+        bytes: [1, 2],
+        list: [null, null, 0, null, null, 3],
+        bad: null,
+        re: {},
+      },
+      { a: 2 },
+    ];
+    expect(b.outputs(1)).toStrictEqual(expected);
+    expect(b.outputs(1).map((patch) => JSON.stringify(patch))).toEqual(expected.map((patch) => JSON.stringify(patch)));
   });
 
   test.each([

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { makeInspect } from "../../src/environment/index.js";
+import { WorkBudget } from "../../src/budget.js";
+import { FORMAT_BUDGET, MAX_STRING, makeInspect, truncationMarker } from "../../src/environment/index.js";
 
 const { inspect, format } = makeInspect();
 
@@ -74,5 +75,45 @@ describe("inspect (the sandbox console's formatter)", () => {
     expect(format(["%o and %c%s", [1], "color: red", "x", "extra"])).toBe("[ 1 ] and x extra");
     expect(format([])).toBe("");
     expect(format([{ a: 1 }, "s"])).toBe("{ a: 1 } s");
+  });
+});
+
+describe("inspect within a budget", () => {
+  /** `x = [x, x]` `steps` times. */
+  const dag = (steps: number, leaf: unknown): unknown => {
+    let x = leaf;
+    for (let i = 0; i < steps; i++) x = [x, x];
+    return x;
+  };
+
+  test("every visit of a shared value is paid for; the text is cut at the budget and marked", () => {
+    // 1 for the array, 3 for its items, 6 for each string, 4 for its keys, 16 for brackets and separators.
+    const budget = new WorkBudget(42, "formatting");
+    expect(inspect(["aaaa", "bbbb", "cccc"], budget)).toBe(`[ 'aaaa', 'bbbb', 'cccc' ]`);
+    expect([budget.spent, budget.exhausted]).toEqual([42, false]);
+    const small = new WorkBudget(14, "formatting");
+    expect(inspect(["aaaa", "bbbb", "cccc"], small)).toBe(`[ 'aaaa', 'bbb ${truncationMarker(14)}`);
+    expect(small.exhausted).toBe(true);
+    const shared = new WorkBudget(FORMAT_BUDGET, "formatting");
+    const o = { s: "x".repeat(MAX_STRING) };
+    const text = inspect(Array(100).fill(Array(100).fill(o)), shared);
+    expect(text.endsWith(` ${truncationMarker(FORMAT_BUDGET)}`)).toBe(true);
+    expect(text.length).toBe(FORMAT_BUDGET + 1 + truncationMarker(FORMAT_BUDGET).length);
+  });
+
+  test("without a budget, a fresh one of FORMAT_BUDGET units per call", () => {
+    const row = Array.from({ length: 100 }, () => "y".repeat(MAX_STRING));
+    const text = format([Array(100).fill(row)]);
+    expect(text.endsWith(` ${truncationMarker(FORMAT_BUDGET)}`)).toBe(true);
+    expect(text.length).toBeLessThanOrEqual(FORMAT_BUDGET + 1 + truncationMarker(FORMAT_BUDGET).length);
+    expect(format(["fits", 1])).toBe("fits 1");
+  });
+
+  test("a long key is quoted and cut without a regex over all of it; %j is budgeted", () => {
+    expect(inspect({ [`k${"e".repeat(MAX_STRING + 5)}`]: 1 })).toBe(
+      `{\n  'k${"e".repeat(MAX_STRING - 1)}... 6 more characters': 1\n}`,
+    );
+    const budget = new WorkBudget(30, "formatting");
+    expect(format(["%j", dag(40, 1)], budget)).toBe(truncationMarker(30));
   });
 });
