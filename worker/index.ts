@@ -149,14 +149,19 @@ function registryView(env: Env): ProcessStore {
   };
 }
 
-/** The built-in services as bare-specifier modules for `/run`: `import { get } from "kv"; await get({ key })`. */
+/**
+ * The built-in services as bare-specifier modules for `/run`: `import { get } from "kv"; await get({ key })`. Made
+ * per run, with one scope, so the run's tool calls share its budgets and quotas (kv calls per run).
+ */
 function importsOf(tools: ToolRegistry): Record<string, Record<string, unknown>> {
+  const scope = tools.scope();
   const imports: Record<string, Record<string, unknown>> = {};
   for (const service of tools.list()) {
     imports[service.id] = Object.fromEntries(
       service.tools.map((tool) => [
         tool.id,
-        (parameters: Record<string, unknown>) => tools.invoke({ serviceId: service.id, toolId: tool.id, parameters }),
+        (parameters: Record<string, unknown>) =>
+          tools.invoke({ serviceId: service.id, toolId: tool.id, parameters }, scope),
       ]),
     );
   }

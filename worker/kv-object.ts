@@ -3,10 +3,11 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { KeyValueStore } from "../src/host/index.js";
-import { SqlKeyValueStore } from "./sql-stores.js";
+import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../src/host/index.js";
+import { type KeyValueRefusal, refusalError, SqlKeyValueStore } from "./sql-stores.js";
 
-export class KvObject extends DurableObject implements KeyValueStore {
+/** The store over RPC. `put` answers a quota refusal as a value, which `kvStoreOf` throws as a `KeyValueQuotaError`. */
+export class KvObject extends DurableObject {
   readonly #store: SqlKeyValueStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -18,8 +19,9 @@ export class KvObject extends DurableObject implements KeyValueStore {
     return this.#store.get(key);
   }
 
-  async set(key: string, value: unknown): Promise<void> {
-    return this.#store.set(key, value);
+  /** Writes unless that would take the store past `quota`: then answers the refusal and writes nothing. */
+  async put(key: string, value: unknown, quota?: KeyValueQuota): Promise<KeyValueRefusal | null> {
+    return this.#store.setWithin(key, value, quota);
   }
 
   async delete(key: string): Promise<boolean> {
@@ -28,6 +30,10 @@ export class KvObject extends DurableObject implements KeyValueStore {
 
   async list(options?: { prefix?: string; limit?: number }): Promise<string[]> {
     return this.#store.list(options);
+  }
+
+  async usage(): Promise<KeyValueUsage> {
+    return this.#store.usageNow();
   }
 }
 
@@ -48,8 +54,12 @@ export function kvStoreOf(env: Env): KeyValueStore {
   };
   return {
     get: (key) => settled(kv().get(key)),
-    set: (key, value) => settled(kv().set(key, value)),
+    set: async (key, value, quota) => {
+      const refusal = await settled(kv().put(key, value, quota));
+      if (refusal !== null) throw refusalError(refusal);
+    },
     delete: (key) => settled(kv().delete(key)),
     list: (options) => settled(kv().list(options)),
+    usage: () => settled(kv().usage()),
   };
 }

@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
-import { createHost } from "../src/host/index.js";
+import { createHost, type ProcessUsage } from "../src/host/index.js";
 import { kvStoreOf } from "./kv-object.js";
 import { ObjectProcessStore } from "./sql-stores.js";
 
@@ -39,6 +39,12 @@ export class ProcessObject extends DurableObject<Env> {
         });
       }
     });
+  }
+
+  /** What this object's process spends in its current run (work, output bytes, event streams); `null` when idle. */
+  async usage(): Promise<ProcessUsage | null> {
+    const { service } = await this.#host;
+    return service.usage(this.#pid) ?? null;
   }
 
   override async fetch(request: Request): Promise<Response> {

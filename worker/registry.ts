@@ -24,6 +24,8 @@ export class RegistryObject extends DurableObject {
         pid INTEGER PRIMARY KEY, ref TEXT, state TEXT NOT NULL, exit_state TEXT, summary TEXT NOT NULL
       );
       CREATE INDEX IF NOT EXISTS processes_state ON processes (state);
+      CREATE INDEX IF NOT EXISTS processes_exit_state ON processes (exit_state);
+      CREATE INDEX IF NOT EXISTS processes_ref ON processes (ref);
       CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
     `);
     // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
@@ -77,16 +79,28 @@ export class RegistryObject extends DurableObject {
     this.#sql.exec("DELETE FROM processes WHERE pid = ?", pid);
   }
 
-  /** Summaries matching `filter`, ascending by pid (values are bound parameters, never spliced into SQL). */
+  /**
+   * Summaries matching `filter`, ascending by pid, at most `limit`. Values are bound parameters, never spliced into
+   * SQL; only the conditions given are written, so SQLite walks an index of the filtered column in pid order (each
+   * index ends in the rowid, the pid) and stops at the limit instead of testing every row.
+   */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+    const conditions: string[] = [];
+    const values: (string | number)[] = [];
+    for (const [column, value] of [
+      ["state", filter.state],
+      ["exit_state", filter.exitState],
+      ["ref", filter.ref],
+    ] as const) {
+      if (value === undefined) continue;
+      conditions.push(`${column} = ?`);
+      values.push(value);
+    }
+    const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
     const rows = this.#sql
       .exec<{ summary: string }>(
-        `SELECT summary FROM processes
-         WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR exit_state = ?2) AND (?3 IS NULL OR ref = ?3)
-         ORDER BY pid LIMIT ?4`,
-        filter.state ?? null,
-        filter.exitState ?? null,
-        filter.ref ?? null,
+        `SELECT summary FROM processes ${where} ORDER BY pid LIMIT ?`,
+        ...values,
         filter.limit ?? -1,
       )
       .toArray();

@@ -5,7 +5,17 @@
  * restart loses nothing that was acknowledged.
  * @module
  */
-import type { KeyValueStore, ProcessFilter, ProcessPatch, ProcessRecord, ProcessStore } from "../src/host/index.js";
+import {
+  type KeyValueQuota,
+  KeyValueQuotaError,
+  type KeyValueStore,
+  type KeyValueUsage,
+  overQuota,
+  type ProcessFilter,
+  type ProcessPatch,
+  type ProcessRecord,
+  type ProcessStore,
+} from "../src/host/index.js";
 
 /** What a process object tells the registry whenever its record changes. */
 export interface RegistryIndex {
@@ -50,17 +60,22 @@ export class ObjectProcessStore implements ProcessStore {
     return next;
   }
 
+  /** Filtered and limited by SQLite (values bound, never spliced), so only returned records are read and parsed. */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
-    const rows = this.#sql.exec<{ record: string }>("SELECT record FROM process ORDER BY pid").toArray();
-    return rows
-      .map((row) => JSON.parse(row.record) as ProcessRecord)
-      .filter(
-        (r) =>
-          (filter.state === undefined || r.state === filter.state) &&
-          (filter.exitState === undefined || r.exitState === filter.exitState) &&
-          (filter.ref === undefined || r.ref === filter.ref),
+    const rows = this.#sql
+      .exec<{ record: string }>(
+        `SELECT record FROM process
+         WHERE (?1 IS NULL OR json_extract(record, '$.state') = ?1)
+           AND (?2 IS NULL OR json_extract(record, '$.exitState') = ?2)
+           AND (?3 IS NULL OR json_extract(record, '$.ref') = ?3)
+         ORDER BY pid LIMIT ?4`,
+        filter.state ?? null,
+        filter.exitState ?? null,
+        filter.ref ?? null,
+        filter.limit ?? -1,
       )
-      .slice(0, filter.limit);
+      .toArray();
+    return rows.map((row) => JSON.parse(row.record) as ProcessRecord);
   }
 
   async delete(pid: number): Promise<boolean> {
@@ -75,13 +90,51 @@ export class ObjectProcessStore implements ProcessStore {
   }
 }
 
-/** The `kv` service's values as JSON text by key. */
+const utf8 = new TextEncoder();
+
+/**
+ * The smallest string above every string that starts with `prefix`, in SQLite's order (UTF-8 bytes, which is code
+ * point order): `prefix` with its last code point raised by one. `undefined` when there is none. (`prefix + U+FFFF`
+ * was used before, and missed keys that continue with a character beyond U+FFFF: an emoji sorts after it in UTF-8.)
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const points = [...prefix];
+  while (points.length > 0) {
+    const last = (points.pop() as string).codePointAt(0) as number;
+    if (last < 0x10ffff) {
+      // Surrogate code points are not characters (and UTF-8 has none): skip over them.
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return points.join("") + String.fromCodePoint(next);
+    }
+  }
+  return undefined;
+}
+
+/** A write the store refused, as a value: it crosses RPC intact, where a thrown error would lose its fields. */
+export interface KeyValueRefusal {
+  quota: KeyValueQuotaError["quota"];
+  limit: number;
+  wouldBe: number;
+}
+
+/**
+ * The `kv` service's values as JSON text by key, with a running count of keys and bytes (UTF-8 of every key and
+ * value) kept in the same database, so quotas are checked in the write's own synchronous step.
+ */
 export class SqlKeyValueStore implements KeyValueStore {
   readonly #sql: SqlStorage;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
     sql.exec("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS kv_usage (id INTEGER PRIMARY KEY CHECK (id = 1), keys INTEGER NOT NULL, bytes INTEGER NOT NULL)",
+    );
+    // Stores made before the usage row existed are counted once, here.
+    if (sql.exec("SELECT 1 FROM kv_usage").toArray().length === 0) {
+      sql.exec(`INSERT INTO kv_usage (id, keys, bytes) SELECT 1, count(*),
+        coalesce(sum(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM kv`);
+    }
   }
 
   async get(key: string): Promise<unknown> {
@@ -89,31 +142,78 @@ export class SqlKeyValueStore implements KeyValueStore {
     return row === undefined ? undefined : JSON.parse(row.value);
   }
 
-  async set(key: string, value: unknown): Promise<void> {
+  /** Throws the refusal of {@link setWithin} as a `KeyValueQuotaError`. */
+  async set(key: string, value: unknown, quota?: KeyValueQuota): Promise<void> {
+    const refusal = this.setWithin(key, value, quota);
+    if (refusal !== null) throw refusalError(refusal);
+  }
+
+  /** Writes unless the write would take the store past `quota`; returns the refusal then, `null` when written. */
+  setWithin(key: string, value: unknown, quota?: KeyValueQuota): KeyValueRefusal | null {
     const text = JSON.stringify(value);
     if (text === undefined) throw new TypeError("kv values must be JSON values");
+    const keyBytes = utf8.encode(key).length;
+    const size = keyBytes + utf8.encode(text).length;
+    const old = this.#sql
+      .exec<{ bytes: number }>("SELECT length(CAST(value AS BLOB)) AS bytes FROM kv WHERE key = ?", key)
+      .toArray()[0];
+    const oldSize = old === undefined ? undefined : keyBytes + old.bytes;
+    const refusal = overQuota(this.usageNow(), oldSize, size, quota);
+    if (refusal !== undefined) return { quota: refusal.quota, limit: refusal.limit, wouldBe: refusal.wouldBe };
     this.#sql.exec(
       "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
       key,
       text,
     );
+    this.#sql.exec(
+      "UPDATE kv_usage SET keys = keys + ?, bytes = bytes + ? WHERE id = 1",
+      old === undefined ? 1 : 0,
+      size - (oldSize ?? 0),
+    );
+    return null;
   }
 
   async delete(key: string): Promise<boolean> {
-    return this.#sql.exec("DELETE FROM kv WHERE key = ?", key).rowsWritten > 0;
+    const row = this.#sql
+      .exec<{ bytes: number }>(
+        "DELETE FROM kv WHERE key = ? RETURNING length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) AS bytes",
+        key,
+      )
+      .toArray()[0];
+    if (row === undefined) return false;
+    this.#sql.exec("UPDATE kv_usage SET keys = keys - 1, bytes = bytes - ? WHERE id = 1", row.bytes);
+    return true;
   }
 
+  /** Keys from the primary-key index, at most `limit` of them read. */
   async list(options: { prefix?: string; limit?: number } = {}): Promise<string[]> {
     const prefix = options.prefix ?? "";
-    // Prefix match without LIKE, whose wildcards would have to be escaped: keys in [prefix, prefix + U+FFFF).
-    const rows = this.#sql
-      .exec<{ key: string }>(
-        "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
-        prefix,
-        `${prefix}\uffff`,
-        options.limit ?? -1,
-      )
-      .toArray();
+    const end = prefixEnd(prefix);
+    const limit = options.limit ?? -1;
+    // Two statements, not `(?2 IS NULL OR key < ?2)`: with the OR, the scan ran past the prefix to the table's end.
+    const rows = (
+      end === undefined
+        ? this.#sql.exec<{ key: string }>("SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT ?", prefix, limit)
+        : this.#sql.exec<{ key: string }>(
+            "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
+            prefix,
+            end,
+            limit,
+          )
+    ).toArray();
     return rows.map((row) => row.key);
   }
+
+  async usage(): Promise<KeyValueUsage> {
+    return this.usageNow();
+  }
+
+  usageNow(): KeyValueUsage {
+    return this.#sql.exec<{ keys: number; bytes: number }>("SELECT keys, bytes FROM kv_usage WHERE id = 1").one();
+  }
+}
+
+/** The error a refusal stands for. */
+export function refusalError(refusal: KeyValueRefusal): KeyValueQuotaError {
+  return new KeyValueQuotaError(refusal.quota, refusal.limit, refusal.wouldBe);
 }

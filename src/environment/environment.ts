@@ -370,7 +370,7 @@ class QuickJSEnvironment implements EnvironmentModule {
           }
           if (!isPlainRecord(parameters)) throw new TypeError("invoke(parameters) expects a plain object");
           const tree = this.#data(job, parameters, invokeName(serviceId, toolId)) as Record<string, JsonValue>;
-          const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree }));
+          const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree, eid }));
           // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
           const check = () => this.#overdue(job);
           check();

@@ -24,6 +24,8 @@ export interface InvokeInput {
   serviceId: string;
   toolId: string;
   parameters: Record<string, unknown>;
+  /** The execution that makes the call (runcode's environment always passes it), so hosts can charge per-run quotas. */
+  eid?: number;
 }
 
 /** States an environment reports; `idle` and `terminating` are the host's own. */

@@ -27,6 +27,25 @@ const encoder = new TextEncoder();
 /** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
 const LONE_SURROGATE = /\p{Cs}/u;
 
+/**
+ * Bytes of events an event stream holds for a client that reads slower than the process writes, beyond the snapshot.
+ * Past it the client is dropped: its stream ends with a `dropped` event and the process forgets it.
+ */
+export const EVENT_STREAM_BUFFER_BYTES = 1_048_576;
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+/** An event's SSE frame, encoded once however many streams send it (each stream gets the same event object). */
+const frames = new WeakMap<ProcessEvent, Uint8Array>();
+const frame = (type: string, data: unknown) => encoder.encode(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+function frameOf(event: ProcessEvent): Uint8Array {
+  let bytes = frames.get(event);
+  if (bytes === undefined) {
+    const { type, ...data } = event;
+    bytes = frame(type, data);
+    frames.set(event, bytes);
+  }
+  return bytes;
+}
+
 const fail = (c: Context, error: HostError) =>
   c.json({ error: { code: error.code, message: error.message } }, error.status as ContentfulStatusCode);
 
@@ -136,38 +155,57 @@ export function createApp(options: AppOptions): Hono {
 
   app.get("/processes/:pid/events", async (c) => {
     const pid = pidOf(c);
+    // Hono answers HEAD with the GET route minus its body, and a body dropped that way is never cancelled: the
+    // subscription it made stayed until the process exited. HEAD gets the headers and subscribes to nothing.
+    if (c.req.method === "HEAD") {
+      await record(c);
+      return new Response(null, { status: 200, headers: SSE_HEADERS });
+    }
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let closed = false;
     let unsubscribe = () => {};
+    /** Bytes the stream may hold: the snapshot, and EVENT_STREAM_BUFFER_BYTES of events after it. */
+    let room = EVENT_STREAM_BUFFER_BYTES;
     const close = () => {
       if (closed) return;
       closed = true;
       unsubscribe();
       controller.close();
     };
-    const stream = new ReadableStream<Uint8Array>({
-      start(c) {
-        controller = c;
+    // A zero high-water mark: `desiredSize` is minus the bytes the client has not read yet.
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start(c) {
+          controller = c;
+        },
+        cancel() {
+          closed = true;
+          unsubscribe();
+        },
       },
-      cancel() {
-        closed = true;
-        unsubscribe();
-      },
-    });
+      { highWaterMark: 0, size: (chunk) => chunk.byteLength },
+    );
     const send = (event: ProcessEvent) => {
       if (closed) return;
-      const { type, ...data } = event;
-      controller.enqueue(encoder.encode(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`));
-      if (type === "exit") close();
+      const bytes = frameOf(event);
+      const waiting = -(controller.desiredSize ?? 0);
+      if (event.type === "snapshot") room += bytes.byteLength;
+      else if (waiting + bytes.byteLength > room) {
+        const reason = `the client read too slowly: ${waiting} bytes of events were waiting, at most ${room} are kept`;
+        controller.enqueue(frame("dropped", { pid, reason }));
+        close();
+        return;
+      }
+      controller.enqueue(bytes);
+      if (event.type === "exit") close();
     };
     const watching = await service.watch(pid, send);
     if (watching === undefined) throw new HostError("not_found", `No process ${pid}`);
     unsubscribe = watching.unsubscribe;
-    if (watching.ended || closed) close();
-    return new Response(stream, {
-      status: 200,
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
-    });
+    // Closed while subscribing (the snapshot was the exit's): `close` ran before it could unsubscribe.
+    if (closed) unsubscribe();
+    else if (watching.ended) close();
+    return new Response(stream, { status: 200, headers: SSE_HEADERS });
   });
 
   app.post("/processes/:pid/signals/kill", async (c) => {

@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   too_many_processes: 429,
+  too_many_subscribers: 429,
   internal: 500,
   no_environment: 503,
 } as const;

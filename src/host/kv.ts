@@ -1,24 +1,56 @@
 /**
  * The built-in `kv` service: JSON values by string key over a {@link KeyValueStore}, so processes keep state
- * between runs.
+ * between runs. Quotas: a value's size (checked by a walk that stops at the cap, so a value of shared references
+ * never expands), the store's keys and bytes (enforced by the store, atomically with the write) and calls per run.
  * @module
  */
-import { toJson, toJsonText } from "./json.js";
-import type { KeyValueStore } from "./storage.js";
-import type { Service } from "./tools.js";
+import { BudgetError } from "../budget.js";
+import { jsonWithin } from "./json.js";
+import { isKeyValueQuotaError, type KeyValueStore } from "./storage.js";
+import { type Service, ToolError } from "./tools.js";
 
 /** Longest key, in characters. */
 export const KV_MAX_KEY_LENGTH = 512;
 /** Largest value, in bytes of its JSON text. */
 export const KV_MAX_VALUE_BYTES = 65_536;
+/** Most keys one store holds. */
+export const KV_MAX_KEYS = 10_000;
+/** Most bytes one store holds: every key and value, in UTF-8 (the value as JSON text). */
+export const KV_MAX_STORE_BYTES = 16_777_216;
+/** Most `kv` calls (of any tool) one run makes. */
+export const KV_MAX_CALLS_PER_RUN = 1_000;
+
+/** The `kv` service's quotas; every one has a default above. */
+export interface KvLimits {
+  maxValueBytes: number;
+  maxKeys: number;
+  maxStoreBytes: number;
+  maxCallsPerRun: number;
+}
 
 const key = { type: "string", minLength: 1, maxLength: KV_MAX_KEY_LENGTH, description: "The key." };
 
-export function kvService(store: KeyValueStore): Service {
+export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {}): Service {
+  const limits: KvLimits = {
+    maxValueBytes: options.maxValueBytes ?? KV_MAX_VALUE_BYTES,
+    maxKeys: options.maxKeys ?? KV_MAX_KEYS,
+    maxStoreBytes: options.maxStoreBytes ?? KV_MAX_STORE_BYTES,
+    maxCallsPerRun: options.maxCallsPerRun ?? KV_MAX_CALLS_PER_RUN,
+  };
+  const quota = (toolId: string, what: string) => new ToolError("quota_exceeded", `kv.${toolId} failed: ${what}`);
+  /** Counts the call against the run's quota before it touches the store. */
+  const counted =
+    <R>(toolId: string, run: (p: Record<string, unknown>) => Promise<R>): Service["tools"][number]["run"] =>
+    (p, context) => {
+      if (!context.scope.take("kv", limits.maxCallsPerRun)) {
+        throw quota(toolId, `quota exceeded: a run may make at most ${limits.maxCallsPerRun} kv calls`);
+      }
+      return run(p);
+    };
   return {
     id: "kv",
     name: "Key-value store",
-    description: "JSON values by string key that persist between runs (values up to 64 KiB of JSON).",
+    description: `JSON values by string key that persist between runs (values up to ${limits.maxValueBytes / 1024} KiB of JSON, ${limits.maxKeys} keys, ${limits.maxCallsPerRun} calls per run).`,
     tools: [
       {
         id: "get",
@@ -32,10 +64,10 @@ export function kvService(store: KeyValueStore): Service {
           },
           required: ["found", "value"],
         },
-        run: async (p) => {
+        run: counted("get", async (p) => {
           const value = await store.get(p.key as string);
           return { found: value !== undefined, value: value ?? null };
-        },
+        }),
       },
       {
         id: "set",
@@ -51,15 +83,27 @@ export function kvService(store: KeyValueStore): Service {
           properties: { bytes: { type: "integer", description: "Size of the stored JSON text." } },
           required: ["bytes"],
         },
-        run: async (p) => {
-          const text = toJsonText(p.value);
+        run: counted("set", async (p) => {
+          let converted: ReturnType<typeof jsonWithin>;
+          try {
+            converted = jsonWithin(p.value, limits.maxValueBytes, "the value");
+          } catch (error) {
+            if (error instanceof BudgetError) throw quota("set", error.message);
+            throw error;
+          }
+          const { text, bytes } = converted;
           if (text === undefined) throw new Error("the value has no JSON form (undefined or a function)");
-          const bytes = new TextEncoder().encode(text).length;
-          if (bytes > KV_MAX_VALUE_BYTES)
-            throw new Error(`the value is ${bytes} bytes of JSON, over ${KV_MAX_VALUE_BYTES}`);
-          await store.set(p.key as string, toJson(p.value));
+          try {
+            await store.set(p.key as string, JSON.parse(text), {
+              maxKeys: limits.maxKeys,
+              maxBytes: limits.maxStoreBytes,
+            });
+          } catch (error) {
+            if (isKeyValueQuotaError(error)) throw quota("set", error.message);
+            throw error;
+          }
           return { bytes };
-        },
+        }),
       },
       {
         id: "delete",
@@ -70,7 +114,7 @@ export function kvService(store: KeyValueStore): Service {
           properties: { deleted: { type: "boolean", description: "Whether the key existed." } },
           required: ["deleted"],
         },
-        run: async (p) => ({ deleted: await store.delete(p.key as string) }),
+        run: counted("delete", async (p) => ({ deleted: await store.delete(p.key as string) })),
       },
       {
         id: "list",
@@ -78,7 +122,7 @@ export function kvService(store: KeyValueStore): Service {
         inputSchema: {
           type: "object",
           properties: {
-            prefix: { type: "string", description: "Only keys that start with this." },
+            prefix: { type: "string", maxLength: KV_MAX_KEY_LENGTH, description: "Only keys that start with this." },
             limit: { type: "integer", minimum: 1, maximum: 1000, default: 100, description: "At most this many keys." },
           },
           additionalProperties: false,
@@ -88,12 +132,12 @@ export function kvService(store: KeyValueStore): Service {
           properties: { keys: { type: "array", items: { type: "string" } } },
           required: ["keys"],
         },
-        run: async (p) => ({
+        run: counted("list", async (p) => ({
           keys: await store.list({
             ...(typeof p.prefix === "string" ? { prefix: p.prefix } : {}),
             limit: typeof p.limit === "number" ? p.limit : 100,
           }),
-        }),
+        })),
       },
     ],
   };

@@ -93,8 +93,12 @@ export function openApiDocument(): Record<string, unknown> {
       },
       "/processes/{pid}/events": {
         get: withPid({
-          summary: "Server-Sent Events: snapshot, then state, stdout, stderr, output and exit; ends after exit",
-          responses: { "200": text("An event stream", "text/event-stream") },
+          summary:
+            "Server-Sent Events: snapshot, then state, stdout, stderr, output and exit; ends after exit, or with dropped when the client reads too slowly",
+          responses: {
+            "200": text("An event stream", "text/event-stream"),
+            "429": error("The process has its maximum of event streams (too_many_subscribers)"),
+          },
         }),
       },
       "/processes/{pid}/signals/kill": {

@@ -8,6 +8,8 @@
  * change is written through to the store, coalesced, and the final write lands before the process counts as idle.
  * @module
  */
+
+import { BudgetError, WorkBudget } from "../budget.js";
 import {
   type EnvironmentBindings,
   EXECUTION_EXIT_STATES,
@@ -18,7 +20,7 @@ import {
 } from "../environment/types.js";
 import { Environments } from "./environments.js";
 import { HostError } from "./errors.js";
-import { define, toJson, toJsonText } from "./json.js";
+import { define, jsonWithin, utf8Length } from "./json.js";
 import { transition } from "./states.js";
 import {
   type HostState,
@@ -28,7 +30,7 @@ import {
   type ProcessRecord,
   type ProcessStore,
 } from "./storage.js";
-import { ToolRegistry } from "./tools.js";
+import { ToolRegistry, type ToolScope } from "./tools.js";
 
 /** Timeout of a process that sets none. */
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
@@ -38,11 +40,14 @@ export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
 export const MAX_CODE_BYTES = 100 * 1024;
 /** Processes queued, running or terminating at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
+/** Event streams one process may have open at once; more are refused (HTTP 429). */
+export const DEFAULT_MAX_SUBSCRIBERS = 32;
 /** Per-process caps (see {@link OutputLimits}). */
 export const DEFAULT_OUTPUT_LIMITS: Readonly<OutputLimits> = Object.freeze({
   stdoutChars: 1_048_576,
   stderrChars: 1_048_576,
   outputBytes: 262_144,
+  outputWork: 67_108_864,
 });
 /** The key a truncated output gets, with a message for a value. */
 export const OUTPUT_TRUNCATED_KEY = "$truncated";
@@ -50,12 +55,27 @@ export const OUTPUT_TRUNCATED_KEY = "$truncated";
 /**
  * Caps per process and run. Over a stream cap the text is cut and a marker line is appended once
  * (`[stdout truncated: more than N characters]`); later chunks are dropped. An output patch that would make the
- * merged output's JSON larger than `outputBytes` is dropped and `output.$truncated` says so.
+ * merged output's JSON larger than `outputBytes` is dropped and `output.$truncated` says so; so is every patch once
+ * the run's patches have spent `outputWork` units converting to JSON (about one per character, each visit of a
+ * shared reference counted). A patch costs its own size, never the output's.
  */
 export interface OutputLimits {
   stdoutChars: number;
   stderrChars: number;
   outputBytes: number;
+  outputWork: number;
+}
+
+/** What the current run of an active process has spent, for monitoring and tests. */
+export interface ProcessUsage {
+  /** Units spent converting output patches, of `limit`. */
+  outputWork: { spent: number; limit: number };
+  /** Units spent converting and validating tool arguments, of `limit`. */
+  toolWork: { spent: number; limit: number };
+  /** Bytes of the merged output's JSON text. */
+  outputBytes: number;
+  /** Open event streams. */
+  subscribers: number;
 }
 
 export type ProcessEvent =
@@ -75,6 +95,8 @@ export interface ProcessServiceOptions {
   maxTimeoutMs?: number;
   maxActiveProcesses?: number;
   limits?: Partial<OutputLimits>;
+  /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
+  maxSubscribers?: number;
   /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
   now?: () => number;
   /** Called with failures that have no caller to go to (a store write behind a binding). */
@@ -91,6 +113,13 @@ interface Live {
   record: ProcessRecord;
   decoders: { stdout: TextDecoder; stderr: TextDecoder };
   listeners: Set<ProcessListener>;
+  /** What this run's tool calls may spend. */
+  tools: ToolScope;
+  /** What this run's output patches may spend. */
+  outputWork: WorkBudget;
+  /** UTF-8 bytes of each output entry's `"key":value`, and of the whole output's JSON. */
+  outputEntries: Map<string, number>;
+  outputBytes: number;
   dirty: boolean;
   saving: Promise<void> | undefined;
   done: Promise<ProcessRecord>;
@@ -133,11 +162,14 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
   readonly limits: Readonly<OutputLimits>;
+  readonly maxSubscribers: number;
   readonly #store: ProcessStore;
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
   readonly #live = new Map<number, Live>();
   #reserved = 0;
+  /** Tool calls that name no process while several are active share this scope until none is active. */
+  #sharedScope: ToolScope | undefined;
 
   constructor(options: ProcessServiceOptions) {
     this.#store = options.store;
@@ -146,6 +178,7 @@ export class ProcessService implements EnvironmentBindings {
     this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
     this.limits = { ...DEFAULT_OUTPUT_LIMITS, ...options.limits };
+    this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
     this.environments = new Environments(this, this.#onError);
@@ -190,19 +223,28 @@ export class ProcessService implements EnvironmentBindings {
     return live !== undefined ? structuredClone(live.record) : this.#store.get(pid);
   }
 
-  /** Matching records, ascending by pid. */
+  /**
+   * Matching records, ascending by pid, as the store and the active processes show them. Costs what it returns: the
+   * store is asked for `limit` records plus one per active process (whose stored copy may lag and match no longer),
+   * never for all of them.
+   */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
-    const { limit: _limit, ...unlimited } = filter;
-    const stored = await this.#store.list(unlimited);
-    const out: ProcessRecord[] = [];
+    const { limit } = filter;
+    const asked = limit === undefined ? undefined : limit + this.#live.size;
+    const stored = await this.#store.list(asked === undefined ? filter : { ...filter, limit: asked });
+    // With a full page, records past its last pid are unknown here: active ones beyond it must wait for a page.
+    const last = asked !== undefined && stored.length >= asked ? (stored.at(-1) as ProcessRecord).pid : Infinity;
+    const found = new Map<number, ProcessRecord>();
     for (const record of stored) {
       const live = this.#live.get(record.pid);
       const current = live === undefined ? record : structuredClone(live.record);
-      if (!matches(current, filter)) continue;
-      out.push(current);
-      if (filter.limit !== undefined && out.length >= filter.limit) break;
+      if (matches(current, filter)) found.set(record.pid, current);
     }
-    return out;
+    for (const [pid, live] of this.#live) {
+      if (!found.has(pid) && pid <= last && matches(live.record, filter)) found.set(pid, structuredClone(live.record));
+    }
+    const out = [...found.values()].sort((a, b) => a.pid - b.pid);
+    return limit === undefined ? out : out.slice(0, limit);
   }
 
   /** Runs an idle process again (output, stdout, stderr and error start empty). */
@@ -252,9 +294,16 @@ export class ProcessService implements EnvironmentBindings {
   /**
    * Calls `listener` at once with a `snapshot` of the record, then with every event until `exit`. Returns the
    * unsubscribe function, or `undefined` when there is no such process. An idle process gets only its snapshot.
+   * Throws `too_many_subscribers` when the process has {@link maxSubscribers} listeners already.
    */
   async watch(pid: number, listener: ProcessListener): Promise<{ unsubscribe(): void; ended: boolean } | undefined> {
     const subscribe = (live: Live) => {
+      if (live.listeners.size >= this.maxSubscribers) {
+        throw new HostError(
+          "too_many_subscribers",
+          `Process ${pid} has ${this.maxSubscribers} event streams open already: close one first`,
+        );
+      }
       listener({ type: "snapshot", pid, record: structuredClone(live.record) });
       live.listeners.add(listener);
       return { unsubscribe: () => live.listeners.delete(listener), ended: false };
@@ -280,6 +329,19 @@ export class ProcessService implements EnvironmentBindings {
     while (this.#live.size > 0) await Promise.all([...this.#live.values()].map((l) => l.done));
   }
 
+  /** What the current run of an active process has spent; `undefined` for an idle or unknown one. */
+  usage(pid: number): ProcessUsage | undefined {
+    const live = this.#live.get(pid);
+    if (live === undefined) return undefined;
+    const { outputWork, tools } = live;
+    return {
+      outputWork: { spent: Math.min(outputWork.spent, outputWork.limit), limit: outputWork.limit },
+      toolWork: { spent: Math.min(tools.work.spent, tools.work.limit), limit: tools.work.limit },
+      outputBytes: live.outputBytes,
+      subscribers: live.listeners.size,
+    };
+  }
+
   /** Processes queued, running or terminating. */
   get activeCount(): number {
     return this.#live.size;
@@ -287,8 +349,17 @@ export class ProcessService implements EnvironmentBindings {
 
   // ---- EnvironmentBindings ---------------------------------------------------------------------------------------
 
+  /**
+   * Runs a tool call, charged to its process's run: the one `input.eid` names when the environment passes it, else
+   * the only active process; with several active and no `eid`, they share one scope until none is active.
+   */
   invokeTool(input: InvokeInput): Promise<unknown> {
-    return this.tools.invoke(input);
+    const { eid } = input;
+    let live = eid === undefined ? undefined : this.#live.get(eid);
+    if (live === undefined && eid === undefined && this.#live.size === 1) live = this.#live.values().next().value;
+    if (live !== undefined) return this.tools.invoke(input, live.tools);
+    this.#sharedScope ??= this.tools.scope();
+    return this.tools.invoke(input, this.#sharedScope);
   }
 
   async listServices(): Promise<ServiceInfo[]> {
@@ -316,40 +387,53 @@ export class ProcessService implements EnvironmentBindings {
     this.#emitText(eid, "stderr", data);
   }
 
+  /**
+   * Merges a patch into the output. The patch is converted within the run's `outputWork` and the output cap (a patch
+   * of shared references stops there, unexpanded), and the merged size is reckoned from the sizes of the entries it
+   * replaces: a patch costs its own size, never the whole output's. Keys are defined, never assigned.
+   */
   emitOutput(eid: number, data: Record<string, unknown>): void {
     const live = this.#live.get(eid);
     if (live === undefined || live.record.truncated.output) return;
-    let patch: unknown;
+    const cap = this.limits.outputBytes;
+    let text: string | undefined;
     try {
-      patch = toJson(data);
+      ({ text } = jsonWithin(data, cap, "the output patch", live.outputWork));
     } catch (error) {
-      this.#append(
-        live,
-        "stderr",
-        `[output patch dropped: ${error instanceof Error ? error.message : String(error)}]\n`,
-      );
+      if (error instanceof BudgetError) {
+        this.#truncateOutput(
+          live,
+          live.outputWork.left === 0
+            ? `output patches needed more than ${live.outputWork.limit} units of work: later patches were dropped`
+            : `output exceeded ${cap} bytes: later patches were dropped`,
+        );
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        this.#append(live, "stderr", `[output patch dropped: ${message}]\n`);
+      }
       return;
     }
+    const patch: unknown = text === undefined ? undefined : JSON.parse(text);
     if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return;
-    const merged: Record<string, unknown> = { ...live.record.output };
-    for (const [key, value] of Object.entries(patch)) define(merged, key, value);
-    const output = live.record.output;
-    if (encoder.encode(toJsonText(merged)).length > this.limits.outputBytes) {
-      live.record.truncated.output = true;
-      define(
-        output,
-        OUTPUT_TRUNCATED_KEY,
-        `output exceeded ${this.limits.outputBytes} bytes: later patches were dropped`,
-      );
-      this.#publish(live, {
-        type: "output",
-        pid: eid,
-        patch: { [OUTPUT_TRUNCATED_KEY]: output[OUTPUT_TRUNCATED_KEY] },
-      });
-    } else {
-      for (const [key, value] of Object.entries(patch)) define(output, key, value);
-      this.#publish(live, { type: "output", pid: eid, patch: patch as Record<string, unknown> });
+    // The output's JSON is `{` + entries `"key":value` joined by commas + `}`.
+    const sizes = new Map<string, number>();
+    let entries = live.outputEntries.size;
+    let bytes = live.outputBytes;
+    for (const [key, value] of Object.entries(patch)) {
+      const size = utf8Length(JSON.stringify(key)) + 1 + utf8Length(JSON.stringify(value));
+      const old = live.outputEntries.get(key);
+      bytes += old === undefined ? size + (entries++ === 0 ? 0 : 1) : size - old;
+      sizes.set(key, size);
     }
+    if (bytes > cap) {
+      this.#truncateOutput(live, `output exceeded ${cap} bytes: later patches were dropped`);
+      return;
+    }
+    const output = live.record.output;
+    for (const [key, value] of Object.entries(patch)) define(output, key, value);
+    for (const [key, size] of sizes) live.outputEntries.set(key, size);
+    live.outputBytes = bytes;
+    this.#publish(live, { type: "output", pid: eid, patch: patch as Record<string, unknown> });
     this.#schedule(live);
   }
 
@@ -365,6 +449,15 @@ export class ProcessService implements EnvironmentBindings {
     this.#reserved++;
   }
 
+  /** Drops this and every later patch of the run; `output.$truncated` says why. */
+  #truncateOutput(live: Live, message: string): void {
+    const { output, truncated } = live.record;
+    truncated.output = true;
+    define(output, OUTPUT_TRUNCATED_KEY, message);
+    this.#publish(live, { type: "output", pid: live.record.pid, patch: { [OUTPUT_TRUNCATED_KEY]: message } });
+    this.#schedule(live);
+  }
+
   #launch(record: ProcessRecord): void {
     let resolve!: (record: ProcessRecord) => void;
     const done = new Promise<ProcessRecord>((r) => {
@@ -374,6 +467,10 @@ export class ProcessService implements EnvironmentBindings {
       record,
       decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
       listeners: new Set(),
+      tools: this.tools.scope(),
+      outputWork: new WorkBudget(this.limits.outputWork, "output patches"),
+      outputEntries: new Map(),
+      outputBytes: 2,
       dirty: false,
       saving: undefined,
       done,
@@ -403,8 +500,11 @@ export class ProcessService implements EnvironmentBindings {
 
   #emitText(eid: number, stream: "stdout" | "stderr", data: Uint8Array): void {
     const live = this.#live.get(eid);
-    if (live === undefined || !(data instanceof Uint8Array)) return;
-    const text = live.decoders[stream].decode(data, { stream: true });
+    if (live === undefined || !(data instanceof Uint8Array) || live.record.truncated[stream]) return;
+    // Decode no more than can land: a UTF-16 unit takes at most 3 bytes, and one unit past the room cuts the stream.
+    const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
+    const most = 3 * (Math.max(0, cap - live.record[stream].length) + 2);
+    const text = live.decoders[stream].decode(data.length > most ? data.subarray(0, most) : data, { stream: true });
     if (text !== "") this.#append(live, stream, text);
   }
 
@@ -441,6 +541,7 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
     await live.saving;
     this.#live.delete(record.pid);
+    if (this.#live.size === 0) this.#sharedScope = undefined;
     this.#publish(live, { type: "state", pid: record.pid, state: "idle", exitState: exit });
     this.#publish(live, { type: "exit", pid: record.pid, exitState: exit, error: record.error });
     live.listeners.clear();

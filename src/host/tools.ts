@@ -2,10 +2,32 @@
  * The tool registry (the host's module service): services of tools with JSON Schemas. Parameters are validated
  * against the tool's input schema before the tool runs; every failure is a `ToolError` with a message that makes
  * sense inside the sandbox, where it rejects `invoke`.
+ *
+ * Parameters come out of the sandbox as cloned values that may share references (a few hundred bytes that expand to
+ * 2^40 nodes). Before any tool or schema sees them they become a JSON tree of bounded size and depth, converted
+ * within a budget; validation reads that tree within a budget of its own; both are charged to the run's
+ * {@link ToolScope}, so a run's tool calls cost the host a bounded amount of work in all.
  * @module
  */
+import { BudgetError, WorkBudget } from "../budget.js";
 import type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition } from "../environment/types.js";
+import { JsonTooLargeError, jsonWithin } from "./json.js";
 import { type Check, compileSchema } from "./validate.js";
+
+/** Largest tool arguments, in bytes of their JSON text (shared references counted each time they are reached). */
+export const MAX_TOOL_ARGUMENT_BYTES = 1_048_576;
+/** Deepest nesting of tool arguments (the validator recurses on the host's stack). */
+export const MAX_TOOL_ARGUMENT_DEPTH = 64;
+/** Units of work validating one call's arguments may take (8 per property read, see `validate.ts`). */
+export const TOOL_VALIDATION_UNITS = 8_388_608;
+/** Units of work all of one run's tool calls may spend converting and validating arguments. */
+export const DEFAULT_TOOL_WORK_PER_RUN = 33_554_432;
+
+/** What a tool's `run` gets besides its parameters. */
+export interface ToolContext {
+  /** The run the call belongs to: count calls against per-run quotas here. */
+  scope: ToolScope;
+}
 
 /** A tool: its definition and what it does. */
 export interface Tool {
@@ -14,7 +36,8 @@ export interface Tool {
   description: string;
   inputSchema: JSONSchema;
   outputSchema?: JSONSchema;
-  run(parameters: Record<string, unknown>): unknown;
+  /** Runs with the validated parameters as a JSON tree (Date -> ISO string, bigint -> string, Map -> object...). */
+  run(parameters: Record<string, unknown>, context: ToolContext): unknown;
 }
 
 /** A service: a named group of tools. */
@@ -25,7 +48,12 @@ export interface Service {
   tools: Tool[];
 }
 
-export type ToolErrorCode = "unknown_service" | "unknown_tool" | "invalid_parameters" | "tool_failed";
+export type ToolErrorCode =
+  | "unknown_service"
+  | "unknown_tool"
+  | "invalid_parameters"
+  | "tool_failed"
+  | "quota_exceeded";
 
 export class ToolError extends Error {
   override name = "ToolError";
@@ -36,14 +64,68 @@ export class ToolError extends Error {
   }
 }
 
+/**
+ * What one run may spend on tool calls: units of work for arguments, and named call counters for per-run quotas
+ * (the `kv` service counts its calls here). The process service makes one per run; `invoke` without one gives the
+ * call a fresh scope of its own, so a host that runs code itself (the Worker's `POST /run`) makes one per run.
+ */
+export class ToolScope {
+  readonly work: WorkBudget;
+  readonly #calls = new Map<string, number>();
+
+  constructor(workUnits = DEFAULT_TOOL_WORK_PER_RUN) {
+    this.work = new WorkBudget(workUnits, "the tool arguments of this run");
+  }
+
+  /** Counts a call against the quota `name`; `false` (and nothing counted) when `limit` calls were counted already. */
+  take(name: string, limit: number): boolean {
+    const count = this.#calls.get(name) ?? 0;
+    if (count >= limit) return false;
+    this.#calls.set(name, count + 1);
+    return true;
+  }
+
+  /** Calls counted against `name`. */
+  calls(name: string): number {
+    return this.#calls.get(name) ?? 0;
+  }
+}
+
+/** Deepest nesting of arrays and objects in JSON text, by one pass over its characters. */
+function depthOf(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
+}
+
 const ID = /^[A-Za-z_][\w-]{0,63}$/;
 interface Entry {
   info: ServiceInfo;
   tools: Map<string, { tool: Tool; check: Check }>;
 }
 
+export interface ToolRegistryOptions {
+  /** Units of work per run for tool arguments (see {@link ToolScope}). Default {@link DEFAULT_TOOL_WORK_PER_RUN}. */
+  workPerRun?: number;
+}
+
 export class ToolRegistry {
   readonly #services = new Map<string, Entry>();
+  readonly workPerRun: number;
+
+  constructor(options: ToolRegistryOptions = {}) {
+    this.workPerRun = options.workPerRun ?? DEFAULT_TOOL_WORK_PER_RUN;
+  }
 
   /** Adds a service; throws on a bad or duplicate id or a schema that does not compile. */
   register(service: Service): this {
@@ -86,9 +168,16 @@ export class ToolRegistry {
     return this.#services.get(serviceId)?.info.tools.find((t) => t.id === toolId);
   }
 
-  /** Validates and runs a tool; rejects with a {@link ToolError}. */
-  async invoke(input: InvokeInput): Promise<unknown> {
-    const { serviceId, toolId, parameters } = input;
+  /** A fresh scope for one run's calls. */
+  scope(): ToolScope {
+    return new ToolScope(this.workPerRun);
+  }
+
+  /** Converts, validates and runs a tool call, charging `scope`; rejects with a {@link ToolError}. */
+  async invoke(input: InvokeInput, scope: ToolScope = this.scope()): Promise<unknown> {
+    // The guest may call from deep in the host's stack: the validator's recursion starts from a fresh one.
+    await null;
+    const { serviceId, toolId } = input;
     const service = this.#services.get(serviceId);
     if (service === undefined) {
       const known = [...this.#services.keys()].join(", ") || "none";
@@ -99,15 +188,64 @@ export class ToolRegistry {
       const known = [...service.tools.keys()].join(", ") || "none";
       throw new ToolError("unknown_tool", `Service '${serviceId}' has no tool '${toolId}' (available: ${known})`);
     }
-    const problem = entry.check(parameters);
-    if (problem !== undefined) {
-      throw new ToolError("invalid_parameters", `Invalid parameters for ${serviceId}.${toolId}: ${problem}`);
-    }
+    const name = `${serviceId}.${toolId}`;
+    const parameters = this.#parameters(name, input.parameters, entry.check, scope);
     try {
-      return await entry.tool.run(parameters);
+      return await entry.tool.run(parameters, { scope });
     } catch (error) {
+      if (error instanceof ToolError) throw error;
       const message = error instanceof Error ? error.message : String(error);
-      throw new ToolError("tool_failed", `${serviceId}.${toolId} failed: ${message}`);
+      throw new ToolError("tool_failed", `${name} failed: ${message}`);
     }
+  }
+
+  /** The parameters as a bounded, validated JSON tree. */
+  #parameters(name: string, raw: unknown, check: Check, scope: ToolScope): Record<string, unknown> {
+    const invalid = (problem: string) =>
+      new ToolError("invalid_parameters", `Invalid parameters for ${name}: ${problem}`);
+    const exhausted = () =>
+      new ToolError(
+        "quota_exceeded",
+        `${name} failed: quota exceeded: a run may spend at most ${scope.work.limit} units of work on tool arguments`,
+      );
+    if (scope.work.left === 0) throw exhausted();
+    let text: string | undefined;
+    try {
+      ({ text } = jsonWithin(raw, MAX_TOOL_ARGUMENT_BYTES, "the arguments", scope.work));
+    } catch (error) {
+      if (scope.work.left === 0) throw exhausted();
+      if (error instanceof JsonTooLargeError) {
+        throw invalid(
+          error.bytes === undefined
+            ? `the arguments are more than ${error.maxBytes} bytes of JSON (shared references count each time they are reached)`
+            : `the arguments are ${error.bytes} bytes of JSON, over ${error.maxBytes}`,
+        );
+      }
+      // Nesting past MAX_WALK_DEPTH, a cycle: the conversion's own message.
+      throw invalid(error instanceof Error ? error.message : String(error));
+    }
+    const parameters: unknown = text === undefined ? undefined : JSON.parse(text);
+    if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
+      throw invalid("the arguments must be an object");
+    }
+    // JSON.parse never recurses on the stack; the validator does, a few frames per level.
+    if (depthOf(text as string) > MAX_TOOL_ARGUMENT_DEPTH) {
+      throw invalid(`the arguments are nested deeper than ${MAX_TOOL_ARGUMENT_DEPTH} levels`);
+    }
+    const budget = new WorkBudget(Math.min(TOOL_VALIDATION_UNITS, scope.work.left), "validating the arguments");
+    let problem: string | undefined;
+    try {
+      problem = check(parameters, budget);
+    } catch (error) {
+      scope.work.spend(Math.min(budget.spent, scope.work.left));
+      if (!(error instanceof BudgetError) && !(error instanceof RangeError)) throw error;
+      if (scope.work.left === 0 && budget.limit < TOOL_VALIDATION_UNITS) throw exhausted();
+      throw invalid(
+        `the arguments are too large to validate against this tool's schema (more than ${budget.limit} units of work)`,
+      );
+    }
+    scope.work.spend(Math.min(budget.spent, scope.work.left));
+    if (problem !== undefined) throw invalid(problem);
+    return parameters as Record<string, unknown>;
   }
 }

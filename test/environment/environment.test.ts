@@ -180,8 +180,8 @@ try { cyrnel.services.kv.tools.get.invoke([1]); } catch (e) { console.log((e as 
       "",
     ]);
     expect(b.calls.filter((c) => c.kind === "invoke").map((c) => c.kind === "invoke" && c.input)).toEqual([
-      { serviceId: "kv", toolId: "get", parameters: { key: "a" } },
-      { serviceId: "kv", toolId: "set", parameters: {} },
+      { serviceId: "kv", toolId: "get", parameters: { key: "a" }, eid: 3 },
+      { serviceId: "kv", toolId: "set", parameters: {}, eid: 3 },
     ]);
   });
 

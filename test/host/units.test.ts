@@ -76,6 +76,34 @@ describe("MemoryProcessStore", () => {
   });
 });
 
+describe("MemoryProcessStore order", () => {
+  test("records created out of pid order still list in pid order, and the limit stops the walk", async () => {
+    const store = new MemoryProcessStore();
+    for (const pid of [2, 5, 1, 4, 3]) await store.create(record(pid));
+    expect((await store.list()).map((r) => r.pid)).toEqual([1, 2, 3, 4, 5]);
+    expect((await store.list({ limit: 2 })).map((r) => r.pid)).toEqual([1, 2]);
+    expect(await store.list({ limit: 0 })).toEqual([]);
+  });
+});
+
+describe("MemoryKeyValueStore usage and prefixes", () => {
+  test("keys stay sorted, prefixes list exactly (emoji included), usage follows every write", async () => {
+    const kv = new MemoryKeyValueStore();
+    for (const key of ["b", "a😀", "a", "ab", "a\uffff"]) await kv.set(key, key.length);
+    expect(await kv.list({ prefix: "a" })).toEqual(["a", "ab", "a😀", "a\uffff"]);
+    expect(await kv.list({ prefix: "a", limit: 2 })).toEqual(["a", "ab"]);
+    expect(await kv.list({ prefix: "c" })).toEqual([]);
+    expect(await kv.usage()).toEqual({ keys: 5, bytes: 1 + 1 + 5 + 1 + 1 + 1 + 2 + 1 + 4 + 1 });
+    await kv.set("ab", "xyz");
+    expect(await kv.delete("a😀")).toBe(true);
+    expect(await kv.usage()).toEqual({ keys: 4, bytes: 2 + 2 + 2 + 5 + 4 + 1 });
+    await expect(kv.set("c", 1, { maxKeys: 4, maxBytes: 1000 })).rejects.toThrow(
+      "quota exceeded: the store may hold at most 4 keys",
+    );
+    await kv.set("ab", 1, { maxKeys: 4, maxBytes: 1000 });
+  });
+});
+
 describe("MemoryKeyValueStore", () => {
   test("JSON values by key, sorted prefix listing, delete", async () => {
     const kv = new MemoryKeyValueStore();

@@ -619,3 +619,111 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
     });
   });
 });
+
+describe("listing, event streams and kv quotas cost what they return (test/security/host-budgets.test.ts in workerd)", () => {
+  const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
+  const processObject = (pid: number) => env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
+  /** A process that stays running for a while: it awaits `calls` kv calls (each yields a turn of the loop). */
+  const busy = (calls: number, extra = "") =>
+    `${extra}\nfor (let i = 0; i < ${calls}; i++) await cyrnel.services.kv.tools.list.invoke({ limit: 1 });`;
+
+  it("GET /processes?limit=1 asks the registry for one summary, not every one", async () => {
+    const { intact } = await seed(3);
+    const asked: [unknown, number][] = [];
+    type Lister = { list(filter: unknown): Promise<unknown[]> };
+    // RPC calls methods of the class, not an instance's own properties: count on the prototype, restored after.
+    let prototype!: Lister;
+    await runInDurableObject(registry(), (object) => {
+      prototype = Object.getPrototypeOf(object) as Lister;
+    });
+    const original = prototype.list;
+    prototype.list = async function (this: Lister, filter) {
+      const rows = await original.call(this, filter);
+      asked.push([filter, rows.length]);
+      return rows;
+    };
+    try {
+      expect((await list("limit=1")).map((p) => p.pid)).toHaveLength(1);
+      expect((await list("limit=2&exitState=success")).every((p) => p.exitState === "success")).toBe(true);
+      expect(asked).toEqual([
+        [{ limit: 1 }, 1],
+        [{ exitState: "success", limit: 2 }, 2],
+      ]);
+    } finally {
+      prototype.list = original;
+    }
+    await intact();
+  });
+
+  it("HEAD on an event stream answers headers and holds no subscription", async () => {
+    const pid = await create(busy(100));
+    for (let i = 0; i < 5; i++) {
+      const head = await get(`/processes/${pid}/events`, { method: "HEAD" });
+      expect([head.status, head.headers.get("content-type"), await head.text()]).toEqual([
+        200,
+        "text/event-stream; charset=utf-8",
+        "",
+      ]);
+    }
+    const usage = await processObject(pid).usage();
+    expect(usage?.subscribers).toBe(0);
+    expect((await get("/processes/999999/events", { method: "HEAD" })).status).toBe(404);
+    expect((await settled(pid)).exitState).toBe("success");
+    expect(await processObject(pid).usage()).toBeNull();
+  });
+
+  it("an event stream nobody reads holds about 1 MiB, then ends with `dropped`; the process is undisturbed", async () => {
+    const pid = await create(
+      "for (let i = 0; i < 40; i++) { cyrnel.output({ x: String(i % 10).repeat(100000) }); await cyrnel.services.kv.tools.list.invoke({ limit: 1 }); }",
+    );
+    const slow = await get(`/processes/${pid}/events`);
+    const r = await settled(pid);
+    expect([r.exitState, (r.output as { x: string }).x]).toEqual(["success", "9".repeat(100_000)]);
+    // Unread, all 40 patches were 4 MB: the stream kept at most its 1 MiB (plus the snapshot and workerd's pipe).
+    const text = await slow.text();
+    expect(text.length).toBeLessThan(1_048_576 + 300_000);
+    const events = [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+    expect([events[0], events.at(-1)]).toEqual(["snapshot", "dropped"]);
+    expect(text).toMatch(
+      /event: dropped\ndata: \{"pid":\d+,"reason":"the client read too slowly: \d+ bytes of events were waiting, at most \d+ are kept"\}\n\n$/,
+    );
+  });
+
+  it("a run's kv calls are counted: the 1001st is refused with the quota's message", async () => {
+    const pid = await create(
+      `${busy(1000)}\ntry { await cyrnel.services.kv.tools.get.invoke({ key: "k" }); } catch (e) { console.log(e.message); }`,
+      { timeoutMs: 60_000 },
+    );
+    const r = await settled(pid);
+    expect([r.exitState, r.stdout]).toEqual([
+      "success",
+      "kv.get failed: quota exceeded: a run may make at most 1000 kv calls\n",
+    ]);
+  }, 60_000);
+
+  it("the SQLite kv store counts keys and bytes with every write, refuses past a quota, and lists by prefix exactly", async () => {
+    const { SqlKeyValueStore } = await import("../../worker/sql-stores.js");
+    const { KeyValueQuotaError } = await import("../../src/host/index.js");
+    const stub = env.KV.get(env.KV.idFromName("quota-test"));
+    await runInDurableObject(stub, async (_instance, state) => {
+      const store = new SqlKeyValueStore(state.storage.sql);
+      const quota = { maxKeys: 3, maxBytes: 100 };
+      await store.set("a", "€".repeat(13), quota);
+      await store.set("a😀", 1, quota);
+      expect(await store.usage()).toEqual({ keys: 2, bytes: 1 + 41 + 5 + 1 });
+      await expect(store.set("b", "y".repeat(60), quota)).rejects.toThrow(
+        new KeyValueQuotaError("bytes", 100, 48 + 1 + 62),
+      );
+      await store.set("b", 2, quota);
+      await expect(store.set("c", 3, quota)).rejects.toThrow("quota exceeded: the store may hold at most 3 keys");
+      expect(await store.get("c")).toBeUndefined();
+      expect(await store.list({ prefix: "a" })).toEqual(["a", "a😀"]);
+      expect(await store.list({ prefix: "a", limit: 1 })).toEqual(["a"]);
+      expect(await store.delete("a")).toBe(true);
+      expect(await store.usage()).toEqual({ keys: 2, bytes: 6 + 2 });
+      // A store written before usage was counted is counted once, when it is opened.
+      state.storage.sql.exec("DROP TABLE kv_usage");
+      expect(await new SqlKeyValueStore(state.storage.sql).usage()).toEqual({ keys: 2, bytes: 8 });
+    });
+  });
+});
