@@ -8,8 +8,8 @@
  */
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
-import { isJsonContentType } from "../src/host/body.js";
-import { createHost, type ProcessStore, type ToolRegistry } from "../src/host/index.js";
+import { isJsonContentType, readBytesWithin } from "../src/host/body.js";
+import { createHost, DEFAULT_MAX_BODY_BYTES, type ProcessStore, type ToolRegistry } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { PID_HEADER, ProcessObject } from "./process-object.js";
@@ -81,12 +81,18 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
         "POST /processes takes a JSON body (Content-Type: application/json)",
       );
     }
+    // Read here, within the limit, before a pid is spent: forwarding the stream let the object refuse it while the
+    // Worker still piped it ("Can't read from request stream after response has been sent" failed the request).
+    const body = await readBytesWithin(request, DEFAULT_MAX_BODY_BYTES);
+    if (body === undefined) {
+      return jsonError(413, "payload_too_large", `The body is larger than ${DEFAULT_MAX_BODY_BYTES} bytes`);
+    }
     const maxActive = Number(env.MAX_ACTIVE_PROCESSES);
     const pid = await registry.allocate(maxActive);
     if (pid === null) {
       return jsonError(429, "too_many_processes", `${maxActive} processes are active already: wait for one to finish`);
     }
-    const forwarded = new Request(request);
+    const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body });
     forwarded.headers.set(PID_HEADER, String(pid));
     let response: Response;
     try {

@@ -20,6 +20,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
 }
 
+/** Largest request body in bytes when `AppOptions.maxBodyBytes` is not given. */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 const PID = /^[1-9][0-9]{0,15}$/;
 const checkCreate = compileSchema(CreateProcessRequest);
 const checkList = compileSchema(ListProcessesQuery);
@@ -67,7 +69,7 @@ export function summaryOf(
 
 export function createApp(options: AppOptions): Hono {
   const { service } = options;
-  const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const app = new Hono();
 
   const record = async (c: Context): Promise<ProcessRecord> => {

@@ -23,11 +23,27 @@ function discard(stream: ReadableStream<Uint8Array> | ReadableStreamDefaultReade
   stream?.cancel().catch(() => {});
 }
 
-/** The body's bytes, or `undefined` when it is longer than `maxBytes` (then nothing more of it is read). */
+/**
+ * Reads and drops a refused body that is at most twice the limit: leaving it unread broke the next request on the
+ * client's kept-alive connection under `wrangler dev` (503 "Your worker restarted mid-request"). Larger ones are
+ * cancelled unread.
+ */
+async function drain(stream: ReadableStream<Uint8Array> | null): Promise<void> {
+  if (stream === null) return;
+  const reader = stream.getReader();
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The client went away: nothing left to keep usable.
+  }
+}
+
+/** The body's bytes, or `undefined` when it is longer than `maxBytes` (then nothing more of it is kept). */
 export async function readBytesWithin(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
   const declared = request.headers.get("content-length");
   if (declared !== null && /^[0-9]+$/.test(declared.trim()) && Number(declared) > maxBytes) {
-    discard(request.body);
+    if (Number(declared) <= 2 * maxBytes) await drain(request.body);
+    else discard(request.body);
     return undefined;
   }
   if (request.body === null) return new Uint8Array(0);

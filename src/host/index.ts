@@ -12,7 +12,7 @@ import { ProcessService, type ProcessServiceOptions } from "./process-service.js
 import { type KeyValueStore, MemoryKeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
 import { type Service, ToolRegistry } from "./tools.js";
 
-export { type AppOptions, createApp, EVENT_STREAM_BUFFER_BYTES, summaryOf } from "./app.js";
+export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES, EVENT_STREAM_BUFFER_BYTES, summaryOf } from "./app.js";
 export { Environments } from "./environments.js";
 export { ERROR_STATUS, HostError, type HostErrorCode, isHostError } from "./errors.js";
 export { DEFAULT_JSON_UNITS, toJson, UNITS_PER_JSON_BYTE } from "./json.js";
