@@ -11,8 +11,18 @@ import { BudgetError, stringifyWithin, WorkBudget } from "./budget.js";
 import { SerializationError } from "./errors.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
 import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
+import { guestSlowPathsSource } from "./guest/slow-paths.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
-import { LOG_LEVELS, MODE_CLONE, OP_CALL, OP_LOG, OP_MARSHAL, OP_REPORT, OP_SETTLE } from "./marshal/tape.js";
+import {
+  LOG_LEVELS,
+  MODE_CLONE,
+  OP_CALL,
+  OP_CHARGE,
+  OP_LOG,
+  OP_MARSHAL,
+  OP_REPORT,
+  OP_SETTLE,
+} from "./marshal/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable } from "./marshal/to-guest.js";
 import { decodeFromGuest, type HeapMeter } from "./marshal/to-host.js";
 import type { ResolvedOptions } from "./options.js";
@@ -173,9 +183,10 @@ export class Run {
 
     const core = this.#guard(() => ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     this.#hostCallHandle = ctx.newFunction("", this.#hostCall);
-    const maxArrayLength = ctx.newNumber(Math.floor(this.#options.memoryLimitBytes / 8));
+    // Math.random's seed, from the platform's cryptographic source (never the clock: see guest/core.ts).
+    const seed = Array.from(crypto.getRandomValues(new Uint32Array(4)), (word) => ctx.newNumber(word));
     const internals = this.#guard(() =>
-      ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle, maxArrayLength]),
+      ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle, ...seed]),
     );
     this.#core = Object.fromEntries(
       (["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const).map(
@@ -332,6 +343,15 @@ export class Run {
           return undefined;
         case OP_MARSHAL:
           return this.#marshalOf().object.dup();
+        case OP_CHARGE:
+          // `a` polls' worth of native work (the guest's estimate, see guest/core.ts); this check is one more.
+          if (a >= 0) {
+            this.#polls += Math.max(0, a - 1);
+            return this.#poll() ? ctx.true : ctx.false;
+          }
+          return this.#guard(() =>
+            ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
+          );
         case OP_SETTLE: {
           const pending = this.#guestPromises.get(a);
           this.#guestPromises.delete(a);

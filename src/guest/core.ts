@@ -15,12 +15,50 @@ export type HostCall = (op: number, a: number, tape: string, side: unknown[], ok
 
 type Fn = (...args: never[]) => unknown;
 type Uncurried = (self: unknown, ...args: unknown[]) => unknown;
+/** What a wrapped native does with a call: its receiver, its arguments and the engine's own function. */
+export type Guard = (self: unknown, args: unknown[], original: Fn) => unknown;
+/** Estimated native work of a call (units of about a nanosecond), from its receiver's length, its arguments, its result. */
+type Cost = (length: number, args: unknown[], result?: unknown) => number;
+
+/** What the core hands the JS implementations of the natives it guards (see slow-paths.ts). */
+export interface NativeKit {
+  apply: typeof Reflect.apply;
+  isArray: typeof Array.isArray;
+  trunc: typeof Math.trunc;
+  sign: typeof Math.sign;
+  min: typeof Math.min;
+  max: typeof Math.max;
+  symbolSpecies: symbol;
+  symbolSpreadable: symbol;
+  /** The proxies the guest made. */
+  proxies: WeakSet<object>;
+  /** ToLength(Get(ToObject(value), "length")) when reading it runs no guest code, else -1. */
+  lengthOf(value: unknown): number;
+  toLength(value: unknown): number;
+  /** Adds estimated native work (units of about a nanosecond); throws once the run must stop. */
+  charge(units: number): void;
+  /** CreateDataProperty: an enumerable, writable, configurable data property. */
+  define(target: object, key: PropertyKey, value: unknown): void;
+  /** The engine's own Array.prototype functions the core wrapped, by name. */
+  originals: Record<string, Fn>;
+  /** ArraySpeciesCreate(o, n) would make a plain Array without running guest code. */
+  defaultSpecies(o: object): boolean;
+  speciesGetter: unknown;
+  ArrayCtor: ArrayConstructor;
+  ObjectCtor: ObjectConstructor;
+  TypeErrorCtor: TypeErrorConstructor;
+  RangeErrorCtor: RangeErrorConstructor;
+  /** The estimated work above which a call runs the JS implementation. */
+  MAX_NATIVE: number;
+}
 
 /** Intrinsics and helpers captured before user code runs, shared with the marshaling half. */
 export interface Intrinsics {
   apply: typeof Reflect.apply;
   defineProperty: typeof Object.defineProperty;
   getPrototypeOf: typeof Object.getPrototypeOf;
+  getOwnPropertyDescriptor: typeof Object.getOwnPropertyDescriptor;
+  hasOwn: (target: object, key: PropertyKey) => boolean;
   keys: typeof Object.keys;
   isArray: typeof Array.isArray;
   stringify: typeof JSON.stringify;
@@ -34,6 +72,7 @@ export interface Intrinsics {
   RegExp: RegExpConstructor;
   Promise: PromiseConstructor;
   DataView: DataViewConstructor;
+  ArrayBuffer: new (length: number, options?: { maxByteLength: number }) => ArrayBuffer;
   ObjectProto: object;
   RegExpProto: object;
   typedArrays: Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => unknown>;
@@ -52,6 +91,10 @@ export interface Intrinsics {
   regExpFlags: Uncurried;
   bufferByteLength: Uncurried;
   bufferSlice: Uncurried;
+  bufferResizable: Uncurried;
+  bufferMaxByteLength: Uncurried;
+  bufferDetached: Uncurried;
+  bufferResize: Uncurried;
   typedArrayTag: Uncurried;
   typedArrayBuffer: Uncurried;
   typedArrayOffset: Uncurried;
@@ -64,6 +107,10 @@ export interface Intrinsics {
   bigIntToString: Uncurried;
   functionToString: Uncurried;
   startsWith: Uncurried;
+  indexOf: Uncurried;
+  stringSlice: Uncurried;
+  typedArrayAt: Uncurried;
+  typedArraySet: Uncurried;
   /** Defines an enumerable data property: never reaches setters, keeps `__proto__` an ordinary key. */
   define(target: object, key: PropertyKey, value: unknown): void;
   /** Defines a non-enumerable data property. */
@@ -94,10 +141,19 @@ export interface CoreInternals {
   deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
 }
 
-export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInternals {
+export function guestCore(
+  hostCall: HostCall,
+  seed0: number,
+  seed1: number,
+  seed2: number,
+  seed3: number,
+): CoreInternals {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
+  "use strict";
   const OP_REPORT = 1;
   const OP_LOG = 2;
   const OP_MARSHAL = 4;
+  const OP_CHARGE = 5;
   const MODE_CLONE = 0;
   const MODE_LOG = 2;
 
@@ -150,6 +206,8 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     apply,
     defineProperty,
     getPrototypeOf,
+    getOwnPropertyDescriptor,
+    hasOwn,
     keys,
     isArray: Array.isArray,
     stringify: JSON.stringify,
@@ -163,6 +221,7 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     RegExp,
     Promise,
     DataView,
+    ArrayBuffer,
     ObjectProto: Object.prototype,
     RegExpProto: RegExp.prototype,
     typedArrays: {
@@ -203,6 +262,10 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     regExpFlags: getter(RegExp.prototype, "flags"),
     bufferByteLength: getter(ArrayBuffer.prototype, "byteLength"),
     bufferSlice: uncurry(ArrayBuffer.prototype.slice),
+    bufferResizable: getter(ArrayBuffer.prototype, "resizable"),
+    bufferMaxByteLength: getter(ArrayBuffer.prototype, "maxByteLength"),
+    bufferDetached: getter(ArrayBuffer.prototype, "detached"),
+    bufferResize: uncurry((ArrayBuffer.prototype as unknown as { resize: Fn }).resize),
     typedArrayTag: getter(TypedArrayProto, Symbol.toStringTag),
     typedArrayBuffer: getter(TypedArrayProto, "buffer"),
     typedArrayOffset: getter(TypedArrayProto, "byteOffset"),
@@ -215,6 +278,10 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
     bigIntToString: uncurry(BigInt.prototype.toString),
     functionToString: uncurry(Function.prototype.toString),
     startsWith: uncurry(String.prototype.startsWith),
+    indexOf: uncurry(String.prototype.indexOf),
+    stringSlice: uncurry(String.prototype.slice),
+    typedArrayAt: uncurry((TypedArrayProto as { at: Fn }).at),
+    typedArraySet: uncurry((TypedArrayProto as { set: Fn }).set),
     define,
     hide,
     makeError,
@@ -294,67 +361,508 @@ export function guestCore(hostCall: HostCall, maxArrayLength: number): CoreInter
   }
 
   // Harden the global object: no way to compile source text, no shared memory, nothing beyond ECMAScript.
-  const lockConstructor = (proto: object, label: string) => {
-    const Locked = () => {
+  // The four Function-family constructors become stand-ins that throw on every call and every construction, with
+  // the originals' shape otherwise (test/differential/function.test.ts compares them with the raw engine): they are
+  // constructors, so `class X extends Function {}` defines and only constructing it throws; `length`, `name` and
+  // `prototype` and the prototypes' `constructor` keep their attributes (only Function.prototype.constructor is
+  // writable); AsyncFunction and the generator kinds inherit from Function. Each is a bound function, which QuickJS
+  // prints by its `name` as a built-in (`function Function() { [native code] }`); its target shares the original's
+  // `prototype`, so `instanceof` keeps working.
+  const bindFunction = Function.prototype.bind;
+  const lockConstructor = (original: { prototype: object }, parent: object | undefined, label: string) => {
+    const proto = original.prototype;
+    // biome-ignore lint/complexity/useArrowFunction: it must be a constructor (an arrow function is not).
+    const refuse = function () {
       throw makeError(
         TypeError,
         "TypeError",
         `${label} constructor is disabled in the sandbox: code cannot be compiled from strings`,
       );
     };
-    defineProperty(Locked, "prototype", { value: proto, writable: false });
-    defineProperty(Locked, "name", { value: label });
-    hide(proto, "constructor", Locked);
+    defineProperty(refuse, "prototype", { value: proto, writable: false });
+    const Locked = apply(bindFunction, refuse, [undefined]) as Fn;
+    for (const key of ["length", "name", "prototype"]) {
+      defineProperty(Locked, key, getOwnPropertyDescriptor(original, key) as PropertyDescriptor);
+    }
+    if (parent !== undefined) Object.setPrototypeOf(Locked, parent);
+    const own = getOwnPropertyDescriptor(proto, "constructor") as PropertyDescriptor;
+    own.value = Locked;
+    defineProperty(proto, "constructor", own);
     return Locked;
   };
-  hide(G, "Function", lockConstructor(Function.prototype, "Function"));
-  lockConstructor(
-    getPrototypeOf(async () => {}),
-    "AsyncFunction",
-  );
-  lockConstructor(
-    getPrototypeOf(function* () {}),
-    "GeneratorFunction",
-  );
-  lockConstructor(
-    getPrototypeOf(async function* () {}),
-    "AsyncGeneratorFunction",
-  );
+  const LockedFunction = lockConstructor(Function, undefined, "Function");
+  hide(G, "Function", LockedFunction);
+  lockConstructor(getPrototypeOf(async () => {}).constructor, LockedFunction, "AsyncFunction");
+  lockConstructor(getPrototypeOf(function* () {}).constructor, LockedFunction, "GeneratorFunction");
+  lockConstructor(getPrototypeOf(async function* () {}).constructor, LockedFunction, "AsyncGeneratorFunction");
   for (const name of ["eval", "SharedArrayBuffer", "Atomics", "WebAssembly", "InternalError"])
     delete (G as never)[name];
-  hide(G, "structuredClone", (value: unknown) => loadMarshal().clone(value));
-
-  // These generic methods loop up to `length` natively, never polling for interrupts: on a huge sparse array or
-  // array-like they froze the host for minutes (measured: 541 s for `new Array(2 ** 32 - 1).join("x")`), out of
-  // reach of the safety cap and of terminate(). A real array that long cannot fit in the run's memory
-  // (`maxArrayLength` is the memory limit over 8 bytes per element), so such lengths are refused up front.
-  const ArrayProto = Array.prototype as unknown as Record<string, Fn>;
-  const looping = ["join", "toString", "toLocaleString", "indexOf", "lastIndexOf", "includes", "fill", "copyWithin"];
-  for (const name of [...looping, "reverse", "slice", "splice", "shift", "unshift", "flat", "concat"]) {
-    const original = ArrayProto[name] as Fn;
-    const guarded = {
-      [name](this: { length?: unknown }, ...args: unknown[]) {
-        const length = this === null || this === undefined ? 0 : Number(this.length);
-        if (length > maxArrayLength) {
-          throw makeError(
-            RangeError,
-            "RangeError",
-            `Array.prototype.${name}: length ${length} is more than this sandbox can hold`,
-          );
-        }
-        return apply(original, this, args);
+  hide(
+    G,
+    "structuredClone",
+    {
+      structuredClone(value: unknown) {
+        return loadMarshal().clone(value);
       },
-    }[name] as Fn;
-    defineProperty(guarded, "length", { value: original.length });
-    hide(ArrayProto, name, guarded);
+    }.structuredClone,
+  );
+
+  // Native work. The engine polls for interrupts at calls and loop back-edges, never inside its own loops: a native
+  // method looping over a guest-chosen length (2 ** 53 - 1 for an array-like) froze the host for minutes, out of
+  // reach of terminate() and the safety cap, and even bounded natives (`u8.indexOf` on 8 MB) cost far more than the
+  // 10,000 bytecode operations a poll stands for. So the methods that loop take the engine's own path only when the
+  // length is known without running guest code and the estimated work is small; that work is charged (about 1 unit
+  // per nanosecond) and reported to the host, which counts it as interrupt polls and checks its clock (OP_CHARGE).
+  // Everything else runs a JS implementation of the same algorithm (slow-paths.ts), whose loops poll.
+  const { construct } = Reflect;
+  const ObjectCtor = Object;
+  const ArrayCtor = Array;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const { isArray } = Array;
+  const { trunc, log2, sign, min, max } = Math;
+  const FunctionProto = getPrototypeOf(apply) as object;
+  const NativeProxy = Proxy;
+  const UNITS_PER_POLL = 100_000;
+  const FLUSH_UNITS = 2_000_000;
+  const MAX_NATIVE = 10_000_000;
+  const EMPTY: unknown[] = [];
+  let pending = 0;
+  let stopped = false;
+  const refuse = () => {
+    throw makeError(ErrorCtor, "InternalError", "interrupted");
+  };
+  const charge = (units: number) => {
+    pending += units;
+    if (pending >= FLUSH_UNITS) {
+      const polls = pending / UNITS_PER_POLL;
+      pending = 0;
+      if (hostCall(OP_CHARGE, polls, "0", EMPTY) === true) stopped = true;
+    }
+    if (stopped) refuse();
+  };
+
+  // Private collections with own methods: guest changes to WeakSet.prototype or WeakMap.prototype never reach them.
+  const proxies = new WeakSet<object>();
+  defineProperty(proxies, "add", { value: WeakSet.prototype.add });
+  defineProperty(proxies, "has", { value: WeakSet.prototype.has });
+  const natives = new WeakMap<object, Fn>();
+  defineProperty(natives, "get", { value: WeakMap.prototype.get });
+  defineProperty(natives, "set", { value: WeakMap.prototype.set });
+
+  // A wrapper's receiver: an Array method's (any value; `length` read without running guest code), a typed
+  // array's, a string's. Its costs are estimated before the call (`pre`, which also decides whether an Array method
+  // takes the engine's loop) and after it from the result (`post`, for calls that may stop early). The logic is
+  // inline, so a wrapped call adds one frame: recursion through natives (a sort comparator that sorts) must still
+  // reach the engine's own stack limit before the host's.
+  const ARRAY = 0;
+  const TYPED = 1;
+  const STRING = 2;
+  const OTHER = 3;
+  // A wrapper doubles the host stack a level of recursion through a native takes (a comparator that sorts, a map
+  // callback that maps): past this many nested native calls the guest gets the engine's own error, which it can
+  // catch, rather than the host's stack running out first (which ends the run).
+  const MAX_NESTING = 256;
+  let nesting = 0;
+  /** Over this length an Array method runs its JS implementation (a loop over holes costs up to ~80 ms here). */
+  const MAX_NATIVE_LENGTH = 1 << 20;
+  /** Replaces `target[key]` with a strict wrapper of the same name and length whose source text reads as native. */
+  const wrap = (target: object, key: PropertyKey, how: Guard | number, pre?: Cost, post?: Cost) => {
+    const original = (target as Record<PropertyKey, Fn>)[key] as Fn;
+    const wrapper = {
+      [key](this: unknown, ...args: unknown[]) {
+        if (typeof how !== "number") return how(this, args, original);
+        if (stopped) refuse();
+        let length = 0;
+        if (how === ARRAY) {
+          if (this !== null && this !== undefined) {
+            length = lengthOf(this);
+            if (length < 0 || length > MAX_NATIVE_LENGTH || (pre !== undefined && pre(length, args) > MAX_NATIVE)) {
+              return slow(key as string, this, args, original);
+            }
+          }
+        } else if (how === TYPED) length = taTag(this) === undefined ? 0 : (taLength(this) as number);
+        else if (how === STRING) length = typeof this === "string" ? this.length : 0;
+        if (pre !== undefined && (pending += pre(length, args)) >= FLUSH_UNITS) charge(0);
+        if (nesting >= MAX_NESTING) throw makeError(ErrorCtor, "InternalError", "stack overflow");
+        nesting++;
+        let result: unknown;
+        try {
+          result = apply(original, this, args);
+        } finally {
+          nesting--;
+        }
+        if (post !== undefined && (pending += post(length, args, result)) >= FLUSH_UNITS) charge(0);
+        return result;
+      },
+    }[key as string] as Fn;
+    defineProperty(wrapper, "length", { value: original.length });
+    natives.set(wrapper, original);
+    hide(target, key, wrapper);
+  };
+  /** A position argument (relative from the end when negative) clamped to [0, length]; other values give `or`. */
+  const at = (value: unknown, length: number, or: number) => {
+    if (typeof value !== "number") return or;
+    // biome-ignore lint/suspicious/noSelfCompare: NaN without the guest's Number.isNaN.
+    const n = value !== value ? 0 : trunc(value);
+    return n < 0 ? max(0, length + n) : min(n, length);
+  };
+  const perElement =
+    (weight: number): Cost =>
+    (length) =>
+      length * weight;
+  /** The elements between the arguments at `i` and `j` (start and end). */
+  const span =
+    (weight: number, i: number, j: number): Cost =>
+    (length, args) =>
+      max(0, at(args[j], length, length) - at(args[i], length, 0)) * weight;
+  /** What a search went through, from its result (an index, or -1, or a boolean: all of it). */
+  const scanned =
+    (weight: number, backward: boolean): Cost =>
+    (length, args, result) => {
+      const hit = typeof result === "number" && result >= 0;
+      const from = at(args[1], length, backward ? length : 0);
+      return (
+        (backward ? from - (hit ? (result as number) : 0) : (hit ? (result as number) + 1 : length) - from) * weight
+      );
+    };
+  /** What a call produced: a string's characters, an array's or a typed array's elements. */
+  const produced =
+    (weight: number): Cost =>
+    (_length, _args, result) =>
+      typeof result === "string"
+        ? result.length
+        : isArray(result) && !proxies.has(result as object)
+          ? (result as unknown[]).length * weight
+          : taTag(result) !== undefined
+            ? (taLength(result) as number) * weight
+            : 0;
+  /** n log n comparisons, dearer without a comparator (the engine compares strings of the elements). */
+  const sorting =
+    (weight: number): Cost =>
+    (length, args) =>
+      length * log2(length + 2) * (args[0] === undefined ? weight : 2);
+  // As the engine prints a built-in: by the function's `name` property, read when printed.
+  wrap(FunctionProto, "toString", (self, args, original) => {
+    if (natives.get(self as object) === undefined) return apply(original, self, args);
+    const name = (self as { name: unknown }).name;
+    return `function ${name === undefined ? "" : name}() {\n    [native code]\n}`;
+  });
+
+  // Every Proxy the guest makes is recorded (host values never arrive as proxies): the length of anything else is
+  // read here without running guest code.
+  const revocable = NativeProxy.revocable;
+  hide(
+    NativeProxy,
+    "revocable",
+    {
+      revocable(target: object, handler: ProxyHandler<object>) {
+        const made = revocable(target, handler);
+        proxies.add(made.proxy);
+        return made;
+      },
+    }.revocable,
+  );
+  natives.set(NativeProxy.revocable, revocable);
+  const ProxyStandIn = new NativeProxy(NativeProxy, {
+    __proto__: null,
+    construct(target: ProxyConstructor, args: unknown[], newTarget: Fn) {
+      const made = construct(target, args, newTarget) as object;
+      proxies.add(made);
+      return made;
+    },
+  } as unknown as ProxyHandler<ProxyConstructor>);
+  proxies.add(ProxyStandIn);
+  natives.set(ProxyStandIn, NativeProxy as unknown as Fn);
+  hide(G, "Proxy", ProxyStandIn);
+
+  const MAX_LENGTH = 2 ** 53 - 1;
+  const toLength = (value: unknown) => {
+    const n = trunc(value as number);
+    return n > 0 ? min(n, MAX_LENGTH) : 0;
+  };
+  const typedLength = getOwnPropertyDescriptor(TypedArrayProto, "length")?.get;
+  const taTag = I.typedArrayTag;
+  const taLength = I.typedArrayLength;
+  /** ToLength(Get(ToObject(self), "length")) when reading it runs no guest code, else -1. */
+  const lengthOf = (self: unknown): number => {
+    if (typeof self === "string") return self.length;
+    const o = typeof self === "object" || typeof self === "function" ? (self as object) : ObjectCtor(self);
+    if (proxies.has(o)) return -1;
+    if (isArray(o)) return (o as unknown[]).length;
+    for (let p: object | null = o; p !== null; p = getPrototypeOf(p)) {
+      if (proxies.has(p)) return -1;
+      const d = getOwnPropertyDescriptor(p, "length");
+      if (d === undefined) continue;
+      if (hasOwn(d, "value")) {
+        const t = typeof d.value;
+        return t === "number" || t === "string" || t === "boolean" || d.value == null ? toLength(d.value) : -1;
+      }
+      return d.get === typedLength && taTag(o) !== undefined ? (taLength(o) as number) : -1;
+    }
+    return 0;
+  };
+
+  // The JS implementations, compiled on first use (most runs never need them).
+  let slowPaths: Record<string, Guard> | undefined;
+  const slow = (name: string, self: unknown, args: unknown[], original: Fn) => {
+    if (stopped) refuse();
+    if (self === null || self === undefined) return apply(original, self, args);
+    slowPaths ??= (hostCall(OP_CHARGE, -1, "0", EMPTY) as (kit: NativeKit) => Record<string, Guard>)({
+      __proto__: null,
+      apply,
+      isArray,
+      trunc,
+      sign,
+      min,
+      max,
+      symbolSpecies,
+      symbolSpreadable,
+      proxies,
+      lengthOf,
+      toLength,
+      charge,
+      define,
+      originals: ArrayOriginals,
+      defaultSpecies,
+      speciesGetter,
+      ArrayCtor,
+      ObjectCtor,
+      TypeErrorCtor,
+      RangeErrorCtor,
+      MAX_NATIVE,
+    } as NativeKit);
+    return (slowPaths[name] as Guard)(self, args, original);
+  };
+
+  // Array.prototype: the engine's loop when `length` is known and the work small, else the JS implementation.
+  const ArrayProto = Array.prototype as unknown as Record<string, Fn>;
+  const ArrayOriginals = { __proto__: null } as unknown as Record<string, Fn>;
+  const symbolSpecies = Symbol.species;
+  const symbolSpreadable = Symbol.isConcatSpreadable;
+  const speciesGetter = getOwnPropertyDescriptor(Array, symbolSpecies)?.get;
+  /** The first own property `key` along `o`'s prototype chain, read without running guest code (null: a proxy). */
+  const lookup = (o: object, key: PropertyKey): PropertyDescriptor | undefined | null => {
+    for (let p: object | null = o; p !== null; p = getPrototypeOf(p)) {
+      if (proxies.has(p)) return null;
+      const d = getOwnPropertyDescriptor(p, key);
+      if (d !== undefined) return d;
+    }
+    return undefined;
+  };
+  /** ArraySpeciesCreate(o, n) would make a plain Array without running guest code. */
+  const defaultSpecies = (o: object) => {
+    if (!isArray(o)) return true;
+    const d = lookup(o, "constructor");
+    if (d === null || d === undefined || !hasOwn(d, "value")) return false;
+    if (d.value !== ArrayCtor) return typeof d.value !== "object" && typeof d.value !== "function" && d.value !== null;
+    const s = getOwnPropertyDescriptor(ArrayCtor, symbolSpecies);
+    return s !== undefined && s.get === speciesGetter;
+  };
+  const arrayMethod = (name: string, pre?: Cost, post?: Cost) => {
+    ArrayOriginals[name] = ArrayProto[name] as Fn;
+    wrap(ArrayProto, name, ARRAY, pre, post);
+  };
+  // Calling back polls already; these charge the elements without a call (holes).
+  for (const name of ["every", "some", "forEach", "map", "filter", "reduce", "reduceRight"]) {
+    arrayMethod(name, perElement(2));
   }
+  arrayMethod("indexOf", undefined, scanned(10, false));
+  arrayMethod("lastIndexOf", undefined, scanned(10, true));
+  arrayMethod("includes", undefined, scanned(10, false));
+  for (const name of ["shift", "unshift", "reverse"]) arrayMethod(name, perElement(5));
+  arrayMethod("fill", span(5, 1, 2));
+  arrayMethod("copyWithin", span(5, 1, 2));
+  arrayMethod("slice", undefined, produced(5));
+  arrayMethod("splice", span(5, 0, -1), produced(5));
+  arrayMethod("sort", sorting(8));
+  arrayMethod("toSorted", sorting(8));
+  arrayMethod("join", perElement(2), produced(1));
+  arrayMethod("toLocaleString", perElement(2), produced(1));
+  // Only the receiver spreads and nothing can change its length before the engine reads it: the engine's loop.
+  arrayMethod("concat", perElement(5));
+  const concat = ArrayProto.concat as Fn;
+  const concatOriginal = ArrayOriginals.concat as Fn;
+  hide(ArrayProto, "concat", concatOriginal);
+  wrap(ArrayProto, "concat", (self, args, original) => {
+    for (let i = 0; i < args.length; i++) {
+      const t = typeof args[i];
+      if ((t === "object" && args[i] !== null) || t === "function") return slow("concat", self, args, original);
+    }
+    const o = self === null || self === undefined ? null : ObjectCtor(self);
+    if (o !== null && (!defaultSpecies(o) || lookup(o, symbolSpreadable) !== undefined)) {
+      return slow("concat", self, args, original);
+    }
+    return apply(concat, self, args);
+  });
+  // Nested lengths are read in the engine's loop: always the JS implementation.
+  for (const name of ["flat", "flatMap"]) {
+    ArrayOriginals[name] = ArrayProto[name] as Fn;
+    wrap(ArrayProto, name, (self, args, original) =>
+      self === null || self === undefined ? apply(original, self, args) : slow(name, self, args, original),
+    );
+  }
+  // These allocate the whole result first, so their loops are bounded by the run's memory: charged only.
+  for (const name of ["toReversed", "toSpliced", "with"]) {
+    ArrayOriginals[name] = ArrayProto[name] as Fn;
+    wrap(ArrayProto, name, OTHER, undefined, produced(10));
+  }
+  wrap(ArrayCtor, "from", OTHER, undefined, produced(10));
+
+  // Typed array and ArrayBuffer constructors zero memory and copy array-likes natively (`new Uint8Array({ length:
+  // 5e7 })` took 1.9 s): behind a Proxy of the constructor, every construction is charged by what it made (nothing
+  // for a view of a given buffer). The Proxy is otherwise invisible: it forwards everything, prints as native code,
+  // and each prototype's `constructor` is it.
+  const standIn = (name: string, cost: (made: object, args: unknown[]) => number) => {
+    const Ctor = (G as unknown as Record<string, { prototype: object } | undefined>)[name];
+    if (Ctor === undefined) return;
+    const proxy = new NativeProxy(Ctor, {
+      __proto__: null,
+      construct(target: Fn, args: unknown[], newTarget: Fn) {
+        if (stopped) refuse();
+        const made = construct(target, args, newTarget) as object;
+        charge(cost(made, args));
+        return made;
+      },
+    } as ProxyHandler<object>);
+    proxies.add(proxy);
+    natives.set(proxy, Ctor as unknown as Fn);
+    hide(G, name, proxy);
+    const d = getOwnPropertyDescriptor(Ctor.prototype, "constructor") as PropertyDescriptor;
+    d.value = proxy;
+    defineProperty(Ctor.prototype, "constructor", d);
+  };
+  for (const name of [
+    "Int8Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Int16Array",
+    "Uint16Array",
+    "Int32Array",
+    "Uint32Array",
+    "Float16Array",
+    "Float32Array",
+    "Float64Array",
+    "BigInt64Array",
+    "BigUint64Array",
+  ]) {
+    // Fresh memory is cheap (about 16 bytes a nanosecond); copying from another object is not.
+    standIn(name, (made, args) => {
+      const source = args[0];
+      if (typeof source !== "object" || source === null) return (taLength(made) as number) / 4;
+      return I.typedArrayBuffer(made) === source ? 0 : (taLength(made) as number) * 10;
+    });
+  }
+  standIn("ArrayBuffer", (made) => (I.bufferByteLength(made) as number) / 16);
+
+  // Bounded by the object's own properties, charged by what they list.
+  for (const name of ["keys", "values", "entries", "getOwnPropertyNames"])
+    wrap(ObjectCtor, name, OTHER, undefined, produced(10));
+
+  // %TypedArray%.prototype: the length is the array's own, bounded by the run's memory; the work is charged.
+  const TypedProto = TypedArrayProto as Record<string, Fn>;
+  wrap(TypedProto, "indexOf", TYPED, undefined, scanned(1, false));
+  wrap(TypedProto, "lastIndexOf", TYPED, undefined, scanned(2, true));
+  wrap(TypedProto, "includes", TYPED, undefined, scanned(1, false));
+  wrap(TypedProto, "fill", TYPED, span(1, 1, 2));
+  wrap(TypedProto, "copyWithin", TYPED, span(1, 1, 2));
+  for (const name of ["reverse", "toReversed", "with", "set"]) wrap(TypedProto, name, TYPED, perElement(2));
+  wrap(TypedProto, "slice", TYPED, undefined, produced(2));
+  wrap(TypedProto, "join", TYPED, perElement(50), produced(1));
+  wrap(TypedProto, "sort", TYPED, sorting(30));
+  wrap(TypedProto, "toSorted", TYPED, sorting(30));
+  wrap(getPrototypeOf(Uint8Array) as object, "from", OTHER, undefined, produced(10));
+  // Strings, JSON, BigInt: bounded by the run's memory per call, charged by the characters they go through.
+  const StringProto = String.prototype as unknown as Record<string, Fn>;
+  wrap(StringProto, "indexOf", STRING, undefined, scanned(2, false));
+  wrap(StringProto, "lastIndexOf", STRING, undefined, scanned(2, true));
+  wrap(StringProto, "includes", STRING, undefined, scanned(2, false));
+  for (const name of ["isWellFormed", "localeCompare"]) wrap(StringProto, name, STRING, perElement(2));
+  const prefix: Cost = (length, args) => (typeof args[0] === "string" ? min(args[0].length, length) * 2 : 0);
+  for (const name of ["startsWith", "endsWith"]) wrap(StringProto, name, STRING, prefix);
+  for (const name of [
+    "split",
+    "replace",
+    "replaceAll",
+    "repeat",
+    "padStart",
+    "padEnd",
+    "normalize",
+    "toUpperCase",
+    "toLowerCase",
+    "toLocaleUpperCase",
+    "toLocaleLowerCase",
+    "trim",
+    "trimStart",
+    "trimEnd",
+    "slice",
+    "substring",
+    "substr",
+    "concat",
+    "toWellFormed",
+  ]) {
+    wrap(StringProto, name, STRING, undefined, produced(10));
+  }
+  const JSONObject = JSON as unknown as Record<string, Fn>;
+  wrap(JSONObject, "parse", (self, args, original) => {
+    charge(typeof args[0] === "string" ? args[0].length * 5 : 0);
+    return apply(original, self, args);
+  });
+  wrap(JSONObject, "stringify", (self, args, original) => {
+    if (stopped) refuse();
+    const result = apply(original, self, args);
+    charge(typeof result === "string" ? result.length * 5 : 0);
+    return result;
+  });
+  wrap(BigInt.prototype, "toString", (self, args, original) => {
+    if (stopped) refuse();
+    const result = apply(original, self, args) as string;
+    charge(result.length * (result.length >> 6));
+    return result;
+  });
+
+  // Math.random, seeded from the host's cryptographic source (the engine's own seeds from the clock at start-up, so
+  // one run could recover the seed and replay another's values): xoshiro128**, 53 bits per value.
+  let r0 = seed0 | 0;
+  let r1 = seed1 | 0;
+  let r2 = seed2 | 0;
+  let r3 = seed3 | 0;
+  if ((r0 | r1 | r2 | r3) === 0) r0 = 1;
+  const { imul } = Math;
+  const next = () => {
+    const out = imul((imul(r1, 5) << 7) | (imul(r1, 5) >>> 25), 9);
+    const t = r1 << 9;
+    r2 ^= r0;
+    r3 ^= r1;
+    r1 ^= r2;
+    r0 ^= r3;
+    r2 ^= t;
+    r3 = (r3 << 11) | (r3 >>> 21);
+    return out >>> 0;
+  };
+  wrap(Math, "random", () => ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992);
+
   const resolved = Promise.resolve();
   const then = I.promiseThen;
-  hide(G, "queueMicrotask", (callback: () => void) => {
-    if (typeof callback !== "function")
-      throw makeError(TypeError, "TypeError", "queueMicrotask: callback must be a function");
-    then(resolved, () => callback());
-  });
+  hide(
+    G,
+    "queueMicrotask",
+    {
+      queueMicrotask(callback: () => void) {
+        if (typeof callback !== "function")
+          throw makeError(TypeErrorCtor, "TypeError", "queueMicrotask: callback must be a function");
+        then(resolved, () => callback());
+      },
+    }.queueMicrotask,
+  );
+  // Both read as the built-ins the HTML standard makes them: their source text is native code (a bound function
+  // prints by its name).
+  for (const name of ["structuredClone", "queueMicrotask"]) {
+    const standIn = apply(bindFunction, refuse, [undefined]) as Fn;
+    defineProperty(standIn, "name", { value: name });
+    natives.set((G as unknown as Record<string, Fn>)[name] as Fn, standIn);
+  }
 
   // Made here rather than by the library's `newPromise`, which reads its resolvers through a view of the wasm
   // memory taken before the call: when creating the promise grows the memory, that view is detached and the

@@ -9,9 +9,12 @@
  * - `["r",id]` a reference to an object already encoded
  * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
  * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
- * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack]` Error
- * - `["B",id,side]` ArrayBuffer; `["t",id,kind,buffer,byteOffset,length]` typed array;
- *   `["v",id,buffer,byteOffset,byteLength]` DataView
+ * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
+ *   is `null` when the error has no own `message`, `cause` is there when it has an own `cause`; `stack` holds user
+ *   frames only and is `""` from the host (whose stacks never cross)
+ * - `["B",id,side(,maxByteLength)]` ArrayBuffer, resizable when `maxByteLength` is there;
+ *   `["t",id,kind,buffer,byteOffset,length]` typed array; `["v",id,buffer,byteOffset,byteLength]` DataView; a
+ *   `length`/`byteLength` of `"auto"` tracks a resizable buffer. Detached buffers and out-of-bounds views never cross
  * - `["f",fnId,name,length]` a host function; `["p",id,side]` a promise (host to guest: a guest promise the host
  *   settles later; guest to host: the guest promise's number, settled through the settle operation)
  * @module
@@ -30,6 +33,12 @@ export const OP_REPORT = 1;
 export const OP_LOG = 2;
 export const OP_SETTLE = 3;
 export const OP_MARSHAL = 4;
+/**
+ * Native work the guest did (see "Native work" in guest/core.ts): `a >= 0` is that work in interrupt polls, which
+ * the host counts and checks against the safety cap, answering `true` when the run must stop; `a < 0` asks for the
+ * JS implementations of the guarded natives (guest/slow-paths.ts), compiled on first use. The tape is `0`.
+ */
+export const OP_CHARGE = 5;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
