@@ -17,10 +17,10 @@
  * | `Set` | `{"$t":"set","v":[item, …]}` |
  * | `Date` | `{"$t":"date","v":<time value, encoded as a number>}` |
  * | `RegExp` | `{"$t":"regexp","source":"a+","flags":"gi"}` |
- * | `Error` | `{"$t":"error","name":"TypeError","message":"…","stack"?:"…","cause"?:…}` |
- * | `ArrayBuffer` | `{"$t":"arraybuffer","v":"<base64>"}` |
- * | typed array | `{"$t":"typedarray","kind":"Uint8Array","buffer":<node>,"byteOffset":0,"length":3}` |
- * | `DataView` | `{"$t":"dataview","buffer":<node>,"byteOffset":0,"byteLength":8}` |
+ * | `Error` | `{"$t":"error","name":"TypeError","message"?:"…","stack"?:"…","cause"?:…}` |
+ * | `ArrayBuffer` | `{"$t":"arraybuffer","v":"<base64>","maxByteLength"?:16}` (`maxByteLength`: resizable only) |
+ * | typed array | `{"$t":"typedarray","kind":"Uint8Array","buffer":<node>,"byteOffset":0,"length":3}` (or `"auto"`) |
+ * | `DataView` | `{"$t":"dataview","buffer":<node>,"byteOffset":0,"byteLength":8}` (or `"auto"`) |
  * | boxed primitive | `{"$t":"boxed","v":<encoded primitive>}` |
  * | second sighting of an object | `{"$t":"ref","id":3}` |
  *
@@ -29,17 +29,30 @@
  * and `{"$t":"array","id":n,"length":n,"v":{…}}`. Data that needs none of this (the common case) is plain JSON, so
  * `curl` users read it as is. Views over one buffer share that buffer after decoding.
  *
+ * The nodes carry what the HTML structured-clone algorithm keeps, as the core's marshaling does (README): an error's
+ * `message` and `cause` only when they are own data properties (no `message` key: an error with no own message),
+ * its `name` by a get, decoded to that class when it is one of the seven standard names and otherwise to an `Error`
+ * with an own non-enumerable `name`; a resizable buffer's `maxByteLength`; and `"auto"` as the length of a view
+ * whose length tracks its resizable buffer (found on a structured clone, never by resizing the caller's buffer).
+ * Older nodes (always a `message`, no `maxByteLength`, numeric lengths) decode as before. A client names
+ * `maxByteLength` at no cost while the platform reserves it, so one decoded value may reserve at most
+ * {@link MAX_RESERVED_BYTES} in all, as in the core.
+ *
  * Functions, symbols, and class instances other than the types above are not result values: `toWire` throws a
- * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object.
+ * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object. A view out of its
+ * buffer's bounds (which structured clone refuses) is refused with a `TypeError` too.
  *
  * Cost. Results come out of the sandbox and wire values in from clients, so both directions walk with an explicit
  * stack, never recursion: any depth and any length is fine, in time and memory linear in the value (base64 is
  * table-driven). The text is the value's distinct objects written once plus one short ref per extra sighting, so
  * shared references cannot multiply it; `maxLength` caps it exactly, checked before each piece is made (a buffer's
  * whole base64 included), and {@link toWireText} writes it without the platform's recursive `JSON.stringify`.
+ * Whether views track is found per buffer, on one clone of that buffer's views, once its base64 is paid for: the
+ * buffer is copied once however many views it has.
  * @module
  */
 import { ERROR_TYPES, TYPED_ARRAYS } from "./marshal/tape.js";
+import { MAX_RESERVED_BYTES, trackingView } from "./marshal/to-host.js";
 
 /** A value `JSON.stringify` writes and `JSON.parse` reads back unchanged. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -62,7 +75,11 @@ export class WireLengthError extends RangeError {
 const TAG = "$t";
 const UNDEFINED = '{"$t":"undefined"}';
 
-type TypedArray = ArrayBufferView & { length: number };
+type TypedArray = ArrayBufferView & { length: number; BYTES_PER_ELEMENT: number };
+/** ES2024 members of ArrayBuffer (the project's `lib` is ES2023); optional where a platform lacks them. */
+type Buffer2024 = ArrayBuffer & { resizable?: boolean; maxByteLength?: number; resize?(length: number): void };
+type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+type ViewConstructor = Parameters<typeof trackingView>[0];
 
 const escapeKey = (key: string): string => (key.startsWith("$") ? `$${key}` : key);
 const unescapeKey = (key: string): string => (key.startsWith("$") ? key.slice(1) : key);
@@ -79,6 +96,69 @@ function isDense(array: unknown[]): boolean {
   if (keys.length !== array.length) return false;
   for (let i = 0; i < keys.length; i++) if (keys[i] !== String(i)) return false;
   return true;
+}
+
+/** An own data property's descriptor, as structured clone reads an error's `message` and `cause`; else `undefined`. */
+function ownData(object: object, key: string): PropertyDescriptor | undefined {
+  const descriptor = Object.getOwnPropertyDescriptor(object, key);
+  return descriptor !== undefined && "value" in descriptor ? descriptor : undefined;
+}
+
+const typedArrayAt = Object.getPrototypeOf(Int8Array.prototype).at as (this: ArrayBufferView, index: number) => unknown;
+/** A view's length: its elements, or a DataView's bytes. */
+const sizeOf = (view: ArrayBufferView): number =>
+  view instanceof DataView ? view.byteLength : (view as TypedArray).length;
+
+/** `false` for a view out of its buffer's bounds (or over a detached one), which its getters and `at` refuse. */
+function inBounds(view: ArrayBufferView): boolean {
+  try {
+    if (view instanceof DataView) return view.byteLength >= 0;
+    typedArrayAt.call(view, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Adds to `tracking` those of `views` (all over one resizable buffer) whose length tracks it. JavaScript cannot ask;
+ * as in the core's host encoder (`tracksLength` in to-guest.ts), a structured clone keeps the property and is resized:
+ * grown by what adds an element to a tracking view, or, at its maximum, shrunk by one byte past the view's last whole
+ * element, which puts a fixed-length view out of bounds and leaves a tracking one in. One clone of all the views copies
+ * the buffer once, and each probe is undone before the next, so the cost is the buffer's length plus a step per view.
+ */
+function findTracking(views: readonly ArrayBufferView[], tracking: Set<object>): void {
+  const buffer = views[0]?.buffer as Buffer2024;
+  const length = buffer.byteLength;
+  const room = (buffer.maxByteLength as number) - length;
+  const element = (view: ArrayBufferView) => (view instanceof DataView ? 1 : (view as TypedArray).BYTES_PER_ELEMENT);
+  // A view that ends before the buffer's last whole element is fixed-length; one out of bounds is refused later.
+  const candidates = views.filter(
+    (view) =>
+      inBounds(view) &&
+      view.byteOffset + sizeOf(view) * element(view) === length - ((length - view.byteOffset) % element(view)),
+  );
+  if (candidates.length === 0) return;
+  const clones = structuredClone(candidates) as ArrayBufferView[];
+  const copy = clones[0]?.buffer as Buffer2024;
+  for (let i = 0; i < candidates.length; i++) {
+    const view = candidates[i] as ArrayBufferView;
+    const clone = clones[i] as ArrayBufferView;
+    const count = sizeOf(view);
+    const rest = (length - view.byteOffset) % element(view);
+    let tracks: boolean;
+    if (room >= element(view) - rest) {
+      copy.resize?.(length + element(view) - rest);
+      tracks = sizeOf(clone) !== count;
+    } else {
+      // No size of this buffer tells an empty fixed view from an empty tracking one: they behave the same.
+      if (count === 0) continue;
+      copy.resize?.(length - rest - 1);
+      tracks = inBounds(clone);
+    }
+    copy.resize?.(length);
+    if (tracks) tracking.add(view);
+  }
 }
 
 function numberText(n: number): string {
@@ -105,8 +185,11 @@ function primitiveText(item: unknown): string {
   return "null";
 }
 
-/** The objects `value` reaches more than once (shared references and cycles): only they get ids. */
-function sharedObjects(value: unknown): Set<object> {
+/**
+ * The objects `value` reaches more than once (shared references and cycles): only they get ids. Also fills `views`
+ * with the views of each resizable buffer reached, whose length may track it.
+ */
+function sharedObjects(value: unknown, views: Map<ArrayBuffer, ArrayBufferView[]>): Set<object> {
   const seen = new Set<object>();
   const shared = new Set<object>();
   const stack: object[] = [];
@@ -129,9 +212,16 @@ function sharedObjects(value: unknown): Set<object> {
     } else if (object instanceof Set) {
       for (const item of object) visit(item);
     } else if (ArrayBuffer.isView(object)) {
-      visit(object.buffer);
+      const buffer = object.buffer as Buffer2024;
+      visit(buffer);
+      if (buffer instanceof ArrayBuffer && buffer.resizable === true) {
+        const list = views.get(buffer);
+        if (list === undefined) views.set(buffer, [object]);
+        else list.push(object);
+      }
     } else if (object instanceof Error) {
-      if ("cause" in object) visit(object.cause);
+      const cause = ownData(object, "cause");
+      if (cause !== undefined) visit(cause.value);
     } else if (!(object instanceof Date || object instanceof RegExp || object instanceof ArrayBuffer)) {
       // Own values only: a sparse array's length costs nothing.
       for (const item of Object.values(object)) visit(item);
@@ -159,7 +249,9 @@ type WriteFrame =
  */
 export function toWireText(value: unknown, options: WireOptions = {}): string {
   const maxLength = options.maxLength ?? Number.POSITIVE_INFINITY;
-  const shared = sharedObjects(value);
+  const resizableViews = new Map<ArrayBuffer, ArrayBufferView[]>();
+  const shared = sharedObjects(value, resizableViews);
+  const tracking = new Set<object>();
   const ids = new Map<object, number>();
   const parts: string[] = [];
   const frames: WriteFrame[] = [];
@@ -224,27 +316,35 @@ export function toWireText(value: unknown, options: WireOptions = {}): string {
       return `${open("regexp")},"source":${JSON.stringify(item.source)},"flags":${JSON.stringify(item.flags)}}`;
     }
     if (item instanceof Error) {
-      let head = `${open("error")},"name":${JSON.stringify(String(item.name))},"message":${JSON.stringify(String(item.message))}`;
+      // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
+      const message = ownData(item, "message");
+      const cause = ownData(item, "cause");
+      let head = `${open("error")},"name":${JSON.stringify(String(item.name))}`;
+      if (message !== undefined) head += `,"message":${JSON.stringify(String(message.value))}`;
       if (typeof item.stack === "string") head += `,"stack":${JSON.stringify(item.stack)}`;
-      if (!("cause" in item)) return `${head}}`;
-      list([item.cause], "}");
+      if (cause === undefined) return `${head}}`;
+      list([cause.value], "}");
       return `${head},"cause":`;
     }
     if (item instanceof ArrayBuffer) {
       const head = `${open("arraybuffer")},"v":"`;
+      const buffer = item as Buffer2024;
+      const tail = buffer.resizable === true ? `","maxByteLength":${buffer.maxByteLength}}` : '"}';
       // The whole node is paid for before any of its base64 is made.
-      reserve(head.length + base64Length(item.byteLength) + 2);
-      return `${head}${toBase64(new Uint8Array(item))}"}`;
+      reserve(head.length + base64Length(item.byteLength) + tail.length);
+      return `${head}${toBase64(new Uint8Array(item))}${tail}`;
     }
     if (item instanceof DataView) {
-      const buffer = bufferText(item.buffer);
-      return `${open("dataview")},"buffer":${buffer},"byteOffset":${item.byteOffset},"byteLength":${item.byteLength}}`;
+      const buffer = viewBuffer(item);
+      const byteLength = tracking.has(item) ? '"auto"' : item.byteLength;
+      return `${open("dataview")},"buffer":${buffer},"byteOffset":${item.byteOffset},"byteLength":${byteLength}}`;
     }
     const kind = typedArrayKind(item);
     if (kind !== undefined) {
       const view = item as TypedArray;
-      const buffer = bufferText(view.buffer);
-      return `${open("typedarray")},"kind":"${kind}","buffer":${buffer},"byteOffset":${view.byteOffset},"length":${view.length}}`;
+      const buffer = viewBuffer(view);
+      const length = tracking.has(view) ? '"auto"' : view.length;
+      return `${open("typedarray")},"kind":"${kind}","buffer":${buffer},"byteOffset":${view.byteOffset},"length":${length}}`;
     }
     if (item instanceof Number || item instanceof String || item instanceof Boolean || item instanceof BigInt) {
       return `${open("boxed")},"v":${primitiveText(item.valueOf())}}`;
@@ -260,11 +360,22 @@ export function toWireText(value: unknown, options: WireOptions = {}): string {
     entries(item, "}}");
     return `{"$t":"object"${id},"v":{`;
   };
-  /** A view's buffer: a leaf (an `ArrayBuffer` node or a ref), never a container, so this never nests. */
-  const bufferText = (buffer: ArrayBufferLike): string => {
+  /**
+   * A view's buffer: a leaf (an `ArrayBuffer` node or a ref), never a container, so this never nests. Once the buffer
+   * is paid for, finds which of its views track its length (see {@link findTracking}).
+   */
+  const viewBuffer = (view: ArrayBufferView): string => {
+    const buffer = view.buffer;
     if (!(buffer instanceof ArrayBuffer))
       throw new TypeError("toWire: a view of a SharedArrayBuffer is not a result value");
-    return textOf(buffer);
+    if (!inBounds(view)) throw new TypeError("toWire: a view out of its buffer's bounds is not a result value");
+    const text = textOf(buffer);
+    const views = resizableViews.get(buffer);
+    if (views !== undefined) {
+      resizableViews.delete(buffer);
+      findTracking(views, tracking);
+    }
+    return text;
   };
 
   write(textOf(value));
@@ -349,6 +460,7 @@ const defineData = (target: object, key: string, value: unknown) =>
  */
 export function fromWire(json: JsonValue): unknown {
   const refs = new Map<number, unknown>();
+  let reserved = 0;
   const frames: ReadFrame[] = [];
   const keep = <T>(node: JsonObject, value: T): T => {
     if (node.id !== undefined) refs.set(int(node.id, "id"), value);
@@ -359,6 +471,24 @@ export function fromWire(json: JsonValue): unknown {
     const frame: ReadFrame = { kind: FIELDS, fields, keys: Object.keys(fields), next: 0, into };
     if (length !== undefined) frame.length = length;
     frames.push(frame);
+  };
+  /** A resizable buffer holding `bytes`, within what one decoded value may reserve in all. */
+  const resizableBuffer = (bytes: Uint8Array, maxByteLength: number): ArrayBuffer => {
+    if (maxByteLength < bytes.length) malformed("maxByteLength");
+    reserved += maxByteLength;
+    if (reserved > MAX_RESERVED_BYTES) {
+      throw new RangeError(
+        `fromWire: resizable ArrayBuffers may reserve at most ${MAX_RESERVED_BYTES} bytes (their maxByteLength) in one value`,
+      );
+    }
+    let buffer: ArrayBuffer;
+    try {
+      buffer = new (ArrayBuffer as ResizableBufferConstructor)(bytes.length, { maxByteLength });
+    } catch {
+      throw new RangeError(`fromWire: a resizable ArrayBuffer of maxByteLength ${maxByteLength} cannot be made here`);
+    }
+    new Uint8Array(buffer).set(bytes);
+    return buffer;
   };
   /** A view's buffer: only an `ArrayBuffer` node or a ref to one (leaves, so this never nests). */
   const bufferOf = (node: JsonValue | undefined, what: string): ArrayBuffer => {
@@ -421,9 +551,15 @@ export function fromWire(json: JsonValue): unknown {
         return keep(node, new RegExp(str(node.source, "regexp source"), str(node.flags, "regexp flags")));
       case "error": {
         const name = str(node.name, "error name");
-        const Ctor = ERROR_TYPES[name] ?? Error;
-        const error = keep(node, new Ctor(str(node.message, "error message")));
-        if (error.name !== name) defineData(error, "name", name);
+        const Standard = ERROR_TYPES[name];
+        const Ctor = Standard ?? Error;
+        // No `message` key: an error with no own message (older nodes always have one).
+        const error = keep(
+          node,
+          node.message === undefined ? new Ctor() : new Ctor(str(node.message, "error message")),
+        );
+        if (Standard === undefined)
+          Object.defineProperty(error, "name", { value: name, writable: true, configurable: true });
         if (node.stack === undefined) delete error.stack;
         else
           Object.defineProperty(error, "stack", {
@@ -434,18 +570,25 @@ export function fromWire(json: JsonValue): unknown {
         if ("cause" in node) frames.push({ kind: CAUSE, cause: node.cause as JsonValue, next: 0, into: error });
         return error;
       }
-      case "arraybuffer":
-        return keep(node, fromBase64(str(node.v, "arraybuffer")).buffer);
+      case "arraybuffer": {
+        const bytes = fromBase64(str(node.v, "arraybuffer"));
+        if (node.maxByteLength === undefined) return keep(node, bytes.buffer);
+        return keep(node, resizableBuffer(bytes, int(node.maxByteLength, "maxByteLength")));
+      }
       case "typedarray": {
         const kind = str(node.kind, "typed array kind");
         const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
         if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
         const buffer = bufferOf(node.buffer, "typed array buffer");
-        return keep(node, new Ctor(buffer, int(node.byteOffset, "byteOffset"), int(node.length, "length")));
+        const offset = int(node.byteOffset, "byteOffset");
+        if (node.length === "auto") return keep(node, trackingView(Ctor as ViewConstructor, buffer, offset));
+        return keep(node, new Ctor(buffer, offset, int(node.length, "length")));
       }
       case "dataview": {
         const buffer = bufferOf(node.buffer, "data view buffer");
-        return keep(node, new DataView(buffer, int(node.byteOffset, "byteOffset"), int(node.byteLength, "byteLength")));
+        const offset = int(node.byteOffset, "byteOffset");
+        if (node.byteLength === "auto") return keep(node, trackingView(DataView, buffer, offset));
+        return keep(node, new DataView(buffer, offset, int(node.byteLength, "byteLength")));
       }
       case "boxed": {
         // Only a primitive, plain or tagged: never a container, so this never nests.

@@ -2,9 +2,45 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runCode } from "../node/index.js";
 import { fromWire, type JsonValue, toWire } from "../src/wire.js";
+import { cloneDifferences } from "./conformance/structured-clone.js";
 
 /** Encodes, goes through real JSON text, decodes. */
 const roundTrip = (value: unknown): unknown => fromWire(JSON.parse(JSON.stringify(toWire(value))) as JsonValue);
+
+/** ES2024 buffer members (the project's `lib` is ES2023). */
+type Buffer2024 = ArrayBuffer & {
+  readonly resizable: boolean;
+  readonly maxByteLength: number;
+  resize(n: number): void;
+};
+/** A resizable buffer of `length` bytes counting up from 1, up to `maxByteLength`. */
+function resizable(length: number, maxByteLength: number): Buffer2024 {
+  const Resizable = ArrayBuffer as unknown as new (n: number, options: { maxByteLength: number }) => Buffer2024;
+  const buffer = new Resizable(length, { maxByteLength });
+  new Uint8Array(buffer).forEach((_, i, bytes) => {
+    bytes[i] = i + 1;
+  });
+  return buffer;
+}
+
+/** A user-like stack: an error made here has host frames, which no value from the sandbox ever carries. */
+function userStack<E extends Error>(error: E): E {
+  error.stack = `${error.name}: at main (main.js:1:1)`;
+  return error;
+}
+
+/**
+ * `fromWire(toWire(value))` through JSON text is the clone `structuredClone` makes (or `expected`): prototypes,
+ * own keys and property descriptors, resizability and maxByteLength, and whether a view's length tracks its buffer
+ * after a resize (see `cloneDifferences`).
+ */
+function expectStructuredClone(value: unknown, expected: unknown = structuredClone(value)): void {
+  expect(cloneDifferences(roundTrip(value), expected)).toEqual([]);
+}
+
+const ERROR_NAMES = ["Error", "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError"];
+const errorType = (name: string) =>
+  (globalThis as unknown as Record<string, ErrorConstructor>)[name] as ErrorConstructor;
 
 describe("wire: primitives", () => {
   it.each([
@@ -213,6 +249,158 @@ describe("wire: built-in types", () => {
   });
 });
 
+describe("wire: the facts structured clone keeps", () => {
+  it('an Error with no own message decodes to one with none (it came back with message "")', () => {
+    const bare = [
+      ...ERROR_NAMES.map((name) => userStack(new (errorType(name))())),
+      // Structured clone reads only an own data property: a getter is no message.
+      userStack(Object.defineProperty(new Error(), "message", { get: () => "got", configurable: true })),
+    ];
+    for (const error of bare) {
+      expect(Object.keys(toWire(error) as object)).not.toContain("message");
+      expectStructuredClone(error);
+      expect(Object.hasOwn(roundTrip(error) as Error, "message")).toBe(false);
+    }
+    // An empty or non-string own message stays an own (string) message.
+    for (const error of [
+      userStack(new Error("")),
+      userStack(Object.defineProperty(new Error(), "message", { value: 5 })),
+    ])
+      expectStructuredClone(error);
+  });
+
+  it("a non-standard name is an own non-enumerable name (it came back enumerable)", () => {
+    for (const error of [
+      userStack(Object.assign(new Error("m"), { name: "ValidationError" })),
+      userStack(Object.assign(new RangeError(), { name: "SerializationError" })),
+    ]) {
+      const expected = structuredClone(error);
+      Object.defineProperty(expected, "name", { value: error.name, writable: true, configurable: true });
+      expectStructuredClone(error, expected);
+      expect(Object.keys(roundTrip(error) as Error)).toEqual([]);
+    }
+    // A standard name picks the class, as in structured clone.
+    expectStructuredClone(userStack(Object.assign(new Error("m"), { name: "URIError" })));
+  });
+
+  it("cause is kept when it is an own data property, whatever its value, and only then (a getter was read)", () => {
+    const causes = [undefined, null, 0, "s", 1n, [1], new Map([[1, 2]]), new Date(0), userStack(new RangeError())];
+    expectStructuredClone(causes.map((cause) => userStack(new TypeError("x", { cause }))));
+    expectStructuredClone(
+      userStack(new Error("a", { cause: userStack(new TypeError("b", { cause: userStack(new RangeError()) })) })),
+    );
+    const got = userStack(Object.defineProperty(new Error("x"), "cause", { get: () => 1, configurable: true }));
+    expectStructuredClone(got);
+    expect(Object.keys(toWire(got) as object)).not.toContain("cause");
+  });
+
+  it("a resizable ArrayBuffer keeps maxByteLength, its length and bytes (it came back fixed)", () => {
+    const shrunk = resizable(8, 16);
+    shrunk.resize(3);
+    const grown = resizable(2, 16);
+    grown.resize(9);
+    for (const buffer of [resizable(4, 16), resizable(8, 8), resizable(0, 0), resizable(0, 5), shrunk, grown]) {
+      expectStructuredClone(buffer);
+      const back = roundTrip(buffer) as Buffer2024;
+      back.resize(back.maxByteLength);
+      expect(back.byteLength).toBe(buffer.maxByteLength);
+    }
+    expect(toWire(resizable(2, 16))).toEqual({ $t: "arraybuffer", v: "AQI=", maxByteLength: 16 });
+    expect(toWire(new ArrayBuffer(2))).toEqual({ $t: "arraybuffer", v: "AAA=" });
+  });
+
+  /** Views of resizable buffers, tracking and fixed, as the core's conformance suite makes them. */
+  const VIEWS: [string, () => ArrayBufferView | unknown[]][] = [
+    ["a length-tracking view", () => new Uint16Array(resizable(8, 16))],
+    [
+      "a length-tracking view at an offset with a partial element",
+      () => {
+        const buffer = resizable(8, 16);
+        const view = new Uint16Array(buffer, 2);
+        buffer.resize(7);
+        return view;
+      },
+    ],
+    [
+      "a length-tracking view with a partial element, its buffer at its maximum",
+      () => {
+        const buffer = resizable(8, 9);
+        const view = new Uint32Array(buffer);
+        buffer.resize(9);
+        return view;
+      },
+    ],
+    ["a length-tracking view of a buffer at its maximum", () => new BigInt64Array(resizable(16, 16), 8)],
+    ["an empty length-tracking view at the end", () => new Float64Array(resizable(8, 16), 8)],
+    ["a fixed-length view reaching the end", () => new Uint8Array(resizable(8, 16), 4, 4)],
+    ["a fixed-length view of a buffer at its maximum", () => new Int32Array(resizable(8, 8), 0, 2)],
+    ["a fixed-length view inside", () => new Int16Array(resizable(8, 16), 2, 1)],
+    ["a length-tracking DataView", () => new DataView(resizable(8, 16), 3)],
+    ["a length-tracking DataView of a buffer at its maximum", () => new DataView(resizable(8, 8), 2)],
+    ["a fixed-length DataView reaching the end", () => new DataView(resizable(8, 16), 2, 6)],
+    ["a fixed-length DataView of a buffer at its maximum", () => new DataView(resizable(8, 8), 2, 6)],
+    [
+      "tracking and fixed views of one buffer, and the buffer",
+      () => {
+        const buffer = resizable(8, 16);
+        return [
+          new Uint8Array(buffer),
+          new Uint8Array(buffer, 0, 8),
+          new DataView(buffer, 2),
+          new DataView(buffer, 2, 6),
+          new Uint16Array(buffer, 6),
+          buffer,
+        ];
+      },
+    ],
+  ];
+
+  it.each(VIEWS)("%s keeps whether its length tracks (the buffer came back fixed)", (_name, make) => {
+    const value = make();
+    const views = (Array.isArray(value) ? value : [value]).filter((item) => ArrayBuffer.isView(item));
+    const buffer = (views[0] as ArrayBufferView).buffer as Buffer2024;
+    const [length, bytes] = [buffer.byteLength, [...new Uint8Array(buffer)]];
+    expectStructuredClone(value);
+    // Tracking is found on a private copy: the caller's buffer is never resized, nor its bytes touched.
+    expect([buffer.byteLength, [...new Uint8Array(buffer)]]).toEqual([length, bytes]);
+  });
+
+  it("a length-tracking view follows its buffer after a resize, a fixed one does not", () => {
+    const buffer = resizable(8, 16);
+    const back = roundTrip([new Uint16Array(buffer, 2), new DataView(buffer, 1), new Uint8Array(buffer, 0, 4)]) as [
+      Uint16Array,
+      DataView,
+      Uint8Array,
+    ];
+    const wire = JSON.stringify(toWire([new Uint16Array(buffer, 2), new DataView(buffer, 1)]));
+    expect(wire).toContain('"length":"auto"');
+    expect(wire).toContain('"byteLength":"auto"');
+    (back[0].buffer as Buffer2024).resize(14);
+    expect([back[0].length, back[1].byteLength, back[2].length]).toEqual([6, 13, 4]);
+    (back[0].buffer as Buffer2024).resize(5);
+    expect([back[0].length, back[1].byteLength, back[2].length]).toEqual([1, 4, 4]);
+  });
+
+  it("old nodes still decode: an error with an empty message, fixed buffers, numeric view lengths", () => {
+    const json: JsonValue = {
+      error: { $t: "error", name: "ValidationError", message: "", stack: "ValidationError: at main (main.js:1:1)" },
+      words: {
+        $t: "typedarray",
+        kind: "Uint16Array",
+        buffer: { $t: "arraybuffer", id: 0, v: "AAECAw==" },
+        byteOffset: 0,
+        length: 2,
+      },
+      data: { $t: "dataview", buffer: { $t: "ref", id: 0 }, byteOffset: 1, byteLength: 2 },
+    };
+    const buffer = new Uint8Array([0, 1, 2, 3]).buffer;
+    const error = userStack(new Error(""));
+    Object.defineProperty(error, "name", { value: "ValidationError", writable: true, configurable: true });
+    const expected = { error, words: new Uint16Array(buffer, 0, 2), data: new DataView(buffer, 1, 2) };
+    expect(cloneDifferences(fromWire(json), expected)).toEqual([]);
+  });
+});
+
 describe("wire: identity", () => {
   it("shared references stay shared", () => {
     const shared = { n: 1 };
@@ -285,6 +473,8 @@ describe("wire: malformed input", () => {
     [{ $t: "map", v: [[1]] }, "map entry"],
     [{ $t: "array", length: -1, v: {} }, "array length"],
     [{ $t: "boxed", v: { $t: "undefined" } }, "boxed"],
+    [{ $t: "arraybuffer", v: "AAAA", maxByteLength: 2 }, "maxByteLength"],
+    [{ $t: "arraybuffer", v: "", maxByteLength: -1 }, "maxByteLength"],
   ] as [JsonValue, string][])("%j is refused", (json, what) => {
     expect(() => fromWire(json)).toThrow(new TypeError(`fromWire: malformed value (${what})`));
   });
@@ -354,6 +544,68 @@ describe("wire: property", () => {
     fc.assert(
       fc.property(tree.value, (value) => {
         expect(roundTrip(value)).toEqual(value);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  /** Buffers, resizable or not, with views over them, tracking or fixed, and errors with or without message and cause. */
+  const binary = fc
+    .record({
+      bytes: fc.uint8Array({ maxLength: 12 }),
+      room: fc.option(fc.nat({ max: 9 })),
+      views: fc.array(
+        fc.record({
+          kind: fc.constantFrom("Uint8Array", "Int16Array", "Float32Array", "BigUint64Array", "DataView"),
+          at: fc.nat({ max: 12 }),
+          size: fc.option(fc.nat({ max: 12 })),
+        }),
+        { maxLength: 4 },
+      ),
+      shrink: fc.nat({ max: 12 }),
+    })
+    .map(({ bytes, room, views, shrink }) => {
+      const buffer: ArrayBuffer =
+        room === null ? new Uint8Array(bytes).buffer : resizable(bytes.length, bytes.length + room);
+      const made: unknown[] = [buffer];
+      for (const { kind, at, size } of views) {
+        const Ctor = (globalThis as unknown as Record<string, new (b: ArrayBuffer, o: number, n?: number) => object>)[
+          kind
+        ] as new (
+          b: ArrayBuffer,
+          o: number,
+          n?: number,
+        ) => object;
+        try {
+          made.push(size === null ? new Ctor(buffer, at) : new Ctor(buffer, at, size));
+        } catch {
+          // Not a view this buffer can have (misaligned, too long).
+        }
+      }
+      // Shrinking may leave a view out of bounds, which structured clone refuses: those are left out.
+      if (room !== null) (buffer as Buffer2024).resize(Math.min(shrink, buffer.byteLength));
+      return made.filter((item) => {
+        try {
+          structuredClone(item);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    });
+  const error = fc
+    .record({ name: fc.constantFrom(...ERROR_NAMES), message: fc.option(fc.string()), cause: fc.option(binary) })
+    .map(({ name, message, cause }) => {
+      const Ctor = errorType(name);
+      const made = message === null ? new Ctor() : new Ctor(message);
+      if (cause !== null) Object.defineProperty(made, "cause", { value: cause, writable: true, configurable: true });
+      return userStack(made);
+    });
+
+  it("generated buffers, views and errors come back as structuredClone makes them", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(binary, error), { maxLength: 4 }), (value) => {
+        expectStructuredClone(value);
       }),
       { numRuns: 300 },
     );

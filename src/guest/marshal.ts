@@ -63,6 +63,68 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     }
   };
 
+  // Frames of the runtime's own modules (`runcode:...`), and the native frames they called, are not the user's:
+  // a stack that crosses the boundary keeps the user's frames only. Linear in the stack's length.
+  const userFrames = (stack: string): string => {
+    if ((I.indexOf(stack, "(runcode:") as number) < 0) return stack;
+    let out = "";
+    let natives = "";
+    for (let at = 0; at < stack.length; ) {
+      const newline = I.indexOf(stack, "\n", at) as number;
+      const next = newline < 0 ? stack.length : newline + 1;
+      const line = I.stringSlice(stack, at, next) as string;
+      if ((I.indexOf(line, "(runcode:") as number) >= 0) natives = "";
+      else if ((I.indexOf(line, "(native)") as number) >= 0) natives += line;
+      else {
+        out += natives + line;
+        natives = "";
+      }
+      at = next;
+    }
+    return out + natives;
+  };
+  // The own data property `key` of an error, as structured clone reads `message` and `cause` (accessors are not).
+  const ownData = (object: object, key: string): { value: unknown } | undefined => {
+    const descriptor = I.getOwnPropertyDescriptor(object, key);
+    return descriptor !== undefined && I.hasOwn(descriptor, "value") ? (descriptor as { value: unknown }) : undefined;
+  };
+  const inBounds = (view: object, dataView: boolean) =>
+    is(dataView ? I.viewLength : (v) => I.typedArrayAt(v, -1 / 0), view);
+  /**
+   * Whether a view's length tracks its resizable buffer. JavaScript has no way to ask, so the buffer's size is
+   * changed and put back, with intrinsics only (no guest code runs meanwhile): grown by what adds one element to a
+   * tracking view, or, at its maximum, shrunk by one byte past the view's last whole element (those bytes are
+   * saved and written back), which puts a fixed-length view out of bounds and leaves a tracking one in.
+   */
+  const tracksLength = (view: object, buffer: object, element: number, dataView: boolean): boolean => {
+    if (!I.bufferResizable(buffer)) return false;
+    const size = () => (dataView ? I.viewLength(view) : I.typedArrayLength(view)) as number;
+    const count = size();
+    const offset = (dataView ? I.viewOffset(view) : I.typedArrayOffset(view)) as number;
+    const length = I.bufferByteLength(buffer) as number;
+    const rest = (length - offset) % element;
+    // A view that ends before the buffer's last whole element is fixed-length.
+    if (offset + count * element !== length - rest) return false;
+    const grow = element - rest;
+    if ((I.bufferMaxByteLength(buffer) as number) - length >= grow) {
+      I.bufferResize(buffer, length + grow);
+      const tracking = size() !== count;
+      I.bufferResize(buffer, length);
+      return tracking;
+    }
+    // No size of this buffer tells an empty fixed view from an empty tracking one: they behave the same.
+    if (count === 0) return false;
+    const Bytes = I.typedArrays.Uint8Array as unknown as new (...args: unknown[]) => object;
+    const cut = length - rest - 1;
+    const saved = new Bytes(rest + 1);
+    I.typedArraySet(saved, new Bytes(buffer, cut, rest + 1));
+    I.bufferResize(buffer, cut);
+    const tracking = inBounds(view, dataView);
+    I.bufferResize(buffer, length);
+    I.typedArraySet(new Bytes(buffer), saved, cut);
+    return tracking;
+  };
+
   // Guest promises handed to the host are numbered here and settled through OP_SETTLE.
   let nextPromise = 0;
   // Guest stand-ins of host functions, so a host function handed back arrives as itself.
@@ -91,6 +153,11 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     const describeAs = (object: object, placeholder: string) => {
       mapSet(ids, object, placeholder);
       return placeholder;
+    };
+    // What structured clone refuses (a detached buffer, a view out of its buffer's bounds): logged as `label`.
+    const refuse = (object: object, label: string, message: string) => {
+      if (mode === MODE_LOG) return describeAs(object, stringify(label));
+      throw serializationError(message);
     };
     const enc = (v: unknown): string => {
       switch (typeof v) {
@@ -162,14 +229,30 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       if ((object as object) !== I.RegExpProto && is(I.regExpSource, object)) {
         return `["x",${id},${stringify(I.regExpSource(object))},${stringify(I.regExpFlags(object))}]`;
       }
-      if (is(I.bufferByteLength, object)) return `["B",${id},${toSide(object)}]`;
-      const kind = I.typedArrayTag(object);
+      if (is(I.bufferByteLength, object)) {
+        if (I.bufferDetached(object)) {
+          return refuse(object, "[ArrayBuffer (detached)]", "A detached ArrayBuffer cannot be cloned");
+        }
+        const max = I.bufferResizable(object) ? `,${I.bufferMaxByteLength(object)}` : "";
+        return `["B",${id},${toSide(object)}${max}]`;
+      }
+      const kind = I.typedArrayTag(object) as string | undefined;
       if (kind !== undefined) {
-        const buffer = enc(I.typedArrayBuffer(object));
-        return `["t",${id},"${kind}",${buffer},${I.typedArrayOffset(object)},${I.typedArrayLength(object)}]`;
+        if (!inBounds(object, false)) {
+          return refuse(object, `[${kind} (out of bounds)]`, `A ${kind} out of its buffer's bounds cannot be cloned`);
+        }
+        const buffer = I.typedArrayBuffer(object) as object;
+        const element = (I.typedArrays[kind] as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+        const length = tracksLength(object, buffer, element, false) ? '"auto"' : I.typedArrayLength(object);
+        return `["t",${id},"${kind}",${enc(buffer)},${I.typedArrayOffset(object)},${length}]`;
       }
       if (is(I.viewBuffer, object)) {
-        return `["v",${id},${enc(I.viewBuffer(object))},${I.viewOffset(object)},${I.viewLength(object)}]`;
+        if (!inBounds(object, true)) {
+          return refuse(object, "[DataView (out of bounds)]", "A DataView out of its buffer's bounds cannot be cloned");
+        }
+        const buffer = I.viewBuffer(object) as object;
+        const length = tracksLength(object, buffer, 1, true) ? '"auto"' : I.viewLength(object);
+        return `["v",${id},${enc(buffer)},${I.viewOffset(object)},${length}]`;
       }
       if (isPromise(object)) {
         if (mode === MODE_LOG) return describeAs(object, '"[Promise]"');
@@ -183,8 +266,14 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         return `["p",${id},${promise}]`;
       }
       if (I.isError(object)) {
+        // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
         const name = stringify(text(object.name));
-        return `["e",${id},${name},${stringify(text(object.message))},${stringify(text(object.stack))}]`;
+        const message = ownData(object, "message");
+        const said =
+          message === undefined ? "null" : stringify(message.value === undefined ? "undefined" : text(message.value));
+        const stack = stringify(userFrames(text(object.stack)));
+        const cause = ownData(object, "cause");
+        return `["e",${id},${name},${said},${stack}${cause === undefined ? "" : `,${enc(cause.value)}`}]`;
       }
       if (mode !== MODE_LOG) {
         throw serializationError(
@@ -288,24 +377,52 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           out = new I.RegExp(n[2] as string, n[3] as string);
           break;
         case "e": {
-          const ctor = I.errorTypes[n[2] as string] ?? (I.errorTypes.Error as ErrorConstructor);
-          const error = I.makeError(ctor, n[2] as string, n[3] as string);
-          if (n[4] !== "") I.hide(error, "stack", n[4]);
-          out = error;
-          break;
+          const standard = I.errorTypes[n[2] as string];
+          const ctor = standard ?? (I.errorTypes.Error as ErrorConstructor);
+          const error = n[3] === null ? new ctor() : new ctor(n[3] as string);
+          if (standard === undefined) I.hide(error, "name", n[2]);
+          // A stack from the host side is never the host's: the error shows the user frames it was made under.
+          const made = I.getOwnPropertyDescriptor(error, "stack")?.value;
+          I.hide(error, "stack", copyBuffers || n[4] !== "" ? n[4] : userFrames(text(made)));
+          mapSet(refs, id, error);
+          if (n.length > 5) I.hide(error, "cause", dec(n[5]));
+          return error;
         }
         case "B": {
-          const buffer = side[n[2] as number];
-          out = copyBuffers ? I.bufferSlice(buffer, 0) : buffer;
+          const buffer = side[n[2] as number] as object;
+          const max = n[3] as number | undefined;
+          if (!copyBuffers && max === undefined) {
+            out = buffer;
+            break;
+          }
+          // A copy made with intrinsics (`slice` would look up a species constructor the guest can replace).
+          const length = I.bufferByteLength(buffer) as number;
+          const copy =
+            max === undefined
+              ? new I.ArrayBuffer(length)
+              : new I.ArrayBuffer(length, { __proto__: null, maxByteLength: max } as { maxByteLength: number });
+          const Bytes = I.typedArrays.Uint8Array as unknown as new (buffer: unknown) => object;
+          I.typedArraySet(new Bytes(copy), new Bytes(buffer));
+          out = copy;
           break;
         }
         case "t":
         case "v": {
-          const ctor = tag === "v" ? I.DataView : I.typedArrays[n[2] as string];
+          const ctor = (tag === "v" ? I.DataView : I.typedArrays[n[2] as string]) as
+            | (new (
+                buffer: ArrayBuffer,
+                byteOffset: number,
+                length?: number,
+              ) => unknown)
+            | undefined;
           const at = tag === "v" ? 2 : 3;
           if (ctor === undefined) throw serializationError(`Unknown typed array ${text(n[2])}`);
           const buffer = dec(n[at]) as ArrayBuffer;
-          out = new ctor(buffer, n[at + 1] as number, n[at + 2] as number);
+          // `"auto"`: the length tracks a resizable buffer.
+          out =
+            n[at + 2] === "auto"
+              ? new ctor(buffer, n[at + 1] as number)
+              : new ctor(buffer, n[at + 1] as number, n[at + 2] as number);
           break;
         }
         default:

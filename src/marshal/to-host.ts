@@ -17,6 +17,44 @@ export interface HostDecoding {
 }
 
 type Node = null | boolean | number | string | Node[];
+type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+type ViewConstructor = (new (
+  buffer: ArrayBuffer,
+  byteOffset: number,
+  length?: number,
+) => ArrayBufferView) & {
+  BYTES_PER_ELEMENT?: number;
+};
+type ResizableBuffer = ArrayBuffer & { maxByteLength: number; resizable: boolean; resize(length: number): void };
+
+/**
+ * A view whose length tracks `buffer`. Node 20's V8 refuses one whose buffer does not end on a whole element,
+ * which the specification allows (a resized buffer leaves such views behind): there the buffer, made by this
+ * decoding, ends on a whole element while the view is made, then gets its length and bytes back.
+ */
+export function trackingView(Ctor: ViewConstructor, buffer: ArrayBuffer, offset: number): ArrayBufferView {
+  try {
+    return new Ctor(buffer, offset);
+  } catch (error) {
+    const resizable = buffer as ResizableBuffer;
+    const length = resizable.byteLength;
+    const element = Ctor.BYTES_PER_ELEMENT ?? 1;
+    const rest = (length - offset) % element;
+    if (!(error instanceof RangeError) || resizable.resizable !== true || offset > length || rest === 0) throw error;
+    if (resizable.maxByteLength - length >= element - rest) {
+      resizable.resize(length + element - rest);
+      const view = new Ctor(buffer, offset);
+      resizable.resize(length);
+      return view;
+    }
+    const saved = new Uint8Array(buffer.slice(length - rest, length));
+    resizable.resize(length - rest);
+    const view = new Ctor(buffer, offset);
+    resizable.resize(length);
+    new Uint8Array(buffer).set(saved, length - rest);
+    return view;
+  }
+}
 
 /**
  * Estimated host heap of decoded values, measured on V8: a slot per value, more for a non-integer number, an
@@ -29,6 +67,13 @@ const FLOAT_BYTES = 16;
 const CONTAINER_BYTES = 48;
 const BOXED_BYTES = 200;
 
+/**
+ * Address space the resizable buffers of one decoded value may reserve in all: the host's engine reserves a
+ * resizable buffer's `maxByteLength` up front, which the guest names at no cost of its own (65,508 buffers of
+ * 2 GiB exhausted a Node process's address space, after which no ArrayBuffer could be made).
+ */
+export const MAX_RESERVED_BYTES = 2 ** 32;
+
 /** Counts the host bytes a decoding builds (see {@link decodeFromGuest}). */
 export interface HeapMeter {
   bytes: number;
@@ -36,13 +81,18 @@ export interface HeapMeter {
 
 /**
  * Decodes a tape; when a `meter` is given, adds an estimate of the host heap the value takes (the tape's length,
- * its buffers' bytes and a cost per decoded value) so the caller can charge what it keeps.
+ * its buffers' bytes, a resizable buffer at its `maxByteLength`, and a cost per decoded value) so the caller can
+ * charge what it keeps.
  */
 export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMeter): unknown {
   let bytes = tape.length;
+  let reserved = 0;
   const refs = new Map<number, unknown>();
   const define = (target: object, key: string, value: unknown) =>
     Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  const hide = (target: object, key: string, value: unknown) =>
+    Object.defineProperty(target, key, { value, writable: true, enumerable: false, configurable: true });
+  const isIndex = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
   const keep = <T>(id: Node | undefined, value: T): T => {
     refs.set(id as number, value);
     return value;
@@ -101,24 +151,51 @@ export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMe
       case "x":
         return keep(id, new RegExp(a as string, b as string));
       case "e": {
-        const Ctor = ERROR_TYPES[a as string] ?? Error;
-        const error = new Ctor(b as string);
-        if (error.name !== a) define(error, "name", a);
-        Object.defineProperty(error, "stack", { value: c, writable: true, configurable: true });
-        return keep(id, error);
+        // `["e",id,name,message|null,stack(,cause)]`: no own message for null, an own cause when there is a sixth.
+        if (typeof a !== "string" || (typeof b !== "string" && b !== null) || typeof c !== "string") break;
+        const Ctor = ERROR_TYPES[a];
+        const error = b === null ? new (Ctor ?? Error)() : new (Ctor ?? Error)(b);
+        if (Ctor === undefined) hide(error, "name", a);
+        hide(error, "stack", c);
+        keep(id, error);
+        if (node.length > 5) hide(error, "cause", dec(node[5]));
+        return error;
       }
       case "B": {
-        const buffer = side.buffer(a as number);
-        bytes += buffer.byteLength;
+        // `["B",id,side(,maxByteLength)]`: a resizable buffer when there is a fourth.
+        const fixed = side.buffer(a as number);
+        if (b === undefined) {
+          bytes += fixed.byteLength;
+          return keep(id, fixed);
+        }
+        if (!isIndex(b) || b < fixed.byteLength) break;
+        reserved += b;
+        if (reserved > MAX_RESERVED_BYTES) {
+          throw new SerializationError(
+            `Resizable ArrayBuffers may reserve at most ${MAX_RESERVED_BYTES} bytes (their maxByteLength) in one value`,
+          );
+        }
+        let buffer: ArrayBuffer;
+        try {
+          buffer = new (ArrayBuffer as ResizableBufferConstructor)(fixed.byteLength, { maxByteLength: b });
+        } catch {
+          throw new SerializationError(`A resizable ArrayBuffer of maxByteLength ${b} cannot be made on this host`);
+        }
+        new Uint8Array(buffer).set(new Uint8Array(fixed));
+        bytes += b;
         return keep(id, buffer);
       }
-      case "t": {
-        const Ctor = TYPED_ARRAYS[a as string];
-        if (Ctor === undefined) break;
-        return keep(id, new Ctor(dec(b) as ArrayBuffer, c as number, node[5] as number));
+      case "t":
+      case "v": {
+        // `"auto"` as the length: a view whose length tracks its resizable buffer.
+        const at = tag === "t" ? 3 : 2;
+        const Ctor = tag === "t" ? TYPED_ARRAYS[a as string] : DataView;
+        const [buffer, offset, length] = [dec(node[at]), node[at + 1], node[at + 2]];
+        if (Ctor === undefined || !(buffer instanceof ArrayBuffer) || !isIndex(offset)) break;
+        if (length === "auto") return keep(id, trackingView(Ctor as ViewConstructor, buffer, offset));
+        if (!isIndex(length)) break;
+        return keep(id, new Ctor(buffer, offset, length));
       }
-      case "v":
-        return keep(id, new DataView(dec(a) as ArrayBuffer, b as number, c as number));
       case "f": {
         const fn = side.hostFunction(id as number);
         if (fn === undefined) break;

@@ -18,6 +18,7 @@ import { optionsSuite } from "./options.js";
 import { positionsSuite } from "./positions.js";
 import { reportSuite } from "./report.js";
 import { resultSuite } from "./result.js";
+import { structuredCloneSuite } from "./structured-clone.js";
 import { typescriptSuite } from "./typescript.js";
 
 export type { ConformanceOptions } from "./helpers.js";
@@ -31,6 +32,7 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   modulesSuite(runCode);
   globalsSuite(runCode);
   marshalingSuite(runCode);
+  structuredCloneSuite(runCode);
   resultSuite(runCode);
   positionsSuite(runCode);
   logsSuite(runCode);

@@ -624,4 +624,86 @@ export function marshalingSuite(runCode: RunCode): void {
       if (r.status === "error") expect(typeof r.error?.message).toBe("string");
     });
   });
+
+  describe("§3.5 marshaling: resizable buffers, views and detached buffers, bounded", () => {
+    it("a value whose resizable buffers reserve more than 4 GiB on the host is a SerializationError", async () => {
+      // QuickJS allows a maxByteLength below 2 GiB: five buffers of 1 GiB.
+      const source = "export default [0, 1, 2, 3, 4].map(() => new ArrayBuffer(0, { maxByteLength: 2 ** 30 }))";
+      const error = await fails(runCode, "error", source);
+      expect(error.name).toBe("SerializationError");
+      expect(error.message).toContain("maxByteLength");
+    });
+
+    it("logged resizable buffers are charged at their maxByteLength", async () => {
+      const source = "for (let i = 0; i < 4; i++) console.log(new ArrayBuffer(0, { maxByteLength: 8 * 2 ** 20 }));";
+      const r = await runCode(source, { memoryLimitBytes: 16 * 2 ** 20 });
+      expect(r.status).toBe("memory");
+    });
+
+    it("the console describes what structured clone refuses instead of failing", async () => {
+      const source = `
+        const gone = new ArrayBuffer(8); gone.transfer();
+        const b = new ArrayBuffer(8, { maxByteLength: 16 });
+        const t = new Uint8Array(b, 4, 4), d = new DataView(b, 4);
+        b.resize(2);
+        console.log(gone, t, d, [gone]);
+        export default 0;
+      `;
+      const r = await runCode(source);
+      expect(r.status).toBe("success");
+      expect(r.logs.map((l) => l.args)).toEqual([
+        [
+          "[ArrayBuffer (detached)]",
+          "[Uint8Array (out of bounds)]",
+          "[DataView (out of bounds)]",
+          ["[ArrayBuffer (detached)]"],
+        ],
+      ]);
+    });
+
+    it("telling a fixed view from a tracking one leaves the sandbox's buffers as they were", async () => {
+      const source = `
+        const full = new ArrayBuffer(8, { maxByteLength: 8 });
+        new Uint8Array(full).set([1, 2, 3, 4, 5, 6, 7, 8]);
+        const odd = new ArrayBuffer(7, { maxByteLength: 7 });
+        new Uint8Array(odd).set([9, 8, 7, 6, 5, 4, 3]);
+        const views = [new Uint8Array(full, 0, 8), new Float64Array(full), new Uint16Array(odd, 2, 2), new DataView(odd, 1)];
+        report(views);
+        const copy = structuredClone(views);
+        const kept = [full.byteLength, [...new Uint8Array(full)], odd.byteLength, [...new Uint8Array(odd)]];
+        copy[0].buffer.resize(4);
+        copy[2].buffer.resize(3);
+        export default [kept, copy.map((v) => v.byteLength ?? v.length)];
+      `;
+      // The copies: fixed Uint8Array out of bounds (0), tracking Float64Array (0), fixed Uint16Array out of bounds
+      // (0), tracking DataView (3 - 1).
+      expect(await ok(runCode, source)).toEqual([
+        [8, [1, 2, 3, 4, 5, 6, 7, 8], 7, [9, 8, 7, 6, 5, 4, 3]],
+        [0, 0, 0, 2],
+      ]);
+    });
+
+    it("the guest's structuredClone copies buffers without consulting a replaceable species", async () => {
+      const source = `
+        const b = new Uint8Array([1, 2]).buffer, other = new ArrayBuffer(2);
+        b.constructor = { [Symbol.species]: function () { return other; } };
+        const copy = structuredClone(b);
+        export default [copy === other, copy === b, [...new Uint8Array(copy)]];
+      `;
+      expect(await ok(runCode, source)).toEqual([false, false, [1, 2]]);
+    });
+
+    it("the caller's resizable buffers are never resized", async () => {
+      const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+      const buffer = new Resizable(8, { maxByteLength: 8 });
+      new Uint8Array(buffer).set([1, 2, 3, 4, 5, 6, 7, 8]);
+      const views = [new Uint8Array(buffer, 0, 8), new Uint32Array(buffer)];
+      const source = "export default (v) => v.map((x) => [x.buffer.resizable, x.length])";
+      expect(await ok(runCode, source, { execute: { args: [views] } })).toEqual([
+        [true, 8],
+        [true, 2],
+      ]);
+      expect([buffer.byteLength, [...new Uint8Array(buffer)]]).toEqual([8, [1, 2, 3, 4, 5, 6, 7, 8]]);
+    });
+  });
 }

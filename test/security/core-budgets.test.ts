@@ -6,6 +6,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
+import { SerializationError } from "../../src/index.js";
 import { decodeFromGuest } from "../../src/marshal/to-host.js";
 import { attack, outcome, runCode, sandbox } from "./helpers.js";
 
@@ -58,6 +59,19 @@ describe("shared-reference expansion on the host", () => {
       expect({ name, charged: meter.bytes >= heap }).toEqual({ name, charged: true });
       expect(kept.length).toBe(8);
     }
+  });
+});
+
+describe("values handed in", () => {
+  it("probing many views of a big resizable buffer is bounded, not one buffer copy per view", () => {
+    const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+    const buffer = new Resizable(2 * 1024 * 1024, { maxByteLength: 4 * 1024 * 1024 });
+    const views = Array.from({ length: 200 }, () => new Uint8Array(buffer));
+    expect(() => runCode("export default views.length;", { globals: { views } })).toThrow(
+      new SerializationError(
+        "Telling whether views track their resizable buffers would copy more than 268435456 bytes: too many views of large resizable buffers",
+      ),
+    );
   });
 });
 

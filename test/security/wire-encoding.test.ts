@@ -4,12 +4,20 @@
  * work without recursion, shared references must not multiply the text, and `maxLength` must hold exactly.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runCode } from "../../node/index.js";
 import type { CodeExecutionResult } from "../../src/index.js";
+import { MAX_RESERVED_BYTES } from "../../src/marshal/to-host.js";
 import { fromWire, type JsonValue, toWire, toWireText, WireLengthError } from "../../src/wire.js";
 
 const roundTrip = (value: unknown): unknown => fromWire(JSON.parse(toWireText(value)) as JsonValue);
+
+type Buffer2024 = ArrayBuffer & {
+  readonly resizable: boolean;
+  readonly maxByteLength: number;
+  resize(n: number): void;
+};
+const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => Buffer2024;
 
 /** How many times `step` leads on from `value` before `isLast`; iterative, so it reads any depth. */
 function depthOf(value: unknown, step: (v: unknown) => unknown, isLast: (v: unknown) => boolean): number {
@@ -169,6 +177,14 @@ describe("wire: bounded size", () => {
     fc.uint8Array({ maxLength: 10 }).map((bytes) => bytes.buffer),
     fc.uint8Array({ maxLength: 10 }).map((bytes) => new DataView(bytes.buffer)),
     fc.string().map((message) => new RangeError(message)),
+    fc.constant(null).map(() => new TypeError()),
+    fc
+      .tuple(fc.nat({ max: 10 }), fc.nat({ max: 2 ** 20 }))
+      .map(([length, room]) => new Resizable(length, { maxByteLength: length + room })),
+    fc
+      .tuple(fc.nat({ max: 10 }), fc.nat({ max: 10 }))
+      .map(([length, room]) => new Uint8Array(new Resizable(length, { maxByteLength: length + room }))),
+    fc.nat({ max: 10 }).map((length) => new DataView(new Resizable(length, { maxByteLength: 10 }), 0)),
   );
   const tree = fc.letrec((tie) => ({
     value: fc.oneof({ depthSize: "small" }, leaf, tie("array"), tie("object"), tie("map"), tie("set")),
@@ -205,6 +221,69 @@ describe("wire: bounded size", () => {
     expect(error).toBeInstanceOf(WireLengthError);
     expect((error as WireLengthError).message).toBe("toWire: the encoding is longer than 1048576 characters");
     expect((error as WireLengthError).maxLength).toBe(1024 * 1024);
+  });
+
+  it("20,000 length-tracking views of one 1 MiB buffer copy it once to find that they track, not once per view", () => {
+    const buffer = new Resizable(1024 * 1024, { maxByteLength: 2 * 1024 * 1024 });
+    const views = Array.from({ length: 20_000 }, (_, i) =>
+      i % 2 === 0 ? new Uint8Array(buffer) : new DataView(buffer),
+    );
+    const clone = vi.spyOn(globalThis, "structuredClone");
+    let text: string;
+    let clones: number;
+    try {
+      text = toWireText(views);
+      clones = clone.mock.calls.length;
+    } finally {
+      clone.mockRestore();
+    }
+    expect(clones).toBe(1);
+    expect(text.split('"auto"').length - 1).toBe(20_000);
+    const back = fromWire(JSON.parse(text) as JsonValue) as (Uint8Array | DataView)[];
+    const shared = (back[0] as Uint8Array).buffer as Buffer2024;
+    shared.resize(16);
+    expect(back.every((view) => view.buffer === shared && view.byteLength === 16)).toBe(true);
+  });
+
+  it("a view out of its buffer's bounds is refused, as structured clone refuses it (it was written as a view at 0)", () => {
+    const buffer = new Resizable(8, { maxByteLength: 16 });
+    const words = new Uint16Array(buffer, 4);
+    const data = new DataView(buffer, 4, 2);
+    buffer.resize(2);
+    const refused = new TypeError("toWire: a view out of its buffer's bounds is not a result value");
+    expect(() => toWire(words)).toThrow(refused);
+    expect(() => toWire({ data })).toThrow(refused);
+  });
+});
+
+describe("wire: resizable buffers a client sends", () => {
+  const reserving = (maxByteLength: number): JsonValue => ({ $t: "arraybuffer", v: "", maxByteLength });
+  const refusal = new RangeError(
+    `fromWire: resizable ArrayBuffers may reserve at most ${MAX_RESERVED_BYTES} bytes (their maxByteLength) in one value`,
+  );
+
+  it("reserve at most MAX_RESERVED_BYTES in one decoded value, as the core allows (each maxByteLength was reserved)", () => {
+    expect(MAX_RESERVED_BYTES).toBe(2 ** 32);
+    const half = MAX_RESERVED_BYTES / 2;
+    const two = fromWire([reserving(half), reserving(half)]) as Buffer2024[];
+    expect(two.map((buffer) => [buffer.resizable, buffer.maxByteLength])).toEqual([
+      [true, half],
+      [true, half],
+    ]);
+    expect(() => fromWire([reserving(half), reserving(half), reserving(1)])).toThrow(refusal);
+    expect(() => fromWire(reserving(MAX_RESERVED_BYTES + 1))).toThrow(refusal);
+    // A body's worth of 2 GiB reservations (65,508 of them exhausted a Node process) stops at the third.
+    const body = JSON.stringify(Array.from({ length: 18_000 }, () => reserving(2 ** 31)));
+    expect(body.length).toBeLessThan(1024 * 1024);
+    expect(() => fromWire(JSON.parse(body) as JsonValue)).toThrow(refusal);
+    // One buffer seen twice is reserved once.
+    const shared = { $t: "arraybuffer", id: 0, v: "", maxByteLength: MAX_RESERVED_BYTES };
+    const [first, again] = fromWire([shared, { $t: "ref", id: 0 }, { $t: "ref", id: 0 }]) as Buffer2024[];
+    expect(first).toBe(again);
+  });
+
+  it("decode each call on its own budget", () => {
+    for (let i = 0; i < 3; i++) expect((fromWire(reserving(2 ** 31)) as Buffer2024).maxByteLength).toBe(2 ** 31);
   });
 });
 
@@ -259,5 +338,22 @@ describe("wire: the format is unchanged", () => {
     const expected = String.raw`{"$$t":"user","plain":[1,"two",null,true,{"deep":[]}],"u":{"$t":"undefined"},"nums":[{"$t":"number","v":"NaN"},{"$t":"number","v":"-0"},{"$t":"number","v":"Infinity"},{"$t":"number","v":"-Infinity"},0.1,-5e-324],"big":{"$t":"bigint","v":"-1180591620717411303424"},"date":{"$t":"date","v":1700000000123},"bad":{"$t":"date","v":{"$t":"number","v":"NaN"}},"re":{"$t":"regexp","source":"a\\/b+$","flags":"gu"},"err":{"$t":"error","name":"TypeError","message":"outer","stack":"TypeError: outer\n    at x","cause":{"$t":"error","name":"RangeError","message":"inner","stack":"RangeError: inner"}},"map":{"$t":"map","v":[[{"$t":"object","id":0,"v":{"n":1}},{"$t":"set","v":[{"$t":"ref","id":0},"s"]}],["k",{"$t":"undefined"}]]},"set":{"$t":"set","v":[]},"sparse":{"$t":"array","length":3,"v":{"0":1,"2":3,"$$t":"x"}},"cyc":{"$t":"array","id":1,"length":2,"v":{"0":{"$t":"ref","id":0},"1":{"$t":"ref","id":1}}},"view":{"$t":"dataview","buffer":{"$t":"arraybuffer","id":2,"v":"AAEC/f7/Bw=="},"byteOffset":1,"byteLength":4},"u16":{"$t":"typedarray","kind":"Uint16Array","buffer":{"$t":"ref","id":2},"byteOffset":2,"length":2},"buffer":{"$t":"ref","id":2},"boxed":[{"$t":"boxed","v":1},{"$t":"boxed","v":"s"},{"$t":"boxed","v":false},{"$t":"boxed","v":{"$t":"bigint","v":"5"}},{"$t":"boxed","v":{"$t":"number","v":"-0"}}],"str":"\u0000\"\\\n😀\ud800"}`;
     expect(JSON.stringify(toWire(value))).toBe(expected);
     expect(toWireText(value)).toBe(expected);
+  });
+
+  it("writes this exact text for what structured clone adds: no message, maxByteLength, tracking lengths", () => {
+    const bare = new RangeError();
+    bare.stack = "RangeError";
+    const buffer = new Resizable(4, { maxByteLength: 8 });
+    new Uint8Array(buffer).set([1, 2, 3, 4]);
+    const value = {
+      bare,
+      buffer,
+      fixed: new Uint8Array(buffer, 0, 2),
+      tracking: new Uint16Array(buffer, 2),
+      data: new DataView(buffer, 1),
+    };
+    const expected = `{"bare":{"$t":"error","name":"RangeError","stack":"RangeError"},"buffer":{"$t":"arraybuffer","id":0,"v":"AQIDBA==","maxByteLength":8},"fixed":{"$t":"typedarray","kind":"Uint8Array","buffer":{"$t":"ref","id":0},"byteOffset":0,"length":2},"tracking":{"$t":"typedarray","kind":"Uint16Array","buffer":{"$t":"ref","id":0},"byteOffset":2,"length":"auto"},"data":{"$t":"dataview","buffer":{"$t":"ref","id":0},"byteOffset":1,"byteLength":"auto"}}`;
+    expect(toWireText(value)).toBe(expected);
+    expect(JSON.stringify(toWire(value))).toBe(expected);
   });
 });
