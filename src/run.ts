@@ -6,8 +6,8 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
-import { type Instance, newInstance } from "./engine.js";
 import { BudgetError, stringifyWithin, WorkBudget } from "./budget.js";
+import { type Instance, newInstance } from "./engine.js";
 import { SerializationError } from "./errors.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
 import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";

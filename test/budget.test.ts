@@ -11,6 +11,7 @@ function dag(steps: number): unknown {
 describe("stringifyWithin", () => {
   it("writes what JSON.stringify writes, replacer, toJSON and holes included", () => {
     const replacer = (_key: string, v: unknown) => (typeof v === "bigint" ? `${v}n` : v);
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what this checks.
     const value = { a: [1, , "x", undefined, () => 1], d: new Date(0), b: 2n, s: Symbol("s"), n: null, o: { k: -0 } };
     expect(stringifyWithin(value, new WorkBudget(1000, "v"), replacer)).toBe(JSON.stringify(value, replacer));
     expect(stringifyWithin(undefined, new WorkBudget(10, "v"))).toBeUndefined();

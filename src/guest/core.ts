@@ -484,7 +484,10 @@ export function guestCore(
           }
         } else if (how === TYPED) length = taTag(this) === undefined ? 0 : (taLength(this) as number);
         else if (how === STRING) length = typeof this === "string" ? this.length : 0;
-        if (pre !== undefined && (pending += pre(length, args)) >= FLUSH_UNITS) charge(0);
+        if (pre !== undefined) {
+          pending += pre(length, args);
+          if (pending >= FLUSH_UNITS) charge(0);
+        }
         if (nesting >= MAX_NESTING) throw makeError(ErrorCtor, "InternalError", "stack overflow");
         nesting++;
         let result: unknown;
@@ -493,7 +496,10 @@ export function guestCore(
         } finally {
           nesting--;
         }
-        if (post !== undefined && (pending += post(length, args, result)) >= FLUSH_UNITS) charge(0);
+        if (post !== undefined) {
+          pending += post(length, args, result);
+          if (pending >= FLUSH_UNITS) charge(0);
+        }
         return result;
       },
     }[key as string] as Fn;

@@ -17,6 +17,7 @@ import {
   type QuickJSRuntime,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { createSandbox } from "../../src/index.js";
 
@@ -535,4 +536,33 @@ export function explain(c: Compared): string {
     ...(c.program.differs ? [`  expected: ${show(c.expected)} (rule ${c.program.differs})`] : []),
     `  sandbox:  ${show(c.sandbox)}`,
   ].join("\n");
+}
+
+/**
+ * A suite of programs: one test a program (its outcome against the raw engine's and the rules), a check that names
+ * are unique, and the file's own tests (`more`), after one run of every program in batches of `batch`.
+ */
+export function describeAgainstRaw(
+  title: string,
+  programs: readonly Program[],
+  { more, timeoutMs = 180_000, batch }: { more?: () => void; timeoutMs?: number; batch?: number } = {},
+) {
+  describe(title, () => {
+    let results = new Map<string, Compared>();
+    beforeAll(async () => {
+      results = new Map((await compare(programs, batch)).map((c) => [c.program.name, c]));
+    }, timeoutMs);
+
+    it("every program has its own name", () => {
+      expect(new Set(programs.map((p) => p.name)).size).toBe(programs.length);
+    });
+
+    more?.();
+
+    it.each(programs.map((p) => [p.name]))("%s", (name) => {
+      const c = results.get(name);
+      if (c === undefined) throw new Error(`no outcome for ${name}`);
+      if (c.differs) expect.fail(explain(c));
+    });
+  });
 }

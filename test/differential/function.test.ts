@@ -6,8 +6,8 @@
  * route, must throw the sandbox's TypeError instead (rule `compile`, run-code.md §6.2); so must `eval` (rule `eval`).
  */
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
-import { type Compared, compare, explain, expr, type Program } from "./engine.js";
+import { describe, it } from "vitest";
+import { describeAgainstRaw, expr, type Program } from "./engine.js";
 import { checkProperty } from "./generators.js";
 
 /** [label, an expression for the constructor, an expression for one of its functions]. */
@@ -145,22 +145,7 @@ function programs(): Program[] {
 
 const PROGRAMS = programs();
 
-describe("Function family: hand-written programs against the raw engine", () => {
-  let results = new Map<string, Compared>();
-  beforeAll(async () => {
-    results = new Map((await compare(PROGRAMS)).map((c) => [c.program.name, c]));
-  }, 120_000);
-
-  it("every program has its own name", () => {
-    expect(new Set(PROGRAMS.map((p) => p.name)).size).toBe(PROGRAMS.length);
-  });
-
-  it.each(PROGRAMS.map((p) => [p.name]))("%s", (name) => {
-    const c = results.get(name);
-    if (c === undefined) throw new Error(`no outcome for ${name}`);
-    if (c.differs) expect.fail(explain(c));
-  });
-});
+describeAgainstRaw("Function family: hand-written programs against the raw engine", PROGRAMS, { timeoutMs: 120_000 });
 
 describe("Function family: generated invocations", () => {
   it("every route to a Function-family constructor throws the sandbox's TypeError", async () => {

@@ -4,8 +4,8 @@
  * text), `Proxy`, `Math.random`, and the two globals the raw engine lacks (`structuredClone` and `queueMicrotask`,
  * rule `web`: their shape is the HTML standard's).
  */
-import { beforeAll, describe, expect, it } from "vitest";
-import { type Compared, compare, explain, expr, type Program, REMOVED_GLOBALS, runRaw } from "./engine.js";
+import { expect, it } from "vitest";
+import { compare, describeAgainstRaw, expr, type Program, REMOVED_GLOBALS, runRaw } from "./engine.js";
 
 /** The raw engine's global property names (string keys), read from the engine itself. */
 const RAW_GLOBALS = JSON.parse(
@@ -217,28 +217,16 @@ function programs(): Program[] {
 
 const PROGRAMS = programs();
 
-describe("prelude: the global object against the raw engine", () => {
-  let results = new Map<string, Compared>();
-  beforeAll(async () => {
-    results = new Map((await compare(PROGRAMS)).map((c) => [c.program.name, c]));
-  }, 120_000);
-
-  it("every program has its own name", () => {
-    expect(new Set(PROGRAMS.map((p) => p.name)).size).toBe(PROGRAMS.length);
-  });
-
-  it("the harness tells outcomes apart (a value, a thrown error, a log entry)", async () => {
-    const differing = await compare([
-      expr("a value only the sandbox has", "typeof queueMicrotask"),
-      expr("an error only the raw engine throws", "structuredClone(1)"),
-      expr("a log entry only the sandbox makes", "typeof structuredClone === 'function' ? (__.trace('x'), 1) : 1"),
-    ]);
-    expect(differing.map((c) => c.differs)).toEqual([true, true, true]);
-  });
-
-  it.each(PROGRAMS.map((p) => [p.name]))("%s", (name) => {
-    const c = results.get(name);
-    if (c === undefined) throw new Error(`no outcome for ${name}`);
-    if (c.differs) expect.fail(explain(c));
-  });
+describeAgainstRaw("prelude: the global object against the raw engine", PROGRAMS, {
+  timeoutMs: 120_000,
+  more: () => {
+    it("the harness tells outcomes apart (a value, a thrown error, a log entry)", async () => {
+      const differing = await compare([
+        expr("a value only the sandbox has", "typeof queueMicrotask"),
+        expr("an error only the raw engine throws", "structuredClone(1)"),
+        expr("a log entry only the sandbox makes", "typeof structuredClone === 'function' ? (__.trace('x'), 1) : 1"),
+      ]);
+      expect(differing.map((c) => c.differs)).toEqual([true, true, true]);
+    });
+  },
 });

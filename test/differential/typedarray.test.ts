@@ -5,8 +5,8 @@
  * of which may detach or shrink the buffer), TypedArraySpeciesCreate, and each method's shape.
  */
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
-import { type Compared, compare, explain, expr, type Program, runRaw } from "./engine.js";
+import { describe, expect, it } from "vitest";
+import { describeAgainstRaw, expr, type Program, runRaw } from "./engine.js";
 import {
   argList,
   callProgram,
@@ -305,27 +305,14 @@ function programs(): Program[] {
 
 const PROGRAMS = programs();
 
-describe("TypedArray: hand-written programs against the raw engine", () => {
-  let results = new Map<string, Compared>();
-  beforeAll(async () => {
-    results = new Map((await compare(PROGRAMS)).map((c) => [c.program.name, c]));
-  }, 180_000);
-
-  it("every program has its own name", () => {
-    expect(new Set(PROGRAMS.map((p) => p.name)).size).toBe(PROGRAMS.length);
-  });
-
-  it("the method table covers every function and accessor on the raw engine's %TypedArray%.prototype", async () => {
-    const source = `const P = ${TAP}; export default JSON.stringify(Reflect.ownKeys(P).filter((k) => k !== "constructor").map((k) => typeof k === "symbol" ? "[" + k.description + "]" : "." + k));`;
-    const listed = JSON.parse(await runRaw(source)) as string[];
-    expect(listed.sort()).toEqual(Object.keys(TYPED_METHODS).sort());
-  });
-
-  it.each(PROGRAMS.map((p) => [p.name]))("%s", (name) => {
-    const c = results.get(name);
-    if (c === undefined) throw new Error(`no outcome for ${name}`);
-    if (c.differs) expect.fail(explain(c));
-  });
+describeAgainstRaw("TypedArray: hand-written programs against the raw engine", PROGRAMS, {
+  more: () => {
+    it("the method table covers every function and accessor on the raw engine's %TypedArray%.prototype", async () => {
+      const source = `const P = ${TAP}; export default JSON.stringify(Reflect.ownKeys(P).filter((k) => k !== "constructor").map((k) => typeof k === "symbol" ? "[" + k.description + "]" : "." + k));`;
+      const listed = JSON.parse(await runRaw(source)) as string[];
+      expect(listed.sort()).toEqual(Object.keys(TYPED_METHODS).sort());
+    });
+  },
 });
 
 const seedOf = (text: string) => [...text].reduce((h, ch) => (h * 31 + (ch.codePointAt(0) ?? 0)) | 0, 11);

@@ -5,8 +5,8 @@
  * through toString/valueOf and Symbol.match/replace/split accessors), and each method's shape.
  */
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
-import { type Compared, compare, explain, expr, type Program } from "./engine.js";
+import { describe, it } from "vitest";
+import { describeAgainstRaw, expr, type Program } from "./engine.js";
 import { argList, callProgram, checkProperty } from "./generators.js";
 
 /** Receivers of String.prototype methods: strings, everything ToString accepts or refuses, logged coercions. */
@@ -294,22 +294,11 @@ function programs(): Program[] {
 
 const PROGRAMS = programs();
 
-describe("String, JSON, BigInt and Function.prototype.toString: hand-written programs against the raw engine", () => {
-  let results = new Map<string, Compared>();
-  beforeAll(async () => {
-    results = new Map((await compare(PROGRAMS)).map((c) => [c.program.name, c]));
-  }, 120_000);
-
-  it("every program has its own name", () => {
-    expect(new Set(PROGRAMS.map((p) => p.name)).size).toBe(PROGRAMS.length);
-  });
-
-  it.each(PROGRAMS.map((p) => [p.name]))("%s", (name) => {
-    const c = results.get(name);
-    if (c === undefined) throw new Error(`no outcome for ${name}`);
-    if (c.differs) expect.fail(explain(c));
-  });
-});
+describeAgainstRaw(
+  "String, JSON, BigInt and Function.prototype.toString: hand-written programs against the raw engine",
+  PROGRAMS,
+  { timeoutMs: 120_000 },
+);
 
 const seedOf = (text: string) => [...text].reduce((h, ch) => (h * 31 + (ch.codePointAt(0) ?? 0)) | 0, 13);
 
