@@ -16,11 +16,11 @@ const wasmModule = new WebAssembly.Module(
 );
 const { runCode } = createSandbox({ wasm: wasmModule });
 
-/** `export default 1+1` in a fresh runtime and context of `quickjs`, disposed after. */
-function evalTrivial(quickjs: QuickJSWASMModule): number {
+/** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
+function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
   const runtime = quickjs.newRuntime();
   const context = runtime.newContext();
-  const namespace = context.unwrapResult(context.evalCode("export default 1+1", "bench.js", { type: "module" }));
+  const namespace = context.unwrapResult(context.evalCode(source, "bench.js", { type: "module" }));
   const value = context.getProp(namespace, "default");
   const result = context.getNumber(value);
   value.dispose();
@@ -90,15 +90,26 @@ export const extra = [Pricing.rate, new Tagged("x").get()];
 `;
 const JS_PROGRAM = ts.transpileModule(TS_PROGRAM, { compilerOptions: { target: ts.ScriptTarget.ES2022 } }).outputText;
 
+/** Array methods in a hot loop: what the prelude's guards (wrappers that estimate and charge native work) cost. */
+const ARRAY_LOOP = `const a = [1, 2, 3, 4, 5, 6, 7, 8];
+let s = 0;
+for (let i = 0; i < 5000; i++) {
+  s += a.map((x) => x + i).filter((x) => x & 1).indexOf(i + 3) + a.join("").length + a.slice(2).length;
+  s += a.includes(i) ? 1 : 0;
+}
+export default s;`;
+
 const ready = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
 const cases: Record<string, (i: number) => unknown> = {
-  "floor: runtime+context on a ready instance": () => evalTrivial(ready),
-  "floor: fresh instance + runtime+context": async () => evalTrivial((await newInstance(wasmModule, 64 << 20)).quickjs),
+  "floor: runtime+context on a ready instance": () => evalModule(ready),
+  "floor: fresh instance + runtime+context": async () => evalModule((await newInstance(wasmModule, 64 << 20)).quickjs),
   "runCode trivial JS": () => runCode("export default 1+1", { language: "javascript" }),
   "runCode 50-line program as JS": () => runCode(JS_PROGRAM, { language: "javascript" }),
   "runCode 50-line TS, repeated": () => runCode(TS_PROGRAM),
   "runCode 50-line TS, first time": (i) => runCode(`${TS_PROGRAM}// ${i} ${Math.random()}\n`),
   "runCode 50-line TS + enum/namespace, first time": (i) => runCode(`${TS_PROGRAM_ENUMS}// ${i} ${Math.random()}\n`),
+  "raw engine: array-method loop (30,000 calls)": () => evalModule(ready, ARRAY_LOOP),
+  "runCode: the same array-method loop": () => runCode(ARRAY_LOOP, { language: "javascript" }),
 };
 // Warm up: JIT, the TypeScript compiler's first load, caches.
 for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
@@ -112,15 +123,8 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const rows = [...times].map(([label, t]) => summarize(label, t));
-const [floorRuntime, floorInstance, trivial, programJs, tsRepeated, tsFirst, tsEnums] = rows as Summary[] as [
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-];
+const [floorRuntime, floorInstance, trivial, programJs, tsRepeated, tsFirst, tsEnums, rawLoop, guardedLoop] =
+  rows as Summary[] as [Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary];
 console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
@@ -129,6 +133,7 @@ ratio("fresh instance floor / ready-instance floor", floorInstance, floorRuntime
 ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, programJs, "<= 1.2x");
 console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
 console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${tsEnums.p50.toFixed(2)} ms`);
+ratio("array-method loop: runCode / raw engine (guards + runCode's fixed cost)", guardedLoop, rawLoop);
 
 // Memory: 10,000 consecutive runs must not grow the process.
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -253,16 +253,16 @@ export function toWireText(value: unknown, options: WireOptions = {}): string {
   const shared = sharedObjects(value, resizableViews);
   const tracking = new Set<object>();
   const ids = new Map<object, number>();
-  const parts: string[] = [];
   const frames: WriteFrame[] = [];
-  let length = 0;
+  // One string built by appending: the engine keeps it as a rope and flattens it once (an array of pieces joined at
+  // the end took 20x JSON.stringify's time on 200,000 log entries).
+  let text = "";
   const reserve = (units: number) => {
-    if (length + units > maxLength) throw new WireLengthError(maxLength);
+    if (text.length + units > maxLength) throw new WireLengthError(maxLength);
   };
-  const write = (text: string) => {
-    reserve(text.length);
-    length += text.length;
-    parts.push(text);
+  const write = (piece: string) => {
+    reserve(piece.length);
+    text += piece;
   };
   const list = (items: readonly unknown[], close: string) => frames.push({ kind: LIST, items, next: 0, close });
   const entries = (source: object, close: string) =>
@@ -404,7 +404,7 @@ export function toWireText(value: unknown, options: WireOptions = {}): string {
     else if (i > 0) write(",");
     write(textOf(frame.items[i]));
   }
-  return parts.join("");
+  return text;
 }
 
 /** Encodes `value` as JSON data that {@link fromWire} turns back into an equal value (see {@link toWireText}). */
