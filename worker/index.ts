@@ -9,7 +9,7 @@
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
 import { isJsonContentType, readBytesWithin } from "../src/host/body.js";
-import { createHost, DEFAULT_MAX_BODY_BYTES, type ProcessStore, type ToolRegistry } from "../src/host/index.js";
+import { createHost, DEFAULT_MAX_BODY_BYTES, type ProcessStore } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { PID_HEADER, ProcessObject } from "./process-object.js";
@@ -68,7 +68,7 @@ async function api(request: Request, env: Env, path: string): Promise<Response> 
   const registry = registryOf(env);
   if (path === "/run" && request.method === "POST") {
     const { tools } = await localHost(env);
-    return handleRun(request, sandboxFor(env).runCode, () => importsOf(tools));
+    return handleRun(request, sandboxFor(env).runCode, () => tools.modules());
   }
   if (path === "/processes" && request.method === "POST") {
     // Only a JSON body, as on POST /run, and checked before a pid is spent. A text/plain, form or untyped POST is a
@@ -153,23 +153,4 @@ function registryView(env: Env): ProcessStore {
     update: elsewhere,
     delete: elsewhere,
   };
-}
-
-/**
- * The built-in services as bare-specifier modules for `/run`: `import { get } from "kv"; await get({ key })`. Made
- * per run, with one scope, so the run's tool calls share its budgets and quotas (kv calls per run).
- */
-function importsOf(tools: ToolRegistry): Record<string, Record<string, unknown>> {
-  const scope = tools.scope();
-  const imports: Record<string, Record<string, unknown>> = {};
-  for (const service of tools.list()) {
-    imports[service.id] = Object.fromEntries(
-      service.tools.map((tool) => [
-        tool.id,
-        (parameters: Record<string, unknown>) =>
-          tools.invoke({ serviceId: service.id, toolId: tool.id, parameters }, scope),
-      ]),
-    );
-  }
-  return imports;
 }

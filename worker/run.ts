@@ -5,8 +5,9 @@
  * @module
  */
 import { isJsonContentType, readTextWithin } from "../src/host/body.js";
-import type { CodeExecutionOptions, CodeExecutionResult, RunCode } from "../src/index.js";
-import { fromWire, type JsonValue, toWireText, WireLengthError } from "../src/wire.js";
+import type { CodeExecutionOptions, RunCode } from "../src/index.js";
+import { resultWireText } from "../src/result-wire.js";
+import { fromWire, type JsonValue } from "../src/wire.js";
 
 /** Largest request body accepted. */
 export const MAX_RUN_BODY_BYTES = 1024 * 1024;
@@ -67,29 +68,9 @@ export async function handleRun(
   const budget = setTimeout(() => run.terminate(`The run exceeded ${RUN_TIMEOUT_MS} ms`), RUN_TIMEOUT_MS);
   const result = await run;
   clearTimeout(budget);
-  return new Response(answerText(result), { headers: { "content-type": "application/json" } });
-}
-
-/** The result's wire text, or a `memory` result in its place when that text would pass {@link MAX_RUN_ANSWER_CHARS}. */
-function answerText(result: CodeExecutionResult): string {
-  try {
-    return toWireText(result, { maxLength: MAX_RUN_ANSWER_CHARS });
-  } catch (error) {
-    if (!(error instanceof WireLengthError)) throw error;
-  }
-  const { durationMs, memoryUsedBytes } = result;
-  const tooLong: CodeExecutionResult = {
-    status: "memory",
-    error: {
-      name: "MemoryError",
-      message: `The run ended '${result.status}', but its result, reports and logs take more than ${MAX_RUN_ANSWER_CHARS} characters of JSON to send`,
-    },
-    reports: [],
-    logs: [],
-    durationMs,
-    ...(memoryUsedBytes === undefined ? {} : { memoryUsedBytes }),
-  };
-  return toWireText(tooLong);
+  return new Response(resultWireText(result, MAX_RUN_ANSWER_CHARS), {
+    headers: { "content-type": "application/json" },
+  });
 }
 
 /** The body's fields, or what is wrong with it. */

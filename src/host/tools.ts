@@ -173,6 +173,26 @@ export class ToolRegistry {
     return new ToolScope(this.workPerRun);
   }
 
+  /**
+   * The services as bare-specifier modules for one run (`import { get } from "kv"; await get({ key })`), every
+   * call validated and charged to one scope, so the run's calls share its budgets and quotas (kv calls per run).
+   */
+  modules(): Record<string, Record<string, (parameters: Record<string, unknown>) => Promise<unknown>>> {
+    const scope = this.scope();
+    return Object.fromEntries(
+      this.list().map((service) => [
+        service.id,
+        Object.fromEntries(
+          service.tools.map((tool) => [
+            tool.id,
+            (parameters: Record<string, unknown>) =>
+              this.invoke({ serviceId: service.id, toolId: tool.id, parameters }, scope),
+          ]),
+        ),
+      ]),
+    );
+  }
+
   /** Converts, validates and runs a tool call, charging `scope`; rejects with a {@link ToolError}. */
   async invoke(input: InvokeInput, scope: ToolScope = this.scope()): Promise<unknown> {
     // The guest may call from deep in the host's stack: the validator's recursion starts from a fresh one.

@@ -1,0 +1,41 @@
+/**
+ * `runcode mcp` over standard input and output, through the official SDK's client, against the built CLI (what an
+ * MCP client's configuration starts with `npx runcode mcp`).
+ */
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromWire, type JsonValue } from "../../src/wire.js";
+
+const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+
+describe("runcode mcp (stdio)", () => {
+  const client = new Client({ name: "test", version: "1.0.0" });
+  beforeAll(async () => {
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp"], stderr: "pipe" }));
+  }, 30_000);
+  afterAll(() => client.close());
+
+  const run = async (code: string) =>
+    (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+
+  it("lists run_code", async () => {
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["run_code"]);
+  });
+
+  it("runs TypeScript and answers the result losslessly", async () => {
+    const result = await run("const n: bigint = 2n ** 64n;\nexport default new Set([n]);");
+    expect(result.isError).toBe(false);
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toEqual(
+      new Set([2n ** 64n]),
+    );
+  });
+
+  it("keeps kv values for as long as the server runs", async () => {
+    await run('import { set } from "kv";\nawait set({ key: "visits", value: 1 });');
+    const result = await run('import { get } from "kv";\nexport default (await get({ key: "visits" })).value;');
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe(1);
+  });
+});
