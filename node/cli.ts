@@ -10,7 +10,8 @@ import { runCode } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 if (process.argv[2] === "mcp") {
-  await serveMcpOverStdio();
+  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
+  await serveMcpOverStdio(values.config);
 } else {
   await runFile();
 }
@@ -31,9 +32,10 @@ async function runFile(): Promise<void> {
 
   if (values.help) {
     console.log(`usage: runcode [file] [--js] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
-       runcode mcp
+       runcode mcp [--config servers.json]
 Runs the module in a fresh QuickJS sandbox (standard input when no file is given) and prints the result.
-\`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output.`);
+\`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`);
     process.exit(0);
   }
 

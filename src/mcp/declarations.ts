@@ -99,7 +99,7 @@ export function declarationsOf(services: readonly ServiceInfo[]): string {
   let out = "";
   const left: string[] = [];
   for (const service of services) {
-    let block = `/** ${service.name}: ${service.description.replace(/\*\//g, "* /")} */\ndeclare module ${JSON.stringify(service.id)} {\n`;
+    let block = `${comment({ description: `${service.name}: ${service.description}` }, "")}declare module ${JSON.stringify(service.id)} {\n`;
     for (const tool of service.tools) {
       const signature = `(parameters: ${typeOf(tool.inputSchema, 0, "  ")}): Promise<${typeOf(tool.outputSchema, 0, "  ")}>;\n`;
       block += comment({ description: tool.description }, "  ");

@@ -11,7 +11,9 @@ import { kvService, MemoryKeyValueStore, ToolRegistry } from "../../src/host/ind
 import { createSandbox } from "../../src/index.js";
 import { createMcpServer } from "../../src/mcp/server.js";
 import { SHOWN_CHARS } from "../../src/mcp/summary.js";
+import { upstreamService } from "../../src/mcp/upstream.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
+import { calcServer } from "./fixtures/calc-server.mjs";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
 const clients: Client[] = [];
@@ -161,5 +163,45 @@ export default [await get({ key: "k" }), failure];`;
     const { contents } = await client.readResource({ uri: "runcode://docs/run-code" });
     const { tools } = await client.listTools();
     expect((contents[0] as { text: string }).text).toBe(tools[0]?.description);
+  });
+});
+
+describe("MCP: upstream servers as modules (code mode)", () => {
+  async function withCalc(): Promise<Client> {
+    const upstream = new Client({ name: "runcode", version: "0.1.0" });
+    const [upstreamClient, upstreamServer] = InMemoryTransport.createLinkedPair();
+    await calcServer().connect(upstreamServer);
+    await upstream.connect(upstreamClient);
+    clients.push(upstream);
+    const tools = new ToolRegistry().register(await upstreamService("calc", upstream));
+    return connect({ tools });
+  }
+
+  it("declares the upstream tools in the guide", async () => {
+    const { tools } = await (await withCalc()).listTools();
+    expect(tools[0]?.description).toContain(
+      '/** calc: Arithmetic for the tests. */\ndeclare module "calc" {\n  /** Adds two numbers. */\n  export function add(parameters: {\n    a: number;\n    b: number;\n  }): Promise<{\n    sum: number;\n  }>;',
+    );
+    expect(tools[0]?.description).toContain(
+      "export function text_shout(parameters: {\n    word: string;\n  }): Promise<unknown>;",
+    );
+  });
+
+  it("one program calls several upstream tools and returns one answer; failures throw the upstream message", async () => {
+    const code = `import { add, text_shout, refuse } from "calc";
+const { sum } = await add({ a: 2, b: 3 });
+const word = await text_shout({ word: "hi" });
+let failure = "";
+try { await refuse({}); } catch (error) { failure = (error as Error).message; }
+let invalid = "";
+try { await add({ a: "2" }); } catch (error) { invalid = (error as Error).message; }
+export default { sum, word, failure, invalid };`;
+    const result = await call(await withCalc(), { code });
+    expect(decoded(result).result).toEqual({
+      sum: 5,
+      word: "HI",
+      failure: "calc.refuse failed: refused: the answer is no",
+      invalid: expect.stringMatching(/^Invalid parameters for calc\.add: /),
+    });
   });
 });

@@ -2,6 +2,9 @@
  * `runcode mcp` over standard input and output, through the official SDK's client, against the built CLI (what an
  * MCP client's configuration starts with `npx runcode mcp`).
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -37,5 +40,31 @@ describe("runcode mcp (stdio)", () => {
     await run('import { set } from "kv";\nawait set({ key: "visits", value: 1 });');
     const result = await run('import { get } from "kv";\nexport default (await get({ key: "visits" })).value;');
     expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe(1);
+  });
+});
+
+describe("runcode mcp --config: upstream servers over stdio become modules", () => {
+  const client = new Client({ name: "test", version: "1.0.0" });
+  const dir = mkdtempSync(join(tmpdir(), "runcode-mcp-"));
+  beforeAll(async () => {
+    const upstream = fileURLToPath(new URL("./fixtures/calc-server.mjs", import.meta.url));
+    const config = join(dir, "servers.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { calc: { command: process.execPath, args: [upstream, "stdio"] } } }),
+    );
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--config", config], stderr: "pipe" }),
+    );
+  }, 30_000);
+  afterAll(async () => {
+    await client.close();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("a program calls the upstream tool through the sandbox", async () => {
+    const code = 'import { add } from "calc";\nexport default (await add({ a: 20, b: 22 })).sum;';
+    const result = (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe(42);
   });
 });
