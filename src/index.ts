@@ -11,6 +11,7 @@ import type { CodeExecution, CodeExecutionOptions } from "./types.js";
 export { SerializationError } from "./errors.js";
 export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "./sandbox.js";
 export type * from "./types.js";
+export { fromWire, type JsonValue, toWire, toWireText, type WireOptions, WireLengthError } from "./wire.js";
 
 let shared: ReturnType<typeof createSandbox> | undefined;
 
