@@ -342,6 +342,8 @@ export function guestCore(
     return await value;
   }
 
+  /** Longest text of an error's field (name, message, stack, file name) that reaches the host. */
+  const MAX_ERROR_TEXT = 65_536;
   function describeError(error: unknown): string {
     if (typeof error !== "object" || error === null || !isError(error)) {
       return `{"thrown":${loadMarshal().encode(error, MODE_LOG)[0]}}`;
@@ -355,7 +357,10 @@ export function guestCore(
       } catch {
         value = "";
       }
-      out += `${i === 0 ? "" : ","}"${fields[i]}":${typeof value === "number" ? value : I.stringify(text(value))}`;
+      // Cut here, before the host reads it: a guest can make `stack` or `message` tens of megabytes, and the host
+      // copies and parses what crosses several times over.
+      const field = typeof value === "number" ? value : I.stringify(text(value).slice(0, MAX_ERROR_TEXT));
+      out += `${i === 0 ? "" : ","}"${fields[i]}":${field}`;
     }
     return `{${out}}`;
   }

@@ -62,6 +62,21 @@ describe("shared-reference expansion on the host", () => {
   });
 });
 
+describe("errors a run throws", () => {
+  it("a 16 Mi-character message and a 13 MB stack reach the host cut to 65,536 characters", async () => {
+    const source = `const e = new Error("x".repeat(1 << 24));
+e.stack = "    at f (<runCode>:1:1)\\n".repeat(1 << 19);
+throw e;`;
+    const result = await runCode(source, { language: "javascript" });
+    expect({
+      status: result.status,
+      message: result.error?.message === "x".repeat(65_536),
+      stack: result.error?.stack?.length,
+      lines: result.error?.stack?.split("\n").length,
+    }).toEqual({ status: "error", message: true, stack: 65_536, lines: 2_622 });
+  });
+});
+
 describe("values handed in", () => {
   it("probing many views of a big resizable buffer is bounded, not one buffer copy per view", () => {
     const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
