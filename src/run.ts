@@ -73,6 +73,12 @@ type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
  * 1 MB string in a loop made the host hold 800 MB in two seconds of guest time.
  */
 const RETAINED_ENTRY_BYTES = 64;
+/**
+ * Most host promises one run may wait on at once. Each holds a guest promise and its resolvers on the host, so a guest
+ * loop that calls an async bridge without awaiting would otherwise queue host work without end; past it a call throws
+ * in the guest without reaching the bridge.
+ */
+export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 
 export class Run {
   readonly #options: ResolvedOptions;
@@ -390,6 +396,10 @@ export class Run {
   #callHost(id: number, args: unknown[]): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined {
     const fn = id === -1 ? this.#options.report : this.#functions.get(id);
     if (fn === undefined) return undefined;
+    if (this.#inflight >= MAX_HOST_CALLS_IN_FLIGHT) {
+      const message = `${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`;
+      return { error: this.#guestError(new RangeError(message)) };
+    }
     let returned: unknown;
     try {
       returned = Reflect.apply(fn, undefined, args);

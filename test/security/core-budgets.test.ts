@@ -8,6 +8,8 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { SerializationError } from "../../src/index.js";
 import { decodeFromGuest } from "../../src/marshal/to-host.js";
+import { rewriteStack } from "../../src/positions.js";
+import { MAX_HOST_CALLS_IN_FLIGHT } from "../../src/run.js";
 import { attack, outcome, runCode, sandbox } from "./helpers.js";
 
 /** Builds `x = [x, x]` forty times: 41 arrays that expand to 2^40 leaves when walked as a tree. */
@@ -77,6 +79,36 @@ throw e;`;
   });
 });
 
+describe("host calls in flight", () => {
+  it(`past ${MAX_HOST_CALLS_IN_FLIGHT} unawaited async calls, the next throws in the guest without reaching the bridge`, async () => {
+    let calls = 0;
+    // Settles once the guest yields (timers cannot fire while it runs synchronously).
+    const slow = () => {
+      calls++;
+      return new Promise<number>((resolve) => setTimeout(() => resolve(1), 0));
+    };
+    const source = `import { slow } from "host";
+const pending = [];
+let refused = "";
+for (let i = 0; i < 20000 && refused === ""; i++) {
+  try { pending.push(slow()); } catch (error) { refused = error.name + ": " + error.message; }
+}
+await Promise.all(pending);
+pending.push(slow());
+await pending[pending.length - 1];
+export default [pending.length, refused];`;
+    const result = await runCode(source, { language: "javascript", imports: { host: { slow } } });
+    expect(outcome(result)).toEqual({
+      status: "success",
+      result: [
+        MAX_HOST_CALLS_IN_FLIGHT + 1,
+        `RangeError: ${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`,
+      ],
+    });
+    expect(calls).toBe(MAX_HOST_CALLS_IN_FLIGHT + 1);
+  });
+});
+
 describe("values handed in", () => {
   it("probing many views of a big resizable buffer is bounded, not one buffer copy per view", () => {
     const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
@@ -91,13 +123,19 @@ describe("values handed in", () => {
 });
 
 describe("text processing in linear time", () => {
-  it("a crafted 480 KB error.stack is parsed in linear time", async () => {
+  it("a crafted 480 KB error.stack is parsed in linear time", () => {
     const line = `at ${" (".repeat(240_000)}`;
     const started = performance.now();
-    const result = await attack(runCode, `const e = new Error("crafted"); e.stack = ${JSON.stringify(line)}; throw e;`);
+    const rewritten = rewriteStack(line, () => undefined);
     expect(performance.now() - started).toBeLessThan(10_000);
+    expect(rewritten).toEqual({ stack: line });
+  });
+
+  it("a crafted error.stack thrown by a run reaches the parser cut to 65,536 characters", async () => {
+    const line = `at ${" (".repeat(240_000)}`;
+    const result = await attack(runCode, `const e = new Error("crafted"); e.stack = ${JSON.stringify(line)}; throw e;`);
     expect(outcome(result)).toEqual({ status: "error", error: "Error: crafted" });
-    expect(result.error?.stack).toBe(line);
+    expect(result.error?.stack).toBe(line.slice(0, 65_536));
   });
 
   it("frames still map to the caller's source, names with parentheses included", async () => {
