@@ -1,26 +1,99 @@
 #!/usr/bin/env node
 /**
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
- * prints the `CodeExecutionResult`. Exits 0 on `success`, 1 otherwise. `runcode mcp` serves MCP over stdio.
+ * prints the `CodeExecutionResult`. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves
+ * MCP over stdio.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { inspect, parseArgs } from "node:util";
-import { runCode } from "./index.js";
+import { createSandbox, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
-if (process.argv[2] === "mcp") {
-  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
-  await serveMcpOverStdio(values.config);
-} else {
-  await runFile();
+const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
+       runcode mcp [--config servers.json]
+Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
+JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). Exits 0 on success,
+1 when the run did not succeed, 2 on bad arguments.
+\`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+
+/** Bad arguments: one line on standard error, exit code 2. */
+function usageError(message: string): never {
+  console.error(`runcode: ${message} (runcode --help)`);
+  process.exit(2);
+}
+
+/** A flag's JSON value, or a one-line error naming the flag. */
+function jsonFlag(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return usageError(`--${name} is not valid JSON: ${(error as Error).message}`);
+  }
 }
 
 async function runFile(): Promise<void> {
-  const { values, positionals } = parseArgs({
+  let parsed: ReturnType<typeof parseFlags>;
+  try {
+    parsed = parseFlags();
+  } catch (error) {
+    usageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const [file = "-"] = positionals;
+  const args = jsonFlag("args", values.args);
+  if (!Array.isArray(args)) usageError("--args must be a JSON array");
+  const globals = jsonFlag("globals", values.globals);
+  if (typeof globals !== "object" || globals === null || Array.isArray(globals)) {
+    usageError("--globals must be a JSON object");
+  }
+  const timeout = Number(values.timeout);
+  if (!(timeout > 0)) usageError(`--timeout must be a positive number of milliseconds, got '${values.timeout}'`);
+  const language = values.js
+    ? "javascript"
+    : values.ts
+      ? "typescript"
+      : /\.[mc]?js$/i.test(file)
+        ? "javascript"
+        : "typescript";
+  let source: string;
+  try {
+    source = file === "-" ? await readStdin() : await readFile(file, "utf8");
+  } catch (error) {
+    usageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  // The timeout is also the run's CPU cap, so a synchronous loop stops at that figure too.
+  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: timeout } });
+  const run = runCode(source, {
+    language,
+    execute: { fn: values.export, args },
+    globals: globals as Record<string, unknown>,
+    ...(file === "-" ? {} : { filename: file }),
+    ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
+  });
+  const budget = setTimeout(() => run.terminate(`${values.timeout} ms budget`), timeout);
+  const result = await run;
+  clearTimeout(budget);
+  console.log(inspect(result, { depth: null, colors: process.stdout.isTTY }));
+  if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
+    console.error(
+      `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
+    );
+  }
+  process.exitCode = result.status === "success" ? 0 : 1;
+}
+
+function parseFlags() {
+  return parseArgs({
     allowPositionals: true,
     options: {
       js: { type: "boolean", default: false },
+      ts: { type: "boolean", default: false },
       export: { type: "string", default: "default" },
       args: { type: "string", default: "[]" },
       globals: { type: "string", default: "{}" },
@@ -29,34 +102,17 @@ async function runFile(): Promise<void> {
       help: { type: "boolean", short: "h", default: false },
     },
   });
-
-  if (values.help) {
-    console.log(`usage: runcode [file] [--js] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
-       runcode mcp [--config servers.json]
-Runs the module in a fresh QuickJS sandbox (standard input when no file is given) and prints the result.
-\`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
-configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`);
-    process.exit(0);
-  }
-
-  const [file] = positionals;
-  const source = file === undefined ? await readStdin() : await readFile(file, "utf8");
-  const run = runCode(source, {
-    language: values.js ? "javascript" : "typescript",
-    execute: { fn: values.export, args: JSON.parse(values.args) as unknown[] },
-    globals: JSON.parse(values.globals) as Record<string, unknown>,
-    ...(file === undefined ? {} : { filename: file }),
-    ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
-  });
-  const budget = setTimeout(() => run.terminate(`${values.timeout} ms budget`), Number(values.timeout));
-  const result = await run;
-  clearTimeout(budget);
-  console.log(inspect(result, { depth: null, colors: process.stdout.isTTY }));
-  process.exitCode = result.status === "success" ? 0 : 1;
 }
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString("utf8");
+}
+
+if (process.argv[2] === "mcp") {
+  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
+  await serveMcpOverStdio(values.config);
+} else {
+  await runFile();
 }
