@@ -111,6 +111,20 @@ const expensive: [string, string][] = [
     "const s = 'x'.repeat(1 << 24);\nfor (;;) JSON.stringify(s);",
   ],
   ["for (;;) indexOf on a 1 Mi-element array of holes", "const a = []; a.length = 1 << 20;\nfor (;;) a.indexOf(1);"],
+  // No estimate for these: the wrappers' clock check stops them (before: 52 s, 111 s and minutes).
+  [
+    "for (;;) Object.assign of 262,144 keys",
+    "const o = {}; for (let i = 0; i < 1 << 18; i++) o['k' + i] = i;\nfor (;;) Object.assign({}, o);",
+  ],
+  [
+    "for (;;) Object.fromEntries of 262,144 entries",
+    "const e = Array.from({ length: 1 << 18 }, (_, i) => ['k' + i, i]);\nfor (;;) Object.fromEntries(e);",
+  ],
+  ["for (;;) encodeURIComponent of 1 Mi characters", "const s = 'é'.repeat(1 << 20);\nfor (;;) encodeURIComponent(s);"],
+  [
+    "for (;;) toString of a 4 Mi-character RegExp",
+    "const r = new RegExp('a'.repeat(1 << 22));\nfor (;;) r.toString();",
+  ],
 ];
 
 describe("expensive natives are charged to the safety cap by the work they do", () => {
@@ -237,6 +251,10 @@ export default out;`;
       ["globalThis", "Proxy"],
       ["Proxy", "revocable"],
       ["Math", "random"],
+      ["Object", "assign"],
+      ["Reflect", "ownKeys"],
+      ["globalThis", "encodeURIComponent"],
+      ["RegExp.prototype", "toString"],
     ];
     const shape = ([where, key]: [string, string]) =>
       `(() => { const f = ${where}.${key}; const d = Object.getOwnPropertyDescriptor(${where}, "${key}"); let constructs = true; try { Reflect.construct(String, [], f); } catch { constructs = false; } return [f.name, f.length, d.writable, d.enumerable, d.configurable, Function.prototype.toString.call(f), Object.getOwnPropertyNames(f).join(), constructs]; })()`;
@@ -276,6 +294,10 @@ export default out;`;
         raw("Proxy", 2, true),
         raw("revocable", 2),
         raw("random", 0),
+        raw("assign", 2),
+        raw("ownKeys", 1),
+        raw("encodeURIComponent", 1),
+        raw("toString", 0),
       ],
     });
   });
