@@ -11,7 +11,7 @@ import { readFile } from "node:fs/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { kvService, MemoryKeyValueStore, ToolRegistry } from "../src/host/index.js";
+import { kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index.js";
 import { createMcpServer } from "../src/mcp/server.js";
 import { httpTransport, upstreamService } from "../src/mcp/upstream.js";
 import { runCode } from "./index.js";
@@ -37,7 +37,7 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
 }
 
 export async function serveMcpOverStdio(configPath?: string): Promise<void> {
-  const tools = new ToolRegistry().register(kvService(new MemoryKeyValueStore()));
+  const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
   for (const [name, upstream] of Object.entries(upstreams)) {

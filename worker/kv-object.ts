@@ -1,9 +1,11 @@
 /**
- * The `kv` service's storage: one Durable Object with SQLite, so processes and `/run` keep state between runs.
+ * The `kv` service's storage: one Durable Object with SQLite per tenant, so processes and `/run` keep state between
+ * runs, no tenant can name another's keys, and tenants spread over objects as they grow in number (one object's
+ * throughput is one tenant's, never the deployment's).
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../src/host/index.js";
+import { ANONYMOUS_TENANT, type KeyValueQuota, type KeyValueStore, type KeyValueUsage } from "../src/host/index.js";
 import { type KeyValueRefusal, refusalError, SqlKeyValueStore } from "./sql-stores.js";
 
 /** The store over RPC. `put` answers a quota refusal as a value, which `kvStoreOf` throws as a `KeyValueQuotaError`. */
@@ -37,14 +39,21 @@ export class KvObject extends DurableObject {
   }
 }
 
+/** A tenant's kv object. The anonymous tenant keeps the object every caller shared before tenants, with its keys. */
+const kvObjectName = (tenant: string) => (tenant === ANONYMOUS_TENANT ? "kv" : `tenant:${tenant}`);
+
 /**
- * The kv object as the `kv` service's store. Stubs belong to the request that made them, so every call takes a
- * fresh one; and every answer waits one turn of the event loop before it returns. Measured in workerd: a process
- * awaiting kv calls in a loop otherwise kept its object from taking any other request (its record, its event
- * stream, `kill`) until the loop ended.
+ * The kv objects as the `kv` service's stores, one per tenant. Stubs belong to the request that made them, so every
+ * call takes a fresh one; and every answer waits one turn of the event loop before it returns. Measured in workerd:
+ * a process awaiting kv calls in a loop otherwise kept its object from taking any other request (its record, its
+ * event stream, `kill`) until the loop ended.
  */
-export function kvStoreOf(env: Env): KeyValueStore {
-  const kv = () => env.KV.get(env.KV.idFromName("kv"));
+export function kvStoreOf(env: Env): (tenant: string) => KeyValueStore {
+  return (tenant) => kvStore(env, kvObjectName(tenant));
+}
+
+function kvStore(env: Env, name: string): KeyValueStore {
+  const kv = () => env.KV.get(env.KV.idFromName(name));
   const settled = async <T>(call: Promise<T>): Promise<T> => {
     try {
       return await call;

@@ -1,18 +1,32 @@
 /**
- * One process, one Durable Object: it stores the process's record in its own SQLite, runs its code, and serves its
- * routes (record, streams, events, signals), so `kill` and the event stream reach the object that runs it. The
- * Worker routes `/processes/:pid/*` here by pid.
+ * One process, one Durable Object: it stores the process's record in its own SQLite and runs its code, so `kill`
+ * and the event stream reach the object that runs it. The Worker's app calls it over RPC, by pid.
+ *
+ * A run cannot outlive the object that runs it. When the platform stops an object mid-run (its CPU limit, an
+ * eviction, a deploy), the alarm set for the end of the run's timeout brings the object back, and its constructor
+ * marks the run failed: the registry learns the process is idle and its tenant's slot is free, without anyone
+ * reading the process.
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
-import { createHost, type ProcessUsage } from "../src/host/index.js";
+import {
+  type CreateProcessInput,
+  createHost,
+  type HostState,
+  type ProcessRecord,
+  type ProcessUsage,
+} from "../src/host/index.js";
+import { type Answer, answer } from "./answers.js";
+import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
 import { ObjectProcessStore } from "./sql-stores.js";
 
-/** Header with which the Worker tells a new object the pid the registry allocated for it. */
-export const PID_HEADER = "x-runcode-pid";
+/** Past a run's timeout, how long before its alarm checks that the run ended (documented in docs/edge.md). */
+export const SLOT_RELEASE_GRACE_MS = 60_000;
+
+type Started = { pid: number; state: HostState };
 
 export class ProcessObject extends DurableObject<Env> {
   #pid = 0;
@@ -25,7 +39,14 @@ export class ProcessObject extends DurableObject<Env> {
       index: (record) => registry().index(record),
       remove: (pid) => registry().remove(pid),
     });
-    this.#host = createHost({ store, kv: kvStoreOf(env), environment: { module: instantiate({ wasm }) } });
+    this.#host = configOf(env).then((config) =>
+      createHost({
+        store,
+        kv: kvStoreOf(env),
+        kvLimits: { maxStoreBytes: config.tenantKvBytes },
+        environment: { module: instantiate({ wasm }) },
+      }),
+    );
     ctx.blockConcurrencyWhile(async () => {
       // A run cannot outlive the isolate that ran it: a record still active here was cut off by a restart.
       for (const record of await store.list()) {
@@ -41,22 +62,56 @@ export class ProcessObject extends DurableObject<Env> {
     });
   }
 
-  /** What this object's process spends in its current run (work, output bytes, event streams); `null` when idle. */
-  async usage(): Promise<ProcessUsage | null> {
-    const { service } = await this.#host;
-    return service.usage(this.#pid) ?? null;
+  /** Creates this object's process under `pid` (allocated by the registry) and starts it. */
+  async create(pid: number, input: CreateProcessInput & { tenant: string }): Promise<Answer<Started>> {
+    this.#pid = pid;
+    return answer(async () => this.#started(await (await this.#host).service.create(input)));
   }
 
-  override async fetch(request: Request): Promise<Response> {
-    const pid = request.headers.get(PID_HEADER);
-    // Only a creation sets the pid (the Worker strips the header from every other request as well).
-    if (pid !== null && request.method === "POST" && new URL(request.url).pathname === "/processes") {
-      this.#pid = Number(pid);
+  async record(pid: number): Promise<ProcessRecord | null> {
+    return (await (await this.#host).service.get(pid)) ?? null;
+  }
+
+  /** The process's Server-Sent Events, made here where the process runs; `null` when there is none. */
+  async events(pid: number): Promise<Answer<ReadableStream<Uint8Array> | null>> {
+    return answer(async () => (await (await this.#host).service.events(pid)) ?? null);
+  }
+
+  async kill(pid: number): Promise<Answer<Started>> {
+    return answer(async () => {
+      const { pid: killed, state } = await (await this.#host).service.kill(pid);
+      return { pid: killed, state };
+    });
+  }
+
+  async run(pid: number): Promise<Answer<Started>> {
+    return answer(async () => this.#started(await (await this.#host).service.run(pid)));
+  }
+
+  async delete(pid: number): Promise<Answer<null>> {
+    return answer(async () => {
+      await (await this.#host).service.delete(pid);
+      return null;
+    });
+  }
+
+  /** What this object's process spends in its current run (work, output bytes, event streams); `null` when idle. */
+  async usage(): Promise<ProcessUsage | null> {
+    return (await this.#host).service.usage(this.#pid) ?? null;
+  }
+
+  /** Still running past its timeout and the grace: look again later (the run's own timeout stops it). */
+  override async alarm(): Promise<void> {
+    if ((await this.#host).service.usage(this.#pid) !== undefined) {
+      await this.ctx.storage.setAlarm(Date.now() + SLOT_RELEASE_GRACE_MS);
     }
-    const { app, service } = await this.#host;
-    const response = await app.fetch(request);
-    // The answer goes out before the code finishes; the run goes on in this object.
+  }
+
+  /** The answer goes out before the code finishes: the run goes on here, and an alarm watches its end. */
+  async #started(record: ProcessRecord): Promise<Started> {
+    const { service } = await this.#host;
     this.ctx.waitUntil(service.idle());
-    return response;
+    await this.ctx.storage.setAlarm(Date.now() + record.timeoutMs + SLOT_RELEASE_GRACE_MS);
+    return { pid: record.pid, state: record.state };
   }
 }

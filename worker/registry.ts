@@ -1,12 +1,23 @@
 /**
- * The registry: one Durable Object that hands out pids (global, monotonic, never reused) and keeps a summary of
- * every process for `GET /processes`. Executions never pass through it: each runs in its own `ProcessObject`, which
- * reports state changes here (a few small writes per process).
+ * The registry: one Durable Object that hands out pids (global, monotonic, never reused), keeps a summary of every
+ * process with its tenant for `GET /processes`, and counts what tenants may start: active processes (theirs and the
+ * deployment's) and a token bucket of runs per minute. Executions never pass through it: each runs in its own
+ * `ProcessObject`, which reports state changes here (a few small writes per process).
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { summaryOf } from "../src/host/index.js";
+import { HostError, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import { type Answer, answer } from "./answers.js";
+
+/** What a creation may take: slots across the deployment and per tenant. */
+export interface SlotLimits {
+  maxActive: number;
+  tenantMaxActive: number;
+}
+
+/** Seconds a refusal for want of a free slot asks the client to wait: processes end within their timeout. */
+const SLOT_RETRY_SECONDS = 5;
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 export const PENDING_TTL_MS = 30_000;
@@ -23,10 +34,23 @@ export class RegistryObject extends DurableObject {
       CREATE TABLE IF NOT EXISTS processes (
         pid INTEGER PRIMARY KEY, ref TEXT, state TEXT NOT NULL, exit_state TEXT, summary TEXT NOT NULL
       );
-      CREATE INDEX IF NOT EXISTS processes_state ON processes (state);
-      CREATE INDEX IF NOT EXISTS processes_exit_state ON processes (exit_state);
-      CREATE INDEX IF NOT EXISTS processes_ref ON processes (ref);
       CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS rates (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
+    `);
+    // Registries from before tenants: their processes were everyone's, now the anonymous tenant's.
+    const columns = this.#sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('processes')").toArray();
+    if (!columns.some((c) => c.name === "tenant")) {
+      this.#sql.exec("ALTER TABLE processes ADD COLUMN tenant TEXT NOT NULL DEFAULT 'anonymous'");
+    }
+    // Every listing names its tenant: each index leads with it (and ends in the rowid, the pid, for the order).
+    this.#sql.exec(`
+      DROP INDEX IF EXISTS processes_state;
+      DROP INDEX IF EXISTS processes_exit_state;
+      DROP INDEX IF EXISTS processes_ref;
+      CREATE INDEX IF NOT EXISTS processes_tenant_state ON processes (tenant, state);
+      CREATE INDEX IF NOT EXISTS processes_tenant_exit_state ON processes (tenant, exit_state);
+      CREATE INDEX IF NOT EXISTS processes_tenant_ref ON processes (tenant, ref);
+      CREATE INDEX IF NOT EXISTS processes_active ON processes (state) WHERE state != 'idle';
     `);
     // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
@@ -45,28 +69,90 @@ export class RegistryObject extends DurableObject {
     this.#sql.exec("DELETE FROM pending WHERE at < ?", before);
   }
 
-  /** A new pid, or `null` when `maxActive` processes are active already (the caller answers 429). */
-  async allocate(maxActive: number): Promise<number | null> {
+  /** Throws the 429 when the deployment or `tenant` has no free slot. */
+  #checkSlots(tenant: string, limits: SlotLimits): void {
     this.#expirePending(Date.now());
-    const active = this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM processes WHERE state != 'idle'").one().n;
-    if (active >= maxActive) return null;
-    const pid = this.#sql
-      .exec<{ last_pid: number }>("UPDATE counter SET last_pid = last_pid + 1 RETURNING last_pid")
-      .one().last_pid;
-    // Counted as active until its object reports the real record (or the creation is withdrawn).
-    const placeholder = JSON.stringify({ pid, state: "queued", exitState: null });
-    this.#sql.exec("INSERT INTO processes (pid, state, summary) VALUES (?, 'queued', ?)", pid, placeholder);
-    this.#sql.exec("INSERT INTO pending (pid, at) VALUES (?, ?)", pid, Date.now());
-    return pid;
+    const active = (where: string, ...values: string[]) =>
+      this.#sql.exec<{ n: number }>(`SELECT count(*) AS n FROM processes WHERE state != 'idle' ${where}`, ...values).one()
+        .n;
+    if (active("") >= limits.maxActive) {
+        throw retryLater(
+          "too_many_processes",
+          `${limits.maxActive} processes are active already: wait for one to finish`,
+          SLOT_RETRY_SECONDS,
+        );
+      }
+      if (active("AND tenant = ?", tenant) >= limits.tenantMaxActive) {
+        throw retryLater(
+          "tenant_too_many_processes",
+          `This tenant has ${limits.tenantMaxActive} processes active already: wait for one to finish`,
+          SLOT_RETRY_SECONDS,
+        );
+      }
+  }
+
+  /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
+  async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
+    return answer(() => {
+      this.#checkSlots(tenant, limits);
+      const pid = this.#sql
+        .exec<{ last_pid: number }>("UPDATE counter SET last_pid = last_pid + 1 RETURNING last_pid")
+        .one().last_pid;
+      // Counted as active until its object reports the real record (or the creation is withdrawn).
+      const placeholder = JSON.stringify({ pid, state: "queued", exitState: null });
+      this.#sql.exec(
+        "INSERT INTO processes (pid, tenant, state, summary) VALUES (?, ?, 'queued', ?)",
+        pid,
+        tenant,
+        placeholder,
+      );
+      this.#sql.exec("INSERT INTO pending (pid, at) VALUES (?, ?)", pid, Date.now());
+      return pid;
+    });
+  }
+
+  /**
+   * Takes a slot for running idle process `pid` again (its summary turns `queued`), refused like a creation. The
+   * process object reports the run from then on; if it refuses, the caller indexes its record again.
+   */
+  async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
+    return answer(() => {
+      const row = this.#sql.exec<{ tenant: string; state: string }>(
+        "SELECT tenant, state FROM processes WHERE pid = ?",
+        pid,
+      ).toArray()[0];
+      if (row === undefined) throw new HostError("not_found", `No process ${pid}`);
+      if (row.state !== "idle") throw new HostError("process_active", `Process ${pid} is not idle`);
+      this.#checkSlots(row.tenant, limits);
+      this.#sql.exec("UPDATE processes SET state = 'queued' WHERE pid = ?", pid);
+      return null;
+    });
+  }
+
+  /** Counts one process creation or `/run` of `tenant` against `perMinute`; refused with `Retry-After` when over. */
+  async admit(tenant: string, perMinute: number): Promise<Answer<null>> {
+    return answer(() => {
+      const row = this.#sql.exec<{ tokens: number; at: number }>("SELECT tokens, at FROM rates WHERE tenant = ?", tenant).toArray()[0];
+      const { bucket, retryAfterSeconds } = takeToken(row, perMinute, Date.now());
+      this.#sql.exec(
+        "INSERT INTO rates (tenant, tokens, at) VALUES (?, ?, ?) ON CONFLICT(tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+        tenant,
+        bucket.tokens,
+        bucket.at,
+      );
+      if (retryAfterSeconds !== null) throw rateLimited(perMinute, retryAfterSeconds);
+      return null;
+    });
   }
 
   async index(record: ProcessRecord): Promise<void> {
     this.#sql.exec("DELETE FROM pending WHERE pid = ?", record.pid);
     this.#sql.exec(
-      `INSERT INTO processes (pid, ref, state, exit_state, summary) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO processes (pid, tenant, ref, state, exit_state, summary) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(pid) DO UPDATE SET ref = excluded.ref, state = excluded.state, exit_state = excluded.exit_state,
        summary = excluded.summary`,
       record.pid,
+      record.tenant,
       record.ref ?? null,
       record.state,
       record.exitState,
@@ -80,14 +166,20 @@ export class RegistryObject extends DurableObject {
   }
 
   /**
-   * Summaries matching `filter`, ascending by pid, at most `limit`. Values are bound parameters, never spliced into
-   * SQL; only the conditions given are written, so SQLite walks an index of the filtered column in pid order (each
-   * index ends in the rowid, the pid) and stops at the limit instead of testing every row.
+   * Summaries matching `filter`, ascending by pid, at most `limit`, each with its tenant. Values are bound
+   * parameters, never spliced into SQL; only the conditions given are written, so SQLite walks an index of the
+   * filtered columns in pid order (each index ends in the rowid, the pid) and stops at the limit instead of testing
+   * every row.
    */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
     const conditions: string[] = [];
     const values: (string | number)[] = [];
+    if (filter.after !== undefined) {
+      conditions.push("pid > ?");
+      values.push(filter.after);
+    }
     for (const [column, value] of [
+      ["tenant", filter.tenant],
       ["state", filter.state],
       ["exit_state", filter.exitState],
       ["ref", filter.ref],
@@ -98,12 +190,12 @@ export class RegistryObject extends DurableObject {
     }
     const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
     const rows = this.#sql
-      .exec<{ summary: string }>(
-        `SELECT summary FROM processes ${where} ORDER BY pid LIMIT ?`,
+      .exec<{ tenant: string; summary: string }>(
+        `SELECT tenant, summary FROM processes ${where} ORDER BY pid LIMIT ?`,
         ...values,
         filter.limit ?? -1,
       )
       .toArray();
-    return rows.map((row) => JSON.parse(row.summary) as ProcessRecord);
+    return rows.map((row) => ({ ...(JSON.parse(row.summary) as ProcessRecord), tenant: row.tenant }));
   }
 }

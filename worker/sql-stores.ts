@@ -68,10 +68,14 @@ export class ObjectProcessStore implements ProcessStore {
          WHERE (?1 IS NULL OR json_extract(record, '$.state') = ?1)
            AND (?2 IS NULL OR json_extract(record, '$.exitState') = ?2)
            AND (?3 IS NULL OR json_extract(record, '$.ref') = ?3)
-         ORDER BY pid LIMIT ?4`,
+           AND (?4 IS NULL OR json_extract(record, '$.tenant') = ?4)
+           AND pid > ?5
+         ORDER BY pid LIMIT ?6`,
         filter.state ?? null,
         filter.exitState ?? null,
         filter.ref ?? null,
+        filter.tenant ?? null,
+        filter.after ?? 0,
         filter.limit ?? -1,
       )
       .toArray();

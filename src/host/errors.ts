@@ -7,15 +7,25 @@
 export const ERROR_STATUS = {
   invalid_json: 400,
   invalid_request: 400,
+  invalid_options: 400,
   invalid_pid: 400,
+  unauthenticated: 401,
   not_found: 404,
+  method_not_allowed: 405,
   process_active: 409,
   process_not_active: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** Processes active across the host (`maxActiveProcesses`, `MAX_ACTIVE_PROCESSES` on the edge). */
   too_many_processes: 429,
+  /** Processes one tenant has active at once. */
+  tenant_too_many_processes: 429,
+  /** Process creations and `/run` calls one tenant makes per minute. */
+  rate_limited: 429,
   too_many_subscribers: 429,
   internal: 500,
+  /** `/run` executions in this instance hold as much memory as it may give them: retry shortly. */
+  overloaded: 503,
   no_environment: 503,
 } as const;
 
@@ -24,9 +34,12 @@ export type HostErrorCode = keyof typeof ERROR_STATUS;
 export class HostError extends Error {
   override name = "HostError";
   readonly code: HostErrorCode;
-  constructor(code: HostErrorCode, message: string) {
+  /** Headers the answer carries (`Retry-After` on a 429 or 503, `WWW-Authenticate` on a 401). */
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(code: HostErrorCode, message: string, headers: Record<string, string> = {}) {
     super(message);
     this.code = code;
+    this.headers = headers;
   }
   get status(): (typeof ERROR_STATUS)[HostErrorCode] {
     return ERROR_STATUS[this.code];
@@ -42,4 +55,9 @@ export function isHostError(value: unknown): value is HostError {
       typeof (value as { code?: unknown }).code === "string" &&
       (value as { code: string }).code in ERROR_STATUS)
   );
+}
+
+/** A refusal the caller may retry after `seconds` (at least 1). */
+export function retryLater(code: HostErrorCode, message: string, seconds: number): HostError {
+  return new HostError(code, message, { "retry-after": String(Math.max(1, Math.ceil(seconds))) });
 }

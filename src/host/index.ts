@@ -1,20 +1,32 @@
 /**
  * `runcode/host`: the process host, platform-neutral. A {@link ProcessService} (pids, state machine, bindings,
  * events) over the {@link ProcessStore} port, a {@link ToolRegistry} with the built-in `kv` service over the
- * {@link KeyValueStore} port, environment activation with draining, and the HTTP API as a Hono app
- * (`createApp({ service }).fetch(request)`). `createHost` wires the in-memory pieces together.
+ * {@link KeyValueStore} port (a store per tenant), environment activation with draining, and the HTTP API as one
+ * Hono app (`createApp({ processes, catalog }).fetch(request)`) with API keys, tenants, rates and `POST /run`.
+ * `createHost` wires the in-memory pieces together.
  * @module
  */
 import type { EnvironmentModule, ModuleSetupContext } from "../environment/types.js";
-import { createApp } from "./app.js";
-import { type KvLimits, kvService } from "./kv.js";
+import { type AppOptions, createApp } from "./app.js";
+import { type KvLimits, kvService, memoryKeyValueStores } from "./kv.js";
 import { ProcessService, type ProcessServiceOptions } from "./process-service.js";
-import { type KeyValueStore, MemoryKeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
+import { type KeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
 import { type Service, ToolRegistry } from "./tools.js";
 
-export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES, EVENT_STREAM_BUFFER_BYTES, summaryOf } from "./app.js";
+export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./app.js";
+export {
+  type Access,
+  type AccessSettings,
+  ANONYMOUS_TENANT,
+  accessFrom,
+  MIN_API_KEY_LENGTH,
+  tenantOf,
+} from "./auth.js";
+export { readBytesWithin, readTextWithin } from "./body.js";
+export type { Catalog } from "./catalog-routes.js";
 export { Environments } from "./environments.js";
-export { ERROR_STATUS, HostError, type HostErrorCode, isHostError } from "./errors.js";
+export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
+export { EVENT_STREAM_BUFFER_BYTES, eventStream, type Watchable } from "./events.js";
 export { DEFAULT_JSON_UNITS, toJson, UNITS_PER_JSON_BYTE } from "./json.js";
 export {
   KV_MAX_CALLS_PER_RUN,
@@ -24,8 +36,9 @@ export {
   KV_MAX_VALUE_BYTES,
   type KvLimits,
   kvService,
+  memoryKeyValueStores,
 } from "./kv.js";
-export { openApiDocument } from "./openapi.js";
+export { type ProcessBackend, summaryOf } from "./process-routes.js";
 export {
   type CreateProcessInput,
   DEFAULT_EXECUTION_TIMEOUT_MS,
@@ -42,6 +55,21 @@ export {
   type ProcessServiceOptions,
   type ProcessUsage,
 } from "./process-service.js";
+export {
+  type Bucket,
+  DEFAULT_RUNS_PER_MINUTE,
+  MemoryQuotas,
+  type Quotas,
+  rateLimited,
+  takeToken,
+} from "./quotas.js";
+export {
+  MAX_RUN_BODY_BYTES,
+  MAX_RUN_MEMORY_BYTES,
+  RUN_MEMORY_BUDGET_BYTES,
+  RUN_TIMEOUT_MS,
+  type RunRouteOptions,
+} from "./run-routes.js";
 export * as schemas from "./schemas.js";
 export { isActive, transition } from "./states.js";
 export * from "./storage.js";
@@ -63,8 +91,8 @@ export { type Check, compileSchema, DEFAULT_VALIDATION_UNITS, UNITS_PER_READ } f
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;
-  /** Storage of the built-in `kv` service. Default in memory. */
-  kv?: KeyValueStore;
+  /** Storage of the built-in `kv` service, one store per tenant. Default in memory. */
+  kv?: (tenant: string) => KeyValueStore;
   /** Quotas of the built-in `kv` service (defaults: `KV_MAX_*`). */
   kvLimits?: Partial<KvLimits>;
   /** Units of work per run for tool arguments. Default `DEFAULT_TOOL_WORK_PER_RUN`. */
@@ -73,14 +101,15 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
   services?: Service[];
   /** An environment to activate (under `name`, default `"quickjs"`). */
   environment?: { module: EnvironmentModule; name?: string } & Partial<ModuleSetupContext>;
-  maxBodyBytes?: number;
+  /** The HTTP app's options beyond its processes and catalog (access, quotas, CORS, `/run`, body limit). */
+  app?: Omit<AppOptions, "processes" | "catalog">;
 }
 
 /** A ready host: service, app, and the active environment (if one was given). */
 export async function createHost(options: HostOptions = {}) {
-  const { store, kv, kvLimits, toolWorkPerRun, services, environment, maxBodyBytes, ...rest } = options;
+  const { store, kv, kvLimits, toolWorkPerRun, services, environment, app: appOptions, ...rest } = options;
   const tools = new ToolRegistry(toolWorkPerRun === undefined ? {} : { workPerRun: toolWorkPerRun }).register(
-    kvService(kv ?? new MemoryKeyValueStore(), kvLimits),
+    kvService(kv ?? memoryKeyValueStores(), kvLimits),
   );
   for (const service of services ?? []) tools.register(service);
   const service = new ProcessService({ ...rest, store: store ?? new MemoryProcessStore(), tools });
@@ -88,6 +117,6 @@ export async function createHost(options: HostOptions = {}) {
     const { module, name, ...context } = environment;
     await service.environments.activate(name ?? "quickjs", module, context);
   }
-  const app = createApp(maxBodyBytes === undefined ? { service } : { service, maxBodyBytes });
+  const app = createApp({ ...appOptions, processes: service, catalog: service });
   return { service, app, tools };
 }

@@ -1,21 +1,21 @@
 /**
- * The built-in `kv` service: JSON values by string key over a {@link KeyValueStore}, so processes keep state
- * between runs. Quotas: a value's size (checked by a walk that stops at the cap, so a value of shared references
+ * The built-in `kv` service: JSON values by string key over a {@link KeyValueStore} per tenant, so processes keep
+ * state between runs and no tenant reads another's keys. Quotas: a value's size (checked by a walk that stops at the cap, so a value of shared references
  * never expands), the store's keys and bytes (enforced by the store, atomically with the write) and calls per run.
  * @module
  */
 import { BudgetError } from "../budget.js";
 import { jsonWithin } from "./json.js";
-import { isKeyValueQuotaError, type KeyValueStore } from "./storage.js";
+import { isKeyValueQuotaError, type KeyValueStore, MemoryKeyValueStore } from "./storage.js";
 import { type Service, ToolError } from "./tools.js";
 
 /** Longest key, in characters. */
 export const KV_MAX_KEY_LENGTH = 512;
 /** Largest value, in bytes of its JSON text. */
 export const KV_MAX_VALUE_BYTES = 65_536;
-/** Most keys one store holds. */
+/** Most keys one store (one tenant's) holds. */
 export const KV_MAX_KEYS = 10_000;
-/** Most bytes one store holds: every key and value, in UTF-8 (the value as JSON text). */
+/** Most bytes one store (one tenant's) holds: every key and value, in UTF-8 (the value as JSON text). */
 export const KV_MAX_STORE_BYTES = 16_777_216;
 /** Most `kv` calls (of any tool) one run makes. */
 export const KV_MAX_CALLS_PER_RUN = 1_000;
@@ -30,7 +30,18 @@ export interface KvLimits {
 
 const key = { type: "string", minLength: 1, maxLength: KV_MAX_KEY_LENGTH, description: "The key." };
 
-export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {}): Service {
+/** One in-memory store per tenant, made on first use (tenants are the configured keys' few names). */
+export function memoryKeyValueStores(): (tenant: string) => KeyValueStore {
+  const stores = new Map<string, KeyValueStore>();
+  return (tenant) => {
+    let store = stores.get(tenant);
+    if (store === undefined) stores.set(tenant, (store = new MemoryKeyValueStore()));
+    return store;
+  };
+}
+
+/** The service over `storeOf(tenant)`: each call goes to the store of the tenant whose run makes it. */
+export function kvService(storeOf: (tenant: string) => KeyValueStore, options: Partial<KvLimits> = {}): Service {
   const limits: KvLimits = {
     maxValueBytes: options.maxValueBytes ?? KV_MAX_VALUE_BYTES,
     maxKeys: options.maxKeys ?? KV_MAX_KEYS,
@@ -40,12 +51,15 @@ export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {})
   const quota = (toolId: string, what: string) => new ToolError("quota_exceeded", `kv.${toolId} failed: ${what}`);
   /** Counts the call against the run's quota before it touches the store. */
   const counted =
-    <R>(toolId: string, run: (p: Record<string, unknown>) => Promise<R>): Service["tools"][number]["run"] =>
+    <R>(
+      toolId: string,
+      run: (p: Record<string, unknown>, store: KeyValueStore) => Promise<R>,
+    ): Service["tools"][number]["run"] =>
     (p, context) => {
       if (!context.scope.take("kv", limits.maxCallsPerRun)) {
         throw quota(toolId, `quota exceeded: a run may make at most ${limits.maxCallsPerRun} kv calls`);
       }
-      return run(p);
+      return run(p, storeOf(context.scope.tenant));
     };
   return {
     id: "kv",
@@ -64,7 +78,7 @@ export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {})
           },
           required: ["found", "value"],
         },
-        run: counted("get", async (p) => {
+        run: counted("get", async (p, store) => {
           const value = await store.get(p.key as string);
           return { found: value !== undefined, value: value ?? null };
         }),
@@ -83,7 +97,7 @@ export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {})
           properties: { bytes: { type: "integer", description: "Size of the stored JSON text." } },
           required: ["bytes"],
         },
-        run: counted("set", async (p) => {
+        run: counted("set", async (p, store) => {
           let converted: ReturnType<typeof jsonWithin>;
           try {
             converted = jsonWithin(p.value, limits.maxValueBytes, "the value");
@@ -114,7 +128,7 @@ export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {})
           properties: { deleted: { type: "boolean", description: "Whether the key existed." } },
           required: ["deleted"],
         },
-        run: counted("delete", async (p) => ({ deleted: await store.delete(p.key as string) })),
+        run: counted("delete", async (p, store) => ({ deleted: await store.delete(p.key as string) })),
       },
       {
         id: "list",
@@ -132,7 +146,7 @@ export function kvService(store: KeyValueStore, options: Partial<KvLimits> = {})
           properties: { keys: { type: "array", items: { type: "string" } } },
           required: ["keys"],
         },
-        run: counted("list", async (p) => ({
+        run: counted("list", async (p, store) => ({
           keys: await store.list({
             ...(typeof p.prefix === "string" ? { prefix: p.prefix } : {}),
             limit: typeof p.limit === "number" ? p.limit : 100,

@@ -18,7 +18,9 @@ import {
   type InvokeInput,
   type ServiceInfo,
 } from "../environment/types.js";
+import { ANONYMOUS_TENANT } from "./auth.js";
 import { Environments } from "./environments.js";
+import { eventStream } from "./events.js";
 import { HostError } from "./errors.js";
 import { define, jsonWithin, utf8Length } from "./json.js";
 import { transition } from "./states.js";
@@ -30,7 +32,7 @@ import {
   type ProcessRecord,
   type ProcessStore,
 } from "./storage.js";
-import { ToolRegistry, type ToolScope } from "./tools.js";
+import { ToolError, ToolRegistry, type ToolScope } from "./tools.js";
 
 /** Timeout of a process that sets none. */
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
@@ -94,6 +96,8 @@ export interface ProcessServiceOptions {
   defaultTimeoutMs?: number;
   maxTimeoutMs?: number;
   maxActiveProcesses?: number;
+  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own limit. */
+  maxActivePerTenant?: number;
   limits?: Partial<OutputLimits>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
@@ -105,8 +109,10 @@ export interface ProcessServiceOptions {
 
 export interface CreateProcessInput {
   code: string;
-  timeoutMs?: number;
-  ref?: string;
+  timeoutMs?: number | undefined;
+  ref?: string | undefined;
+  /** Whose process it is. Default {@link ANONYMOUS_TENANT}. */
+  tenant?: string;
 }
 
 interface Live {
@@ -161,14 +167,18 @@ export class ProcessService implements EnvironmentBindings {
   readonly defaultTimeoutMs: number;
   readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
+  readonly maxActivePerTenant: number;
   readonly limits: Readonly<OutputLimits>;
   readonly maxSubscribers: number;
   readonly #store: ProcessStore;
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
   readonly #live = new Map<number, Live>();
-  #reserved = 0;
-  /** Tool calls that name no process while several are active share this scope until none is active. */
+  /** Slots held by creations and re-runs between their checks and their launch, by tenant. */
+  readonly #reserved = new Map<string, number>();
+  /** Pids being run again, from their checks to their launch. */
+  readonly #starting = new Set<number>();
+  /** Tool calls that name no process while several of one tenant are active share this scope until none is. */
   #sharedScope: ToolScope | undefined;
 
   constructor(options: ProcessServiceOptions) {
@@ -177,6 +187,7 @@ export class ProcessService implements EnvironmentBindings {
     this.defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS;
     this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
+    this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
     this.limits = { ...DEFAULT_OUTPUT_LIMITS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
@@ -196,11 +207,13 @@ export class ProcessService implements EnvironmentBindings {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > this.maxTimeoutMs) {
       throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${this.maxTimeoutMs}`);
     }
-    this.#reserve();
+    const tenant = input.tenant ?? ANONYMOUS_TENANT;
+    const release = this.#reserve(tenant);
     try {
       const now = this.#now();
       const record: ProcessRecord = {
         pid: await this.#store.nextPid(),
+        tenant,
         ...(input.ref === undefined ? {} : { ref: input.ref }),
         state: "queued",
         code: input.code,
@@ -213,7 +226,7 @@ export class ProcessService implements EnvironmentBindings {
       this.#launch(record);
       return structuredClone(record);
     } finally {
-      this.#reserved--;
+      release();
     }
   }
 
@@ -250,19 +263,22 @@ export class ProcessService implements EnvironmentBindings {
   /** Runs an idle process again (output, stdout, stderr and error start empty). */
   async run(pid: number): Promise<ProcessRecord> {
     if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is not idle`);
-    this.#reserve();
+    const record = await this.#store.get(pid);
+    if (record === undefined) throw new HostError("not_found", `No process ${pid}`);
+    if (this.#live.has(pid) || this.#starting.has(pid) || record.state !== "idle") {
+      throw new HostError("process_active", `Process ${pid} is not idle`);
+    }
+    const release = this.#reserve(record.tenant);
+    // Until the launch, a second `run` of this pid finds it starting (the store still says idle).
+    this.#starting.add(pid);
     try {
-      const record = await this.#store.get(pid);
-      if (record === undefined) throw new HostError("not_found", `No process ${pid}`);
-      if (this.#live.has(pid) || record.state !== "idle") {
-        throw new HostError("process_active", `Process ${pid} is not idle`);
-      }
       const next: ProcessRecord = { ...record, ...fresh(), state: "queued", runs: record.runs + 1 };
       await this.#store.update(pid, mutable(next));
       this.#launch(next);
       return structuredClone(next);
     } finally {
-      this.#reserved--;
+      this.#starting.delete(pid);
+      release();
     }
   }
 
@@ -318,6 +334,11 @@ export class ProcessService implements EnvironmentBindings {
     return { unsubscribe: () => {}, ended: true };
   }
 
+  /** {@link watch} as a stream of Server-Sent Events; `undefined` when there is no such process. */
+  events(pid: number): Promise<ReadableStream<Uint8Array> | undefined> {
+    return eventStream(this, pid);
+  }
+
   /** The record once the process is idle (at once for an idle one). */
   async wait(pid: number): Promise<ProcessRecord | undefined> {
     const live = this.#live.get(pid);
@@ -351,14 +372,22 @@ export class ProcessService implements EnvironmentBindings {
 
   /**
    * Runs a tool call, charged to its process's run: the one `input.eid` names when the environment passes it, else
-   * the only active process; with several active and no `eid`, they share one scope until none is active.
+   * the only active process; with several active and no `eid`, they share one scope until none is active, and only
+   * while they all belong to one tenant (a call nobody can attribute never reaches a tenant's data).
    */
   invokeTool(input: InvokeInput): Promise<unknown> {
     const { eid } = input;
     let live = eid === undefined ? undefined : this.#live.get(eid);
     if (live === undefined && eid === undefined && this.#live.size === 1) live = this.#live.values().next().value;
     if (live !== undefined) return this.tools.invoke(input, live.tools);
-    this.#sharedScope ??= this.tools.scope();
+    const tenants = new Set([...this.#live.values()].map((l) => l.record.tenant));
+    const [tenant] = tenants;
+    if (tenants.size !== 1 || tenant === undefined) {
+      return Promise.reject(
+        new ToolError("tool_failed", "The tool call names no active process, and no single tenant owns the active ones"),
+      );
+    }
+    if (this.#sharedScope?.tenant !== tenant) this.#sharedScope = this.tools.scope(tenant);
     return this.tools.invoke(input, this.#sharedScope);
   }
 
@@ -439,14 +468,30 @@ export class ProcessService implements EnvironmentBindings {
 
   // ---- internals -----------------------------------------------------------------------------------------------
 
-  #reserve(): void {
-    if (this.#live.size + this.#reserved >= this.maxActiveProcesses) {
+  /** Holds a slot for `tenant` until the returned release (by then the process is live or was refused). */
+  #reserve(tenant: string): () => void {
+    let reserved = 0;
+    for (const count of this.#reserved.values()) reserved += count;
+    if (this.#live.size + reserved >= this.maxActiveProcesses) {
       throw new HostError(
         "too_many_processes",
         `${this.maxActiveProcesses} processes are active already: wait for one to finish`,
       );
     }
-    this.#reserved++;
+    let tenantActive = this.#reserved.get(tenant) ?? 0;
+    for (const live of this.#live.values()) if (live.record.tenant === tenant) tenantActive++;
+    if (tenantActive >= this.maxActivePerTenant) {
+      throw new HostError(
+        "tenant_too_many_processes",
+        `This tenant has ${this.maxActivePerTenant} processes active already: wait for one to finish`,
+      );
+    }
+    this.#reserved.set(tenant, (this.#reserved.get(tenant) ?? 0) + 1);
+    return () => {
+      const left = (this.#reserved.get(tenant) ?? 1) - 1;
+      if (left === 0) this.#reserved.delete(tenant);
+      else this.#reserved.set(tenant, left);
+    };
   }
 
   /** Drops this and every later patch of the run; `output.$truncated` says why. */
@@ -467,7 +512,7 @@ export class ProcessService implements EnvironmentBindings {
       record,
       decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
       listeners: new Set(),
-      tools: this.tools.scope(),
+      tools: this.tools.scope(record.tenant),
       outputWork: new WorkBudget(this.limits.outputWork, "output patches"),
       outputEntries: new Map(),
       outputBytes: 2,

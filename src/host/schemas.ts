@@ -1,111 +1,137 @@
 /**
- * The HTTP API's JSON Schemas: the same objects validate requests and make `GET /openapi.json`.
+ * The HTTP API's request and response shapes as zod schemas: the same objects validate requests and, through the
+ * route definitions, make `GET /openapi.json`.
  * @module
  */
+import { z } from "@hono/zod-openapi";
 import { EXECUTION_EXIT_STATES } from "../environment/types.js";
 import { MAX_EXECUTION_TIMEOUT_MS } from "./process-service.js";
 import { HOST_STATES } from "./storage.js";
 
-export const CreateProcessRequest = {
-  type: "object",
-  description: "A process to create and start.",
-  properties: {
-    code: { type: "string", description: "The process code: a TypeScript ES module (at most 100 KB of UTF-8)." },
-    timeoutMs: {
-      type: "integer",
-      minimum: 1,
-      maximum: MAX_EXECUTION_TIMEOUT_MS,
-      description: "Milliseconds the process may run. Default 30000.",
-    },
-    ref: { type: "string", minLength: 1, maxLength: 256, description: "A caller's label, usable as a list filter." },
-  },
-  required: ["code"],
-  additionalProperties: false,
-} as const;
+/** A pid in a path or a cursor: a positive integer of at most 16 digits. */
+export const PID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
-export const ListProcessesQuery = {
-  type: "object",
-  properties: {
-    state: { type: "string", enum: HOST_STATES },
-    exitState: { type: "string", enum: EXECUTION_EXIT_STATES },
-    ref: { type: "string", minLength: 1, maxLength: 256 },
-    limit: { type: "string", pattern: "^(?:[1-9][0-9]{0,2}|1000)$", description: "1-1000, default 100." },
-  },
-  additionalProperties: false,
-} as const;
+export const CreateProcessRequest = z
+  .strictObject({
+    code: z.string().openapi({ description: "The process code: a TypeScript ES module (at most 100 KB of UTF-8)." }),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_EXECUTION_TIMEOUT_MS)
+      .optional()
+      .openapi({ description: "Milliseconds the process may run. Default 30000." }),
+    ref: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .openapi({ description: "A caller's label, usable as a list filter." }),
+  })
+  .openapi("CreateProcessRequest", { description: "A process to create and start." });
 
-const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: "null" }] });
+export const ListProcessesQuery = z.strictObject({
+  state: z.enum(HOST_STATES).optional(),
+  exitState: z.enum(EXECUTION_EXIT_STATES).optional(),
+  ref: z.string().min(1).max(256).optional(),
+  limit: z
+    .string()
+    .regex(/^(?:[1-9][0-9]{0,2}|1000)$/)
+    .optional()
+    .openapi({ description: "1-1000, default 100." }),
+  after: z
+    .string()
+    .regex(PID_PATTERN)
+    .optional()
+    .openapi({ description: "The `next` cursor of the previous page: only processes with a higher pid." }),
+});
 
-export const ProcessSummary = {
-  type: "object",
-  properties: {
-    pid: { type: "integer", minimum: 1 },
-    ref: { type: "string" },
-    state: { type: "string", enum: HOST_STATES },
-    exitState: nullable({ type: "string", enum: EXECUTION_EXIT_STATES }),
-    error: nullable({ type: "string" }),
-    timeoutMs: { type: "integer" },
-    runs: { type: "integer" },
-    createdAt: { type: "number" },
-    startedAt: nullable({ type: "number" }),
-    finishedAt: nullable({ type: "number" }),
-  },
-  required: ["pid", "state", "exitState", "error", "timeoutMs", "runs", "createdAt", "startedAt", "finishedAt"],
-} as const;
+export const PidParameter = z.object({
+  pid: z
+    .string()
+    .openapi({ param: { name: "pid", in: "path" }, description: "A process id.", example: "1" }),
+});
 
-export const ProcessRecordSchema = {
-  type: "object",
-  properties: {
-    ...ProcessSummary.properties,
-    code: { type: "string" },
-    output: { type: "object" },
-    stdout: { type: "string" },
-    stderr: { type: "string" },
-    truncated: {
-      type: "object",
-      properties: { stdout: { type: "boolean" }, stderr: { type: "boolean" }, output: { type: "boolean" } },
-    },
-  },
-  required: [...ProcessSummary.required, "code", "output", "stdout", "stderr", "truncated"],
-} as const;
+export const ProcessSummary = z
+  .object({
+    pid: z.number().int().min(1),
+    ref: z.string().optional(),
+    state: z.enum(HOST_STATES),
+    exitState: z.enum(EXECUTION_EXIT_STATES).nullable(),
+    error: z.string().nullable(),
+    timeoutMs: z.number().int(),
+    runs: z.number().int(),
+    createdAt: z.number(),
+    startedAt: z.number().nullable(),
+    finishedAt: z.number().nullable(),
+  })
+  .openapi("ProcessSummary");
 
-export const ProcessState = {
-  type: "object",
-  properties: { pid: { type: "integer" }, state: { type: "string", enum: HOST_STATES } },
-  required: ["pid", "state"],
-} as const;
+export const ProcessPage = z
+  .object({
+    processes: z.array(ProcessSummary),
+    next: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `after` for the next page; `null` when this page is the last." }),
+  })
+  .openapi("ProcessPage");
 
-export const ErrorResponse = {
-  type: "object",
-  properties: {
-    error: {
-      type: "object",
-      properties: { code: { type: "string" }, message: { type: "string" } },
-      required: ["code", "message"],
-    },
-  },
-  required: ["error"],
-} as const;
+export const ProcessRecordSchema = ProcessSummary.extend({
+  code: z.string(),
+  output: z.record(z.string(), z.unknown()),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.object({ stdout: z.boolean(), stderr: z.boolean(), output: z.boolean() }),
+}).openapi("ProcessRecord");
 
-export const ToolDefinitionSchema = {
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    name: { type: "string" },
-    description: { type: "string" },
-    inputSchema: { type: "object" },
-    outputSchema: { type: "object" },
-  },
-  required: ["id", "name", "description", "inputSchema", "outputSchema"],
-} as const;
+export const ProcessState = z.object({ pid: z.number().int(), state: z.enum(HOST_STATES) }).openapi("ProcessState");
 
-export const ServiceInfoSchema = {
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    name: { type: "string" },
-    description: { type: "string" },
-    tools: { type: "array", items: { $ref: "#/components/schemas/ToolDefinition" } },
-  },
-  required: ["id", "name", "description", "tools"],
-} as const;
+export const ErrorResponse = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .openapi("Error", { description: "Every refusal: a stable `code` (see the route's responses) and a message." });
+
+const ToolDefinitionSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    inputSchema: z.record(z.string(), z.unknown()),
+    outputSchema: z.record(z.string(), z.unknown()),
+  })
+  .openapi("ToolDefinition");
+
+export const ServiceList = z
+  .object({
+    services: z.array(
+      z
+        .object({ id: z.string(), name: z.string(), description: z.string(), tools: z.array(ToolDefinitionSchema) })
+        .openapi("ServiceInfo"),
+    ),
+  })
+  .openapi("ServiceList");
+
+export const ToolParameters = z.object({
+  serviceId: z.string().openapi({ param: { name: "serviceId", in: "path" } }),
+  toolId: z.string().openapi({ param: { name: "toolId", in: "path" } }),
+});
+
+export const RunRequest = z
+  .object({
+    source: z.string().openapi({ description: "JavaScript or TypeScript: a script or an ES module." }),
+    options: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({
+        description:
+          "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
+      }),
+  })
+  .openapi("RunRequest");
+
+export const RunResult = z
+  .record(z.string(), z.unknown())
+  .openapi("RunResult", {
+    description:
+      "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, timeout, memory, terminated).",
+  });

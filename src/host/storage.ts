@@ -14,6 +14,8 @@ export type HostState = (typeof HOST_STATES)[number];
 /** One process as the host keeps it. */
 export interface ProcessRecord {
   pid: number;
+  /** Who created it: the tenant of the API key (`anonymous` without keys). Only that tenant sees the process. */
+  tenant: string;
   ref?: string;
   state: HostState;
   /** `null` until the first run ends. */
@@ -36,12 +38,15 @@ export interface ProcessRecord {
 }
 
 /** Fields that change after creation. */
-export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "code" | "createdAt" | "ref">>;
+export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "tenant" | "code" | "createdAt" | "ref">>;
 
 export interface ProcessFilter {
-  state?: HostState;
-  exitState?: ExecutionExitState;
-  ref?: string;
+  tenant?: string | undefined;
+  /** Only pids above this one: the cursor of the next page. */
+  after?: number | undefined;
+  state?: HostState | undefined;
+  exitState?: ExecutionExitState | undefined;
+  ref?: string | undefined;
   /** At most this many records, lowest pid first. */
   limit?: number;
 }
@@ -138,6 +143,8 @@ export interface KeyValueStore {
 
 export function matches(record: ProcessRecord, filter: ProcessFilter): boolean {
   return (
+    (filter.tenant === undefined || record.tenant === filter.tenant) &&
+    (filter.after === undefined || record.pid > filter.after) &&
     (filter.state === undefined || record.state === filter.state) &&
     (filter.exitState === undefined || record.exitState === filter.exitState) &&
     (filter.ref === undefined || record.ref === filter.ref)

@@ -11,6 +11,7 @@
  */
 import { BudgetError, WorkBudget } from "../budget.js";
 import type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition } from "../environment/types.js";
+import { ANONYMOUS_TENANT } from "./auth.js";
 import { JsonTooLargeError, jsonWithin } from "./json.js";
 import { type Check, compileSchema } from "./validate.js";
 
@@ -71,10 +72,13 @@ export class ToolError extends Error {
  */
 export class ToolScope {
   readonly work: WorkBudget;
+  /** Whose run this is: tools keep each tenant's data apart by it (the `kv` service has a store per tenant). */
+  readonly tenant: string;
   readonly #calls = new Map<string, number>();
 
-  constructor(workUnits = DEFAULT_TOOL_WORK_PER_RUN) {
+  constructor(workUnits = DEFAULT_TOOL_WORK_PER_RUN, tenant = ANONYMOUS_TENANT) {
     this.work = new WorkBudget(workUnits, "the tool arguments of this run");
+    this.tenant = tenant;
   }
 
   /** Counts a call against the quota `name`; `false` (and nothing counted) when `limit` calls were counted already. */
@@ -168,17 +172,19 @@ export class ToolRegistry {
     return this.#services.get(serviceId)?.info.tools.find((t) => t.id === toolId);
   }
 
-  /** A fresh scope for one run's calls. */
-  scope(): ToolScope {
-    return new ToolScope(this.workPerRun);
+  /** A fresh scope for one run's calls, made on behalf of `tenant`. */
+  scope(tenant = ANONYMOUS_TENANT): ToolScope {
+    return new ToolScope(this.workPerRun, tenant);
   }
 
   /**
    * The services as bare-specifier modules for one run (`import { get } from "kv"; await get({ key })`), every
    * call validated and charged to one scope, so the run's calls share its budgets and quotas (kv calls per run).
    */
-  modules(): Record<string, Record<string, (parameters: Record<string, unknown>) => Promise<unknown>>> {
-    const scope = this.scope();
+  modules(
+    tenant = ANONYMOUS_TENANT,
+  ): Record<string, Record<string, (parameters: Record<string, unknown>) => Promise<unknown>>> {
+    const scope = this.scope(tenant);
     return Object.fromEntries(
       this.list().map((service) => [
         service.id,

@@ -1,0 +1,41 @@
+/**
+ * The one JSON-body middleware of the HTTP app: exactly `application/json`, read within a size limit while the body
+ * streams (see `body.ts`), strict UTF-8, parsed once. The parsed value is `c.var.body`, and the route's validator
+ * reads the same value rather than the body again.
+ * @module
+ */
+import type { MiddlewareHandler } from "hono";
+import { isJsonContentType, readTextWithin } from "./body.js";
+import { HostError } from "./errors.js";
+import type { AppEnv } from "./route-kit.js";
+
+/** Refuses anything but a JSON body of at most `maxBytes` before the route runs; `name` goes into the messages. */
+export function jsonBody(name: string, maxBytes: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    // Only a JSON body, checked before a byte is read: text/plain, form and untyped POSTs are what browsers send
+    // cross-origin without a CORS preflight.
+    if (!isJsonContentType(c.req.raw.headers)) {
+      throw new HostError("unsupported_media_type", `${name} takes a JSON body (Content-Type: application/json)`);
+    }
+    // Strict UTF-8: a lenient decode turned invalid bytes into U+FFFD silently, storing code nobody sent.
+    const text = await readTextWithin(c.req.raw, maxBytes);
+    if (typeof text !== "string") {
+      throw text.refused === "too_large"
+        ? new HostError("payload_too_large", `The body is larger than ${maxBytes} bytes`)
+        : new HostError("invalid_json", "The body is not valid UTF-8");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      throw new HostError(
+        "invalid_json",
+        `The body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    c.set("body", body);
+    // The route's validator asks the request for its JSON: it gets this text, and the stream is never read twice.
+    c.req.bodyCache.text = Promise.resolve(text);
+    await next();
+  };
+}

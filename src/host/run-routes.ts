@@ -1,0 +1,144 @@
+/**
+ * `POST /run`: one `runCode` over HTTP. The body is `{source, options}` with the data-only options; the answer is
+ * the `CodeExecutionResult` in the lossless JSON of `src/wire.ts`, whatever its status. Bad requests get
+ * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted against a memory budget: the heap
+ * caps of the runs in flight in one instance never add up past it (503 `overloaded` beyond, never an instance that
+ * runs out of memory).
+ * @module
+ */
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { CodeExecutionOptions, RunCode } from "../index.js";
+import { resultWireText } from "../result-wire.js";
+import { fromWire, type JsonValue } from "../wire.js";
+import { HostError, retryLater } from "./errors.js";
+import { jsonBody } from "./json-body.js";
+import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
+import { RunRequest, RunResult } from "./schemas.js";
+
+/** Largest heap a run may ask for: well below the 128 MB a Worker isolate may use. */
+export const MAX_RUN_MEMORY_BYTES = 64 * 1024 * 1024;
+/**
+ * Heap caps the runs in flight in one instance may hold together. With a 128 MB Worker isolate: one run at the
+ * largest cap or two at the edge's 32 MiB default, leaving half the isolate to the host (the engine's code, the
+ * TypeScript compiler, requests and answers).
+ */
+export const RUN_MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
+/** Wall-clock budget of one run, for time spent awaiting; CPU-bound code meets the sandbox's safety cap first. */
+export const RUN_TIMEOUT_MS = 10_000;
+/** What a 503 `overloaded` asks the client to wait, in seconds: runs last at most {@link RUN_TIMEOUT_MS}. */
+const OVERLOADED_RETRY_SECONDS = 1;
+
+const OPTION_KEYS = new Set(["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"]);
+
+export interface RunRouteOptions {
+  runCode: RunCode;
+  /** The heap cap of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as the budget counts it. */
+  defaultMemoryLimitBytes: number;
+  /** Bare-specifier modules a run of `tenant` may import (the host's services, bound to that tenant). */
+  imports?: (tenant: string) => Record<string, Record<string, unknown>>;
+  /** Heap caps of all runs in flight together. Default {@link RUN_MEMORY_BUDGET_BYTES}. */
+  memoryBudgetBytes?: number;
+}
+
+/** Largest `POST /run` body. */
+export const MAX_RUN_BODY_BYTES = 1024 * 1024;
+
+const route = createRoute(
+  secured(
+    {
+    method: "post",
+    path: "/run",
+    summary: "Run code once and answer its result",
+    request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
+    responses: {
+      200: { description: "The run's result, whatever its status", content: { "application/json": { schema: RunResult } } },
+      ...errorResponses(
+        "invalid_json",
+        "invalid_request",
+        "invalid_options",
+        "payload_too_large",
+        "unsupported_media_type",
+        "rate_limited",
+        "overloaded",
+      ),
+    },
+    },
+    jsonBody("POST /run", MAX_RUN_BODY_BYTES),
+  ),
+);
+
+/** Adds `POST /run` to `app`. */
+export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions): void {
+  const budget = options.memoryBudgetBytes ?? RUN_MEMORY_BUDGET_BYTES;
+  let held = 0;
+  app.openapi(route, async (c) => {
+    const parsed = parseBody(c.get("body"));
+    const tenant = c.get("tenant");
+    const asked = parsed.options.memoryLimitBytes;
+    const memory = typeof asked === "number" && asked > 0 ? asked : options.defaultMemoryLimitBytes;
+    if (held + memory > budget) {
+      throw retryLater(
+        "overloaded",
+        `Runs in flight here hold ${held} of ${budget} bytes of heap caps, and this one asks for ${memory}: retry shortly`,
+        OVERLOADED_RETRY_SECONDS,
+      );
+    }
+    await c.get("quotas").admit(tenant);
+    held += memory;
+    try {
+      let run: ReturnType<RunCode>;
+      try {
+        run = options.runCode(parsed.source, { ...parsed.options, imports: options.imports?.(tenant) ?? {} });
+      } catch (error) {
+        throw new HostError("invalid_options", (error as Error).message);
+      }
+      const timer = setTimeout(() => run.terminate(`The run exceeded ${RUN_TIMEOUT_MS} ms`), RUN_TIMEOUT_MS);
+      const result = await run;
+      clearTimeout(timer);
+      // What a run leaves is capped by its heap, but its encoding is not the same size (base64 is 4/3 of a buffer):
+      // past the cap the answer is a `memory` result saying so, decided before the text is made.
+      return preEncoded(
+        new Response(resultWireText(result, memory), { headers: { "content-type": "application/json" } }),
+      );
+    } finally {
+      held -= memory;
+    }
+  });
+}
+
+/** The body's fields, decoded from the wire encoding; a 400 `invalid_request` naming what is wrong. */
+function parseBody(body: unknown): { source: string; options: CodeExecutionOptions } {
+  const invalid = (message: string) => new HostError("invalid_request", message);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalid("The body must be an object {source, options}");
+  }
+  for (const key of Object.keys(body)) {
+    if (key !== "source" && key !== "options") throw invalid(`Unknown field '${key}': the body is {source, options}`);
+  }
+  const { source, options = {} } = body as { source?: unknown; options?: unknown };
+  if (typeof source !== "string") throw invalid("'source' must be a string");
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw invalid("'options' must be an object");
+  }
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw invalid(`Unknown or non-data option '${key}': POST /run takes ${[...OPTION_KEYS].join(", ")}`);
+    }
+  }
+  const decoded = { ...options } as Record<string, unknown>;
+  const memory = decoded.memoryLimitBytes;
+  if (typeof memory === "number" && memory > MAX_RUN_MEMORY_BYTES) {
+    throw invalid(`'memoryLimitBytes' may be at most ${MAX_RUN_MEMORY_BYTES} here`);
+  }
+  try {
+    // Arguments and globals may use the wire encoding for values JSON cannot carry (bigint, Map, Date, ...).
+    if (decoded.globals !== undefined) decoded.globals = fromWire(decoded.globals as JsonValue);
+    const execute = decoded.execute as { args?: JsonValue } | undefined;
+    if (typeof execute === "object" && execute !== null && execute.args !== undefined) {
+      decoded.execute = { ...execute, args: fromWire(execute.args) };
+    }
+  } catch (error) {
+    throw invalid(`A wire-encoded value is malformed: ${(error as Error).message}`);
+  }
+  return { source, options: decoded as CodeExecutionOptions };
+}

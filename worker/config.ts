@@ -1,0 +1,48 @@
+/**
+ * The edge host's settings, read once from the Worker's environment (`[vars]` in wrangler.toml, secrets, `.dev.vars`
+ * or `--var` locally). A bad value is an error that names the setting, never a silent default.
+ * @module
+ */
+import { type Access, accessFrom } from "../src/host/index.js";
+
+export interface EdgeConfig {
+  access: Access;
+  corsOrigins: string[];
+  /** Processes active at once across the deployment. */
+  maxActive: number;
+  tenantMaxActive: number;
+  tenantRunsPerMinute: number;
+  tenantKvBytes: number;
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds and interrupt polls. */
+  runCpuMs: number;
+  runInterruptPolls: number;
+}
+
+/** The settings as strings, whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
+type Settings = Partial<Record<string, unknown>>;
+
+function count(settings: Settings, name: string): number {
+  const raw = String(settings[name] ?? "");
+  if (!/^[1-9][0-9]{0,14}$/.test(raw)) throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+export async function configOf(env: Env): Promise<EdgeConfig> {
+  const settings = env as unknown as Settings;
+  return {
+    access: await accessFrom({
+      apiKeys: typeof settings.RUNCODE_API_KEYS === "string" ? settings.RUNCODE_API_KEYS : undefined,
+      allowAnonymous: String(settings.RUNCODE_ALLOW_ANONYMOUS ?? "false"),
+    }),
+    corsOrigins: String(settings.RUNCODE_CORS_ORIGINS ?? "")
+      .split(",")
+      .map((origin) => origin.trim())
+      .filter((origin) => origin !== ""),
+    maxActive: count(settings, "MAX_ACTIVE_PROCESSES"),
+    tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
+    tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),
+    tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
+    runCpuMs: count(settings, "RUN_CPU_MS"),
+    runInterruptPolls: count(settings, "RUN_INTERRUPT_POLLS"),
+  };
+}
