@@ -1,7 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import SwaggerParser from "@apidevtools/swagger-parser";
 import { type APIRequestContext, expect, test } from "@playwright/test";
 import { fromWire, type JsonValue } from "../src/wire.js";
+import { bearer, KEYS } from "./helpers.js";
+
+test.use({ extraHTTPHeaders: bearer("alpha") });
 
 /** Polls a process until it is idle with an exit state. */
 async function settled(request: APIRequestContext, pid: number, base = ""): Promise<Record<string, unknown>> {
@@ -25,7 +29,7 @@ test.describe("the process API on wrangler dev", () => {
       request,
       "for (let i = 0; i < 3; i++) {\n  console.log('tick', i);\n  for (let j = 0; j < 50; j++) await cyrnel.services.kv.tools.list.invoke({});\n}\ncyrnel.output({ done: true });",
     );
-    const events = await (await fetch(`${baseURL}/processes/${pid}/events`)).text();
+    const events = await (await fetch(`${baseURL}/processes/${pid}/events`, { headers: bearer("alpha") })).text();
     const names = [...events.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
     expect(names[0]).toBe("snapshot");
     expect(names.at(-1)).toBe("exit");
@@ -110,17 +114,25 @@ test.describe("a restart of the edge host", () => {
   const base = `http://127.0.0.1:${PORT}`;
   let server: ChildProcess | undefined;
 
-  const start = async () => {
-    server = spawn(
-      "npx",
-      ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", ".wrangler/e2e-restart"],
-      {
-        cwd: fileURLToPath(new URL("..", import.meta.url)),
-        detached: true,
-        stdio: "ignore",
-        env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
-      },
-    );
+  /** Starts a host with no keys: anonymous callers are served only when `anonymous` says so. */
+  const start = async (anonymous = true) => {
+    const args = [
+      "wrangler",
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(PORT),
+      "--persist-to",
+      ".wrangler/e2e-restart",
+    ];
+    if (anonymous) args.push("--var", "RUNCODE_ALLOW_ANONYMOUS:true");
+    server = spawn("npx", args, {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      detached: true,
+      stdio: "ignore",
+      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
+    });
     for (let i = 0; i < 200; i++) {
       if (
         await fetch(`${base}/openapi.json`).then(
@@ -140,6 +152,31 @@ test.describe("a restart of the edge host", () => {
   };
   test.afterAll(stop);
 
+  test("without keys, serves anonymous callers only when RUNCODE_ALLOW_ANONYMOUS is true", async () => {
+    test.setTimeout(90_000);
+    await start(false);
+    const closed = await fetch(`${base}/processes`);
+    expect([closed.status, closed.headers.get("www-authenticate"), await closed.json()]).toEqual([
+      401,
+      'Bearer realm="runcode"',
+      {
+        error: {
+          code: "unauthenticated",
+          message:
+            "This API has no keys configured and anonymous access is off: set RUNCODE_API_KEYS (tenant:key entries) or RUNCODE_ALLOW_ANONYMOUS=true",
+        },
+      },
+    ]);
+    // The playground's files need no key.
+    expect((await fetch(`${base}/`)).status).toBe(200);
+    stop();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await start(true);
+    expect((await fetch(`${base}/processes`)).status).toBe(200);
+    stop();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  });
+
   test("loses no record, and pids go on where they were", async ({ request }) => {
     test.setTimeout(90_000);
     await start();
@@ -154,5 +191,159 @@ test.describe("a restart of the edge host", () => {
     };
     expect(listed.processes.map((p) => p.pid)).toContain(pid);
     expect(await create(request, "1", {}, base)).toBeGreaterThan(pid);
+  });
+});
+
+test.describe("the edge host on the internet: keys, tenants, CORS, admission", () => {
+  test("401 without a key and with a wrong one, on every kind of route; the playground needs none", async ({
+    baseURL,
+  }) => {
+    for (const headers of [{}, { authorization: `Bearer ${KEYS.alpha}-wrong` }]) {
+      for (const [method, path] of [
+        ["GET", "/processes"],
+        ["POST", "/processes"],
+        ["POST", "/run"],
+        ["GET", "/processes/1/events"],
+        ["GET", "/tools"],
+      ] as const) {
+        const response = await fetch(`${baseURL}${path}`, {
+          method,
+          headers: { ...headers, "content-type": "application/json" },
+          ...(method === "POST" ? { body: JSON.stringify({ code: "1", source: "1" }) } : {}),
+        });
+        const body = (await response.json()) as { error: { code: string } };
+        expect([method, path, response.status, body.error.code, response.headers.get("www-authenticate")]).toEqual([
+          method,
+          path,
+          401,
+          "unauthenticated",
+          'Bearer realm="runcode"',
+        ]);
+      }
+    }
+    const page = await fetch(`${baseURL}/`);
+    expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html"]);
+  });
+
+  test("tenant beta cannot see, read, stream, kill, re-run or delete alpha's process, nor read alpha's kv", async ({
+    request,
+    baseURL,
+  }) => {
+    const key = `secret-${Date.now()}`;
+    const pid = await create(
+      request,
+      `await cyrnel.services.kv.tools.set.invoke({ key: ${JSON.stringify(key)}, value: "alpha's" }); console.log("mine");`,
+      { ref: "tenancy" },
+    );
+    const before = await settled(request, pid);
+    const asBeta = (path: string, method = "GET") => fetch(`${baseURL}${path}`, { method, headers: bearer("beta") });
+    for (const [path, method] of [
+      [`/processes/${pid}`, "GET"],
+      [`/processes/${pid}/stdout`, "GET"],
+      [`/processes/${pid}/code`, "GET"],
+      [`/processes/${pid}/output`, "GET"],
+      [`/processes/${pid}/events`, "GET"],
+      [`/processes/${pid}/signals/kill`, "POST"],
+      [`/processes/${pid}/signals/run`, "POST"],
+      [`/processes/${pid}`, "DELETE"],
+    ] as const) {
+      const response = await asBeta(path, method);
+      expect([method, path, response.status, await response.json()]).toEqual([
+        method,
+        path,
+        404,
+        { error: { code: "not_found", message: `No process ${pid}` } },
+      ]);
+    }
+    const listed = (await (await asBeta("/processes?ref=tenancy")).json()) as { processes: unknown[] };
+    expect(listed.processes).toEqual([]);
+    const betaRead = await fetch(`${baseURL}/run`, {
+      method: "POST",
+      headers: { ...bearer("beta"), "content-type": "application/json" },
+      body: JSON.stringify({
+        source: `import { get } from "kv"; export default await get({ key: ${JSON.stringify(key)} });`,
+      }),
+    });
+    expect((fromWire((await betaRead.json()) as JsonValue) as { result: unknown }).result).toEqual({
+      found: false,
+      value: null,
+    });
+    expect(await (await request.get(`/processes/${pid}`)).json()).toEqual(before);
+    const alphaRead = await request.post("/run", {
+      data: { source: `import { get } from "kv"; export default await get({ key: ${JSON.stringify(key)} });` },
+    });
+    expect((fromWire((await alphaRead.json()) as JsonValue) as { result: unknown }).result).toEqual({
+      found: true,
+      value: "alpha's",
+    });
+  });
+
+  test("a foreign origin gets no CORS grant, on a preflight or on a request", async ({ baseURL }) => {
+    const preflight = await fetch(`${baseURL}/run`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://attacker.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+      },
+    });
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+    const get = await fetch(`${baseURL}/processes`, {
+      headers: { ...bearer("alpha"), origin: "https://attacker.example" },
+    });
+    expect([get.status, get.headers.get("access-control-allow-origin")]).toEqual([200, null]);
+  });
+
+  test("/run admission: past the isolate's heap budget a run is 503 overloaded with Retry-After, never a failed isolate", async ({
+    baseURL,
+  }) => {
+    test.setTimeout(60_000);
+    const post = (source: string, memoryLimitBytes: number) =>
+      fetch(`${baseURL}/run`, {
+        method: "POST",
+        headers: { ...bearer("beta"), "content-type": "application/json" },
+        body: JSON.stringify({ source, options: { memoryLimitBytes } }),
+      });
+    // 900 awaited kv calls keep a 48 MiB run in flight for a while; a second 48 MiB run meanwhile is over 64 MiB.
+    const holding = post(
+      `import { list } from "kv"; for (let i = 0; i < 900; i++) await list({ limit: 1 }); export default 1;`,
+      48 << 20,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const refused = await post("export default 2", 48 << 20);
+    expect([
+      refused.status,
+      refused.headers.get("retry-after"),
+      ((await refused.json()) as { error: { code: string } }).error.code,
+    ]).toEqual([503, "1", "overloaded"]);
+    const held = await holding;
+    expect((fromWire((await held.json()) as JsonValue) as { status: string }).status).toBe("success");
+    const after = await post("export default 3", 48 << 20);
+    expect((fromWire((await after.json()) as JsonValue) as { result: unknown }).result).toBe(3);
+  });
+
+  test("/openapi.json is a valid OpenAPI 3.1 document that lists /run, its errors and the bearer scheme", async ({
+    request,
+  }) => {
+    const document = (await (await request.get("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    await SwaggerParser.validate(structuredClone(document) as never);
+    expect(Object.keys(document.paths["/run"]?.post?.responses ?? {}).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "413",
+      "415",
+      "429",
+      "500",
+      "503",
+    ]);
+    expect(document.components.securitySchemes.bearer).toEqual({
+      type: "http",
+      scheme: "bearer",
+      description: "An API key of RUNCODE_API_KEYS (none when the host serves anonymous callers).",
+    });
   });
 });

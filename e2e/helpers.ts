@@ -41,3 +41,21 @@ export async function selection(page: Page): Promise<{ file: string; line: numbe
 export async function ignored(page: Page): Promise<number> {
   return page.evaluate(() => (window as unknown as { runcode: { ignored(): number } }).runcode.ignored());
 }
+
+/**
+ * The tenants' keys the e2e server is started with (playwright.config.ts): `alpha` for most tests, `beta` to prove
+ * tenants apart, `burst` for the 1,000-creation burst, which spends its tenant's whole rate.
+ */
+export const KEYS = {
+  alpha: "alpha-test-key-0123456789abcdef",
+  beta: "beta-test-key-0123456789abcdef",
+  burst: "burst-test-key-0123456789abcdef",
+} as const;
+
+/** The `Authorization` header of `tenant`. */
+export const bearer = (tenant: keyof typeof KEYS) => ({ authorization: `Bearer ${KEYS[tenant]}` });
+
+/** RUNCODE_API_KEYS for the keys above. */
+export const API_KEYS_SETTING = Object.entries(KEYS)
+  .map(([tenant, key]) => `${tenant}:${key}`)
+  .join(",");

@@ -23,7 +23,8 @@ type Settings = Partial<Record<string, unknown>>;
 
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
-  if (!/^[1-9][0-9]{0,14}$/.test(raw)) throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  if (!/^[1-9][0-9]{0,14}$/.test(raw))
+    throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 

@@ -73,22 +73,23 @@ export class RegistryObject extends DurableObject {
   #checkSlots(tenant: string, limits: SlotLimits): void {
     this.#expirePending(Date.now());
     const active = (where: string, ...values: string[]) =>
-      this.#sql.exec<{ n: number }>(`SELECT count(*) AS n FROM processes WHERE state != 'idle' ${where}`, ...values).one()
-        .n;
+      this.#sql
+        .exec<{ n: number }>(`SELECT count(*) AS n FROM processes WHERE state != 'idle' ${where}`, ...values)
+        .one().n;
     if (active("") >= limits.maxActive) {
-        throw retryLater(
-          "too_many_processes",
-          `${limits.maxActive} processes are active already: wait for one to finish`,
-          SLOT_RETRY_SECONDS,
-        );
-      }
-      if (active("AND tenant = ?", tenant) >= limits.tenantMaxActive) {
-        throw retryLater(
-          "tenant_too_many_processes",
-          `This tenant has ${limits.tenantMaxActive} processes active already: wait for one to finish`,
-          SLOT_RETRY_SECONDS,
-        );
-      }
+      throw retryLater(
+        "too_many_processes",
+        `${limits.maxActive} processes are active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
+      );
+    }
+    if (active("AND tenant = ?", tenant) >= limits.tenantMaxActive) {
+      throw retryLater(
+        "tenant_too_many_processes",
+        `This tenant has ${limits.tenantMaxActive} processes active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
+      );
+    }
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
@@ -117,10 +118,9 @@ export class RegistryObject extends DurableObject {
    */
   async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
     return answer(() => {
-      const row = this.#sql.exec<{ tenant: string; state: string }>(
-        "SELECT tenant, state FROM processes WHERE pid = ?",
-        pid,
-      ).toArray()[0];
+      const row = this.#sql
+        .exec<{ tenant: string; state: string }>("SELECT tenant, state FROM processes WHERE pid = ?", pid)
+        .toArray()[0];
       if (row === undefined) throw new HostError("not_found", `No process ${pid}`);
       if (row.state !== "idle") throw new HostError("process_active", `Process ${pid} is not idle`);
       this.#checkSlots(row.tenant, limits);
@@ -132,7 +132,9 @@ export class RegistryObject extends DurableObject {
   /** Counts one process creation or `/run` of `tenant` against `perMinute`; refused with `Retry-After` when over. */
   async admit(tenant: string, perMinute: number): Promise<Answer<null>> {
     return answer(() => {
-      const row = this.#sql.exec<{ tokens: number; at: number }>("SELECT tokens, at FROM rates WHERE tenant = ?", tenant).toArray()[0];
+      const row = this.#sql
+        .exec<{ tokens: number; at: number }>("SELECT tokens, at FROM rates WHERE tenant = ?", tenant)
+        .toArray()[0];
       const { bucket, retryAfterSeconds } = takeToken(row, perMinute, Date.now());
       this.#sql.exec(
         "INSERT INTO rates (tenant, tokens, at) VALUES (?, ?, ?) ON CONFLICT(tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",

@@ -38,6 +38,7 @@ export interface AppOptions {
 }
 
 export { DEFAULT_MAX_BODY_BYTES };
+
 const OPEN: Access = { keys: [], allowAnonymous: true };
 
 const fail = (error: HostError) =>
@@ -56,7 +57,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       const problems = result.error.issues
         .slice(0, 3)
         .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`);
-      throw new HostError("invalid_request", `Invalid ${result.target}: ${problems.join("; ")}`);
+      const where = result.target === "json" ? "body" : result.target === "param" ? "path" : result.target;
+      throw new HostError("invalid_request", `Invalid ${where}: ${problems.join("; ")}`);
     },
   });
   const origins = new Set(options.corsOrigins ?? []);
@@ -101,7 +103,9 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       : fail(new HostError("not_found", `No route ${c.req.method} ${new URL(c.req.url).pathname}`)),
   );
   app.onError((error) =>
-    fail(isHostError(error) ? error : new HostError("internal", error instanceof Error ? error.message : String(error))),
+    fail(
+      isHostError(error) ? error : new HostError("internal", error instanceof Error ? error.message : String(error)),
+    ),
   );
   return app;
 }

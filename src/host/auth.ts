@@ -33,8 +33,7 @@ export interface AccessSettings {
 }
 
 const encoder = new TextEncoder();
-const sha256 = async (text: string) =>
-  new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+const sha256 = async (text: string) => new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 
 /** Reads the settings; throws a `TypeError` that names the bad entry (never the key itself). */
 export async function accessFrom(settings: AccessSettings): Promise<Access> {

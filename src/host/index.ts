@@ -117,6 +117,8 @@ export async function createHost(options: HostOptions = {}) {
     const { module, name, ...context } = environment;
     await service.environments.activate(name ?? "quickjs", module, context);
   }
-  const app = createApp({ ...appOptions, processes: service, catalog: service });
+  // `/run` imports this host's services, bound to the caller's tenant, unless the options say otherwise.
+  const run = appOptions?.run && { imports: (tenant: string) => tools.modules(tenant), ...appOptions.run };
+  const app = createApp({ ...appOptions, ...(run && { run }), processes: service, catalog: service });
   return { service, app, tools };
 }

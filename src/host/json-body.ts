@@ -35,7 +35,13 @@ export function jsonBody(name: string, maxBytes: number): MiddlewareHandler<AppE
     }
     c.set("body", body);
     // The route's validator asks the request for its JSON: it gets this text, and the stream is never read twice.
-    c.req.bodyCache.text = Promise.resolve(text);
+    // (Hono's cache holds promises, though its type says values.)
+    (c.req.bodyCache as unknown as { text?: Promise<string> }).text = Promise.resolve(text);
+    // The validator's own media-type check is narrower than HTTP's (it refuses `application/json ;charset=utf-8`,
+    // whitespace the grammar allows): the request it sees says plainly what this middleware established.
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("content-type", "application/json");
+    c.req.raw = new Request(c.req.url, { method: c.req.method, headers });
     await next();
   };
 }

@@ -35,7 +35,10 @@ export function memoryKeyValueStores(): (tenant: string) => KeyValueStore {
   const stores = new Map<string, KeyValueStore>();
   return (tenant) => {
     let store = stores.get(tenant);
-    if (store === undefined) stores.set(tenant, (store = new MemoryKeyValueStore()));
+    if (store === undefined) {
+      store = new MemoryKeyValueStore();
+      stores.set(tenant, store);
+    }
     return store;
   };
 }

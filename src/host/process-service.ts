@@ -20,8 +20,8 @@ import {
 } from "../environment/types.js";
 import { ANONYMOUS_TENANT } from "./auth.js";
 import { Environments } from "./environments.js";
+import { HostError, retryLater } from "./errors.js";
 import { eventStream } from "./events.js";
-import { HostError } from "./errors.js";
 import { define, jsonWithin, utf8Length } from "./json.js";
 import { transition } from "./states.js";
 import {
@@ -42,6 +42,8 @@ export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
 export const MAX_CODE_BYTES = 100 * 1024;
 /** Processes queued, running or terminating at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
+/** Seconds a refusal for want of a free slot asks the client to wait. */
+const SLOT_RETRY_SECONDS = 1;
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_SUBSCRIBERS = 32;
 /** Per-process caps (see {@link OutputLimits}). */
@@ -384,7 +386,10 @@ export class ProcessService implements EnvironmentBindings {
     const [tenant] = tenants;
     if (tenants.size !== 1 || tenant === undefined) {
       return Promise.reject(
-        new ToolError("tool_failed", "The tool call names no active process, and no single tenant owns the active ones"),
+        new ToolError(
+          "tool_failed",
+          "The tool call names no active process, and no single tenant owns the active ones",
+        ),
       );
     }
     if (this.#sharedScope?.tenant !== tenant) this.#sharedScope = this.tools.scope(tenant);
@@ -473,17 +478,19 @@ export class ProcessService implements EnvironmentBindings {
     let reserved = 0;
     for (const count of this.#reserved.values()) reserved += count;
     if (this.#live.size + reserved >= this.maxActiveProcesses) {
-      throw new HostError(
+      throw retryLater(
         "too_many_processes",
         `${this.maxActiveProcesses} processes are active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
       );
     }
     let tenantActive = this.#reserved.get(tenant) ?? 0;
     for (const live of this.#live.values()) if (live.record.tenant === tenant) tenantActive++;
     if (tenantActive >= this.maxActivePerTenant) {
-      throw new HostError(
+      throw retryLater(
         "tenant_too_many_processes",
         `This tenant has ${this.maxActivePerTenant} processes active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
       );
     }
     this.#reserved.set(tenant, (this.#reserved.get(tenant) ?? 0) + 1);

@@ -24,7 +24,10 @@ export function takeToken(
   perMinute: number,
   now: number,
 ): { bucket: Bucket; retryAfterSeconds: number | null } {
-  const refilled = Math.min(perMinute, (bucket?.tokens ?? perMinute) + ((now - (bucket?.at ?? now)) * perMinute) / 60_000);
+  const refilled = Math.min(
+    perMinute,
+    (bucket?.tokens ?? perMinute) + ((now - (bucket?.at ?? now)) * perMinute) / 60_000,
+  );
   if (refilled < 1) {
     return { bucket: { tokens: refilled, at: now }, retryAfterSeconds: ((1 - refilled) * 60) / perMinute };
   }

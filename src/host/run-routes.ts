@@ -46,22 +46,25 @@ export const MAX_RUN_BODY_BYTES = 1024 * 1024;
 const route = createRoute(
   secured(
     {
-    method: "post",
-    path: "/run",
-    summary: "Run code once and answer its result",
-    request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
-    responses: {
-      200: { description: "The run's result, whatever its status", content: { "application/json": { schema: RunResult } } },
-      ...errorResponses(
-        "invalid_json",
-        "invalid_request",
-        "invalid_options",
-        "payload_too_large",
-        "unsupported_media_type",
-        "rate_limited",
-        "overloaded",
-      ),
-    },
+      method: "post",
+      path: "/run",
+      summary: "Run code once and answer its result",
+      request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
+      responses: {
+        200: {
+          description: "The run's result, whatever its status",
+          content: { "application/json": { schema: RunResult } },
+        },
+        ...errorResponses(
+          "invalid_json",
+          "invalid_request",
+          "invalid_options",
+          "payload_too_large",
+          "unsupported_media_type",
+          "rate_limited",
+          "overloaded",
+        ),
+      },
     },
     jsonBody("POST /run", MAX_RUN_BODY_BYTES),
   ),

@@ -21,12 +21,7 @@ export const CreateProcessRequest = z
       .max(MAX_EXECUTION_TIMEOUT_MS)
       .optional()
       .openapi({ description: "Milliseconds the process may run. Default 30000." }),
-    ref: z
-      .string()
-      .min(1)
-      .max(256)
-      .optional()
-      .openapi({ description: "A caller's label, usable as a list filter." }),
+    ref: z.string().min(1).max(256).optional().openapi({ description: "A caller's label, usable as a list filter." }),
   })
   .openapi("CreateProcessRequest", { description: "A process to create and start." });
 
@@ -47,9 +42,7 @@ export const ListProcessesQuery = z.strictObject({
 });
 
 export const PidParameter = z.object({
-  pid: z
-    .string()
-    .openapi({ param: { name: "pid", in: "path" }, description: "A process id.", example: "1" }),
+  pid: z.string().openapi({ param: { name: "pid", in: "path" }, description: "A process id.", example: "1" }),
 });
 
 export const ProcessSummary = z
@@ -119,19 +112,14 @@ export const ToolParameters = z.object({
 export const RunRequest = z
   .object({
     source: z.string().openapi({ description: "JavaScript or TypeScript: a script or an ES module." }),
-    options: z
-      .record(z.string(), z.unknown())
-      .optional()
-      .openapi({
-        description:
-          "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
-      }),
+    options: z.record(z.string(), z.unknown()).optional().openapi({
+      description:
+        "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
+    }),
   })
   .openapi("RunRequest");
 
-export const RunResult = z
-  .record(z.string(), z.unknown())
-  .openapi("RunResult", {
-    description:
-      "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, timeout, memory, terminated).",
-  });
+export const RunResult = z.record(z.string(), z.unknown()).openapi("RunResult", {
+  description:
+    "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, timeout, memory, terminated).",
+});

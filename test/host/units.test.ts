@@ -27,6 +27,7 @@ describe("state machine", () => {
 
 const record = (pid: number, patch: Partial<ProcessRecord> = {}): ProcessRecord => ({
   pid,
+  tenant: "anonymous",
   state: "idle",
   exitState: null,
   code: "1",
@@ -213,7 +214,7 @@ describe("ToolRegistry", () => {
 describe("the kv service", () => {
   test("get/set/delete/list over the store, with validation and a value cap", async () => {
     const store = new MemoryKeyValueStore();
-    const r = new ToolRegistry().register(kvService(store));
+    const r = new ToolRegistry().register(kvService(() => store));
     const call = (toolId: string, parameters: Record<string, unknown>) =>
       r.invoke({ serviceId: "kv", toolId, parameters });
     expect(await call("get", { key: "n" })).toEqual({ found: false, value: null });

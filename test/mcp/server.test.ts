@@ -7,7 +7,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { kvService, MemoryKeyValueStore, ToolRegistry } from "../../src/host/index.js";
+import { kvService, memoryKeyValueStores, ToolRegistry } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
 import { createMcpServer } from "../../src/mcp/server.js";
 import { SHOWN_CHARS } from "../../src/mcp/summary.js";
@@ -19,7 +19,7 @@ const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 
 const clients: Client[] = [];
 
 async function connect(options: Partial<Parameters<typeof createMcpServer>[0]> = {}): Promise<Client> {
-  const tools = new ToolRegistry().register(kvService(new MemoryKeyValueStore()));
+  const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const server = createMcpServer({ runCode, tools, ...options });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);

@@ -23,6 +23,7 @@ import {
   KeyValueQuotaError,
   kvService,
   MemoryKeyValueStore,
+  memoryKeyValueStores,
   MemoryProcessStore,
   type ProcessFilter,
   type ProcessRecord,
@@ -185,7 +186,7 @@ describe("output patches", () => {
   test("__proto__ and constructor keys stay own keys in the stored record, GET /output and the event stream", async () => {
     const store = new MemoryProcessStore();
     const { svc, pid, b, finish } = await running({ store });
-    const app = createApp({ service: svc });
+    const app = createApp({ processes: svc, catalog: svc });
     const stream = await app.fetch(new Request(`http://host/processes/${pid}/events`));
     const hostile = JSON.parse('{"__proto__": {"polluted": 1}, "constructor": {"prototype": {"polluted": 2}}}');
     b.emitOutput(pid, hostile);
@@ -487,7 +488,7 @@ describe('format: "url" (the library\'s regex backtracked exponentially)', () =>
 
 describe("the kv service's quotas", () => {
   const setTool = (store: MemoryKeyValueStore, options = {}) =>
-    kvService(store, options).tools.find((t) => t.id === "set") as Tool;
+    kvService(() => store, options).tools.find((t) => t.id === "set") as Tool;
 
   test("a value of shared references is refused by a walk that stops at the value cap", async () => {
     const store = new MemoryKeyValueStore();
@@ -500,7 +501,7 @@ describe("the kv service's quotas", () => {
     ]);
     expect(await store.usage()).toEqual({ keys: 0, bytes: 0 });
     // Through the registry, arguments over 1 MiB stop first; under it the value cap speaks.
-    const registry = new ToolRegistry().register(kvService(store));
+    const registry = new ToolRegistry().register(kvService(() => store));
     const set = (value: unknown) =>
       registry
         .invoke({ serviceId: "kv", toolId: "set", parameters: { key: "k", value } })
@@ -523,7 +524,7 @@ describe("the kv service's quotas", () => {
 
   test("keys per store: a new key past the quota is refused; overwriting and deleting still work", async () => {
     const store = new MemoryKeyValueStore();
-    const registry = new ToolRegistry().register(kvService(store, { maxKeys: 3 }));
+    const registry = new ToolRegistry().register(kvService(() => store, { maxKeys: 3 }));
     const call = (toolId: string, parameters: Record<string, unknown>) =>
       registry.invoke({ serviceId: "kv", toolId, parameters }).catch((e: ToolError) => [e.code, e.message]);
     for (const key of ["a", "b", "c"]) expect(await call("set", { key, value: 1 })).toEqual({ bytes: 1 });
@@ -540,7 +541,7 @@ describe("the kv service's quotas", () => {
 
   test("bytes per store: keys and values in UTF-8; a write that shrinks the store is always allowed", async () => {
     const store = new MemoryKeyValueStore();
-    const registry = new ToolRegistry().register(kvService(store, { maxStoreBytes: 100 }));
+    const registry = new ToolRegistry().register(kvService(() => store, { maxStoreBytes: 100 }));
     const set = (key: string, value: unknown) =>
       registry
         .invoke({ serviceId: "kv", toolId: "set", parameters: { key, value } })
@@ -559,7 +560,7 @@ describe("the kv service's quotas", () => {
   });
 
   test("calls per run: the run's scope counts every kv call; the next run starts again", async () => {
-    const tools = new ToolRegistry().register(kvService(new MemoryKeyValueStore(), { maxCallsPerRun: 5 }));
+    const tools = new ToolRegistry().register(kvService(memoryKeyValueStores(), { maxCallsPerRun: 5 }));
     const { svc, pid, b, finish } = await running({ tools });
     const call = (toolId: string, parameters: Record<string, unknown>) =>
       b.invokeTool({ serviceId: "kv", toolId, parameters }).catch((e: ToolError) => [e.code, e.message]);
@@ -599,7 +600,7 @@ async function readEvents(response: Response): Promise<{ bytes: number; events: 
 describe("event streams", () => {
   test("a subscriber that never reads is dropped once 1 MiB waits: its stream ends with `dropped`", async () => {
     const { svc, pid, b, finish } = await running();
-    const app = createApp({ service: svc });
+    const app = createApp({ processes: svc, catalog: svc });
     const slow = await app.fetch(new Request(`http://host/processes/${pid}/events`));
     expect(svc.usage(pid)?.subscribers).toBe(1);
     for (let i = 0; i < 50; i++) b.emitOutput(pid, { x: String(i % 10).repeat(200_000) });
@@ -626,7 +627,7 @@ describe("event streams", () => {
 
   test("HEAD answers the stream's headers and subscribes to nothing", async () => {
     const { svc, pid, finish } = await running();
-    const app = createApp({ service: svc });
+    const app = createApp({ processes: svc, catalog: svc });
     for (let i = 0; i < 3; i++) {
       const head = await app.fetch(new Request(`http://host/processes/${pid}/events`, { method: "HEAD" }));
       expect([head.status, head.headers.get("content-type"), await head.text()]).toEqual([
@@ -646,7 +647,7 @@ describe("event streams", () => {
 
   test("a process takes at most maxSubscribers streams (429 too_many_subscribers)", async () => {
     const { svc, pid, finish } = await running({ maxSubscribers: 2 });
-    const app = createApp({ service: svc });
+    const app = createApp({ processes: svc, catalog: svc });
     const open = [0, 1].map(() => app.fetch(new Request(`http://host/processes/${pid}/events`)));
     await Promise.all(open);
     const third = await app.fetch(new Request(`http://host/processes/${pid}/events`));
@@ -683,6 +684,7 @@ describe("listing", () => {
       const pid = await store.nextPid();
       await store.create({
         pid,
+        tenant: "anonymous",
         state: "idle",
         exitState: i % 2 === 0 ? "success" : "failed",
         code: "c".repeat(1_000),
@@ -699,11 +701,11 @@ describe("listing", () => {
       });
     }
     const svc = new ProcessService({ store });
-    const app = createApp({ service: svc });
+    const app = createApp({ processes: svc, catalog: svc });
     const page = await (await app.fetch(new Request("http://host/processes?limit=1&exitState=failed"))).json();
     expect(page).toMatchObject({ processes: [{ pid: 2, exitState: "failed" }] });
     expect(store.listed).toBe(1);
-    expect(store.filters).toEqual([{ exitState: "failed", limit: 1 }]);
+    expect(store.filters).toEqual([{ exitState: "failed", tenant: "anonymous", limit: 1 }]);
   });
 
   test("with active processes the store is asked for one more record per active process, and order holds", async () => {
