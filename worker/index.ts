@@ -61,7 +61,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     run: {
       runCode: sandbox.runCode,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-      imports: (tenant) => tools.modules(tenant),
+      tools,
     },
     access: config.access,
     quotas: registryQuotas(env, config),

@@ -13,9 +13,11 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type Access, ANONYMOUS_TENANT } from "./auth.js";
 import { addCatalogRoutes, type Catalog } from "./catalog-routes.js";
 import { HostError, isHostError } from "./errors.js";
+import { addMcpRoutes } from "./mcp-routes.js";
 import { addProcessRoutes, DEFAULT_MAX_BODY_BYTES, type ProcessBackend } from "./process-routes.js";
 import { MemoryQuotas, type Quotas } from "./quotas.js";
 import { type AppEnv, BEARER_SCHEME } from "./route-kit.js";
+import { RunAdmission } from "./run-admission.js";
 import { addRunRoutes, type RunRouteOptions } from "./run-routes.js";
 
 export interface AppOptions {
@@ -23,7 +25,7 @@ export interface AppOptions {
   processes: ProcessBackend;
   /** Documentation and tools (a `ProcessService` is one). */
   catalog: Catalog;
-  /** Serves `POST /run` when given. */
+  /** Serves `POST /run` and `POST /mcp` when given. */
   run?: RunRouteOptions;
   /** Who may call. Default: everyone, as {@link ANONYMOUS_TENANT} (a library embedding decides for itself). */
   access?: Access;
@@ -61,7 +63,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       throw new HostError("invalid_request", `Invalid ${where}: ${problems.join("; ")}`);
     },
   });
-  const origins = new Set(options.corsOrigins ?? []);
+  const origins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
   app.use(
     "*",
     cors({
@@ -80,7 +82,11 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
 
   addProcessRoutes(app, options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   addCatalogRoutes(app, options.catalog);
-  if (options.run !== undefined) addRunRoutes(app, options.run);
+  if (options.run !== undefined) {
+    const admission = new RunAdmission(options.run.memoryBudgetBytes);
+    addRunRoutes(app, options.run, admission);
+    addMcpRoutes(app, options.run, admission, options.catalog, origins);
+  }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",
     scheme: "bearer",
@@ -92,7 +98,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       title: "runcode",
       version: "0.1.0",
       description:
-        "Run code once (POST /run) or as processes; follow their state and output; list the tools they can call. Errors are `{error: {code, message}}`.",
+        "Run code once (POST /run, or the run_code tool of POST /mcp) or as processes; follow their state and output; list the tools they can call. Errors are `{error: {code, message}}`.",
     },
   });
   answerWrongMethods(app);

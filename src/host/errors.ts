@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   invalid_options: 400,
   invalid_pid: 400,
   unauthenticated: 401,
+  /** A browser request from an origin the host does not serve (`POST /mcp`). */
+  forbidden_origin: 403,
   not_found: 404,
   method_not_allowed: 405,
   process_active: 409,

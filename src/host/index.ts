@@ -63,13 +63,8 @@ export {
   rateLimited,
   takeToken,
 } from "./quotas.js";
-export {
-  MAX_RUN_BODY_BYTES,
-  MAX_RUN_MEMORY_BYTES,
-  RUN_MEMORY_BUDGET_BYTES,
-  RUN_TIMEOUT_MS,
-  type RunRouteOptions,
-} from "./run-routes.js";
+export { RUN_MEMORY_BUDGET_BYTES, RunAdmission } from "./run-admission.js";
+export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./run-routes.js";
 export * as schemas from "./schemas.js";
 export { isActive, transition } from "./states.js";
 export * from "./storage.js";
@@ -101,7 +96,7 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
   services?: Service[];
   /** An environment to activate (under `name`, default `"quickjs"`). */
   environment?: { module: EnvironmentModule; name?: string } & Partial<ModuleSetupContext>;
-  /** The HTTP app's options beyond its processes and catalog (access, quotas, CORS, `/run`, body limit). */
+  /** The HTTP app's options beyond its processes and catalog (access, quotas, CORS, `/run` and `/mcp`, body limit). */
   app?: Omit<AppOptions, "processes" | "catalog">;
 }
 
@@ -118,7 +113,7 @@ export async function createHost(options: HostOptions = {}) {
     await service.environments.activate(name ?? "quickjs", module, context);
   }
   // `/run` imports this host's services, bound to the caller's tenant, unless the options say otherwise.
-  const run = appOptions?.run && { imports: (tenant: string) => tools.modules(tenant), ...appOptions.run };
+  const run = appOptions?.run && { tools, ...appOptions.run };
   const app = createApp({ ...appOptions, ...(run && { run }), processes: service, catalog: service });
   return { service, app, tools };
 }

@@ -1,42 +1,36 @@
 /**
  * `POST /run`: one `runCode` over HTTP. The body is `{source, options}` with the data-only options; the answer is
  * the `CodeExecutionResult` in the lossless JSON of `src/wire.ts`, whatever its status. Bad requests get
- * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted against a memory budget: the heap
- * caps of the runs in flight in one instance never add up past it (503 `overloaded` beyond, never an instance that
- * runs out of memory).
+ * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted by their heap caps
+ * (`RunAdmission`): 503 `overloaded` past the budget, never an instance that runs out of memory.
  * @module
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { CodeExecutionOptions, RunCode } from "../index.js";
 import { resultWireText } from "../result-wire.js";
 import { fromWire, type JsonValue } from "../wire.js";
-import { HostError, retryLater } from "./errors.js";
+import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
+import type { RunAdmission } from "./run-admission.js";
 import { RunRequest, RunResult } from "./schemas.js";
+import type { ToolRegistry } from "./tools.js";
 
 /** Largest heap a run may ask for: well below the 128 MB a Worker isolate may use. */
 export const MAX_RUN_MEMORY_BYTES = 64 * 1024 * 1024;
-/**
- * Heap caps the runs in flight in one instance may hold together. With a 128 MB Worker isolate: one run at the
- * largest cap or two at the edge's 32 MiB default, leaving half the isolate to the host (the engine's code, the
- * TypeScript compiler, requests and answers).
- */
-export const RUN_MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
 /** Wall-clock budget of one run, for time spent awaiting; CPU-bound code meets the sandbox's safety cap first. */
 export const RUN_TIMEOUT_MS = 10_000;
-/** What a 503 `overloaded` asks the client to wait, in seconds: runs last at most {@link RUN_TIMEOUT_MS}. */
-const OVERLOADED_RETRY_SECONDS = 1;
 
 const OPTION_KEYS = new Set(["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"]);
 
+/** What `POST /run` and `POST /mcp` run code with. */
 export interface RunRouteOptions {
   runCode: RunCode;
   /** The heap cap of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as the budget counts it. */
   defaultMemoryLimitBytes: number;
-  /** Bare-specifier modules a run of `tenant` may import (the host's services, bound to that tenant). */
-  imports?: (tenant: string) => Record<string, Record<string, unknown>>;
-  /** Heap caps of all runs in flight together. Default {@link RUN_MEMORY_BUDGET_BYTES}. */
+  /** Services a run may import as bare specifiers, bound to the caller's tenant. */
+  tools?: ToolRegistry;
+  /** Heap caps of all runs in flight together. Default `RUN_MEMORY_BUDGET_BYTES`. */
   memoryBudgetBytes?: number;
 }
 
@@ -70,28 +64,19 @@ const route = createRoute(
   ),
 );
 
-/** Adds `POST /run` to `app`. */
-export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions): void {
-  const budget = options.memoryBudgetBytes ?? RUN_MEMORY_BUDGET_BYTES;
-  let held = 0;
+/** Adds `POST /run` to `app`, its runs admitted by `admission`. */
+export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions, admission: RunAdmission): void {
   app.openapi(route, async (c) => {
     const parsed = parseBody(c.get("body"));
     const tenant = c.get("tenant");
     const asked = parsed.options.memoryLimitBytes;
     const memory = typeof asked === "number" && asked > 0 ? asked : options.defaultMemoryLimitBytes;
-    if (held + memory > budget) {
-      throw retryLater(
-        "overloaded",
-        `Runs in flight here hold ${held} of ${budget} bytes of heap caps, and this one asks for ${memory}: retry shortly`,
-        OVERLOADED_RETRY_SECONDS,
-      );
-    }
-    await c.get("quotas").admit(tenant);
-    held += memory;
+    const release = admission.admit(memory);
     try {
+      await c.get("quotas").admit(tenant);
       let run: ReturnType<RunCode>;
       try {
-        run = options.runCode(parsed.source, { ...parsed.options, imports: options.imports?.(tenant) ?? {} });
+        run = options.runCode(parsed.source, { ...parsed.options, imports: options.tools?.modules(tenant) ?? {} });
       } catch (error) {
         throw new HostError("invalid_options", (error as Error).message);
       }
@@ -104,7 +89,7 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions)
         new Response(resultWireText(result, memory), { headers: { "content-type": "application/json" } }),
       );
     } finally {
-      held -= memory;
+      release();
     }
   });
 }

@@ -1,6 +1,6 @@
 /**
- * MCP over Streamable HTTP, stateless (no `sessionIdGenerator`): every `POST /mcp` gets a fresh server and transport, answers one JSON
- * response (no session, no stream to resume), and closes both. So any isolate or process can serve any request, and
+ * MCP over Streamable HTTP, stateless (no `sessionIdGenerator`): every `POST /mcp` gets a fresh server and
+ * transport, answers one JSON response (no session, no stream to resume), and closes both. So any isolate or process can serve any request, and
  * nothing of one client outlives its request. The body arrives parsed by the HTTP app, which has read it within its
  * size limit: the SDK's transport would otherwise read it whole.
  * @module

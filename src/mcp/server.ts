@@ -20,6 +20,8 @@ export interface McpServerOptions {
   runCode: RunCode;
   /** Services every run may import by their ids (`import { get } from "kv"`). */
   tools?: ToolRegistry;
+  /** Whose runs these are: the services act for this tenant (its own `kv` store). Default `anonymous`. */
+  tenant?: string;
   /** The process environment's documentation (Markdown), served as a resource when given. */
   environmentDocs?: () => string | Promise<string>;
   /** A call's wall-clock budget when it names none. Default {@link DEFAULT_TIMEOUT_MS}. */
@@ -76,6 +78,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
   const {
     runCode,
     tools,
+    tenant,
     environmentDocs,
     defaultTimeoutMs = DEFAULT_TIMEOUT_MS,
     maxTimeoutMs = MAX_TIMEOUT_MS,
@@ -123,7 +126,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
           ...(execute === undefined ? {} : { execute: callOf(execute) }),
           ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
-          ...(tools === undefined ? {} : { imports: tools.modules() }),
+          ...(tools === undefined ? {} : { imports: tools.modules(tenant) }),
         });
       } catch (error) {
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };

@@ -373,6 +373,7 @@ describe("the HTTP surface", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual([
       "/environment/docs",
+      "/mcp",
       "/processes",
       "/processes/{pid}",
       "/processes/{pid}/code",

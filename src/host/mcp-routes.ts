@@ -1,0 +1,73 @@
+/**
+ * `POST /mcp`: runcode's MCP server (src/mcp) over Streamable HTTP, stateless: every request gets a server made for
+ * its tenant, answers JSON and closes. The body is read by the app's JSON middleware within its limit (the SDK's
+ * transport would read it whole); a `tools/call` counts against the tenant's rate, and its run against the same
+ * heap budget as `POST /run`. A browser request from an origin that is neither the host's own nor on the CORS list
+ * is refused (the MCP specification's defence against DNS rebinding).
+ * @module
+ */
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { serveMcpRequest } from "../mcp/http.js";
+import { createMcpServer } from "../mcp/server.js";
+import type { Catalog } from "./catalog-routes.js";
+import { HostError } from "./errors.js";
+import { jsonBody } from "./json-body.js";
+import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
+import type { RunAdmission } from "./run-admission.js";
+import { MAX_RUN_BODY_BYTES, type RunRouteOptions } from "./run-routes.js";
+
+const JsonRpc = z
+  .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
+  .openapi("JsonRpcMessage", { description: "A JSON-RPC 2.0 message of the Model Context Protocol, or a batch." });
+
+const route = createRoute(
+  secured(
+    {
+      method: "post",
+      path: "/mcp",
+      summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
+      request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
+      responses: {
+        200: { description: "The JSON-RPC response", content: { "application/json": { schema: JsonRpc } } },
+        202: { description: "A notification or response was accepted" },
+        ...errorResponses(
+          "invalid_json",
+          "invalid_request",
+          "forbidden_origin",
+          "payload_too_large",
+          "unsupported_media_type",
+          "rate_limited",
+        ),
+      },
+    },
+    jsonBody("POST /mcp", MAX_RUN_BODY_BYTES),
+  ),
+);
+
+const isToolCall = (message: unknown) => (message as { method?: unknown } | null)?.method === "tools/call";
+
+/** Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. */
+export function addMcpRoutes(
+  app: OpenAPIHono<AppEnv>,
+  options: RunRouteOptions,
+  admission: RunAdmission,
+  catalog: Catalog,
+  corsOrigins: ReadonlySet<string>,
+): void {
+  const runCode = admission.wrap(options.runCode, options.defaultMemoryLimitBytes);
+  app.openapi(route, async (c) => {
+    const origin = c.req.header("origin");
+    if (origin !== undefined && origin !== new URL(c.req.url).origin && !corsOrigins.has(origin)) {
+      throw new HostError("forbidden_origin", `Origin ${JSON.stringify(origin.slice(0, 200))} may not call /mcp`);
+    }
+    const body = c.get("body");
+    if ((Array.isArray(body) ? body : [body]).some(isToolCall)) await c.get("quotas").admit(c.get("tenant"));
+    const server = createMcpServer({
+      runCode,
+      tenant: c.get("tenant"),
+      environmentDocs: () => catalog.environments.docs(),
+      ...(options.tools === undefined ? {} : { tools: options.tools }),
+    });
+    return preEncoded(await serveMcpRequest(c.req.raw, body, server));
+  });
+}

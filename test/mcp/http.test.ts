@@ -1,0 +1,167 @@
+/**
+ * `POST /mcp` of the HTTP app through the official SDK's Streamable HTTP client: keys and tenants as on every API
+ * route, stateless (each request its own server), the tenant's kv, the rate per tenant, the shared heap budget, and
+ * the Origin check against DNS rebinding.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { nodeWasm } from "../../node/index.js";
+import { accessFrom, createHost, MemoryQuotas, RUN_MEMORY_BUDGET_BYTES } from "../../src/host/index.js";
+import { createSandbox } from "../../src/index.js";
+import { fromWire, type JsonValue } from "../../src/wire.js";
+
+const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
+const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
+type Host = Awaited<ReturnType<typeof createHost>>;
+const clients: Client[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.close();
+});
+
+/** Runs that import `gate` wait in `held` until the test releases them. */
+const held: (() => void)[] = [];
+const gate = {
+  id: "gate",
+  description: "Holds a run until released",
+  tools: [
+    {
+      id: "hold",
+      description: "Blocks",
+      inputSchema: { type: "object" },
+      run: () => new Promise((resolve) => held.push(() => resolve(1))),
+    },
+  ],
+};
+
+async function host(extra: { quotas?: MemoryQuotas } = {}): Promise<Host> {
+  return createHost({
+    services: [gate],
+    app: {
+      access: await accessFrom({ apiKeys: `alpha:${KEYS.alpha},beta:${KEYS.beta}` }),
+      run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+      ...extra,
+    },
+  });
+}
+
+/** An SDK client of `h`'s `/mcp` as `tenant`, every request going to the app's fetch. */
+async function connect(h: Host, tenant: keyof typeof KEYS): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL("http://host/mcp"), {
+    requestInit: { headers: { authorization: `Bearer ${KEYS[tenant]}` } },
+    fetch: (url, init) => Promise.resolve(h.app.fetch(new Request(url, init))),
+  });
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+const run = async (client: Client, code: string, extra: Record<string, unknown> = {}) =>
+  (await client.callTool({ name: "run_code", arguments: { code, ...extra } })) as CallToolResult;
+const resultOf = (answer: CallToolResult) =>
+  (fromWire(answer.structuredContent as JsonValue) as { result?: unknown }).result;
+
+/** One raw JSON-RPC request to `/mcp`, as a client that is not the SDK might send it. */
+const post = (h: Host, body: unknown, headers: Record<string, string> = {}) =>
+  h.app.fetch(
+    new Request("http://host/mcp", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${KEYS.alpha}`,
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    }),
+  );
+const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+
+describe("POST /mcp", () => {
+  it("lists run_code and runs TypeScript with the caller's kv, per tenant", async () => {
+    const h = await host();
+    const alpha = await connect(h, "alpha");
+    const beta = await connect(h, "beta");
+    expect((await alpha.listTools()).tools.map((t) => t.name)).toEqual(["run_code"]);
+    const typed = await run(alpha, "const n: number = 20; export default [n + 1, 2n ** 70n];");
+    expect([typed.isError, resultOf(typed)]).toEqual([false, [21, 2n ** 70n]]);
+    await run(alpha, `import { set } from "kv"; await set({ key: "k", value: "alpha's" });`);
+    const read = `import { get } from "kv"; export default await get({ key: "k" });`;
+    expect(resultOf(await run(beta, read))).toEqual({ found: false, value: null });
+    expect(resultOf(await run(alpha, read))).toEqual({ found: true, value: "alpha's" });
+  });
+
+  it("401 without a key; 403 forbidden_origin from a foreign browser origin; the host's own origin passes", async () => {
+    const h = await host();
+    const anonymous = await post(h, listTools, { authorization: "" });
+    expect([anonymous.status, ((await anonymous.json()) as { error: { code: string } }).error.code]).toEqual([
+      401,
+      "unauthenticated",
+    ]);
+    const foreign = await post(h, listTools, { origin: "https://rebound.example" });
+    expect([foreign.status, await foreign.json()]).toEqual([
+      403,
+      { error: { code: "forbidden_origin", message: 'Origin "https://rebound.example" may not call /mcp' } },
+    ]);
+    const own = await post(h, listTools, { origin: "http://host" });
+    expect(own.status).toBe(200);
+    expect(((await own.json()) as { result: { tools: { name: string }[] } }).result.tools[0]?.name).toBe("run_code");
+  });
+
+  it("stateless: GET and DELETE are 405; a body over 1 MiB is refused before the SDK sees it", async () => {
+    const h = await host();
+    for (const method of ["GET", "DELETE"]) {
+      const response = await h.app.fetch(
+        new Request("http://host/mcp", { method, headers: { authorization: `Bearer ${KEYS.alpha}` } }),
+      );
+      expect([method, response.status, response.headers.get("allow")]).toEqual([method, 405, "POST"]);
+    }
+    const big = await post(h, { ...listTools, params: { pad: "x".repeat(1024 * 1024) } });
+    expect([big.status, ((await big.json()) as { error: { code: string } }).error.code]).toEqual([
+      413,
+      "payload_too_large",
+    ]);
+  });
+
+  it("each tools/call counts against the tenant's rate; listing does not", async () => {
+    const h = await host({ quotas: new MemoryQuotas(2, () => 0) });
+    const alpha = await connect(h, "alpha");
+    for (let i = 0; i < 3; i++) await alpha.listTools();
+    expect(resultOf(await run(alpha, "export default 1"))).toBe(1);
+    expect(resultOf(await run(alpha, "export default 2"))).toBe(2);
+    const call = {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "tools/call",
+      params: { name: "run_code", arguments: { code: "1" } },
+    };
+    const limited = await post(h, call);
+    expect([
+      limited.status,
+      limited.headers.get("retry-after"),
+      ((await limited.json()) as { error: { code: string } }).error.code,
+    ]).toEqual([429, "30", "rate_limited"]);
+  });
+
+  it("run_code shares /run's heap budget: past it the call is an error result saying so", async () => {
+    const h = await host();
+    const alpha = await connect(h, "alpha");
+    const answer = await run(alpha, "export default 1", { memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES });
+    expect(answer.isError).toBe(false);
+    const holding = run(alpha, `import { hold } from "gate"; await hold({}); export default 1;`, {
+      memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES,
+    });
+    while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const refused = await run(alpha, "export default 2", { memoryLimitBytes: 1024 * 1024 });
+    (held.shift() as () => void)();
+    expect(resultOf(await holding)).toBe(1);
+    expect(refused.isError).toBe(true);
+    expect((refused.content[0] as { text: string }).text).toBe(
+      `run_code: Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of heap caps, and this one asks for 1048576: retry shortly`,
+    );
+    expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES }))).toBe(3);
+  });
+});
