@@ -9,10 +9,14 @@ export default defineConfig({
       // The module runner ships each module as one WebSocket message: typescript.js is far over the 1 MiB default.
       miniflare: {
         compatibilityFlags: ["increase_websocket_message_size"],
-        // A short safety cap so `POST /run` of a tight loop ends within the test; two tenants (test/workers/client.ts).
+        // A short safety cap so `POST /run` of a tight loop ends within the test; two tenants (test/workers/client.ts)
+        // with room for the suite's bursts (the quotas themselves are tested against the registry with their own
+        // figures, in tenants.test.ts).
         bindings: {
           RUN_CPU_MS: "300",
           RUN_INTERRUPT_POLLS: "1000000",
+          RUNCODE_TENANT_MAX_ACTIVE: "256",
+          RUNCODE_TENANT_RUNS_PER_MINUTE: "100000",
           RUNCODE_API_KEYS: "alpha:alpha-test-key-0123456789abcdef,beta:beta-test-key-0123456789abcdef",
         },
       },

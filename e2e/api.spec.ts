@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type APIRequestContext, expect, test } from "@playwright/test";
 import { fromWire, type JsonValue } from "../src/wire.js";
 import { bearer, KEYS } from "./helpers.js";
@@ -345,5 +348,72 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
       scheme: "bearer",
       description: "An API key of RUNCODE_API_KEYS (none when the host serves anonymous callers).",
     });
+  });
+});
+
+test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's client)", () => {
+  const clients: Client[] = [];
+  test.afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+  });
+  const connect = async (baseURL: string, tenant: keyof typeof KEYS) => {
+    const client = new Client({ name: "e2e", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL("/mcp", baseURL), { requestInit: { headers: bearer(tenant) } }),
+    );
+    clients.push(client);
+    return client;
+  };
+  const call = async (client: Client, args: Record<string, unknown>) =>
+    (await client.callTool({ name: "run_code", arguments: args })) as CallToolResult;
+  const decoded = (answer: CallToolResult) =>
+    fromWire(answer.structuredContent as JsonValue) as {
+      status: string;
+      result?: unknown;
+      error?: { name: string; message: string; line?: number; column?: number };
+    };
+
+  test("lists run_code and gives every status, positions and lossless values", async ({ baseURL }) => {
+    const client = await connect(baseURL as string, "alpha");
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(["run_code"]);
+    expect(tools[0]?.description).toContain('declare module "kv"');
+    const ok = await call(client, { code: "export default new Map<string, bigint>([['n', 2n ** 64n]]);" });
+    expect([ok.isError, decoded(ok)]).toEqual([
+      false,
+      expect.objectContaining({ status: "success", result: new Map([["n", 2n ** 64n]]) }),
+    ]);
+    const thrown = decoded(await call(client, { code: "const a: number = 1;\nthrow new RangeError('no ' + a);" }));
+    expect([thrown.status, thrown.error?.name, thrown.error?.message, thrown.error?.line]).toEqual([
+      "error",
+      "RangeError",
+      "no 1",
+      2,
+    ]);
+    expect(decoded(await call(client, { code: "import x from 'nowhere'; export default x;" })).status).toBe(
+      "link_error",
+    );
+    const memory = await call(client, {
+      code: "const a = []; for (;;) a.push(new Uint8Array(1e6));",
+      memoryLimitBytes: 16 << 20,
+    });
+    expect([memory.isError, decoded(memory).status]).toEqual([true, "memory"]);
+    const stopped = await call(client, {
+      code: "import { get } from 'kv'; for (;;) await get({ key: 'x' });",
+      timeoutMs: 500,
+    });
+    expect([stopped.isError, decoded(stopped).status]).toEqual([true, "terminated"]);
+  });
+
+  test("kv belongs to the caller's tenant; a request without a key is refused", async ({ baseURL }) => {
+    const key = `mcp-${Date.now()}`;
+    const alpha = await connect(baseURL as string, "alpha");
+    const beta = await connect(baseURL as string, "beta");
+    await call(alpha, { code: `import { set } from "kv"; await set({ key: "${key}", value: [1, 2] });` });
+    const read = `import { get } from "kv"; export default await get({ key: "${key}" });`;
+    expect(decoded(await call(beta, { code: read })).result).toEqual({ found: false, value: null });
+    expect(decoded(await call(alpha, { code: read })).result).toEqual({ found: true, value: [1, 2] });
+    const nobody = new Client({ name: "e2e", version: "1.0.0" });
+    await expect(nobody.connect(new StreamableHTTPClientTransport(new URL("/mcp", baseURL)))).rejects.toThrow(/401/);
   });
 });

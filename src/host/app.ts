@@ -3,8 +3,8 @@
  * Durable Objects. Processes, the catalog and `POST /run` are sets of routes over one authentication middleware,
  * one JSON-body middleware and one table of error codes (`ERROR_STATUS`); every error is
  * `{ error: { code, message } }`, and a refused request never changes a stored record. `/openapi.json` is made from
- * the route definitions. A known path asked with another method answers 405; any other path goes to `fallback`
- * (the edge's static files) or answers 404.
+ * the route definitions. A known path asked with another method answers 405; an unknown one under the API's first
+ * segments (`/processes/...`) a JSON 404; any other path goes to `fallback` (the edge's static files) or 404.
  * @module
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
@@ -103,11 +103,13 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   });
   answerWrongMethods(app);
 
-  app.notFound((c) =>
-    options.fallback !== undefined
-      ? options.fallback(c.req.raw)
-      : fail(new HostError("not_found", `No route ${c.req.method} ${new URL(c.req.url).pathname}`)),
-  );
+  // A path under one of the API's own first segments is an API 404 in JSON; anything else is the fallback's.
+  const apiRoots = new Set(app.routes.filter((r) => r.method !== "ALL").map((r) => r.path.split("/")[1]));
+  app.notFound((c) => {
+    const { pathname } = new URL(c.req.url);
+    if (options.fallback !== undefined && !apiRoots.has(pathname.split("/")[1])) return options.fallback(c.req.raw);
+    return fail(new HostError("not_found", `No route ${c.req.method} ${pathname}`));
+  });
   app.onError((error) =>
     fail(
       isHostError(error) ? error : new HostError("internal", error instanceof Error ? error.message : String(error)),

@@ -25,7 +25,11 @@ function frameOf(event: ProcessEvent): Uint8Array {
   let bytes = frames.get(event);
   if (bytes === undefined) {
     const { type, ...data } = event;
-    bytes = frame(type, data);
+    // A snapshot shows the record as `GET /processes/:pid` does: without its tenant (the reader is that tenant).
+    if (event.type === "snapshot") {
+      const { tenant: _tenant, ...record } = event.record;
+      bytes = frame(type, { ...data, record });
+    } else bytes = frame(type, data);
     frames.set(event, bytes);
   }
   return bytes;

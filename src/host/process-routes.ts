@@ -62,6 +62,8 @@ function pidOf(c: Context): number {
   if (!PID_PATTERN.test(raw) || !Number.isSafeInteger(Number(raw))) {
     throw new HostError("invalid_pid", `pid must be a positive integer, got ${JSON.stringify(raw.slice(0, 40))}`);
   }
+  // The router decodes the segment: `%31` would be pid 1. A pid is written in digits, or it names no process.
+  if (new URL(c.req.url).pathname.split("/")[2] !== raw) throw new HostError("not_found", "No such process");
   return Number(raw);
 }
 

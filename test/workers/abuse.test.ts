@@ -4,22 +4,23 @@
  * event streams dropped mid-run. Every bad request gets its documented status and code, and nothing stored changes:
  * each test reads the records it seeded (and the whole listing) back afterwards.
  */
-import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { describe, expect, it } from "vitest";
+import { createHost, MAX_RUN_MEMORY_BYTES } from "../../src/host/index.js";
 import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
-import { handleRun, MAX_RUN_ANSWER_CHARS } from "../../worker/run.js";
+import { unwrap } from "../../worker/answers.js";
 import { CHUNK_BYTES, countingBody } from "../security/counting-body.js";
+import { api, BASE } from "./client.js";
 
-const BASE = "http://runcode.test";
 const JSON_TYPE = { "content-type": "application/json" };
 
 type Rec = Record<string, unknown> & { pid: number; state: string; exitState: string | null };
 
 const post = (path: string, body: BodyInit | null, headers: Record<string, string> = JSON_TYPE) =>
-  SELF.fetch(`${BASE}${path}`, { method: "POST", body, headers });
-const get = (path: string, init?: RequestInit) => SELF.fetch(`${BASE}${path}`, init);
+  api(path, { method: "POST", body, headers });
+const get = (path: string, init?: RequestInit) => api(path, init);
 
 /** Asserts status and error code exactly, and that the error has a message. */
 async function refused(response: Response, status: number, code: string): Promise<void> {
@@ -130,8 +131,8 @@ describe("malformed and giant bodies", () => {
   it("POST /run refuses each with its documented code and runs nothing", async () => {
     const { intact } = await seed(1);
     const cases: [string, BodyInit, number, string][] = [
-      ["not JSON", "{nope", 400, "malformed_json"],
-      ["empty", "", 400, "malformed_json"],
+      ["not JSON", "{nope", 400, "invalid_json"],
+      ["empty", "", 400, "invalid_json"],
       ["null", "null", 400, "invalid_request"],
       ["number", "5", 400, "invalid_request"],
       ["array", '[{"source":"1"}]', 400, "invalid_request"],
@@ -143,7 +144,7 @@ describe("malformed and giant bodies", () => {
       ["host-only option", '{"source":"1","options":{"imports":{}}}', 400, "invalid_request"],
       ["__proto__ option", '{"source":"1","options":{"__proto__":{"x":1}}}', 400, "invalid_request"],
       ["forged wire value", '{"source":"1","options":{"globals":{"$t":"nope"}}}', 400, "invalid_request"],
-      ["1 MiB + 1 body", JSON.stringify({ source: "1" }).padEnd(1024 * 1024 + 1, " "), 413, "body_too_large"],
+      ["1 MiB + 1 body", JSON.stringify({ source: "1" }).padEnd(1024 * 1024 + 1, " "), 413, "payload_too_large"],
     ];
     for (const [name, body, status, code] of cases) {
       const response = await post("/run", body);
@@ -177,7 +178,7 @@ describe("content types", () => {
   it("POST /processes takes only application/json (415 unsupported_media_type otherwise), before spending a pid", async () => {
     const { intact } = await seed(1);
     for (const [name, headers, payload] of wrong) {
-      const response = await SELF.fetch(`${BASE}/processes`, {
+      const response = await api(`/processes`, {
         method: "POST",
         body: payload,
         ...(headers === undefined ? {} : { headers }),
@@ -197,7 +198,7 @@ describe("content types", () => {
   it("POST /run takes only a JSON content type (415 unsupported_media_type otherwise)", async () => {
     const run = JSON.stringify({ source: "export default 1" });
     for (const [name, headers, payload] of wrong.slice(0, 5)) {
-      const response = await SELF.fetch(`${BASE}/run`, {
+      const response = await api(`/run`, {
         method: "POST",
         body: payload === body ? run : payload,
         ...(headers === undefined ? {} : { headers }),
@@ -363,7 +364,7 @@ describe("creations cut off half-way", () => {
     const { intact } = await seed(1);
     // What a Worker restarted between allocating a pid and the object's first report leaves behind.
     const registry = env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
-    const orphan = (await registry.allocate(256)) as number;
+    const orphan = unwrap(await registry.allocate("alpha", { maxActive: 256, tenantMaxActive: 256 }));
     expect((await list("state=queued")).map((p) => p.pid)).toEqual([orphan]);
     await runInDurableObject(registry, (_instance, state) => {
       state.storage.sql.exec("UPDATE pending SET at = at - 30001 WHERE pid = ?", orphan);
@@ -413,8 +414,8 @@ describe("filter values that try SQL injection", () => {
     await refused(await get("/processes?state=idle&state=running"), 400, "invalid_request");
     await refused(await get("/processes?ref=a&ref=b"), 400, "invalid_request");
     await refused(await get("/processes?pid=1"), 400, "invalid_request");
-    // `__proto__` is no filter either: Hono's query parsing drops it, so the query lists everything.
-    expect(await list("__proto__=x")).toEqual(everything);
+    // `__proto__` is no filter either: an unknown parameter like any other.
+    await refused(await get("/processes?__proto__=x"), 400, "invalid_request");
     expect(await list()).toEqual(everything);
     expect((await list("limit=1")).map((p) => p.pid)).toEqual([everything[0]?.pid]);
     await intact({ listing: false });
@@ -488,11 +489,11 @@ describe("races", () => {
 describe("body limits while the body arrives (issue 9, class 8)", () => {
   const MiB = 1024 * 1024;
   const stream = (path: string, body: ReadableStream<Uint8Array>, headers: Record<string, string> = JSON_TYPE) =>
-    SELF.fetch(`${BASE}${path}`, { method: "POST", body, headers });
+    api(path, { method: "POST", body, headers });
 
-  it("POST /run: a 48 MiB streamed body is cut off just past 1 MiB with 413 body_too_large", async () => {
+  it("POST /run: a 48 MiB streamed body is cut off just past 1 MiB with 413 payload_too_large", async () => {
     const { stream: body, count } = countingBody(48 * MiB, JSON.stringify({ source: "export default 1" }));
-    await refused(await stream("/run", body), 413, "body_too_large");
+    await refused(await stream("/run", body), 413, "payload_too_large");
     // Read whole before the fix (48 MiB); now the limit, the chunk that passed it and what the pipe holds.
     expect(count.pulled).toBeGreaterThan(MiB);
     expect(count.pulled).toBeLessThanOrEqual(MiB + 4 * CHUNK_BYTES);
@@ -503,7 +504,7 @@ describe("body limits while the body arrives (issue 9, class 8)", () => {
     await refused(
       await stream("/run", body, { ...JSON_TYPE, "content-length": String(48 * MiB) }),
       413,
-      "body_too_large",
+      "payload_too_large",
     );
     expect(count.pulled).toBeLessThanOrEqual(4 * CHUNK_BYTES);
   });
@@ -517,9 +518,9 @@ describe("body limits while the body arrives (issue 9, class 8)", () => {
     await intact();
   });
 
-  it("POST /run: bytes that are not UTF-8 are malformed_json, never run as U+FFFD", async () => {
+  it("POST /run: bytes that are not UTF-8 are invalid_json, never run as U+FFFD", async () => {
     const bytes = new Uint8Array([...new TextEncoder().encode('{"source":"export default \''), 0xff, 0x27, 0x22, 0x7d]);
-    await refused(await post("/run", bytes), 400, "malformed_json");
+    await refused(await post("/run", bytes), 400, "invalid_json");
   });
 
   it("POST /run takes no JSON look-alike type (application/jsonp, application/json-patch+json)", async () => {
@@ -541,7 +542,10 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
     return fromWire((await response.json()) as JsonValue) as CodeExecutionResult;
   }
 
-  /** `handleRun` itself, with production's CPU cap (the pool's 300 ms stops a 200,000-element encode in the guest). */
+  /**
+   * `POST /run` of an app of its own, with production's CPU cap (the pool's 300 ms stops a 200,000-element encode in
+   * the guest) and runs whose heap cap, and so whose answer's cap, is the largest `/run` allows.
+   */
   const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, interruptPolls: 1_000_000 } }).runCode;
   /** A runner whose every run ends with `result`, as the host holds it after a run. */
   const ending =
@@ -554,7 +558,8 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
       headers: JSON_TYPE,
       body: JSON.stringify({ source }),
     });
-    const response = await handleRun(request, runCode);
+    const { app } = await createHost({ app: { run: { runCode, defaultMemoryLimitBytes: MAX_RUN_MEMORY_BYTES } } });
+    const response = await app.fetch(request);
     expect(response.status).toBe(200);
     return fromWire((await response.json()) as JsonValue) as CodeExecutionResult;
   }
@@ -602,7 +607,7 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
     expect(wrong).toBe(0);
   });
 
-  it("an answer over MAX_RUN_ANSWER_CHARS is a memory result, decided before the base64 is made", async () => {
+  it("an answer over the run's heap cap in characters is a memory result, decided before the base64 is made", async () => {
     // 50 MiB of buffer is 66.7 Mi characters of base64: over the 64 Mi an answer may have.
     const big = { status: "success" as const, result: new ArrayBuffer(50 * 1024 * 1024), reports: [], logs: [] };
     const answer = await handled("", ending({ ...big, durationMs: 5, memoryUsedBytes: 60_000_000 }));
@@ -610,7 +615,7 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
       status: "memory",
       error: {
         name: "MemoryError",
-        message: `The run ended 'success', but its result, reports and logs take more than ${MAX_RUN_ANSWER_CHARS} characters of JSON to send`,
+        message: `The run ended 'success', but its result, reports and logs take more than ${MAX_RUN_MEMORY_BYTES} characters of JSON to send`,
       },
       reports: [],
       logs: [],
@@ -646,8 +651,8 @@ describe("listing, event streams and kv quotas cost what they return (test/secur
       expect((await list("limit=1")).map((p) => p.pid)).toHaveLength(1);
       expect((await list("limit=2&exitState=success")).every((p) => p.exitState === "success")).toBe(true);
       expect(asked).toEqual([
-        [{ limit: 1 }, 1],
-        [{ exitState: "success", limit: 2 }, 2],
+        [{ tenant: "alpha", limit: 1 }, 1],
+        [{ tenant: "alpha", exitState: "success", limit: 2 }, 2],
       ]);
     } finally {
       prototype.list = original;

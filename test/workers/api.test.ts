@@ -1,11 +1,11 @@
-import { env, SELF } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { ProcessRecord } from "../../src/host/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
-
-const BASE = "http://runcode.test";
+import { api } from "./client.js";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>
-  SELF.fetch(`${BASE}${path}`, {
+  api(path, {
     method: "POST",
     headers,
     body: typeof body === "string" ? body : JSON.stringify(body),
@@ -24,7 +24,7 @@ async function run(source: string, options?: Record<string, unknown>) {
 /** Polls a process until it is idle again. */
 async function settled(pid: number): Promise<Record<string, unknown>> {
   for (let i = 0; i < 200; i++) {
-    const record = (await (await SELF.fetch(`${BASE}/processes/${pid}`)).json()) as Record<string, unknown>;
+    const record = (await (await api(`/processes/${pid}`)).json()) as Record<string, unknown>;
     if (record.state === "idle" && record.exitState !== null) return record;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -77,14 +77,14 @@ describe("POST /run", () => {
 
   it("refuses bad requests with a stable code and runs nothing", async () => {
     const cases: [Response, number, string][] = [
-      [await post("/run", "{nope", { "content-type": "application/json" }), 400, "malformed_json"],
+      [await post("/run", "{nope", { "content-type": "application/json" }), 400, "invalid_json"],
       [await post("/run", { source: "1" }, { "content-type": "text/plain" }), 415, "unsupported_media_type"],
       [await post("/run", { source: 1 }), 400, "invalid_request"],
       [await post("/run", { source: "1", extra: true }), 400, "invalid_request"],
       [await post("/run", { source: "1", options: { report: "x" } }), 400, "invalid_request"],
       [await post("/run", { source: "1", options: { memoryLimitBytes: 1 << 30 } }), 400, "invalid_request"],
       [await post("/run", { source: "1", options: { language: "python" } }), 400, "invalid_options"],
-      [await post("/run", { source: "x".repeat(1024 * 1024 + 1) }), 413, "body_too_large"],
+      [await post("/run", { source: "x".repeat(1024 * 1024 + 1) }), 413, "payload_too_large"],
     ];
     for (const [response, status, code] of cases) {
       expect(response.status).toBe(status);
@@ -92,11 +92,21 @@ describe("POST /run", () => {
     }
   });
 
-  it("allows other origins", async () => {
-    const preflight = await SELF.fetch(`${BASE}/run`, { method: "OPTIONS" });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
-    expect((await post("/run", { source: "export default 1" })).headers.get("access-control-allow-origin")).toBe("*");
+  it("grants no other origin CORS unless RUNCODE_CORS_ORIGINS lists it (none here)", async () => {
+    const preflight = await api(`/run`, {
+      method: "OPTIONS",
+      headers: { origin: "https://elsewhere.example", "access-control-request-method": "POST" },
+    });
+    expect([preflight.status, preflight.headers.get("access-control-allow-origin")]).toEqual([204, null]);
+    const response = await post(
+      "/run",
+      { source: "export default 1" },
+      {
+        "content-type": "application/json",
+        origin: "https://elsewhere.example",
+      },
+    );
+    expect([response.status, response.headers.get("access-control-allow-origin")]).toEqual([200, null]);
   });
 });
 
@@ -117,11 +127,11 @@ describe("processes on Durable Objects", () => {
       stderr: "bad\n",
       output: { a: 1, b: 2 },
     });
-    expect(await (await SELF.fetch(`${BASE}/processes/${pid}/stdout`)).text()).toBe("héllo\n");
+    expect(await (await api(`/processes/${pid}/stdout`)).text()).toBe("héllo\n");
     // The record lives in the process's own object: read it there directly, as a restarted Worker would.
     const stub = env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
-    const direct = (await (await stub.fetch(`${BASE}/processes/${pid}`)).json()) as Record<string, unknown>;
-    expect(direct).toEqual(record);
+    const { tenant, ...direct } = (await stub.record(pid)) as unknown as ProcessRecord;
+    expect([tenant, direct]).toEqual(["alpha", record]);
   });
 
   it("lists through the registry with filters, safely against SQL in filter values", async () => {
@@ -130,9 +140,9 @@ describe("processes on Durable Objects", () => {
     await settled(ok);
     await settled(bad);
     const list = async (query: string) =>
-      (
-        (await (await SELF.fetch(`${BASE}/processes?${query}`)).json()) as { processes: { pid: number }[] }
-      ).processes.map((p) => p.pid);
+      ((await (await api(`/processes?${query}`)).json()) as { processes: { pid: number }[] }).processes.map(
+        (p) => p.pid,
+      );
     expect(await list("ref=list-ok")).toEqual([ok]);
     expect(await list("ref=list-bad&exitState=failed")).toEqual([bad]);
     expect(await list(`ref=${encodeURIComponent("x' OR '1'='1")}`)).toEqual([]);
@@ -148,9 +158,9 @@ describe("processes on Durable Objects", () => {
   });
 
   it("answers 404 for an unknown pid and 400 for a malformed one", async () => {
-    const unknown = await SELF.fetch(`${BASE}/processes/999999`);
+    const unknown = await api(`/processes/999999`);
     expect(unknown.status).toBe(404);
-    const malformed = await SELF.fetch(`${BASE}/processes/01x`);
+    const malformed = await api(`/processes/01x`);
     expect(malformed.status).toBe(400);
   });
 
@@ -161,30 +171,28 @@ describe("processes on Durable Objects", () => {
     expect(new Set(pids).size).toBe(200);
     const records = await Promise.all(pids.map((pid) => settled(pid)));
     expect(records.map((r) => r.exitState)).toEqual(Array(200).fill("success"));
-    const listed = (await (await SELF.fetch(`${BASE}/processes?ref=burst&limit=500`)).json()) as {
+    const listed = (await (await api(`/processes?ref=burst&limit=500`)).json()) as {
       processes: unknown[];
     };
     expect(listed.processes).toHaveLength(200);
   }, 120_000);
 
   it("refuses a bad creation without spending a record", async () => {
-    const before = ((await (await SELF.fetch(`${BASE}/processes?limit=500`)).json()) as { processes: unknown[] })
-      .processes.length;
+    const before = ((await (await api(`/processes?limit=500`)).json()) as { processes: unknown[] }).processes.length;
     expect((await post("/processes", { code: 5 })).status).toBe(400);
     expect((await post("/processes", "{")).status).toBe(400);
     expect((await post("/processes", { code: "x".repeat(100 * 1024 + 1) })).status).toBe(413);
-    const after = ((await (await SELF.fetch(`${BASE}/processes?limit=500`)).json()) as { processes: unknown[] })
-      .processes.length;
+    const after = ((await (await api(`/processes?limit=500`)).json()) as { processes: unknown[] }).processes.length;
     expect(after).toBe(before);
   });
 });
 
 describe("documentation routes", () => {
   it("serves the environment docs, tools and OpenAPI", async () => {
-    expect(await (await SELF.fetch(`${BASE}/environment/docs`)).text()).toContain("cyrnel.services");
-    const tools = (await (await SELF.fetch(`${BASE}/tools`)).json()) as { services: { id: string }[] };
+    expect(await (await api(`/environment/docs`)).text()).toContain("cyrnel.services");
+    const tools = (await (await api(`/tools`)).json()) as { services: { id: string }[] };
     expect(tools.services.map((s) => s.id)).toContain("kv");
-    const openapi = (await (await SELF.fetch(`${BASE}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    const openapi = (await (await api(`/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(openapi.paths)).toContain("/processes");
   });
 });
