@@ -28,8 +28,9 @@ async function settled(request: APIRequestContext, pid: number): Promise<Rec> {
 
 async function create(request: APIRequestContext, code: string, extra: Record<string, unknown> = {}) {
   const response = await request.post("/processes", { data: { code, ...extra } });
-  expect(response.status()).toBe(201);
-  return ((await response.json()) as { pid: number }).pid;
+  const text = await response.text();
+  expect(response.status(), text).toBe(201);
+  return (JSON.parse(text) as { pid: number }).pid;
 }
 
 async function list(request: APIRequestContext, query: string): Promise<Rec[]> {
@@ -107,10 +108,10 @@ test.describe("HTTP abuse on wrangler dev", () => {
     const notUtf8 = Buffer.from([...Buffer.from('{"code":"'), 0xff, 0x22, 0x7d]);
     await refused(await request.post("/processes", { data: notUtf8, headers: json }), 400, "invalid_json");
     const runs: [string, number, string][] = [
-      ["{nope", 400, "malformed_json"],
+      ["{nope", 400, "invalid_json"],
       ["[]", 400, "invalid_request"],
       ['{"source":"1","options":{"imports":{}}}', 400, "invalid_request"],
-      [JSON.stringify({ source: "1" }).padEnd(1024 * 1024 + 1, " "), 413, "body_too_large"],
+      [JSON.stringify({ source: "1" }).padEnd(1024 * 1024 + 1, " "), 413, "payload_too_large"],
     ];
     for (const [body, status, code] of runs) {
       await refused(await request.post("/run", { data: Buffer.from(body), headers: json }), status, code);

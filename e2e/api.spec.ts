@@ -225,7 +225,7 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
       }
     }
     const page = await fetch(`${baseURL}/`);
-    expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html"]);
+    expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
   });
 
   test("tenant beta cannot see, read, stream, kill, re-run or delete alpha's process, nor read alpha's kv", async ({
@@ -307,9 +307,12 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
         headers: { ...bearer("beta"), "content-type": "application/json" },
         body: JSON.stringify({ source, options: { memoryLimitBytes } }),
       });
-    // 900 awaited kv calls keep a 48 MiB run in flight for a while; a second 48 MiB run meanwhile is over 64 MiB.
+    // 200 awaited kv calls 10 ms apart keep a 48 MiB run in flight for about 2 s (the awaits let other requests in);
+    // a second 48 MiB run meanwhile is over 64 MiB.
     const holding = post(
-      `import { list } from "kv"; for (let i = 0; i < 900; i++) await list({ limit: 1 }); export default 1;`,
+      `import { list } from "kv";
+       for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 10; while (Date.now() < t); }
+       export default 1;`,
       48 << 20,
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -398,11 +401,16 @@ test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's clie
       memoryLimitBytes: 16 << 20,
     });
     expect([memory.isError, decoded(memory).status]).toEqual([true, "memory"]);
+    // Host calls 2 ms apart: the budget's timer fires between them, long before the run's 1,000 kv calls are spent.
     const stopped = await call(client, {
-      code: "import { get } from 'kv'; for (;;) await get({ key: 'x' });",
+      code: "import { list } from 'kv'; for (;;) { await list({ limit: 1 }); const t = Date.now() + 2; while (Date.now() < t); }",
       timeoutMs: 500,
     });
-    expect([stopped.isError, decoded(stopped).status]).toEqual([true, "terminated"]);
+    expect([stopped.isError, decoded(stopped).status, decoded(stopped).error?.message]).toEqual([
+      true,
+      "terminated",
+      "run_code's budget of 500 ms ran out",
+    ]);
   });
 
   test("kv belongs to the caller's tenant; a request without a key is refused", async ({ baseURL }) => {
@@ -414,6 +422,8 @@ test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's clie
     expect(decoded(await call(beta, { code: read })).result).toEqual({ found: false, value: null });
     expect(decoded(await call(alpha, { code: read })).result).toEqual({ found: true, value: [1, 2] });
     const nobody = new Client({ name: "e2e", version: "1.0.0" });
-    await expect(nobody.connect(new StreamableHTTPClientTransport(new URL("/mcp", baseURL)))).rejects.toThrow(/401/);
+    await expect(nobody.connect(new StreamableHTTPClientTransport(new URL("/mcp", baseURL)))).rejects.toThrow(
+      '{"error":{"code":"unauthenticated","message":"Send an API key as Authorization: Bearer <key>"}}',
+    );
   });
 });
