@@ -1,6 +1,6 @@
 import { expect, test } from "@playwright/test";
 import { toWire } from "../src/wire.js";
-import { ignored, loadExample, openPlayground, selection, settledStatus, typeCode } from "./helpers.js";
+import { ignored, KEYS, loadExample, openPlayground, selection, settledStatus, typeCode } from "./helpers.js";
 
 test.beforeEach(async ({ page }) => {
   await openPlayground(page);
@@ -263,12 +263,43 @@ test.describe("Run on edge (the Worker's POST /run, same origin)", () => {
       page,
       "report(new Set(['r']));\nconsole.log('on edge');\nexport default new Map<string, bigint>([['n', 10n]]);",
     );
+    // The e2e host is closed as a deployment is: the page sends the key the user entered.
+    await page.fill("#edge-key", KEYS.alpha);
     await page.click("#run-edge");
     expect(await settledStatus(page)).toBe("success");
     await expect(page.locator("#where")).toHaveText("on edge");
     await expect(page.locator("#result")).toContainText('Map(1) {"n" => 10n}');
     await expect(page.locator("#reports")).toContainText("Set(1)");
     await expect(page.locator("#logs")).toContainText("on edge");
+  });
+
+  test("without a key the host's 401 is shown with what to do; the key stays in this tab only", async ({
+    page,
+    browser,
+  }) => {
+    await page.click("#run-edge");
+    expect(await settledStatus(page)).toBe("unavailable");
+    await expect(page.locator("#notice")).toHaveText(
+      "POST /run answered HTTP 401 unauthenticated: Send an API key as Authorization: Bearer <key> Enter this host's API key under Edge.",
+    );
+    await page.fill("#edge-key", KEYS.alpha);
+    await page.click("#share");
+    await expect(page).toHaveURL(/#s=[A-Za-z0-9_-]+$/);
+    const stored = await page.evaluate(() => [
+      sessionStorage.getItem("runcode.edgeKey"),
+      Object.values(localStorage).some((v) => v.includes("alpha-test-key")),
+    ]);
+    expect(stored).toEqual([KEYS.alpha, false]);
+    await page.reload();
+    await expect(page.locator("body[data-ready=true]")).toBeAttached({ timeout: 15_000 });
+    await expect(page.locator("#edge-key")).toHaveValue(KEYS.alpha);
+    // The share link opened elsewhere carries the code, not the key.
+    const context = await browser.newContext();
+    const other = await context.newPage();
+    await other.goto(page.url());
+    await expect(other.locator("body[data-ready=true]")).toBeAttached({ timeout: 15_000 });
+    await expect(other.locator("#edge-key")).toHaveValue("");
+    await context.close();
   });
 
   test("says so clearly when the endpoint is not there", async ({ page }) => {

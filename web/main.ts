@@ -49,6 +49,7 @@ const ui = {
   imports: $("imports"),
   addGlobal: $<HTMLButtonElement>("add-global"),
   addImport: $<HTMLButtonElement>("add-import"),
+  edgeKey: $<HTMLInputElement>("edge-key"),
   status: $("status"),
   where: $("where"),
   duration: $("duration"),
@@ -216,6 +217,11 @@ bind(ui.language, (v) => (session.language = v === "javascript" ? "javascript" :
 bind(ui.filename, (v) => (session.filename = v));
 bind(ui.memory, (v) => (session.memoryLimitBytes = v));
 ui.options.addEventListener("submit", (event) => event.preventDefault());
+
+/** The edge API key is a secret: kept in this tab's `sessionStorage`, never in the saved session or a share link. */
+const EDGE_KEY_STORAGE = "runcode.edgeKey";
+ui.edgeKey.value = sessionStorage.getItem(EDGE_KEY_STORAGE) ?? "";
+ui.edgeKey.addEventListener("input", () => sessionStorage.setItem(EDGE_KEY_STORAGE, ui.edgeKey.value));
 
 ui.addGlobal.addEventListener("click", () => {
   session.globals.push({ specifier: "", name: `g${session.globals.length + 1}`, kind: "json", text: "null" });
@@ -448,7 +454,7 @@ async function runEdge(): Promise<void> {
   ui.where.textContent = "on edge";
   edgeAbort = new AbortController();
   setRunning(true);
-  const outcome = await runOnEdge(body, edgeAbort.signal);
+  const outcome = await runOnEdge(body, { key: ui.edgeKey.value.trim(), signal: edgeAbort.signal });
   edgeAbort = undefined;
   setRunning(false);
   if (outcome.kind === "unavailable") {
