@@ -117,6 +117,31 @@ describe("tenants", () => {
     expect((await runAs(beta, read)).result).toEqual({ found: false, value: null });
     expect((await runAs(alpha, read)).result).toEqual({ found: true, value: "alpha's" });
   });
+
+  it("a tenant that fills its kv bytes (RUNCODE_TENANT_KV_BYTES) is refused; what it stored and beta's store stay", async () => {
+    // From an empty store, each entry is 4 key bytes + 65,002 bytes of JSON = 65,006: 258 fit in 16,777,216 bytes,
+    // the 259th does not.
+    const empty = `import * as kv from "kv"; for (const key of (await kv.list({ limit: 1000 })).keys) await kv.delete({ key });`;
+    await runAs(alpha, empty);
+    const fill = `import { set } from "kv";
+      let stored = 0, message = "";
+      try { for (;;) { await set({ key: "f" + String(stored).padStart(3, "0"), value: "x".repeat(65_000) }); stored++; } }
+      catch (error) { message = error.message; }
+      export default [stored, message];`;
+    expect((await runAs(alpha, fill)).result).toEqual([
+      258,
+      "kv.set failed: quota exceeded: the store may hold at most 16777216 bytes of keys and values (this write would make it 16836554)",
+    ]);
+    const first = `import { get } from "kv"; export default (await get({ key: "f000" })).value.length;`;
+    expect((await runAs(alpha, first)).result).toBe(65_000);
+    expect(
+      (await runAs(beta, `import { set } from "kv"; export default await set({ key: "f000", value: 1 });`)).result,
+    ).toEqual({ bytes: 1 });
+    await runAs(alpha, empty);
+    expect((await runAs(alpha, `import { list } from "kv"; export default await list({});`)).result).toEqual({
+      keys: [],
+    });
+  });
 });
 
 describe("quotas in the registry", () => {
