@@ -6,7 +6,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type APIRequestContext, expect, test } from "@playwright/test";
 import { fromWire, type JsonValue } from "../src/wire.js";
-import { bearer, KEYS } from "./helpers.js";
+import { serveCalcOverHttp } from "../test/mcp/fixtures/calc-server.mjs";
+import { bearer, CALC_PORT, CALC_TOKEN, KEYS } from "./helpers.js";
 
 test.use({ extraHTTPHeaders: bearer("alpha") });
 
@@ -411,6 +412,32 @@ test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's clie
       "terminated",
       "run_code's budget of 500 ms ran out",
     ]);
+  });
+
+  test("code mode: one program calls the upstream server's tools (RUNCODE_MCP_SERVERS) and returns one answer", async ({
+    baseURL,
+  }) => {
+    const calc = await serveCalcOverHttp(CALC_PORT, CALC_TOKEN);
+    try {
+      const client = await connect(baseURL as string, "alpha");
+      const { tools } = await client.listTools();
+      expect(tools[0]?.description).toContain('declare module "calc" {\n  /** Adds two numbers. */');
+      const answer = await call(client, {
+        code: `import { add, text_shout, refuse } from "calc";
+          const { sum } = await add({ a: 40, b: 2 });
+          const word = await text_shout({ word: "edge" });
+          let failure = "";
+          try { await refuse({}); } catch (error) { failure = (error as Error).message; }
+          export default { sum, word, failure };`,
+      });
+      expect(decoded(answer).result).toEqual({
+        sum: 42,
+        word: "EDGE",
+        failure: "calc.refuse failed: refused: the answer is no",
+      });
+    } finally {
+      await calc.close();
+    }
   });
 
   test("kv belongs to the caller's tenant; a request without a key is refused", async ({ baseURL }) => {

@@ -59,3 +59,9 @@ export const bearer = (tenant: keyof typeof KEYS) => ({ authorization: `Bearer $
 export const API_KEYS_SETTING = Object.entries(KEYS)
   .map(([tenant, key]) => `${tenant}:${key}`)
   .join(",");
+
+/** Where the MCP tests serve their upstream server (test/mcp/fixtures), and the header the edge host sends it. */
+export const CALC_PORT = 8795;
+export const CALC_URL = `http://127.0.0.1:${CALC_PORT}/mcp`;
+export const CALC_TOKEN = "calc-token-0123456789";
+export const CALC_HEADERS = { authorization: `Bearer ${CALC_TOKEN}` };

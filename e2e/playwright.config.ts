@@ -1,5 +1,5 @@
 import { defineConfig, devices } from "@playwright/test";
-import { API_KEYS_SETTING } from "./helpers.js";
+import { API_KEYS_SETTING, CALC_HEADERS, CALC_URL } from "./helpers.js";
 
 /** Debian's Chromium (never `playwright install`), with the flags that keep it off the closed network. */
 export const chromiumLaunch = {
@@ -18,10 +18,15 @@ export const chromiumLaunch = {
 
 /**
  * The local edge host (`wrangler dev`): the playground and the API on one origin, as `npm start` serves them, but
- * closed as a deployment is: three tenants' keys, no anonymous access, and a rate per tenant the burst test exceeds.
+ * closed as a deployment is: three tenants' keys, no anonymous access, and a rate per tenant the burst test exceeds;
+ * `POST /mcp` bridges in the tests' upstream MCP server, which the MCP tests start on {@link CALC_URL}.
  */
 export const PORT = 8787;
-const VARS = [`RUNCODE_API_KEYS:${API_KEYS_SETTING}`, "RUNCODE_TENANT_RUNS_PER_MINUTE:300"];
+const VARS = [
+  `RUNCODE_API_KEYS:${API_KEYS_SETTING}`,
+  "RUNCODE_TENANT_RUNS_PER_MINUTE:300",
+  `RUNCODE_MCP_SERVERS:${JSON.stringify({ mcpServers: { calc: { url: CALC_URL, headers: CALC_HEADERS } } })}`,
+];
 
 export default defineConfig({
   testDir: ".",
@@ -45,7 +50,7 @@ export default defineConfig({
     },
   ],
   webServer: {
-    command: `npx vite build && npx wrangler dev --ip 127.0.0.1 --port ${PORT} --persist-to .wrangler/e2e-state ${VARS.map((v) => `--var ${v}`).join(" ")}`,
+    command: `npx vite build && npx wrangler dev --ip 127.0.0.1 --port ${PORT} --persist-to .wrangler/e2e-state ${VARS.map((v) => `--var '${v}'`).join(" ")}`,
     env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
     cwd: "..",
     url: `http://127.0.0.1:${PORT}/`,

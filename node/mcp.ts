@@ -8,32 +8,25 @@
  * @module
  */
 import { readFile } from "node:fs/promises";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index.js";
 import { createMcpServer } from "../src/mcp/server.js";
-import { httpTransport, upstreamService } from "../src/mcp/upstream.js";
+import { httpTransport, upstreamClient, upstreamService } from "../src/mcp/upstream.js";
+import { type Upstream, upstreamsFrom } from "../src/mcp/upstream-config.js";
 import { runCode } from "./index.js";
 
-type Upstream =
-  | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
-  | { url: string; headers?: Record<string, string> };
-
-/** The `mcpServers` of a configuration file, checked enough to say clearly what is wrong. */
+/** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
-  const config = JSON.parse(await readFile(configPath, "utf8")) as { mcpServers?: unknown };
-  const servers = config.mcpServers ?? {};
-  if (typeof servers !== "object" || servers === null || Array.isArray(servers)) {
-    throw new TypeError(`${configPath}: "mcpServers" must be an object of named servers`);
+  const text = await readFile(configPath, "utf8");
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (error) {
+    throw new TypeError(`${configPath}: not valid JSON: ${(error as Error).message}`);
   }
-  for (const [name, server] of Object.entries(servers)) {
-    const s = server as Partial<Record<"command" | "url", unknown>>;
-    if (typeof s?.command !== "string" && typeof s?.url !== "string") {
-      throw new TypeError(`${configPath}: server '${name}' needs a "command" (stdio) or a "url" (Streamable HTTP)`);
-    }
-  }
-  return servers as Record<string, Upstream>;
+  return upstreamsFrom(config, configPath);
 }
 
 export async function serveMcpOverStdio(configPath?: string): Promise<void> {
@@ -41,11 +34,9 @@ export async function serveMcpOverStdio(configPath?: string): Promise<void> {
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
   for (const [name, upstream] of Object.entries(upstreams)) {
-    const client = new Client({ name: "runcode", version: "0.1.0" });
+    const client = upstreamClient();
     await client.connect(
-      "url" in upstream
-        ? httpTransport(upstream.url, upstream.headers)
-        : new StdioClientTransport({ ...upstream, stderr: "inherit" }),
+      "url" in upstream ? httpTransport(upstream) : new StdioClientTransport({ ...upstream, stderr: "inherit" }),
     );
     clients.push(client);
     tools.register(await upstreamService(name, client));

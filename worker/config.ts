@@ -3,7 +3,7 @@
  * or `--var` locally). A bad value is an error that names the setting, never a silent default.
  * @module
  */
-import { type Access, accessFrom } from "../src/host/index.js";
+import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom } from "../src/host/index.js";
 
 export interface EdgeConfig {
   access: Access;
@@ -13,6 +13,8 @@ export interface EdgeConfig {
   tenantMaxActive: number;
   tenantRunsPerMinute: number;
   tenantKvBytes: number;
+  /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
+  mcpServers: Record<string, HttpUpstream>;
   /** The sandbox's own stop for `POST /run`: guest CPU milliseconds and interrupt polls. */
   runCpuMs: number;
   runInterruptPolls: number;
@@ -20,6 +22,19 @@ export interface EdgeConfig {
 
 /** The settings as strings, whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
 type Settings = Partial<Record<string, unknown>>;
+
+/** `RUNCODE_MCP_SERVERS`: `{"mcpServers": {...}}` as MCP clients write it, servers by URL only. Default none. */
+function mcpServersOf(settings: Settings): Record<string, HttpUpstream> {
+  const raw = settings.RUNCODE_MCP_SERVERS;
+  if (raw === undefined || raw === "") return {};
+  let config: unknown;
+  try {
+    config = typeof raw === "string" ? JSON.parse(raw) : raw;
+  } catch (error) {
+    throw new TypeError(`RUNCODE_MCP_SERVERS is not valid JSON: ${(error as Error).message}`);
+  }
+  return httpUpstreamsFrom(config, "RUNCODE_MCP_SERVERS");
+}
 
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
@@ -43,6 +58,7 @@ export async function configOf(env: Env): Promise<EdgeConfig> {
     tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
     tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),
     tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
+    mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
     runInterruptPolls: count(settings, "RUN_INTERRUPT_POLLS"),
   };

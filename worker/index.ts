@@ -66,6 +66,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     access: config.access,
     quotas: registryQuotas(env, config),
     corsOrigins: config.corsOrigins,
+    mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),
   });
 }

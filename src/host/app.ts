@@ -10,6 +10,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { HttpUpstream } from "../mcp/upstream-config.js";
 import { type Access, ANONYMOUS_TENANT } from "./auth.js";
 import { addCatalogRoutes, type Catalog } from "./catalog-routes.js";
 import { HostError, isHostError } from "./errors.js";
@@ -27,6 +28,11 @@ export interface AppOptions {
   catalog: Catalog;
   /** Serves `POST /run` and `POST /mcp` when given. */
   run?: RunRouteOptions;
+  /**
+   * Upstream MCP servers (Streamable HTTP) whose tools `POST /mcp`'s `run_code` may import, called with this host's
+   * credentials whoever the tenant. Default none.
+   */
+  mcpServers?: Record<string, HttpUpstream>;
   /** Who may call. Default: everyone, as {@link ANONYMOUS_TENANT} (a library embedding decides for itself). */
   access?: Access;
   /** Rates per tenant. Default: {@link MemoryQuotas} with its default rate. */
@@ -85,7 +91,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   if (options.run !== undefined) {
     const admission = new RunAdmission(options.run.memoryBudgetBytes);
     addRunRoutes(app, options.run, admission);
-    addMcpRoutes(app, options.run, admission, options.catalog, origins);
+    addMcpRoutes(app, options.run, admission, options.catalog, origins, options.mcpServers);
   }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

@@ -13,6 +13,13 @@ import { ProcessService, type ProcessServiceOptions } from "./process-service.js
 import { type KeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
 import { type Service, ToolRegistry } from "./tools.js";
 
+export {
+  type HttpUpstream,
+  httpUpstreamsFrom,
+  type StdioUpstream,
+  type Upstream,
+  upstreamsFrom,
+} from "../mcp/upstream-config.js";
 export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./app.js";
 export {
   type Access,

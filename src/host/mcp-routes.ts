@@ -9,12 +9,15 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { serveMcpRequest } from "../mcp/http.js";
 import { createMcpServer } from "../mcp/server.js";
+import { connectHttpUpstreams } from "../mcp/upstream.js";
+import type { HttpUpstream } from "../mcp/upstream-config.js";
 import type { Catalog } from "./catalog-routes.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
 import type { RunAdmission } from "./run-admission.js";
 import { MAX_RUN_BODY_BYTES, type RunRouteOptions } from "./run-routes.js";
+import { ToolRegistry } from "./tools.js";
 
 const JsonRpc = z
   .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
@@ -44,30 +47,51 @@ const route = createRoute(
   ),
 );
 
-const isToolCall = (message: unknown) => (message as { method?: unknown } | null)?.method === "tools/call";
+const methodOf = (message: unknown) => (message as { method?: unknown } | null)?.method;
 
-/** Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. */
+/**
+ * Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. The tools of `mcpServers` are
+ * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
+ * lists or calls tools, and one that cannot be reached is left out of that request.
+ */
 export function addMcpRoutes(
   app: OpenAPIHono<AppEnv>,
   options: RunRouteOptions,
   admission: RunAdmission,
   catalog: Catalog,
   corsOrigins: ReadonlySet<string>,
+  mcpServers: Record<string, HttpUpstream> = {},
 ): void {
   const runCode = admission.wrap(options.runCode, options.defaultMemoryLimitBytes);
+  const bridged = Object.keys(mcpServers).length > 0;
   app.openapi(route, async (c) => {
     const origin = c.req.header("origin");
     if (origin !== undefined && origin !== new URL(c.req.url).origin && !corsOrigins.has(origin)) {
       throw new HostError("forbidden_origin", `Origin ${JSON.stringify(origin.slice(0, 200))} may not call /mcp`);
     }
     const body = c.get("body");
-    if ((Array.isArray(body) ? body : [body]).some(isToolCall)) await c.get("quotas").admit(c.get("tenant"));
-    const server = createMcpServer({
-      runCode,
-      tenant: c.get("tenant"),
-      environmentDocs: () => catalog.environments.docs(),
-      ...(options.tools === undefined ? {} : { tools: options.tools }),
-    });
-    return preEncoded(await serveMcpRequest(c.req.raw, body, server));
+    const methods = (Array.isArray(body) ? body : [body]).map(methodOf);
+    if (methods.includes("tools/call")) await c.get("quotas").admit(c.get("tenant"));
+    const upstreams =
+      bridged && (methods.includes("tools/call") || methods.includes("tools/list"))
+        ? await connectHttpUpstreams(mcpServers)
+        : undefined;
+    try {
+      if (upstreams !== undefined && upstreams.failed.length > 0)
+        console.warn(`POST /mcp: upstream MCP servers left out: ${upstreams.failed.join("; ")}`);
+      const tools =
+        upstreams === undefined
+          ? options.tools
+          : (options.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
+      const server = createMcpServer({
+        runCode,
+        tenant: c.get("tenant"),
+        environmentDocs: () => catalog.environments.docs(),
+        ...(tools === undefined ? {} : { tools }),
+      });
+      return preEncoded(await serveMcpRequest(c.req.raw, body, server));
+    } finally {
+      await upstreams?.close();
+    }
   });
 }

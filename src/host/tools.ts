@@ -159,6 +159,14 @@ export class ToolRegistry {
     return this;
   }
 
+  /** A registry with this one's services and `services` too (one request's upstream tools); this one is unchanged. */
+  extendedWith(services: readonly Service[]): ToolRegistry {
+    const registry = new ToolRegistry({ workPerRun: this.workPerRun });
+    for (const [id, entry] of this.#services) registry.#services.set(id, entry);
+    for (const service of services) registry.register(service);
+    return registry;
+  }
+
   unregister(serviceId: string): boolean {
     return this.#services.delete(serviceId);
   }

@@ -8,9 +8,17 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { accessFrom, createHost, MemoryQuotas, RUN_MEMORY_BUDGET_BYTES } from "../../src/host/index.js";
+import {
+  accessFrom,
+  createHost,
+  httpUpstreamsFrom,
+  MemoryQuotas,
+  RUN_MEMORY_BUDGET_BYTES,
+  upstreamsFrom,
+} from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
+import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
@@ -163,5 +171,101 @@ describe("POST /mcp", () => {
       `run_code: Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of heap caps, and this one asks for 1048576: retry shortly`,
     );
     expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES }))).toBe(3);
+  });
+});
+
+describe("POST /mcp with upstream MCP servers over Streamable HTTP (code mode on every host)", () => {
+  const TOKEN = "calc-token-0123456789";
+
+  it("run_code imports the upstream's tools; the request carries the configured headers; a dead server is left out", async () => {
+    const calc = await serveCalcOverHttp(0, TOKEN);
+    try {
+      const h = await createHost({
+        app: {
+          run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+          mcpServers: {
+            calc: { url: calc.url, headers: { authorization: `Bearer ${TOKEN}` } },
+            // Nothing listens on port 9: refused at once, the request goes on without it.
+            down: { url: "http://127.0.0.1:9/mcp" },
+          },
+        },
+      });
+      const client = await connect(h, "alpha");
+      const { tools } = await client.listTools();
+      expect(tools[0]?.description).toContain('declare module "calc" {\n  /** Adds two numbers. */');
+      expect(tools[0]?.description).not.toContain('declare module "down"');
+      const answer = await run(
+        client,
+        `import { add, refuse } from "calc";
+         const { sum } = await add({ a: 40, b: 2 });
+         let failure = "";
+         try { await refuse({}); } catch (error) { failure = (error as Error).message; }
+         export default { sum, failure };`,
+      );
+      expect(resultOf(answer)).toEqual({ sum: 42, failure: "calc.refuse failed: refused: the answer is no" });
+      const down = await run(client, `import { x } from "down"; export default x;`);
+      expect((fromWire(down.structuredContent as JsonValue) as { status: string }).status).toBe("link_error");
+      // Connecting and listing happen only for requests that list or call tools: initialize reached nobody.
+      const before = calc.requests();
+      await connect(h, "beta");
+      expect(calc.requests()).toBe(before);
+    } finally {
+      await calc.close();
+    }
+  });
+
+  it("an upstream that refuses the host's credentials is left out with the others still served", async () => {
+    const calc = await serveCalcOverHttp(0, TOKEN);
+    try {
+      const h = await createHost({
+        app: {
+          run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+          mcpServers: { calc: { url: calc.url, headers: { authorization: "Bearer wrong-token-0123456789" } } },
+        },
+      });
+      const answer = await run(await connect(h, "alpha"), `import { add } from "calc"; export default 1;`);
+      expect((fromWire(answer.structuredContent as JsonValue) as { status: string }).status).toBe("link_error");
+      expect(resultOf(await run(await connect(h, "alpha"), "export default 7"))).toBe(7);
+    } finally {
+      await calc.close();
+    }
+  });
+});
+
+describe("upstream configuration (mcpServers as MCP clients write it)", () => {
+  it("reads commands and URLs, and names exactly what is wrong", () => {
+    expect(
+      upstreamsFrom(
+        {
+          mcpServers: {
+            github: { command: "npx", args: ["-y", "server"], env: { T: "1" } },
+            docs: { url: "https://docs.example/mcp", headers: { authorization: "Bearer t" } },
+          },
+        },
+        "servers.json",
+      ),
+    ).toEqual({
+      github: { command: "npx", args: ["-y", "server"], env: { T: "1" } },
+      docs: { url: "https://docs.example/mcp", headers: { authorization: "Bearer t" } },
+    });
+    expect(upstreamsFrom({}, "x")).toEqual({});
+    const refusals: [unknown, string][] = [
+      [[], 'S: must be a JSON object with "mcpServers"'],
+      [{ mcpServers: [] }, 'S: "mcpServers" must be an object of named servers'],
+      [{ mcpServers: { "a b": { url: "https://x" } } }, "S: server 'a b' needs a name that is a module name"],
+      [{ mcpServers: { a: "https://x" } }, "S: server 'a' must be an object"],
+      [{ mcpServers: { a: {} } }, `S: server 'a' needs a "command" (stdio) or a "url" (Streamable HTTP)`],
+      [{ mcpServers: { a: { url: "not a url" } } }, `S: server 'a' has a "url" that is not a URL`],
+      [{ mcpServers: { a: { url: "file:///etc/passwd" } } }, `S: server 'a' needs an http or https "url"`],
+      [
+        { mcpServers: { a: { url: "https://x", headers: { h: 1 } } } },
+        `S: server 'a' needs "headers" of string values`,
+      ],
+      [{ mcpServers: { a: { command: "x", args: "y" } } }, `S: server 'a' needs "args" of strings`],
+    ];
+    for (const [config, message] of refusals) expect(() => upstreamsFrom(config, "S")).toThrow(message);
+    expect(() => httpUpstreamsFrom({ mcpServers: { gh: { command: "npx" } } }, "RUNCODE_MCP_SERVERS")).toThrow(
+      `RUNCODE_MCP_SERVERS: server 'gh' is a command; this host reaches upstream servers by "url" only`,
+    );
   });
 });
