@@ -21,7 +21,8 @@ export const chromiumLaunch = {
  * closed as a deployment is: three tenants' keys, no anonymous access, and a rate per tenant the burst test exceeds;
  * `POST /mcp` bridges in the tests' upstream MCP server, which the MCP tests start on {@link CALC_URL}.
  */
-export const PORT = 8787;
+/** Not `npm start`'s 8787, so the suites run while the local edge host is up. */
+export const PORT = 8786;
 const VARS = [
   `RUNCODE_API_KEYS:${API_KEYS_SETTING}`,
   "RUNCODE_TENANT_RUNS_PER_MINUTE:300",
