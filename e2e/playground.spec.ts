@@ -310,6 +310,95 @@ test.describe("Run on edge (the Worker's POST /run, same origin)", () => {
   });
 });
 
+test.describe("as a prompt engineer uses it", () => {
+  test("Run stays disabled until the sandbox is warm", async ({ page }) => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/assets/sandbox.worker-*.js", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto("/");
+    await expect(page.locator("#engine")).toHaveText("Starting the sandbox…");
+    await expect(page.locator("#run")).toBeDisabled();
+    await expect(page.locator("#run-edge")).toBeDisabled();
+    release();
+    await expect(page.locator("body[data-ready=true]")).toBeAttached({ timeout: 15_000 });
+    await expect(page.locator("#run")).toBeEnabled();
+  });
+
+  test("on a 390 px phone, Run brings the results into view", async ({ page }, testInfo) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.click("#run");
+    expect(await settledStatus(page)).toBe("success");
+    const box = await page.locator("#status").boundingBox();
+    expect(box !== null && box.y >= 0 && box.y + box.height <= 844).toBe(true);
+    const path = testInfo.outputPath("playground-phone.png");
+    await page.screenshot({ path });
+    await page.screenshot({ path: "test-results/playground-phone.png" });
+    await testInfo.attach("playground-phone", { path, contentType: "image/png" });
+  });
+
+  test("an example's own options are marked, and Reset options gives pasted code the defaults", async ({ page }) => {
+    await loadExample(page, "memory-bomb");
+    await expect(page.locator("#notice")).toHaveText(
+      "This example sets memoryLimitBytes (marked below); Reset options gives your own code the defaults.",
+    );
+    await expect(page.locator("#memory")).toHaveValue("16777216");
+    await expect(page.locator("label.field.changed")).toHaveText(["memoryLimitBytes"]);
+    await page.click("#reset-options");
+    await expect(page.locator("#memory")).toHaveValue("");
+    await expect(page.locator(".field.changed")).toHaveCount(0);
+    await expect(page.locator("#reset-options")).toBeHidden();
+    // The loop examples are TypeScript too: pasted TypeScript runs after them.
+    await loadExample(page, "infinite-loop");
+    await expect(page.locator("#language")).toHaveValue("typescript");
+    await typeCode(page, "const n: number = 2;\nexport default n;");
+    await page.click("#run");
+    expect(await settledStatus(page)).toBe("success");
+  });
+
+  test("an error's position stays marked in the editor until the code changes", async ({ page }) => {
+    await typeCode(page, "const a = 1;\nnull.x;\nexport default a;");
+    await page.click("#run");
+    expect(await settledStatus(page)).toBe("error");
+    await expect(page.locator(".cm-error-line")).toHaveText("null.x;");
+    await expect(page.locator(".cm-error-mark")).toHaveCount(1);
+    await page.locator(".cm-content").click();
+    await page.keyboard.press("End");
+    await page.keyboard.type(" ");
+    await expect(page.locator(".cm-error-line")).toHaveCount(0);
+  });
+
+  test("an answer pasted with its Markdown runs the code inside the fence, positions on the editor's lines", async ({
+    page,
+  }) => {
+    await typeCode(
+      page,
+      "Here is the program:\n```ts\nconst x: number = 40;\nexport default x + 2;\n```\nIt returns 42.",
+    );
+    await page.click("#run");
+    expect(await settledStatus(page)).toBe("success");
+    await expect(page.locator("#result")).toHaveText("42");
+    await expect(page.locator("#notice")).toHaveText(
+      "Ran the code inside the Markdown fence of main.ts (the rest is left out).",
+    );
+    await typeCode(page, "Fixed:\n```ts\nconst x = 1;\nx.y.z = 2;\n```");
+    await page.click("#run");
+    expect(await settledStatus(page)).toBe("error");
+    await expect(page.locator("#error .position")).toHaveText("<runCode>:4:4");
+  });
+
+  test("a JSON-args error goes away as soon as the args parse", async ({ page }) => {
+    await page.fill("#execute-args", "[1,");
+    await page.click("#run");
+    await expect(page.locator("#input-error")).toBeVisible();
+    await expect(page.locator("#input-error")).toContainText("execute args:");
+    await page.fill("#execute-args", "[]");
+    await expect(page.locator("#input-error")).toBeHidden();
+  });
+});
+
 test("screenshots of the main view, light and dark", async ({ page }, testInfo) => {
   await loadExample(page, "imports-modules");
   await page.click("#run");

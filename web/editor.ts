@@ -8,8 +8,10 @@ import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } 
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import { javascript } from "@codemirror/lang-javascript";
 import { bracketMatching, indentOnInput, indentUnit, syntaxHighlighting } from "@codemirror/language";
-import { EditorSelection, EditorState, type Extension } from "@codemirror/state";
+import { EditorSelection, EditorState, type Extension, StateEffect, StateField } from "@codemirror/state";
 import {
+  Decoration,
+  type DecorationSet,
   drawSelection,
   EditorView,
   highlightActiveLine,
@@ -19,6 +21,28 @@ import {
   lineNumbers,
 } from "@codemirror/view";
 import { classHighlighter } from "@lezer/highlight";
+
+/** Marks an error's line and character (a position), or clears the mark (`null`). */
+const setErrorMark = StateEffect.define<number | null>();
+
+/** The last run's error position in this file: shown until the text changes or the next run starts. */
+const errorMark = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(marks, transaction) {
+    if (transaction.docChanged) return Decoration.none;
+    for (const effect of transaction.effects) {
+      if (!effect.is(setErrorMark)) continue;
+      if (effect.value === null) return Decoration.none;
+      const line = transaction.state.doc.lineAt(effect.value);
+      const ranges = [Decoration.line({ class: "cm-error-line" }).range(line.from)];
+      if (effect.value < line.to)
+        ranges.push(Decoration.mark({ class: "cm-error-mark" }).range(effect.value, effect.value + 1));
+      return Decoration.set(ranges);
+    }
+    return marks;
+  },
+  provide: (field) => EditorView.decorations.from(field),
+});
 
 /** The extensions every file's state gets; `onRun` is bound to Ctrl/Cmd+Enter. */
 function extensions(onRun: () => void, onChange: (text: string) => void, label: string): Extension[] {
@@ -43,6 +67,7 @@ function extensions(onRun: () => void, onChange: (text: string) => void, label: 
   ];
   return [
     history(),
+    errorMark,
     lineNumbers(),
     highlightActiveLineGutter(),
     highlightActiveLine(),
@@ -107,12 +132,35 @@ export class CodeEditor {
   /** Selects 1-based `line`:`column` of file `index` (clamped), scrolls to it and focuses the editor. */
   select(index: number, line: number, column: number): void {
     this.show(index);
-    const doc = this.view.state.doc;
-    const l = doc.line(Math.min(Math.max(1, line), doc.lines));
-    const from = Math.min(l.from + Math.max(0, column - 1), l.to);
-    const to = from < l.to ? from + 1 : from;
+    const from = this.#offset(this.view.state, line, column);
+    const to = from < this.view.state.doc.lineAt(from).to ? from + 1 : from;
     this.view.dispatch({ selection: EditorSelection.range(from, to), scrollIntoView: true });
     this.view.focus();
+  }
+
+  /** Marks 1-based `line`:`column` of file `index` (clamped) until its text changes or {@link clearMarks}. */
+  markError(index: number, line: number, column: number): void {
+    this.#update(index, (state) => ({ effects: setErrorMark.of(this.#offset(state, line, column)) }));
+  }
+
+  /** Removes every file's error mark. */
+  clearMarks(): void {
+    for (let index = 0; index < this.#states.length; index++)
+      this.#update(index, () => ({ effects: setErrorMark.of(null) }));
+  }
+
+  #offset(state: EditorState, line: number, column: number): number {
+    const l = state.doc.line(Math.min(Math.max(1, line), state.doc.lines));
+    return Math.min(l.from + Math.max(0, column - 1), l.to);
+  }
+
+  /** Applies a transaction to file `index`, shown or kept aside. */
+  #update(index: number, spec: (state: EditorState) => { effects: StateEffect<unknown> }): void {
+    if (index === this.#current) this.view.dispatch(spec(this.view.state));
+    else {
+      const state = this.#states[index];
+      if (state !== undefined) this.#states[index] = state.update(spec(state)).state;
+    }
   }
 
   focus(): void {

@@ -1,5 +1,6 @@
 /**
- * Examples from the contract (run-code.md §10 and the limits of §6), each a whole session.
+ * Examples of what runs and how it ends (values, reports, modules, TypeScript, loops to stop, a memory bomb, an error
+ * with its position), each a whole session.
  * @module
  */
 import { defaultSession, type Session } from "./session.js";
@@ -15,7 +16,7 @@ const base = (patch: Partial<Session>): Session => ({ ...defaultSession(), globa
 export const EXAMPLES: Example[] = [
   {
     id: "single-value",
-    title: "Single value (§10.1)",
+    title: "Single value",
     session: base({
       files: [
         { name: "main.ts", source: "const n = input.reduce((a: number, b: number) => a + b, 0);\nexport default n;\n" },
@@ -25,7 +26,7 @@ export const EXAMPLES: Example[] = [
   },
   {
     id: "flagging",
-    title: "Flagging items with report (§10.2)",
+    title: "Flagging items with report",
     session: base({
       files: [
         {
@@ -46,7 +47,7 @@ export const EXAMPLES: Example[] = [
   },
   {
     id: "imports-modules",
-    title: "Imports + modules (§3.2, §3.3)",
+    title: "Imports + modules",
     session: base({
       files: [
         {
@@ -72,7 +73,7 @@ export const EXAMPLES: Example[] = [
   },
   {
     id: "typescript",
-    title: "TypeScript: enums and namespaces (§7)",
+    title: "TypeScript: enums and namespaces",
     session: base({
       files: [
         {
@@ -84,45 +85,42 @@ export const EXAMPLES: Example[] = [
   },
   {
     id: "infinite-loop",
-    title: "An infinite loop to stop (§6.4)",
+    title: "An infinite loop to stop",
     session: base({
       files: [
         { name: "main.ts", source: "// Press Stop: the worker is terminated and replaced at once.\nwhile (true) {}\n" },
       ],
-      language: "javascript",
     }),
   },
   {
     id: "native-loop",
-    title: "A native-heavy loop to stop (§6.4)",
+    title: "A native-heavy loop to stop",
     session: base({
       files: [
         {
-          name: "main.js",
+          name: "main.ts",
           source:
             "// JSON work in C never reaches the interrupt handler: only Stop (worker restart) ends it.\nconst big = Array.from({ length: 20000 }, (_, i) => ({ i, s: 'x'.repeat(20) }));\nfor (;;) JSON.parse(JSON.stringify(big));\n",
         },
       ],
-      language: "javascript",
     }),
   },
   {
     id: "memory-bomb",
-    title: "A memory bomb (§6.5)",
+    title: "A memory bomb",
     session: base({
       files: [
         {
-          name: "main.js",
+          name: "main.ts",
           source: "const chunks = [];\nwhile (true) chunks.push(new Uint8Array(1024 * 1024));\n",
         },
       ],
-      language: "javascript",
       memoryLimitBytes: "16777216",
     }),
   },
   {
     id: "error-position",
-    title: "An error with its position (§4.2)",
+    title: "An error with its position",
     session: base({
       files: [
         { name: "main.ts", source: `import { parse } from "./parse.ts";\n\nexport default parse("{ not json");\n` },

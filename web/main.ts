@@ -8,7 +8,7 @@ import { runOnEdge } from "./edge.js";
 import { CodeEditor } from "./editor.js";
 import { EXAMPLES } from "./examples.js";
 import { formatBytes, formatMs, formatTime } from "./format.js";
-import { InputError, toEdgeBody, toPayload } from "./payload.js";
+import { InputError, toEdgeBody, toPayload, unfence } from "./payload.js";
 import { SandboxRunner } from "./runner.js";
 import {
   decodeShare,
@@ -50,6 +50,8 @@ const ui = {
   addGlobal: $<HTMLButtonElement>("add-global"),
   addImport: $<HTMLButtonElement>("add-import"),
   edgeKey: $<HTMLInputElement>("edge-key"),
+  resetOptions: $<HTMLButtonElement>("reset-options"),
+  results: $("results"),
   status: $("status"),
   where: $("where"),
   duration: $("duration"),
@@ -78,6 +80,8 @@ const editor = new CodeEditor(
   },
 );
 let edgeAbort: AbortController | undefined;
+/** The sandbox worker is warm: until then (and while one restarts after Stop) Run waits disabled. */
+let ready = false;
 
 // ---------------------------------------------------------------- session <-> controls
 
@@ -188,6 +192,28 @@ function renderEntries(container: HTMLElement, list: HostEntry[], withSpecifier:
   container.replaceChildren(...list.map((e) => entryRow(e, list, container, withSpecifier)));
 }
 
+/** The run options a session sets apart from the files, globals and imports, with their controls. */
+const SCALAR_OPTIONS = [
+  ["execute.fn", "executeFn", () => ui.executeFn],
+  ["execute.args", "executeArgs", () => ui.executeArgs],
+  ["language", "language", () => ui.language],
+  ["filename", "filename", () => ui.filename],
+  ["memoryLimitBytes", "memoryLimitBytes", () => ui.memory],
+] as const;
+
+/** The options that differ from a fresh session's, each marked beside its control. */
+function markChangedOptions(): string[] {
+  const defaults = defaultSession();
+  const changedNames: string[] = [];
+  for (const [name, key, control] of SCALAR_OPTIONS) {
+    const differs = session[key] !== defaults[key];
+    control().closest(".field")?.classList.toggle("changed", differs);
+    if (differs) changedNames.push(name);
+  }
+  ui.resetOptions.hidden = changedNames.length === 0;
+  return changedNames;
+}
+
 function renderOptions(): void {
   ui.executeFn.value = session.executeFn;
   ui.executeArgs.value = session.executeArgs;
@@ -196,6 +222,7 @@ function renderOptions(): void {
   ui.memory.value = session.memoryLimitBytes;
   renderEntries(ui.globals, session.globals, false);
   renderEntries(ui.imports, session.imports, true);
+  markChangedOptions();
 }
 
 function loadSession(next: Session): void {
@@ -209,6 +236,7 @@ function loadSession(next: Session): void {
 const bind = (control: HTMLInputElement | HTMLSelectElement, set: (value: string) => void) =>
   control.addEventListener(control instanceof HTMLSelectElement ? "change" : "input", () => {
     set(control.value);
+    markChangedOptions();
     changed();
   });
 bind(ui.executeFn, (v) => (session.executeFn = v));
@@ -217,6 +245,22 @@ bind(ui.language, (v) => (session.language = v === "javascript" ? "javascript" :
 bind(ui.filename, (v) => (session.filename = v));
 bind(ui.memory, (v) => (session.memoryLimitBytes = v));
 ui.options.addEventListener("submit", (event) => event.preventDefault());
+// A field's error goes as soon as what the user typed parses.
+ui.options.addEventListener("input", () => {
+  if (ui.inputError.hidden) return;
+  try {
+    toPayload(session);
+    ui.inputError.hidden = true;
+  } catch (error) {
+    if (error instanceof InputError) ui.inputError.textContent = error.message;
+  }
+});
+ui.resetOptions.addEventListener("click", () => {
+  const defaults = defaultSession();
+  for (const [, key] of SCALAR_OPTIONS) Object.assign(session, { [key]: defaults[key] });
+  renderOptions();
+  changed();
+});
 
 /** The edge API key is a secret: kept in this tab's `sessionStorage`, never in the saved session or a share link. */
 const EDGE_KEY_STORAGE = "runcode.edgeKey";
@@ -279,6 +323,12 @@ ui.example.addEventListener("change", () => {
   if (example !== undefined) {
     loadSession(example.session);
     clearResults();
+    const set = markChangedOptions();
+    if (set.length > 0)
+      showNotice(
+        `This example sets ${set.join(", ")} (marked below); Reset options gives your own code the defaults.`,
+        "info",
+      );
   }
   ui.example.value = "";
 });
@@ -323,6 +373,7 @@ function clearResults(): void {
   ui.memoryUsed.textContent = "–";
   ui.roundTrip.textContent = "–";
   ui.inputError.hidden = true;
+  editor.clearMarks();
 }
 
 function addReport(value: unknown, index: number): void {
@@ -359,6 +410,7 @@ function renderError(error: CodeExecutionError): void {
       renderTabs();
     });
     ui.error.append(position);
+    editor.markError(index, error.line, error.column ?? 1);
   }
   if (error.specifier !== undefined) {
     const spec = document.createElement("div");
@@ -408,10 +460,23 @@ function renderResult(result: CodeExecutionResult, where: string, roundTripMs: n
 }
 
 function setRunning(running: boolean): void {
-  ui.run.disabled = running;
-  ui.runEdge.disabled = running;
+  ui.run.disabled = running || !ready;
+  ui.runEdge.disabled = running || !ready;
   ui.stop.disabled = !running;
   document.body.classList.toggle("running", running);
+}
+
+/** Shows what a run starts with: the results panel on a narrow screen (below the options), pasted Markdown unwrapped. */
+function started(where: string): void {
+  clearResults();
+  setStatus("running");
+  ui.where.textContent = where;
+  setRunning(true);
+  const fenced = session.files.filter((file) => unfence(file.source).fenced).map((file) => file.name);
+  if (fenced.length > 0)
+    showNotice(`Ran the code inside the Markdown fence of ${fenced.join(", ")} (the rest is left out).`, "info");
+  if (getComputedStyle(ui.results.parentElement as HTMLElement).gridTemplateColumns.split(" ").length === 1)
+    ui.results.scrollIntoView({ block: "start" });
 }
 
 function payloadOrShow(): ReturnType<typeof toPayload> | undefined {
@@ -430,10 +495,7 @@ async function runInBrowser(): Promise<void> {
   if (runner.running || edgeAbort !== undefined) return;
   const payload = payloadOrShow();
   if (payload === undefined) return;
-  clearResults();
-  setStatus("running");
-  ui.where.textContent = "in browser";
-  setRunning(true);
+  started("in browser");
   const outcome = await runner.run(payload, addReport);
   setRunning(false);
   if (outcome.kind === "rejected") {
@@ -449,11 +511,8 @@ async function runEdge(): Promise<void> {
   const payload = payloadOrShow();
   if (payload === undefined) return;
   const { body, dropped } = toEdgeBody(payload);
-  clearResults();
-  setStatus("running");
-  ui.where.textContent = "on edge";
+  started("on edge");
   edgeAbort = new AbortController();
-  setRunning(true);
   const outcome = await runOnEdge(body, { key: ui.edgeKey.value.trim(), signal: edgeAbort.signal });
   edgeAbort = undefined;
   setRunning(false);
@@ -475,6 +534,7 @@ ui.stop.addEventListener("click", () => {
   }
   const before = performance.now();
   runner.stop();
+  ready = false;
   ui.engine.textContent = `Stopped in ${formatMs(performance.now() - before)}; restarting the sandbox…`;
   void waitReady();
 });
@@ -488,6 +548,7 @@ document.addEventListener("keydown", (event) => {
 async function waitReady(): Promise<void> {
   const warmupMs = await runner.ready;
   ui.engine.textContent = `Sandbox ready (worker warm-up ${formatMs(warmupMs)})`;
+  ready = true;
   setRunning(runner.running);
   document.body.dataset.ready = "true";
 }

@@ -25,6 +25,28 @@ function hostValue(entry: HostEntry, what: string): HostValue {
   return { kind: "json", value: parseJson(entry.text, what) };
 }
 
+/** An opening or closing Markdown fence: three or more backticks or tildes, then perhaps a language. */
+const FENCE = /^ {0,3}(`{3,}|~{3,})[\w+-]*\s*$/;
+
+/**
+ * The code of an answer pasted with its Markdown (as a model writes it): when the text has a fenced block, the first
+ * block's lines with every other line blanked, so lines and columns stay those of the editor; else the text as is.
+ */
+export function unfence(source: string): { code: string; fenced: boolean } {
+  const lines = source.split("\n");
+  const open = lines.findIndex((line) => FENCE.test(line));
+  if (open < 0) return { code: source, fenced: false };
+  const marker = (FENCE.exec(lines[open] as string) as RegExpExecArray)[1] as string;
+  // A closing fence is the opening one's character, at least as many times, and nothing else.
+  const closes = (line: string) => {
+    const fence = line.trim();
+    return fence.length >= marker.length && fence === (marker[0] as string).repeat(fence.length);
+  };
+  let close = lines.findIndex((line, i) => i > open && closes(line));
+  if (close < 0) close = lines.length;
+  return { code: lines.map((line, i) => (i > open && i < close ? line : "")).join("\n"), fenced: true };
+}
+
 /** The worker payload for `session`; throws an {@link InputError} for a field that does not parse. */
 export function toPayload(session: Session): RunPayload {
   const [entry, ...rest] = session.files;
@@ -34,7 +56,7 @@ export function toPayload(session: Session): RunPayload {
   const args = session.executeArgs.trim() === "" ? [] : parseJson(session.executeArgs, "execute args");
   if (!Array.isArray(args)) throw new InputError("execute args: must be a JSON array");
   if (fn !== "default" || args.length > 0) options.execute = { fn: fn === "" ? "default" : fn, args };
-  if (rest.length > 0) options.modules = Object.fromEntries(rest.map((f) => [f.name, f.source]));
+  if (rest.length > 0) options.modules = Object.fromEntries(rest.map((f) => [f.name, unfence(f.source).code]));
   if (session.filename.trim() !== "") options.filename = session.filename.trim();
   if (session.memoryLimitBytes.trim() !== "") {
     const bytes = Number(session.memoryLimitBytes.replaceAll("_", ""));
@@ -55,7 +77,7 @@ export function toPayload(session: Session): RunPayload {
     imports[specifier] = namespace;
     namespace[i.name.trim()] = hostValue(i, `import ${i.specifier} ${i.name}`);
   }
-  return { source: entry.source, options, globals, imports };
+  return { source: unfence(entry.source).code, options, globals, imports };
 }
 
 /** The `POST /run` body: data-only options. Function globals and all imports stay behind, and are named. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { toWire } from "../../src/wire.js";
 import { isHello, isReady, isReport, isResult, isRun, type ToWorker } from "../../web/messages.js";
-import { InputError, toEdgeBody, toPayload } from "../../web/payload.js";
+import { InputError, toEdgeBody, toPayload, unfence } from "../../web/payload.js";
 import { SandboxRunner } from "../../web/runner.js";
 import { decodeShare, defaultSession, encodeShare, parseSession } from "../../web/session.js";
 
@@ -178,6 +178,24 @@ describe("payload and session", () => {
     const { body, dropped } = toEdgeBody(payload);
     expect(body).toEqual({ source: payload.source, options: { ...payload.options, globals: { input: [1, 2, 3] } } });
     expect(dropped).toEqual(["global greet (a function)", "import fs.read"]);
+  });
+
+  it("runs the code inside a pasted answer's first Markdown fence, on the editor's own lines", () => {
+    const answer = "Here is the code:\n\n```ts\nconst a: number = 1;\nexport default a;\n```\n\nIt returns 1.\n```js\nx\n```";
+    expect(unfence(answer)).toEqual({
+      code: "\n\n\nconst a: number = 1;\nexport default a;\n\n\n\n\n\n",
+      fenced: true,
+    });
+    // A longer opening fence is closed only by one as long; tildes work; an unclosed block runs to the end.
+    expect(unfence("````\n```\ninner\n````").code).toBe("\n```\ninner\n");
+    expect(unfence("~~~typescript\nexport default 2;\n~~~").code).toBe("\nexport default 2;\n");
+    expect(unfence("```\nexport default 3;").code).toBe("\nexport default 3;");
+    // No fence: the text as it is, template literals with backticks included.
+    const plain = "const s = `a`;\nexport default s + '``';";
+    expect(unfence(plain)).toEqual({ code: plain, fenced: false });
+    const session = defaultSession();
+    session.files[0] = { name: "main.ts", source: "Sure:\n```ts\nexport default input;\n```" };
+    expect(toPayload(session).source).toBe("\n\nexport default input;\n");
   });
 
   it("names the field that does not parse", () => {
