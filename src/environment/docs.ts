@@ -73,7 +73,7 @@ Naming an unknown service or tool throws a \`TypeError\` listing the available o
 - **Timeout**: the process is stopped when it runs longer than its \`timeoutMs\` (default ${limits.defaultTimeoutMs} ms),
   also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.
 - **Memory**: ${mib} MiB of heap; over it the process fails with \`MemoryError\`.
-- **Stack**: deep recursion fails with \`InternalError: stack overflow\`.
+- **Stack**: deep recursion fails with \`RangeError: Maximum call stack size exceeded\`.
 - At most ${limits.concurrency} processes run at once in this environment; the others wait in \`queued\`.
 - A process can be killed at any time (exit state \`canceled\`).
 
