@@ -16,7 +16,7 @@ export const nodeWasm: WasmSource = async () =>
 
 let shared: ReturnType<typeof createSandbox> | undefined;
 
-/** Runs `source` as an ES module in a fresh sandbox with the default settings (run-code.md §2.1). */
+/** Runs `source` as an ES module in a fresh sandbox with the default settings (contract.md §2.1). */
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
   shared ??= createSandbox({ wasm: nodeWasm });
   return shared.runCode(source, options);

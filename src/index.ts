@@ -16,7 +16,7 @@ export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type Wir
 
 let shared: ReturnType<typeof createSandbox> | undefined;
 
-/** Runs `source` as an ES module in a fresh sandbox with the default settings (run-code.md §2.1). */
+/** Runs `source` as an ES module in a fresh sandbox with the default settings (contract.md §2.1). */
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
   shared ??= createSandbox();
   return shared.runCode(source, options);

@@ -1,10 +1,10 @@
 /**
- * The caller-facing contract of `runCode` (spec: run-code.md §2-§4, §12), plus the host-level settings of a
+ * The caller-facing contract of `runCode` (spec: contract.md §2-§4, §12), plus the host-level settings of a
  * sandbox runner.
  * @module
  */
 
-/** Options of one run (run-code.md §3). Unknown keys are rejected with a `TypeError`. */
+/** Options of one run (contract.md §3). Unknown keys are rejected with a `TypeError`. */
 export interface CodeExecutionOptions {
   /** Export to run and arguments for it when it is a function. Default `{ fn: 'default', args: [] }`. */
   execute?: { fn?: string; args?: unknown[] };
@@ -24,10 +24,10 @@ export interface CodeExecutionOptions {
   report?: (value: unknown) => void;
 }
 
-/** The five outcomes of a run (run-code.md §4.1). */
+/** The five outcomes of a run (contract.md §4.1). */
 export type CodeExecutionStatus = "success" | "error" | "memory" | "terminated" | "link_error";
 
-/** What went wrong, with positions in the caller's original source (run-code.md §4.2). */
+/** What went wrong, with positions in the caller's original source (contract.md §4.2). */
 export interface CodeExecutionError {
   name: string;
   message: string;
@@ -42,7 +42,7 @@ export interface CodeExecutionError {
   column?: number;
 }
 
-/** One captured `console.*` call (run-code.md §4.3). */
+/** One captured `console.*` call (contract.md §4.3). */
 export interface CodeExecutionLog {
   level: "log" | "info" | "warn" | "error" | "debug";
   args: unknown[];
@@ -65,7 +65,7 @@ export interface CodeExecutionResult {
   memoryUsedBytes?: number;
 }
 
-/** The handle `runCode` returns at once (run-code.md §2.2). */
+/** The handle `runCode` returns at once (contract.md §2.2). */
 export interface CodeExecution extends PromiseLike<CodeExecutionResult> {
   /** Stop the run; idempotent. Settles with `status: 'terminated'` and `reason` in `error.message`. */
   terminate(reason?: string): void;
@@ -89,7 +89,7 @@ export type WasmSource =
   | Uint8Array
   | (() => Promise<WebAssembly.Module | ArrayBuffer | Uint8Array>);
 
-/** The runtime's own stop for runaway code (run-code.md §6.4). Whichever limit is reached first fires. */
+/** The runtime's own stop for runaway code (contract.md §6.4). Whichever limit is reached first fires. */
 export interface SafetyCap {
   /** Milliseconds of guest execution (time spent awaiting the host does not count). */
   cpuTimeMs: number;

@@ -443,7 +443,7 @@ function guestServices(list: ServiceInfo[]): GuestServices {
   return out;
 }
 
-/** Creates the QuickJS environment module (environment-module.md). */
+/** Creates the QuickJS environment module (docs/environment.md, "The contract between a host and an environment module"). */
 export function instantiate(options: EnvironmentOptions = {}): EnvironmentModule {
   return new QuickJSEnvironment(options);
 }

@@ -1,6 +1,6 @@
 /**
  * `runcode/environment`: the QuickJS environment module. `instantiate()` returns an `EnvironmentModule`
- * (environment-module.md) that runs process code, a TypeScript ES module with top-level `await`, in a fresh sandbox
+ * (docs/environment.md, "The contract between a host and an environment module") that runs process code, a TypeScript ES module with top-level `await`, in a fresh sandbox
  * of the core per execution, with `console`, `cyrnel.output` and `cyrnel.services[s].tools[t].invoke` as its only
  * window on the host. Platform-neutral: hand it a compiled `WebAssembly.Module` on Workers.
  * @module

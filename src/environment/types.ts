@@ -1,10 +1,10 @@
 /**
- * The environment contract (spec: environment-module.md, environment-execution.md, environment-bindings.md,
- * sdk-types.md) as TypeScript types, shared by the environment module and the process host.
+ * The environment contract (docs/environment.md, "The contract between a host and an environment module") as
+ * TypeScript types, shared by the environment module and the process host.
  * @module
  */
 
-/** A JSON Schema document (sdk-types.md). */
+/** A JSON Schema document (draft 2020-12 as the tool registry validates it). */
 export type JSONSchema = Record<string, unknown>;
 
 /** What every module receives at setup. */
@@ -54,7 +54,7 @@ export interface ServiceInfo {
 }
 
 /**
- * The host's callback surface (environment-bindings.md). `emitStdout`/`emitStderr` take raw UTF-8 bytes (a Node
+ * The host's callback surface (docs/environment.md). `emitStdout`/`emitStderr` take raw UTF-8 bytes (a Node
  * `Buffer` is a `Uint8Array`). `listServices` is the tool discovery the spec mentions without naming: optional, so a
  * host without it still works (then every `cyrnel.services[s].tools[t]` is forwarded as written).
  */
@@ -100,7 +100,7 @@ export interface ToolDocsInput {
   outputSchema: JSONSchema;
 }
 
-/** The contract every environment module implements (environment-module.md). */
+/** The contract every environment module implements (docs/environment.md, "The contract between a host and an environment module"). */
 export interface EnvironmentModule extends Module {
   setup(context: EnvironmentSetupContext): Promise<void>;
   execute(input: ExecutionInput): Promise<ExecutionExitState>;

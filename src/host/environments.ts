@@ -1,5 +1,5 @@
 /**
- * Environment activation (environment-module.md §Setup, §Draining): at most one environment is active and gets
+ * Environment activation (docs/environment.md: activation and draining): at most one environment is active and gets
  * new executions. Activating another moves the previous one to draining: it keeps its in-flight executions (and
  * their kills) and is torn down once the last of them has resolved.
  * @module

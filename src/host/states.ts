@@ -1,5 +1,5 @@
 /**
- * The host's state machine (environment-execution.md):
+ * The host's state machine (docs/environment.md, "The host's states"):
  *
  *     [*] -> queued;  queued -> running | idle;  running -> idle | terminating;  terminating -> idle
  *

@@ -7,7 +7,7 @@
 import type { ExecutionExitState } from "../environment/types.js";
 import { utf8Length as utf8Bytes } from "./json.js";
 
-/** The four host-side states (environment-execution.md). */
+/** The four host-side states (docs/environment.md, "The host's states"). */
 export const HOST_STATES = ["idle", "queued", "running", "terminating"] as const;
 export type HostState = (typeof HOST_STATES)[number];
 

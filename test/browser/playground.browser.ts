@@ -181,7 +181,8 @@ describe("payload and session", () => {
   });
 
   it("runs the code inside a pasted answer's first Markdown fence, on the editor's own lines", () => {
-    const answer = "Here is the code:\n\n```ts\nconst a: number = 1;\nexport default a;\n```\n\nIt returns 1.\n```js\nx\n```";
+    const answer =
+      "Here is the code:\n\n```ts\nconst a: number = 1;\nexport default a;\n```\n\nIt returns 1.\n```js\nx\n```";
     expect(unfence(answer)).toEqual({
       code: "\n\n\nconst a: number = 1;\nexport default a;\n\n\n\n\n\n",
       fenced: true,

@@ -1,6 +1,7 @@
 /**
- * The conformance suite of `runCode`: one `describe` per spec section. Platform-neutral, so the same suite runs in
- * Node, workerd and the browser; each host passes its own `runCode` (and, optionally, a sandbox factory).
+ * The conformance suite of `runCode`: one `describe` per section of docs/contract.md (the `§` numbers).
+ * Platform-neutral, so the same suite runs in Node, workerd and the browser; each host passes its own `runCode`
+ * (and, optionally, a sandbox factory).
  * @module
  */
 import type { RunCode } from "../../src/types.js";

@@ -4,7 +4,7 @@
  * they return (as a JSON-able description), the error they throw (name and message), and every getter and Proxy
  * trap call they observe, in order.
  *
- * Only what run-code.md §6 forbids may differ. Those differences are listed once, by rule, in {@link RULES}: a
+ * Only what contract.md §6 forbids may differ. Those differences are listed once, by rule, in {@link RULES}: a
  * program that hits one names it, and the rule says exactly what the sandbox must do instead (never "anything").
  * @module
  */
@@ -36,7 +36,7 @@ export interface Program {
   async?: boolean;
   /** The program changes intrinsics or globals: it runs alone in its own engines. */
   isolated?: boolean;
-  /** The §6 rule this program runs into (a key of {@link RULES}); the sandbox must do what the rule says. */
+  /** The rule of docs/contract.md §6 this program runs into (a key of {@link RULES}); the sandbox must do what the rule says. */
   differs?: RuleId;
   /** For rules whose expected outcome depends on the program (a constructor's label, an expected shape). */
   detail?: string;
@@ -405,7 +405,7 @@ export const ADDED_GLOBALS: Readonly<Record<string, string>> = {
 };
 
 export interface Rule {
-  /** The clause of run-code.md (or of the README's table of globals, which states it) this rule comes from. */
+  /** The clause of docs/contract.md (or of the README's table of globals, which states it) this rule comes from. */
   source: string;
   /** What the sandbox must end with, given the raw engine's outcome and the program's `detail`. */
   sandbox(raw: Outcome, detail: string | undefined): Outcome;

@@ -3,7 +3,7 @@
  * the four constructors with locked stand-ins. Everything but compiling code must match the raw engine: `name`,
  * `length`, `prototype` and the prototypes' `constructor` with their attributes, the constructors' own prototype
  * chain, `instanceof`, source text, `class X extends Function {}`. Calling or constructing any of them, by any
- * route, must throw the sandbox's TypeError instead (rule `compile`, run-code.md §6.2); so must `eval` (rule `eval`).
+ * route, must throw the sandbox's TypeError instead (rule `compile`, contract.md §6.2); so must `eval` (rule `eval`).
  */
 import fc from "fast-check";
 import { describe, it } from "vitest";
