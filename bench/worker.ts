@@ -18,6 +18,14 @@ const PROCESSES = 200;
 const PROCESS_CONNECTIONS = 4;
 const TIME_LIMIT_MS = 60_000;
 const TRIVIAL = "export default 1 + 1";
+/** The host runs as deployed: with an API key, and room in the tenant's rate and slots for the whole load. */
+const KEY = "bench-key-0123456789abcdef";
+const AUTH = { authorization: `Bearer ${KEY}` };
+const VARS = [
+  `RUNCODE_API_KEYS:bench:${KEY}`,
+  "RUNCODE_TENANT_RUNS_PER_MINUTE:1000000",
+  "RUNCODE_TENANT_MAX_ACTIVE:256",
+];
 
 /** Runs `total` calls of `fn` over `connections` concurrent loops, stopping early at the time limit. */
 async function load(total: number, connections: number, fn: () => Promise<boolean>) {
@@ -40,12 +48,17 @@ async function load(total: number, connections: number, fn: () => Promise<boolea
 }
 
 function startServer(persist: string): ChildProcess {
-  return spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", persist], {
-    cwd: fileURLToPath(new URL("../..", import.meta.url)),
-    detached: true,
-    stdio: "ignore",
-    env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
-  });
+  const vars = VARS.flatMap((v) => ["--var", v]);
+  return spawn(
+    "npx",
+    ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", persist, ...vars],
+    {
+      cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      detached: true,
+      stdio: "ignore",
+      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
+    },
+  );
 }
 
 async function ready(): Promise<void> {
@@ -65,7 +78,7 @@ async function ready(): Promise<void> {
 const postRun = async () => {
   const response = await fetch(`${BASE}/run`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...AUTH },
     body: JSON.stringify({ source: TRIVIAL, options: { language: "javascript" } }),
   });
   const body = (await response.json()) as { status?: string };
@@ -76,13 +89,13 @@ const postRun = async () => {
 const fullProcess = async () => {
   const created = await fetch(`${BASE}/processes`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...AUTH },
     body: JSON.stringify({ code: "console.log('done')", ref: "bench" }),
   });
   if (created.status !== 201) return false;
   const { pid } = (await created.json()) as { pid: number };
-  const events = await (await fetch(`${BASE}/processes/${pid}/events`)).text();
-  const stdout = await (await fetch(`${BASE}/processes/${pid}/stdout`)).text();
+  const events = await (await fetch(`${BASE}/processes/${pid}/events`, { headers: AUTH })).text();
+  const stdout = await (await fetch(`${BASE}/processes/${pid}/stdout`, { headers: AUTH })).text();
   return events.includes("success") && stdout === "done\n";
 };
 
@@ -100,7 +113,7 @@ try {
   );
   const run = await load(RUN_REQUESTS, CONNECTIONS, postRun);
   const processes = await load(PROCESSES, PROCESS_CONNECTIONS, fullProcess);
-  const listed = (await (await fetch(`${BASE}/processes?ref=bench&limit=1000`)).json()) as {
+  const listed = (await (await fetch(`${BASE}/processes?ref=bench&limit=1000`, { headers: AUTH })).json()) as {
     processes: { exitState: string }[];
   };
 

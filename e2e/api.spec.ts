@@ -298,7 +298,7 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
     expect([get.status, get.headers.get("access-control-allow-origin")]).toEqual([200, null]);
   });
 
-  test("/run admission: past the isolate's heap budget a run is 503 overloaded with Retry-After, never a failed isolate", async ({
+  test("/run admission: past the isolate's budget runs wait their turn, past a full line 503 with Retry-After, never a failed isolate", async ({
     baseURL,
   }) => {
     test.setTimeout(60_000);
@@ -308,8 +308,8 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
         headers: { ...bearer("beta"), "content-type": "application/json" },
         body: JSON.stringify({ source, options: { memoryLimitBytes } }),
       });
-    // 200 awaited kv calls 10 ms apart keep a 48 MiB run in flight for about 2 s (the awaits let other requests in);
-    // a second 48 MiB run meanwhile is over 64 MiB.
+    // 200 awaited kv calls 10 ms apart keep a 48 MiB run (52 MiB of linear memory) in flight for about 2 s (the
+    // awaits let other requests in); no other 48 MiB run fits beside it in the 72 MiB budget.
     const holding = post(
       `import { list } from "kv";
        for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 10; while (Date.now() < t); }
@@ -317,12 +317,25 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
       48 << 20,
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const refused = await post("export default 2", 48 << 20);
-    expect([
-      refused.status,
-      refused.headers.get("retry-after"),
-      ((await refused.json()) as { error: { code: string } }).error.code,
-    ]).toEqual([503, "1", "overloaded"]);
+    // 65 more at once: 64 wait in line and run in turn; one is refused at once.
+    const answers = await Promise.all(
+      Array.from({ length: 65 }, async (_, i) => {
+        const response = await post(`export default ${i}`, 48 << 20);
+        return {
+          i,
+          status: response.status,
+          retryAfter: response.headers.get("retry-after"),
+          body: await response.json(),
+        };
+      }),
+    );
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused.map((a) => [a.status, a.retryAfter, (a.body as { error: { code: string } }).error.code])).toEqual([
+      [503, "1", "overloaded"],
+    ]);
+    for (const a of answers.filter((x) => x.status === 200)) {
+      expect((fromWire(a.body as JsonValue) as { result: unknown }).result).toBe(a.i);
+    }
     const held = await holding;
     expect((fromWire((await held.json()) as JsonValue) as { status: string }).status).toBe("success");
     const after = await post("export default 3", 48 << 20);

@@ -16,6 +16,11 @@ const INITIAL_PAGES = 256;
  */
 export const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
 
+/** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
+export function linearMemoryBytes(heapLimitBytes: number): number {
+  return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
+}
+
 export interface Instance {
   quickjs: QuickJSWASMModule;
   memory: WebAssembly.Memory;
@@ -76,7 +81,7 @@ export async function newInstance(
   const loader = (
     "default" in imported ? imported.default : imported
   ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
-  const pages = Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE));
+  const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
   const emscripten = await loader(
     wasmModule === undefined

@@ -89,7 +89,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   addProcessRoutes(app, options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   addCatalogRoutes(app, options.catalog);
   if (options.run !== undefined) {
-    const admission = new RunAdmission(options.run.memoryBudgetBytes);
+    const admission = new RunAdmission(options.run.admission);
     addRunRoutes(app, options.run, admission);
     addMcpRoutes(app, options.run, admission, options.catalog, origins, options.mcpServers);
   }

@@ -13,6 +13,7 @@ import { ProcessService, type ProcessServiceOptions } from "./process-service.js
 import { type KeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
 import { type Service, ToolRegistry } from "./tools.js";
 
+export { linearMemoryBytes } from "../engine.js";
 export {
   type HttpUpstream,
   httpUpstreamsFrom,
@@ -70,7 +71,13 @@ export {
   rateLimited,
   takeToken,
 } from "./quotas.js";
-export { RUN_MEMORY_BUDGET_BYTES, RunAdmission } from "./run-admission.js";
+export {
+  type AdmissionLimits,
+  MAX_ADMISSION_WAIT_MS,
+  MAX_WAITING_RUNS,
+  RUN_MEMORY_BUDGET_BYTES,
+  RunAdmission,
+} from "./run-admission.js";
 export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./run-routes.js";
 export * as schemas from "./schemas.js";
 export { isActive, transition } from "./states.js";

@@ -62,7 +62,8 @@ export function addMcpRoutes(
   corsOrigins: ReadonlySet<string>,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
-  const runCode = admission.wrap(options.runCode, options.defaultMemoryLimitBytes);
+  const admit = (memoryLimitBytes: number | undefined) =>
+    admission.admit(memoryLimitBytes ?? options.defaultMemoryLimitBytes);
   const bridged = Object.keys(mcpServers).length > 0;
   app.openapi(route, async (c) => {
     const origin = c.req.header("origin");
@@ -84,7 +85,8 @@ export function addMcpRoutes(
           ? options.tools
           : (options.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
       const server = createMcpServer({
-        runCode,
+        runCode: options.runCode,
+        admit,
         tenant: c.get("tenant"),
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),

@@ -2,7 +2,8 @@
  * `POST /run`: one `runCode` over HTTP. The body is `{source, options}` with the data-only options; the answer is
  * the `CodeExecutionResult` in the lossless JSON of `src/wire.ts`, whatever its status. Bad requests get
  * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted by their heap caps
- * (`RunAdmission`): 503 `overloaded` past the budget, never an instance that runs out of memory.
+ * (`RunAdmission`): past the budget a run waits in a short line, then 503 `overloaded`, never an instance that runs out
+ * of memory.
  * @module
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
@@ -12,7 +13,7 @@ import { fromWire, type JsonValue } from "../wire.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
-import type { RunAdmission } from "./run-admission.js";
+import type { AdmissionLimits, RunAdmission } from "./run-admission.js";
 import { RunRequest, RunResult } from "./schemas.js";
 import type { ToolRegistry } from "./tools.js";
 
@@ -30,8 +31,8 @@ export interface RunRouteOptions {
   defaultMemoryLimitBytes: number;
   /** Services a run may import as bare specifiers, bound to the caller's tenant. */
   tools?: ToolRegistry;
-  /** Heap caps of all runs in flight together. Default `RUN_MEMORY_BUDGET_BYTES`. */
-  memoryBudgetBytes?: number;
+  /** The budget of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
+  admission?: Partial<AdmissionLimits>;
 }
 
 /** Largest `POST /run` body. */
@@ -71,9 +72,10 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions,
     const tenant = c.get("tenant");
     const asked = parsed.options.memoryLimitBytes;
     const memory = typeof asked === "number" && asked > 0 ? asked : options.defaultMemoryLimitBytes;
-    const release = admission.admit(memory);
+    // The rate first: a run the tenant may not start never waits for memory.
+    await c.get("quotas").admit(tenant);
+    const release = await admission.admit(memory);
     try {
-      await c.get("quotas").admit(tenant);
       let run: ReturnType<RunCode>;
       try {
         run = options.runCode(parsed.source, { ...parsed.options, imports: options.tools?.modules(tenant) ?? {} });

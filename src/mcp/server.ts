@@ -11,13 +11,18 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import * as z from "zod/v4";
 import type { ToolRegistry } from "../host/tools.js";
 import { resultWire } from "../result-wire.js";
-import type { RunCode } from "../types.js";
+import type { CodeExecution, RunCode } from "../types.js";
 import { fromWire, type JsonValue } from "../wire.js";
 import { declarationsOf } from "./declarations.js";
 import { summarize } from "./summary.js";
 
 export interface McpServerOptions {
   runCode: RunCode;
+  /**
+   * Waits for room to run with this heap cap (`undefined`: the sandbox's default) and returns its release; throws to
+   * refuse the call (the HTTP app's admission). Default: every call runs at once.
+   */
+  admit?: (memoryLimitBytes: number | undefined) => Promise<() => void>;
   /** Services every run may import by their ids (`import { get } from "kv"`). */
   tools?: ToolRegistry;
   /** Whose runs these are: the services act for this tenant (its own `kv` store). Default `anonymous`. */
@@ -77,6 +82,7 @@ function callOf(execute: { fn?: string | undefined; args?: unknown[] | undefined
 export function createMcpServer(options: McpServerOptions): McpServer {
   const {
     runCode,
+    admit,
     tools,
     tenant,
     environmentDocs,
@@ -118,8 +124,10 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
     async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }) => {
-      let run: ReturnType<RunCode>;
+      let run: CodeExecution;
+      let release = () => {};
       try {
+        if (admit !== undefined) release = await admit(memoryLimitBytes);
         // Arguments and globals may use the wire encoding for what JSON cannot carry (bigint, Map, Date, ...).
         run = runCode(code, {
           ...(language === undefined ? {} : { language }),
@@ -129,11 +137,13 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           ...(tools === undefined ? {} : { imports: tools.modules(tenant) }),
         });
       } catch (error) {
+        release();
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };
       }
       const budget = setTimeout(() => run.terminate(`run_code's budget of ${timeoutMs} ms ran out`), timeoutMs);
       const result = await run;
       clearTimeout(budget);
+      release();
       return {
         content: [{ type: "text", text: summarize(result) }],
         structuredContent: resultWire(result, maxAnswerChars) as Record<string, unknown>,

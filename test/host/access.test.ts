@@ -406,33 +406,45 @@ describe("the HTTP surface", () => {
     ]);
   });
 
-  test("/run admission: heap caps in flight never pass the budget; over it 503 overloaded, then it serves again", async () => {
-    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
-      services: [
+  test("/run admission: runs in flight never pass the budget; past it a run waits its turn, and a full line is 503", async () => {
+    const held: (() => void)[] = [];
+    const gate = {
+      id: "gate",
+      description: "Holds a run until released",
+      tools: [
         {
-          id: "gate",
-          description: "Holds a run until released",
-          tools: [
-            {
-              id: "hold",
-              description: "Blocks",
-              inputSchema: { type: "object" },
-              run: () => new Promise((resolve) => held.push(() => resolve(1))),
-            },
-          ],
+          id: "hold",
+          description: "Blocks",
+          inputSchema: { type: "object" },
+          run: () => new Promise((resolve) => held.push(() => resolve(1))),
         },
       ],
+    };
+    const { runCode } = createSandbox({ wasm: await wasm() });
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+      services: [gate],
+      app: {
+        run: {
+          runCode,
+          defaultMemoryLimitBytes: 32 * 1024 * 1024,
+          admission: { maxWaiting: 1, maxWaitMs: 10_000 },
+        },
+      },
     });
-    const held: (() => void)[] = [];
-    const half = RUN_MEMORY_BUDGET_BYTES / 2;
-    const holding = (memoryLimitBytes: number) =>
+    // Two runs at 32 MiB hold 2 x 36 MiB of linear memory: the whole 72 MiB budget.
+    const holding = () =>
       as(h, "alpha")("POST", "/run", {
         source: `import { hold } from "gate"; await hold({}); export default 1;`,
-        options: { memoryLimitBytes },
+        options: { memoryLimitBytes: 32 * 1024 * 1024 },
       });
-    const first = holding(half);
-    const second = holding(half);
+    const first = holding();
+    const second = holding();
     while (held.length < 2) await new Promise((r) => setTimeout(r, 5));
+    const waiting = as(h, "beta")("POST", "/run", {
+      source: "export default 3",
+      options: { memoryLimitBytes: 1024 * 1024 },
+    });
+    await new Promise((r) => setTimeout(r, 20));
     const refused = await as(h, "beta")("POST", "/run", { source: "1", options: { memoryLimitBytes: 1024 * 1024 } });
     expect([refused.status, refused.headers.get("retry-after"), refused.body]).toEqual([
       503,
@@ -440,11 +452,14 @@ describe("the HTTP surface", () => {
       {
         error: {
           code: "overloaded",
-          message: `Runs in flight here hold ${2 * half} of ${RUN_MEMORY_BUDGET_BYTES} bytes of heap caps, and this one asks for 1048576: retry shortly`,
+          message: `Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs 16777216: 1 runs wait already; retry shortly`,
         },
       },
     ]);
-    for (const release of held) release();
+    (held.shift() as () => void)();
+    // The waiting run got the room the first one left.
+    expect((fromWire((await waiting).body as JsonValue) as { result: unknown }).result).toBe(3);
+    (held.shift() as () => void)();
     expect([(await first).status, (await second).status]).toEqual([200, 200]);
     const after = await as(h, "beta")("POST", "/run", { source: "export default 2" });
     expect((fromWire(after.body as JsonValue) as { result: unknown }).result).toBe(2);

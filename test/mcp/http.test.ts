@@ -9,9 +9,11 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import {
+  type AdmissionLimits,
   accessFrom,
   createHost,
   httpUpstreamsFrom,
+  linearMemoryBytes,
   MemoryQuotas,
   RUN_MEMORY_BUDGET_BYTES,
   upstreamsFrom,
@@ -44,13 +46,14 @@ const gate = {
   ],
 };
 
-async function host(extra: { quotas?: MemoryQuotas } = {}): Promise<Host> {
+async function host(extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits> } = {}): Promise<Host> {
+  const { admission, ...app } = extra;
   return createHost({
     services: [gate],
     app: {
       access: await accessFrom({ apiKeys: `alpha:${KEYS.alpha},beta:${KEYS.beta}` }),
-      run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
-      ...extra,
+      run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024, ...(admission === undefined ? {} : { admission }) },
+      ...app,
     },
   });
 }
@@ -154,13 +157,13 @@ describe("POST /mcp", () => {
     ]).toEqual([429, "30", "rate_limited"]);
   });
 
-  it("run_code shares /run's heap budget: past it the call is an error result saying so", async () => {
-    const h = await host();
+  it("run_code shares /run's admission: past the budget and a full line the call is an error result saying so", async () => {
+    const h = await host({ admission: { maxWaiting: 0 } });
     const alpha = await connect(h, "alpha");
-    const answer = await run(alpha, "export default 1", { memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES });
-    expect(answer.isError).toBe(false);
+    // A 64 MiB cap takes 68 MiB of linear memory: a 16 MiB run does not fit beside it in the 72 MiB budget.
+    const big = 64 * 1024 * 1024;
     const holding = run(alpha, `import { hold } from "gate"; await hold({}); export default 1;`, {
-      memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES,
+      memoryLimitBytes: big,
     });
     while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const refused = await run(alpha, "export default 2", { memoryLimitBytes: 1024 * 1024 });
@@ -168,9 +171,9 @@ describe("POST /mcp", () => {
     expect(resultOf(await holding)).toBe(1);
     expect(refused.isError).toBe(true);
     expect((refused.content[0] as { text: string }).text).toBe(
-      `run_code: Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of heap caps, and this one asks for 1048576: retry shortly`,
+      `run_code: Runs in flight here hold ${linearMemoryBytes(big)} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
     );
-    expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: RUN_MEMORY_BUDGET_BYTES }))).toBe(3);
+    expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: big }))).toBe(3);
   });
 });
 

@@ -198,7 +198,8 @@ describe("the HTTP surface", () => {
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
   });
 
-  it("/run admission: a second 48 MiB run while one is in flight is 503 overloaded; the isolate serves on", async () => {
+  it("/run admission: past the budget runs wait their turn, past a full line they are 503; the isolate serves on", async () => {
+    // 400 awaited kv calls keep a 48 MiB run (52 MiB of linear memory) in flight; no other 48 MiB run fits beside it.
     const holding = alpha(
       "/run",
       json({
@@ -206,10 +207,32 @@ describe("the HTTP surface", () => {
         options: { memoryLimitBytes: 48 << 20 },
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const refused = await beta("/run", json({ source: "export default 2", options: { memoryLimitBytes: 48 << 20 } }));
-    expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "1"]);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("overloaded");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // 65 more: 64 wait in line (MAX_WAITING_RUNS) and run in turn, one is refused at once.
+    const answers = await Promise.all(
+      Array.from({ length: 65 }, async (_, i) => {
+        const response = await beta(
+          "/run",
+          json({ source: `export default ${i}`, options: { memoryLimitBytes: 48 << 20 } }),
+        );
+        return {
+          i,
+          status: response.status,
+          retryAfter: response.headers.get("retry-after"),
+          body: await response.json(),
+        };
+      }),
+    );
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused.map((a) => [a.status, a.retryAfter, (a.body as { error: { code: string } }).error.code])).toEqual([
+      [503, "1", "overloaded"],
+    ]);
+    expect((refused[0] as { body: { error: { message: string } } }).body.error.message).toMatch(
+      /: 64 runs wait already; retry shortly$/,
+    );
+    for (const a of answers.filter((x) => x.status === 200)) {
+      expect((fromWire(a.body as JsonValue) as { result: unknown }).result).toBe(a.i);
+    }
     expect((fromWire((await (await holding).json()) as JsonValue) as { result: unknown }).result).toBe(1);
     expect((await runAs(beta, "export default 3")).result).toBe(3);
   });
