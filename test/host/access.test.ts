@@ -16,6 +16,7 @@ import {
 import { createSandbox } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
 import { wasm } from "../environment/helpers.js";
+import { gateService } from "./gate.js";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
 const SETTINGS = `alpha:${KEYS.alpha}, beta:${KEYS.beta}`;
@@ -407,19 +408,7 @@ describe("the HTTP surface", () => {
   });
 
   test("/run admission: runs in flight never pass the budget; past it a run waits its turn, and a full line is 503", async () => {
-    const held: (() => void)[] = [];
-    const gate = {
-      id: "gate",
-      description: "Holds a run until released",
-      tools: [
-        {
-          id: "hold",
-          description: "Blocks",
-          inputSchema: { type: "object" },
-          run: () => new Promise((resolve) => held.push(() => resolve(1))),
-        },
-      ],
-    };
+    const { gate, held } = gateService();
     const { runCode } = createSandbox({ wasm: await wasm() });
     const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
       services: [gate],

@@ -20,6 +20,7 @@ import {
 } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
+import { gateService } from "../host/gate.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
@@ -32,19 +33,7 @@ afterEach(async () => {
 });
 
 /** Runs that import `gate` wait in `held` until the test releases them. */
-const held: (() => void)[] = [];
-const gate = {
-  id: "gate",
-  description: "Holds a run until released",
-  tools: [
-    {
-      id: "hold",
-      description: "Blocks",
-      inputSchema: { type: "object" },
-      run: () => new Promise((resolve) => held.push(() => resolve(1))),
-    },
-  ],
-};
+const { gate, held } = gateService();
 
 async function host(extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits> } = {}): Promise<Host> {
   const { admission, ...app } = extra;
