@@ -11,6 +11,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromWire, type JsonValue } from "../../src/wire.js";
+import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 
@@ -43,15 +44,23 @@ describe("runcode mcp (stdio)", () => {
   });
 });
 
-describe("runcode mcp --config: upstream servers over stdio become modules", () => {
+describe("runcode mcp --config: upstream servers, over stdio and by URL, become modules", () => {
   const client = new Client({ name: "test", version: "1.0.0" });
   const dir = mkdtempSync(join(tmpdir(), "runcode-mcp-"));
+  const TOKEN = "calc-token-0123456789";
+  let http: Awaited<ReturnType<typeof serveCalcOverHttp>>;
   beforeAll(async () => {
+    http = await serveCalcOverHttp(0, TOKEN);
     const upstream = fileURLToPath(new URL("./fixtures/calc-server.mjs", import.meta.url));
     const config = join(dir, "servers.json");
     writeFileSync(
       config,
-      JSON.stringify({ mcpServers: { calc: { command: process.execPath, args: [upstream, "stdio"] } } }),
+      JSON.stringify({
+        mcpServers: {
+          calc: { command: process.execPath, args: [upstream, "stdio"] },
+          remote: { url: http.url, headers: { authorization: `Bearer ${TOKEN}` } },
+        },
+      }),
     );
     await client.connect(
       new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--config", config], stderr: "pipe" }),
@@ -59,12 +68,30 @@ describe("runcode mcp --config: upstream servers over stdio become modules", () 
   }, 30_000);
   afterAll(async () => {
     await client.close();
+    await http.close();
     rmSync(dir, { recursive: true });
   });
 
-  it("a program calls the upstream tool through the sandbox", async () => {
-    const code = 'import { add } from "calc";\nexport default (await add({ a: 20, b: 22 })).sum;';
+  it("one program calls the tools of both upstream servers through the sandbox", async () => {
+    const code = `import { add } from "calc";
+import { text_shout } from "remote";
+export default [(await add({ a: 20, b: 22 })).sum, await text_shout({ word: "both" })];`;
     const result = (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
-    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe(42);
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toEqual([42, "BOTH"]);
+  });
+
+  it("a configuration with a mistake is refused at start with one line naming it", async () => {
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify({ mcpServers: { calc: { url: "file:///etc/passwd" } } }));
+    const failing = new Client({ name: "test", version: "1.0.0" });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, "mcp", "--config", bad],
+      stderr: "pipe",
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    await expect(failing.connect(transport)).rejects.toThrow();
+    expect(stderr).toContain(`${bad}: server 'calc' needs an http or https "url"`);
   });
 });
