@@ -56,9 +56,11 @@ export class Linker {
     }
   }
 
-  /** Loads the TypeScript compiler when the run needs it. */
-  async prepare(): Promise<void> {
-    if (this.#options.language === "typescript") await loadTypeScript();
+  /** Readies type erasure for the entry `source` and every module, when the run is TypeScript. */
+  async prepare(source: string): Promise<void> {
+    if (this.#options.language === "typescript") {
+      await loadTypeScript([source, ...Object.values(this.#options.modules)]);
+    }
   }
 
   /** The entry's code ready for QuickJS, or the syntax error that stops it from linking. */

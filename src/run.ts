@@ -144,7 +144,7 @@ export class Run {
   /** Runs to the end; never throws. */
   async execute(source: string): Promise<Pick<CodeExecutionResult, "status" | "result" | "error">> {
     try {
-      await this.#linker.prepare();
+      await this.#linker.prepare(source);
       const entry = this.#linker.entry(source);
       if (typeof entry !== "string") return { status: "link_error", error: entry };
       const wasm = await this.#context.wasm();

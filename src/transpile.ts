@@ -1,9 +1,11 @@
 /**
- * TypeScript erasure, no type checking. Erasable syntax (the common case) is blanked out in place by
- * `ts-blank-space`, so every position stays exact and no source map is needed; enums, namespaces and parameter
- * properties fall back to `typescript.transpileModule` with a source map. Imports are kept as written
- * (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. The compiler is loaded on first
- * use and results are cached by source.
+ * TypeScript erasure, no type checking. Erasable syntax (the common case) is blanked out in place, so every position
+ * stays exact and no source map is needed: by the platform's type stripper when it has one (the Node entry gives
+ * SWC's strip-only mode, which loads in tens of milliseconds), else by `ts-blank-space` over the compiler's parser.
+ * Enums, namespaces, parameter properties and syntax errors go to the compiler itself (`typescript.transpileModule`
+ * with a source map; its parser's first diagnostic), so they read the same on every platform. Imports are kept as
+ * written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. The compiler (about 9 MB of
+ * JavaScript) is loaded only when a run needs it, and results are cached by source.
  * @module
  */
 import {
@@ -29,13 +31,32 @@ export interface TranspileFailure {
   column: number;
 }
 
+/**
+ * Blanks the types of erasable TypeScript in place (same length, same line breaks); `undefined` when it cannot (an
+ * enum, a namespace, a syntax error...), and the compiler decides then.
+ */
+export type TypeStripper = (source: string) => string | undefined;
+
 let ts: typeof TS | undefined;
 let blank: typeof blankSourceFile | undefined;
+let stripperLoader: (() => Promise<TypeStripper>) | undefined;
+let strip: TypeStripper | undefined;
 
-/** Loads the compiler (about 9 MB of JavaScript) the first time TypeScript is run. */
-export async function loadTypeScript(): Promise<void> {
-  ts ??= ((await import("typescript")) as { default: typeof TS }).default;
-  blank ??= (await import("ts-blank-space")).blankSourceFile;
+/** A platform entry's faster stripper, loaded on the first TypeScript run. */
+export function useTypeStripper(load: () => Promise<TypeStripper>): void {
+  stripperLoader = load;
+}
+
+/**
+ * Readies `transpile` for `sources`: the stripper when the platform has one, and the compiler only if one of them
+ * needs it (or there is no stripper).
+ */
+export async function loadTypeScript(sources: readonly string[] = []): Promise<void> {
+  if (stripperLoader !== undefined) strip ??= await stripperLoader();
+  if (ts !== undefined) return;
+  if (strip !== undefined && sources.every((source) => cache.has(source) || stripped(source))) return;
+  ts = ((await import("typescript")) as { default: typeof TS }).default;
+  blank = (await import("ts-blank-space")).blankSourceFile;
 }
 
 const CACHE_ENTRIES = 256;
@@ -43,7 +64,7 @@ const CACHE_ENTRIES = 256;
 const CACHE_MAX_SOURCE = 256 * 1024;
 const cache = new Map<string, Transpiled | TranspileFailure>();
 
-/** Erases types from one module. `loadTypeScript()` must have resolved first. */
+/** Erases types from one module. `loadTypeScript()` must have resolved for it first. */
 export function transpile(source: string): Transpiled | TranspileFailure {
   const cached = cache.get(source);
   if (cached !== undefined) {
@@ -52,14 +73,26 @@ export function transpile(source: string): Transpiled | TranspileFailure {
     return cached;
   }
   const result = transpileUncached(source);
-  if (source.length <= CACHE_MAX_SOURCE) {
-    cache.set(source, result);
-    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-  }
+  remember(source, result);
   return result;
 }
 
+function remember(source: string, result: Transpiled | TranspileFailure): void {
+  if (source.length > CACHE_MAX_SOURCE) return;
+  cache.set(source, result);
+  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+}
+
+/** Strips `source` into the cache; `false` when the compiler must decide. */
+function stripped(source: string): boolean {
+  const code = strip?.(source);
+  if (code !== undefined) remember(source, { code });
+  return code !== undefined;
+}
+
 function transpileUncached(source: string): Transpiled | TranspileFailure {
+  const code = strip?.(source);
+  if (code !== undefined) return { code };
   if (ts === undefined || blank === undefined) throw new Error("transpile() called before loadTypeScript()");
   try {
     const file = ts.createSourceFile("module.ts", source, {
