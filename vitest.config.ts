@@ -1,10 +1,10 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
-/** Node: the conformance suite and every Node-side test. workerd and Chromium have their own configs. */
+/** Node: the conformance suite and every Node-side test. workerd, Chromium and the packed package have their own configs. */
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: [...configDefaults.exclude, "test/workers/**"],
+    exclude: [...configDefaults.exclude, "test/workers/**", "test/package/**"],
     testTimeout: 30_000,
   },
 });
