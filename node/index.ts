@@ -6,28 +6,13 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createSandbox } from "../src/sandbox.js";
-import { type TypeStripper, useTypeStripper } from "../src/transpile.js";
+import { useTypeStripper } from "../src/transpile.js";
 import type { CodeExecution, CodeExecutionOptions, WasmSource } from "../src/types.js";
+import { swcStripper } from "./strip.js";
 
 export * from "../src/index.js";
 
-/**
- * TypeScript in Node: SWC's strip-only mode (what Node's own type stripping runs) blanks types in place, loaded in
- * about 40 ms where the TypeScript compiler takes 0.5-1.7 s; the compiler still handles what stripping refuses
- * (enums, namespaces, parameter properties, syntax errors).
- */
-useTypeStripper(async (): Promise<TypeStripper> => {
-  const swc = createRequire(import.meta.url)("@swc/wasm-typescript") as {
-    transformSync(source: string, options: { mode: "strip-only"; module: true }): { code: string };
-  };
-  return (source) => {
-    try {
-      return swc.transformSync(source, { mode: "strip-only", module: true }).code;
-    } catch {
-      return undefined;
-    }
-  };
-});
+useTypeStripper(async () => swcStripper());
 
 /** The QuickJS wasm of this package, as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = async () =>

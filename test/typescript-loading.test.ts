@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { swcStripper } from "../node/strip.js";
 
 const ENTRY = fileURLToPath(new URL("../dist/node/index.js", import.meta.url));
 
@@ -41,5 +42,17 @@ describe("TypeScript in a fresh Node process", () => {
       error: ["SyntaxError", "Type expected.", 1, 10],
       compiler: true,
     });
+  });
+});
+
+describe("SWC's strip-only mode as the stripper", () => {
+  it("blanks types in place; refuses what it cannot erase; after a trap in its wasm the next source gets a fresh instance", () => {
+    const strip = swcStripper();
+    const annotation = ': "é😀"'; // 7 UTF-16 units: blanked to as many spaces, so columns after it stay exact
+    expect(strip(`const a${annotation} = "x";\nlet b = c!;`)).toBe(`const a${" ".repeat(7)} = "x";\nlet b = c ;`);
+    expect([strip("enum E { A }"), strip("const a: = 1;")]).toEqual([undefined, undefined]);
+    // 20,000 nested parentheses overflow its stack: its memory is not trusted after that (later calls trapped).
+    expect(strip(`let x = ${"(".repeat(20_000)}a${")".repeat(20_000)};`)).toBe(undefined);
+    expect(strip("let n: number = 1;")).toBe("let n         = 1;");
   });
 });
