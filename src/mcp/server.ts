@@ -59,7 +59,8 @@ How to write the code:
 - Values cross as structured clone: numbers (NaN, -0, Infinity), bigint, undefined, strings, plain objects, arrays
   (holes kept), Map, Set, Date, RegExp, Error, ArrayBuffer, typed arrays and DataView arrive exactly. Functions,
   symbols and class instances cannot be returned.
-- \`globals\` puts JSON values (or wire-encoded ones, as in the result) on the global object before your code runs.
+- \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
+  (they are not properties of \`globalThis\`).
 - Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
   \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
 - Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
