@@ -1,9 +1,9 @@
 /**
  * `POST /mcp`: runcode's MCP server (src/mcp) over Streamable HTTP, stateless: every request gets a server made for
  * its tenant, answers JSON and closes. The body is read by the app's JSON middleware within its limit (the SDK's
- * transport would read it whole); a `tools/call` counts against the tenant's rate, and its run against the same
- * heap budget as `POST /run`. A browser request from an origin that is neither the host's own nor on the CORS list
- * is refused (the MCP specification's defence against DNS rebinding).
+ * transport would read it whole); each `tools/call` counts against the tenant's rate (so does a request that reaches
+ * upstream servers), and its run waits in the same admission as `POST /run`. A browser request from an origin that
+ * is neither the host's own nor on the CORS list is refused (the MCP specification's defence against DNS rebinding).
  * @module
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
@@ -72,11 +72,12 @@ export function addMcpRoutes(
     }
     const body = c.get("body");
     const methods = (Array.isArray(body) ? body : [body]).map(methodOf);
-    if (methods.includes("tools/call")) await c.get("quotas").admit(c.get("tenant"));
-    const upstreams =
-      bridged && (methods.includes("tools/call") || methods.includes("tools/list"))
-        ? await connectHttpUpstreams(mcpServers)
-        : undefined;
+    const reachesUpstreams = bridged && (methods.includes("tools/call") || methods.includes("tools/list"));
+    // Every call in a batch is a run, and a request that reaches upstream servers costs them three exchanges each:
+    // both count against the tenant's rate, one token apiece.
+    const tokens = methods.filter((method) => method === "tools/call").length + (reachesUpstreams ? 1 : 0);
+    for (let i = 0; i < tokens; i++) await c.get("quotas").admit(c.get("tenant"));
+    const upstreams = reachesUpstreams ? await connectHttpUpstreams(mcpServers) : undefined;
     try {
       if (upstreams !== undefined && upstreams.failed.length > 0)
         console.warn(`POST /mcp: upstream MCP servers left out: ${upstreams.failed.join("; ")}`);

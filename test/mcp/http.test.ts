@@ -146,6 +146,21 @@ describe("POST /mcp", () => {
     ]).toEqual([429, "30", "rate_limited"]);
   });
 
+  it("every tools/call of a batch counts: three calls in one request against a rate of two are refused", async () => {
+    const h = await host({ quotas: new MemoryQuotas(2, () => 0) });
+    const call = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "run_code", arguments: { code: "1" } },
+    });
+    const limited = await post(h, [call(1), call(2), call(3)]);
+    expect([limited.status, ((await limited.json()) as { error: { code: string } }).error.code]).toEqual([
+      429,
+      "rate_limited",
+    ]);
+  });
+
   it("run_code shares /run's admission: past the budget and a full line the call is an error result saying so", async () => {
     const h = await host({ admission: { maxWaiting: 0 } });
     const alpha = await connect(h, "alpha");
@@ -200,6 +215,30 @@ describe("POST /mcp with upstream MCP servers over Streamable HTTP (code mode on
       // Connecting and listing happen only for requests that list or call tools: initialize reached nobody.
       const before = calc.requests();
       await connect(h, "beta");
+      expect(calc.requests()).toBe(before);
+    } finally {
+      await calc.close();
+    }
+  });
+
+  it("a request that reaches the upstream servers counts against the tenant's rate, listing included", async () => {
+    const calc = await serveCalcOverHttp(0, TOKEN);
+    try {
+      const h = await createHost({
+        app: {
+          quotas: new MemoryQuotas(1, () => 0),
+          run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+          mcpServers: { calc: { url: calc.url, headers: { authorization: `Bearer ${TOKEN}` } } },
+        },
+      });
+      const list = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+      expect((await post(h, list)).status).toBe(200);
+      const before = calc.requests();
+      const limited = await post(h, list);
+      expect([limited.status, ((await limited.json()) as { error: { code: string } }).error.code]).toEqual([
+        429,
+        "rate_limited",
+      ]);
       expect(calc.requests()).toBe(before);
     } finally {
       await calc.close();
