@@ -6,7 +6,6 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
-import { BudgetError, stringifyWithin, WorkBudget } from "./budget.js";
 import { type Instance, newInstance } from "./engine.js";
 import { SerializationError } from "./errors.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
@@ -26,7 +25,7 @@ import {
 import { type Encoded, encodeForGuest, type FunctionTable } from "./marshal/to-guest.js";
 import { decodeFromGuest, type HeapMeter } from "./marshal/to-host.js";
 import type { ResolvedOptions } from "./options.js";
-import { mapPosition, rewriteStack } from "./positions.js";
+import { type Described, GuestFailure, outcomeOf, type Stop, Stopped } from "./outcome.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
 
 /** What a run needs from its sandbox. */
@@ -48,21 +47,6 @@ const MAX_STACK_BYTES = 512 * 1024;
 /** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
 const STAGE_KEY = "runcode:stage";
 
-type Stop = { kind: "terminated" | "memory" | "fault"; error: CodeExecutionError };
-/** A guest error, described by the guest itself (see `describeError` in the prelude). */
-type Described = {
-  name?: string;
-  message?: string;
-  stack?: string;
-  fileName?: string;
-  lineNumber?: number;
-  columnNumber?: number;
-  thrown?: unknown;
-};
-class GuestFailure {
-  constructor(readonly described: Described) {}
-}
-class Stopped {}
 type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 /** A guest promise and its resolvers (see `deferred` in the prelude). */
 type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
@@ -576,21 +560,22 @@ export class Run {
     }
   }
 
-  /** Classifies how the run ended. */
+  /** Classifies how the run ended (outcome.ts). */
   #outcome(caught: unknown): Pick<CodeExecutionResult, "status" | "error"> {
-    if (this.#stop !== undefined)
-      return { status: this.#stop.kind === "memory" ? "memory" : "terminated", error: this.#stop.error };
-    if (this.#hostFault !== undefined || !(caught instanceof GuestFailure || caught instanceof Stopped)) {
-      return this.#faultOutcome(this.#hostFault ?? caught);
-    }
-    if (caught instanceof Stopped) {
-      return { status: "terminated", error: { name: "TerminatedError", message: "Execution terminated" } };
-    }
-    const d = caught.described;
-    if (this.#isOutOfMemory(d)) return this.#memoryOutcome();
-    // The phase the host observed decides, never the error's name: once user code runs it can throw anything.
-    if (!this.#evaluating()) return { status: "link_error", error: this.#linkFailure(d) };
-    return { status: "error", error: this.#errorOf(d) };
+    return outcomeOf(
+      {
+        stop: this.#stop,
+        hostFault: this.#hostFault,
+        instance: this.#instance,
+        memoryLimitBytes: this.#options.memoryLimitBytes,
+        linker: this.#linker,
+        evaluating: () => this.#evaluating(),
+        notePeak: (bytes) => {
+          this.#peakBytes = Math.max(this.#peakBytes, bytes);
+        },
+      },
+      caught,
+    );
   }
 
   /** Whether user code started evaluating (see the phase module in linker.ts). */
@@ -603,91 +588,7 @@ export class Run {
     (started.error ?? started.value).dispose();
     return value;
   }
-
-  /** A failure before any user code ran: the engine's or the linker's own error, made precise. */
-  #linkFailure(d: Described): CodeExecutionError {
-    const recorded =
-      d.name === undefined || d.message === undefined ? undefined : this.#linker.failure(d.name, d.message);
-    if (recorded !== undefined) return recorded;
-    if (d.name === "SyntaxError" && d.fileName !== undefined && d.fileName !== "" && d.lineNumber !== undefined) {
-      const at = mapPosition(this.#linker.mapping.bind(this.#linker), d.fileName, d.lineNumber, d.columnNumber ?? 1);
-      return { name: "SyntaxError", message: d.message ?? "", ...(at ?? { filename: d.fileName }) };
-    }
-    const exportFailure = d.name === "SyntaxError" ? LINK_MESSAGE.exec(d.message ?? "") : null;
-    if (exportFailure !== null) {
-      const name = exportFailure.slice(1).find((group) => group !== undefined) as string;
-      const specifier = this.#linker.specifierOf(name);
-      const message = (d.message as string).replace(`'${name}'`, `'${specifier}'`);
-      return { name: "SyntaxError", message, specifier };
-    }
-    return { name: d.name || "LinkError", message: d.message ?? "" };
-  }
-
-  #errorOf(d: Described): CodeExecutionError {
-    if ("thrown" in d) {
-      const message = typeof d.thrown === "string" ? d.thrown : formatThrown(d.thrown);
-      return { name: "Error", message };
-    }
-    const { stack, top } = rewriteStack(d.stack ?? "", this.#linker.mapping.bind(this.#linker));
-    const error: CodeExecutionError = { name: d.name || "Error", message: d.message ?? "" };
-    if (stack !== "") error.stack = stack;
-    return top === undefined ? error : { ...error, ...top };
-  }
-
-  #isOutOfMemory(d: Described): boolean {
-    if (d.name === "InternalError" && d.message === "out of memory") return true;
-    const memory = this.#instance?.memory;
-    return (
-      "thrown" in d &&
-      d.thrown === null &&
-      memory !== undefined &&
-      (this.#instance?.growthRefused === true || memory.buffer.byteLength >= (this.#instance?.maxBytes ?? 0))
-    );
-  }
-
-  #memoryOutcome(): Pick<CodeExecutionResult, "status" | "error"> {
-    this.#peakBytes = Math.max(
-      this.#peakBytes,
-      Math.min(this.#options.memoryLimitBytes, this.#instance?.memory.buffer.byteLength ?? 0),
-    );
-    return {
-      status: "memory",
-      error: {
-        name: "MemoryError",
-        message: `The sandbox ran out of memory (memoryLimitBytes: ${this.#options.memoryLimitBytes})`,
-      },
-    };
-  }
-
-  /** A host exception escaped the VM: the instance is dropped; say what most likely happened. */
-  #faultOutcome(fault: unknown): Pick<CodeExecutionResult, "status" | "error"> {
-    const memory = this.#instance?.memory;
-    if (
-      memory !== undefined &&
-      (this.#instance?.growthRefused === true ||
-        memory.buffer.byteLength + 65_536 >= (this.#instance?.maxBytes ?? Number.POSITIVE_INFINITY))
-    ) {
-      return this.#memoryOutcome();
-    }
-    if (fault instanceof RangeError) {
-      return {
-        status: "error",
-        error: {
-          name: "RangeError",
-          message: "Maximum call stack size exceeded (the code nests or recurses too deeply)",
-        },
-      };
-    }
-    if (fault instanceof SerializationError)
-      return { status: "error", error: { name: fault.name, message: fault.message } };
-    const message = fault instanceof Error ? fault.message : String(fault);
-    return { status: "error", error: { name: "InternalError", message: `The sandbox failed: ${message}` } };
-  }
 }
-
-/** QuickJS's link-time messages (SyntaxErrors with an empty stack); the group is the module's name. */
-const LINK_MESSAGE =
-  /^(?:Could not find export '[^']*' in module '(.*)'|circular reference when looking for export '[^']*' in module '(.*)'|export '[^']*' in module '(.*)' is ambiguous)$/;
 
 const noSide = {
   buffer: () => new ArrayBuffer(0),
@@ -711,25 +612,4 @@ function primitiveHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | und
   if (typeof value === "string") return UNSAFE_FOR_C_STRINGS.test(value) ? undefined : ctx.newString(value);
   if (typeof value === "number") return ctx.newNumber(value);
   return value === null ? ctx.null : value ? ctx.true : ctx.false;
-}
-
-/** Most characters of JSON a thrown non-Error value's message shows. */
-const THROWN_MESSAGE_UNITS = 65_536;
-
-const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}n` : v);
-
-/**
- * A thrown non-Error value as a message a person can read: its JSON, within a budget (a thrown value can be a
- * shared-reference bomb that expands to 2^40 nodes; `String()` of it would too, so it is never called on objects).
- */
-function formatThrown(value: unknown): string {
-  if (typeof value !== "object" || value === null) return String(typeof value === "bigint" ? `${value}n` : value);
-  const kind = Array.isArray(value) ? "array" : "object";
-  try {
-    return stringifyWithin(value, new WorkBudget(THROWN_MESSAGE_UNITS, "the thrown value"), bigintAsText) ?? kind;
-  } catch (error) {
-    return error instanceof BudgetError
-      ? `Uncaught ${kind} too large to show (more than ${THROWN_MESSAGE_UNITS} characters of JSON)`
-      : `Uncaught ${kind} with a reference cycle`;
-  }
 }
