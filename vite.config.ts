@@ -7,6 +7,8 @@ import { defineConfig } from "vite";
 export default defineConfig({
   root: "web",
   base: "./",
+  // The docs ship beside the page (`/contract.md`, `/playground.md`...), so its intro can link to them.
+  publicDir: "../docs",
   build: {
     outDir: "../dist/web",
     emptyOutDir: true,

@@ -327,6 +327,17 @@ test.describe("as a prompt engineer uses it", () => {
     await expect(page.locator("#run")).toBeEnabled();
   });
 
+  test("the intro's links to the docs and the API resolve on this host", async ({ page, request }) => {
+    const links = await page.locator(".intro a").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href));
+    expect(links.map((href) => new URL(href).pathname)).toEqual([
+      "/contract.md",
+      "/playground.md",
+      "/deploy.md",
+      "/openapi.json",
+    ]);
+    for (const href of links) expect([href, (await request.get(href)).status()]).toEqual([href, 200]);
+  });
+
   test("on a 390 px phone, Run brings the results into view", async ({ page }, testInfo) => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.click("#run");
