@@ -1,6 +1,6 @@
 /**
- * QuickJS instances. Every run gets its own wasm instance with its own linear memory, whose `maximum` is the real
- * memory cap (QuickJS's own limit counts allocations, not bytes, in these builds).
+ * QuickJS wasm instances, each with its own linear memory, whose `maximum` is the real memory cap (QuickJS's own
+ * limit counts allocations, not bytes, in these builds).
  * @module
  */
 import variant from "@jitl/quickjs-wasmfile-release-sync";
@@ -23,6 +23,8 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
 
 export interface Instance {
   quickjs: QuickJSWASMModule;
+  /** The Emscripten module under it (its allocator is probed once: see instance.ts). */
+  emscripten: QuickJSEmscriptenModule;
   memory: WebAssembly.Memory;
   /** Bytes the memory may grow to. */
   maxBytes: number;
@@ -91,6 +93,7 @@ export async function newInstance(
   emscripten.type = "sync";
   const instance: Instance = {
     quickjs: new QuickJSWASMModule(emscripten, new FFI(emscripten)),
+    emscripten,
     memory,
     maxBytes: pages * PAGE,
     growthRefused: false,

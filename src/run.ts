@@ -1,16 +1,15 @@
 /**
- * One run from a fresh wasm instance to its `CodeExecutionResult`: prelude, staged globals and imports, the entry
- * module, the selected export, the result. The instance is never reused and never disposed piecemeal: when the run
- * ends it is dropped whole, which also survives the engine states in which disposal aborts (after running out of
- * memory or overflowing the host stack).
+ * One run on a booted instance to its `CodeExecutionResult`: staged globals and imports, the entry module, the
+ * selected export, the result. Nothing the run makes in the instance is disposed piecemeal: when the run ends the
+ * pool restores the instance's booted memory or drops it whole, which also survives the engine states in which
+ * disposal aborts (after running out of memory or overflowing the host stack).
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
-import { type Instance, newInstance } from "./engine.js";
 import { SerializationError } from "./errors.js";
-import { type CoreInternals, guestCoreSource } from "./guest/core.js";
-import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
 import { guestSlowPathsSource } from "./guest/slow-paths.js";
+import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
+import type { InstancePool } from "./instance-pool.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
 import {
   LOG_LEVELS,
@@ -31,6 +30,9 @@ import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyC
 /** What a run needs from its sandbox. */
 export interface RunContext {
   wasm: () => Promise<WebAssembly.Module | undefined>;
+  instances: InstancePool;
+  /** Whether the instance goes back to the pool restored (`false`: booted for this run only). */
+  restore: boolean;
   safetyCap: SafetyCap;
   clock: () => number;
 }
@@ -42,12 +44,9 @@ export interface RunChannel {
   settled(): boolean;
 }
 
-/** QuickJS's own stack limit; deeper guest recursion is a clean `InternalError` (see docs/limits). */
-const MAX_STACK_BYTES = 512 * 1024;
 /** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
 const STAGE_KEY = "runcode:stage";
 
-type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 /** A guest promise and its resolvers (see `deferred` in the prelude). */
 type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
 
@@ -75,12 +74,13 @@ export class Run {
   readonly #logs: CodeExecutionLog[] = [];
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
 
-  #instance: Instance | undefined;
+  /** The booted instance while the run holds it. */
+  #booted: BootedInstance | undefined;
   #runtime: QuickJSRuntime | undefined;
   #ctx: QuickJSContext | undefined;
-  #core: Record<keyof CoreInternals, QuickJSHandle> | undefined;
-  #hostCallHandle: QuickJSHandle | undefined;
-  #marshal: MarshalHandles | undefined;
+  #core: CoreHandles | undefined;
+  /** `false` once a step failed in a way that leaves the instance unfit for another run. */
+  #sound = true;
   #stop: Stop | undefined;
   #hostFault: unknown;
   #polls = 0;
@@ -128,12 +128,23 @@ export class Run {
   /** Runs to the end; never throws. */
   async execute(source: string): Promise<Pick<CodeExecutionResult, "status" | "result" | "error">> {
     try {
+      return await this.#execute(source);
+    } finally {
+      const booted = this.#booted;
+      this.#booted = undefined;
+      if (booted !== undefined) this.#context.instances.give(booted, this.#sound && this.#hostFault === undefined);
+    }
+  }
+
+  async #execute(source: string): Promise<Pick<CodeExecutionResult, "status" | "result" | "error">> {
+    try {
       await this.#linker.prepare(source);
       const entry = this.#linker.entry(source);
       if (typeof entry !== "string") return { status: "link_error", error: entry };
-      const wasm = await this.#context.wasm();
+      const { wasm, instances, restore } = this.#context;
+      const module = await wasm();
       this.#checkStop();
-      this.#instance = await newInstance(wasm, this.#options.memoryLimitBytes);
+      this.#booted = await instances.take(module, this.#options.memoryLimitBytes, restore);
       this.#checkStop();
       const ctx = this.#boot();
       const namespace = await this.#settle(
@@ -153,42 +164,30 @@ export class Run {
       this.#sample();
       return { status: "success", result };
     } catch (caught) {
+      if (!(caught instanceof GuestFailure || caught instanceof Stopped)) this.#sound = false;
       const outcome = this.#outcome(caught);
       if (outcome.status === "error" || outcome.status === "link_error") this.#sample();
       return outcome;
     }
   }
 
-  /** Fresh runtime and context with the prelude, staged values, internals module and global bindings. */
+  /** The run's side of the booted instance: its hooks, cap, `Math.random` seed, staged values and global bindings. */
   #boot(): QuickJSContext {
-    const instance = this.#instance as Instance;
-    const runtime = instance.quickjs.newRuntime();
-    this.#runtime = runtime;
-    runtime.setMemoryLimit(this.#options.memoryLimitBytes);
-    runtime.setMaxStackSize(MAX_STACK_BYTES);
-    runtime.setInterruptHandler(this.#poll);
-    runtime.setModuleLoader(this.#linker.load, this.#linker.normalize);
-    const ctx = runtime.newContext();
+    const booted = this.#booted as BootedInstance;
+    booted.lend(this.#tenant, this.#options.memoryLimitBytes);
+    this.#runtime = booted.runtime;
+    const ctx = booted.ctx;
     this.#ctx = ctx;
-
-    const core = this.#guard(() => ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
-    this.#hostCallHandle = ctx.newFunction("", this.#hostCall);
-    // Math.random's seed, from the platform's cryptographic source (never the clock: see guest/core.ts).
-    const seed = Array.from(crypto.getRandomValues(new Uint32Array(4)), (word) => ctx.newNumber(word));
-    const internals = this.#guard(() =>
-      ctx.callFunction(core, ctx.undefined, [this.#hostCallHandle as QuickJSHandle, ...seed]),
-    );
-    this.#core = Object.fromEntries(
-      (["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const).map(
-        (k) => [k, ctx.getProp(internals, k)],
-      ),
-    ) as Record<keyof CoreInternals, QuickJSHandle>;
+    this.#core = booted.core;
 
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
     const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
     const values = empty ? undefined : this.#toGuest(this.#values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
-    this.#guard(() => ctx.callFunction(this.#coreOf().stage, ctx.undefined, [...staged, ctx.newString(STAGE_KEY)]));
+    // Math.random's seed, from the platform's cryptographic source (never the clock: see guest/core.ts).
+    const seed = Array.from(crypto.getRandomValues(new Uint32Array(4)), (word) => ctx.newNumber(word));
+    const stage = [...staged, ctx.newString(STAGE_KEY), ...seed];
+    this.#guard(() => ctx.callFunction(this.#coreOf().stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
     const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
     this.#guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
@@ -198,23 +197,22 @@ export class Run {
     return ctx;
   }
 
-  #coreOf(): Record<keyof CoreInternals, QuickJSHandle> {
-    return this.#core as Record<keyof CoreInternals, QuickJSHandle>;
+  #coreOf(): CoreHandles {
+    return this.#core as CoreHandles;
   }
 
-  /** The marshaling half, compiled on first use (see guest/marshal.ts). */
+  /** The marshaling half, booted with the instance (see guest/marshal.ts). */
   #marshalOf(): MarshalHandles {
-    if (this.#marshal === undefined) {
-      const ctx = this.#ctx as QuickJSContext;
-      const factory = this.#guard(() =>
-        ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" }),
-      );
-      const args = [this.#coreOf().intrinsics, this.#hostCallHandle as QuickJSHandle];
-      const object = this.#guard(() => ctx.callFunction(factory, ctx.undefined, args));
-      this.#marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
-    }
-    return this.#marshal;
+    return (this.#booted as BootedInstance).marshal;
   }
+
+  /** What the booted instance asks of the run holding it. */
+  readonly #tenant: Tenant = {
+    poll: () => this.#poll(),
+    hostCall: (...args) => this.#hostCall(...args),
+    normalize: (base, specifier) => this.#linker.normalize(base, specifier),
+    load: (name) => this.#linker.load(name),
+  };
 
   /** Enters the VM: accounts guest time for the safety cap, turns guest errors and host faults into exceptions. */
   #guard(call: () => VmCallResult<QuickJSHandle>): QuickJSHandle {
@@ -280,7 +278,8 @@ export class Run {
       };
       return true;
     }
-    if ((this.#polls & 15) === 0 && this.#instance?.memory.buffer.byteLength !== this.#sampledLength) this.#sample();
+    if ((this.#polls & 15) === 0 && this.#booted?.instance.memory.buffer.byteLength !== this.#sampledLength)
+      this.#sample();
     return false;
   };
 
@@ -289,7 +288,7 @@ export class Run {
     const runtime = this.#runtime;
     const ctx = this.#ctx;
     if (runtime === undefined || ctx === undefined || this.#hostFault !== undefined) return;
-    this.#sampledLength = (this.#instance as Instance).memory.buffer.byteLength;
+    this.#sampledLength = (this.#booted as BootedInstance).instance.memory.buffer.byteLength;
     try {
       const usage = runtime.computeMemoryUsage();
       const used = ctx.getProp(usage, "memory_used_size");
@@ -460,8 +459,9 @@ export class Run {
   /** A host promise settled: settle its guest promise and let the pump go on. */
   #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
     this.#inflight--;
-    const alive = deferred.resolve.alive;
-    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled() || !alive) return;
+    // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
+    const held = this.#booted?.heldBy(this.#tenant) === true && deferred.resolve.alive;
+    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled() || !held) return;
     const ctx = this.#ctx as QuickJSContext;
     try {
       let result: VmCallResult<QuickJSHandle>;
@@ -566,7 +566,7 @@ export class Run {
       {
         stop: this.#stop,
         hostFault: this.#hostFault,
-        instance: this.#instance,
+        instance: this.#booted?.instance,
         memoryLimitBytes: this.#options.memoryLimitBytes,
         linker: this.#linker,
         evaluating: () => this.#evaluating(),

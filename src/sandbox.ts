@@ -1,10 +1,12 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every
- * run it starts. Each run still gets its own wasm instance and linear memory.
+ * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every run
+ * it starts. Each run holds a booted instance alone, from the pool every sandbox shares; the next run gets it back
+ * as booted (see instance.ts).
  * @module
  */
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
+import { sharedPool } from "./instance-pool.js";
 import { Linker } from "./linker.js";
 import { FunctionTable } from "./marshal/to-guest.js";
 import { resolveOptions } from "./options.js";
@@ -23,7 +25,10 @@ const defaultClock = (): (() => number) => {
 
 /** Creates a sandbox runner; see {@link SandboxOptions}. */
 export function createSandbox(settings: SandboxOptions = {}): Sandbox {
-  const wasm = compiledModule(settings.wasm);
+  const mode = settings.instances ?? "restore";
+  if (mode !== "restore" && mode !== "fresh")
+    throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
+  const context = { wasm: compiledModule(settings.wasm), instances: sharedPool, restore: mode === "restore" };
   const clock = settings.clock ?? defaultClock();
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
   const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
@@ -38,7 +43,7 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
     const linker = new Linker(resolved);
     const reports: unknown[] = [];
     let settled = false;
-    const run = new Run(resolved, { wasm, safetyCap, clock }, linker, new FunctionTable(), {
+    const run = new Run(resolved, { ...context, safetyCap, clock }, linker, new FunctionTable(), {
       reports,
       settled: () => settled,
     });

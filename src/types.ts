@@ -110,9 +110,14 @@ export interface SandboxOptions {
   safetyCap?: Partial<SafetyCap>;
   /** Monotonic milliseconds used for `durationMs` and the safety cap. Default `performance.now`. */
   clock?: () => number;
+  /**
+   * `"restore"` (default): a run gets an instance booted once, whose memory is written back to the booted image
+   * after every run. `"fresh"`: every run boots a new instance (slower; for comparison).
+   */
+  instances?: "restore" | "fresh";
 }
 
-/** A sandbox runner: every `runCode` call gets its own fresh wasm instance and linear memory. */
+/** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */
 export interface Sandbox {
   runCode: RunCode;
 }

@@ -126,9 +126,18 @@ export interface CoreInternals {
   intrinsics: Intrinsics;
   /**
    * Put the decoded globals, the imports and the phase mark where the globals script and the internals module
-   * read them once (the phase module of linker.ts calls the mark when evaluation begins).
+   * read them once (the phase module of linker.ts calls the mark when evaluation begins), and seed `Math.random`
+   * for this run.
    */
-  stage(globals: Record<string, unknown> | undefined, imports: unknown, stageKey: string): void;
+  stage(
+    globals: Record<string, unknown> | undefined,
+    imports: unknown,
+    stageKey: string,
+    s0: number,
+    s1: number,
+    s2: number,
+    s3: number,
+  ): void;
   /** `true` once any user module started evaluating: errors before that are link errors. */
   evaluating(): boolean;
   /** Whether the namespace has the selected export. */
@@ -141,13 +150,7 @@ export interface CoreInternals {
   deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
 }
 
-export function guestCore(
-  hostCall: HostCall,
-  seed0: number,
-  seed1: number,
-  seed2: number,
-  seed3: number,
-): CoreInternals {
+export function guestCore(hostCall: HostCall): CoreInternals {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const OP_REPORT = 1;
@@ -322,7 +325,16 @@ export function guestCore(
     started = true;
   };
 
-  function stage(globals: Record<string, unknown> | undefined, imports: unknown, stageKey: string) {
+  function stage(
+    globals: Record<string, unknown> | undefined,
+    imports: unknown,
+    stageKey: string,
+    s0: number,
+    s1: number,
+    s2: number,
+    s3: number,
+  ) {
+    reseed(s0, s1, s2, s3);
     const bindings = { __proto__: null, console: guestConsole, report } as Record<string, unknown>;
     const names = globals === undefined ? [] : keys(globals);
     for (let i = 0; i < names.length; i++) define(bindings, names[i] as string, globals?.[names[i] as string]);
@@ -862,13 +874,20 @@ export function guestCore(
     return result;
   });
 
-  // Math.random, seeded from the host's cryptographic source (the engine's own seeds from the clock at start-up, so
-  // one run could recover the seed and replay another's values): xoshiro128**, 53 bits per value.
-  let r0 = seed0 | 0;
-  let r1 = seed1 | 0;
-  let r2 = seed2 | 0;
-  let r3 = seed3 | 0;
-  if ((r0 | r1 | r2 | r3) === 0) r0 = 1;
+  // Math.random, seeded for every run from the host's cryptographic source (the engine's own seeds from the clock at
+  // start-up, so one run could recover the seed and replay another's values, and a restored instance would repeat
+  // the booted state's sequence): xoshiro128**, 53 bits per value.
+  let r0 = 1;
+  let r1 = 0;
+  let r2 = 0;
+  let r3 = 0;
+  const reseed = (s0: number, s1: number, s2: number, s3: number) => {
+    r0 = s0 | 0;
+    r1 = s1 | 0;
+    r2 = s2 | 0;
+    r3 = s3 | 0;
+    if ((r0 | r1 | r2 | r3) === 0) r0 = 1;
+  };
   const { imul } = Math;
   const next = () => {
     const out = imul((imul(r1, 5) << 7) | (imul(r1, 5) >>> 25), 9);

@@ -177,7 +177,9 @@ describe("HTTP API: bad requests", () => {
 describe("HTTP API end to end (QuickJS environment)", () => {
   test("submit, stream events, read stdout with a split character, call kv and a custom tool, check the record", async () => {
     const h = await host();
-    const code = `const greeting = await cyrnel.services.demo.tools.greet.invoke({ name: "Ada" });
+    // The process waits until the stream is open, so every event after the snapshot is streamed.
+    const code = `await cyrnel.services.demo.tools.wait.invoke({});
+const greeting = await cyrnel.services.demo.tools.greet.invoke({ name: "Ada" });
 console.log(greeting.greeting, "€");
 const before = await cyrnel.services.kv.tools.get.invoke({ key: "visits" });
 const visits = (before.found ? (before.value as number) : 0) + 1;
@@ -196,7 +198,10 @@ cyrnel.output({ last: true });`;
     expect(created).toMatchObject({ status: 201, body: { pid: 1, state: "queued" } });
     const stream = await h.app.fetch(new Request("http://host/processes/1/events"));
     expect(stream.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-    const seen = await events(stream);
+    const streamed = events(stream);
+    await until(async () => h.waiting.length === 1);
+    (h.waiting[0] as () => void)();
+    const seen = await streamed;
     expect(seen[0]?.[0]).toBe("snapshot");
     const rest = seen
       .slice(1)
@@ -232,6 +237,8 @@ cyrnel.output({ last: true });`;
 
     // State kept between runs through kv.
     expect((await call(h, "POST", "/processes/1/signals/run")).body).toEqual({ pid: 1, state: "queued" });
+    await until(async () => h.waiting.length === 2);
+    (h.waiting[1] as () => void)();
     await h.service.idle();
     expect(await record(h, 1)).toMatchObject({ exitState: "success", output: { visits: 2, last: true }, runs: 2 });
     // A late subscriber of an idle process gets the record and the stream ends.

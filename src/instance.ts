@@ -1,0 +1,234 @@
+/**
+ * A booted instance: a wasm instance with its QuickJS runtime and context and the whole prelude evaluated (the core
+ * and the marshaling half), lent to one run at a time. Booting records the linear memory; after a run the image is
+ * written back, so the next run starts from exactly the booted state without a new instance or the prelude again.
+ *
+ * Lifetimes: handles made at boot live as long as the instance (they point into the image); handles a run makes
+ * point into memory the restore rewrites, so they die with the run, are never disposed one by one and are never
+ * used again (the run that made them checks that it still holds the instance).
+ * @module
+ */
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
+import { type Instance, newInstance } from "./engine.js";
+import { type CoreInternals, guestCoreSource } from "./guest/core.js";
+import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
+import { INTERNALS_MODULE } from "./linker.js";
+
+/** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
+const MAX_STACK_BYTES = 512 * 1024;
+/** Granularity of the booted image: blocks that were all zero at boot are kept as nothing and zeroed on restore. */
+const BLOCK = 64 * 1024;
+/** The allocation that reveals the allocator's break (see {@link breakWordOffset}). */
+const PROBE_BYTES = 8 * 1024 * 1024;
+/** Static data, where the break lives, is within the first pages; the probe compares this much. */
+const PROBE_SCAN_BYTES = 1024 * 1024;
+
+/** The single host function of the guest (see OP_* in marshal/tape.ts). */
+export type HostCall = (
+  op: QuickJSHandle,
+  a: QuickJSHandle,
+  tape: QuickJSHandle,
+  side: QuickJSHandle,
+  ok: QuickJSHandle,
+) => QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
+
+/** What the run holding the instance answers for it: the interrupt, the host function and module loading. */
+export interface Tenant {
+  poll(): boolean;
+  hostCall: HostCall;
+  normalize(base: string, specifier: string): string;
+  load(name: string): string | { error: Error };
+}
+
+export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, QuickJSHandle> & {
+  intrinsics: QuickJSHandle;
+};
+export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
+
+/** Where each compiled module keeps its allocator's break, probed once (`undefined`: not found, never restore). */
+const breakOffsets = new WeakMap<object, Promise<number | undefined>>();
+const VARIANT_KEY = {};
+
+/**
+ * Byte offset of the allocator's break in static data. The break only grows in this build and marks everything a
+ * run can have dirtied above the booted image. A large allocation on a throwaway instance moves it by at least the
+ * block's size; other words that move as much (the top chunk, footprint counters) hold smaller values.
+ */
+export function breakWordOffset(wasm: WebAssembly.Module | undefined): Promise<number | undefined> {
+  const key = wasm ?? VARIANT_KEY;
+  let offset = breakOffsets.get(key);
+  if (offset === undefined) {
+    offset = newInstance(wasm, 2 * PROBE_BYTES).then(({ emscripten, memory }) => {
+      const before = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+      emscripten._malloc(PROBE_BYTES);
+      const after = new Int32Array(memory.buffer, 0, PROBE_SCAN_BYTES / 4);
+      let found: number | undefined;
+      let highest = 0;
+      for (let i = 0; i < after.length; i++) {
+        const value = after[i] as number;
+        const moved = value - (before[i] as number) >= PROBE_BYTES && value <= memory.buffer.byteLength;
+        if (moved && value > highest) {
+          highest = value;
+          found = i * 4;
+        }
+      }
+      return found;
+    });
+    breakOffsets.set(key, offset);
+  }
+  return offset;
+}
+
+export class BootedInstance {
+  /** The module it was instantiated from (`undefined`: the variant's own). */
+  readonly wasm: WebAssembly.Module | undefined;
+  readonly instance: Instance;
+  readonly runtime: QuickJSRuntime;
+  readonly ctx: QuickJSContext;
+  readonly core: CoreHandles;
+  /** The guest's host function, bound to whichever run holds the instance. */
+  readonly hostCall: QuickJSHandle;
+  #tenant: Tenant | undefined;
+  #marshal: MarshalHandles | undefined;
+  /** The booted memory in blocks; `undefined` for a block that was all zero. */
+  #image: (Uint8Array | undefined)[] = [];
+  #breakAt: number | undefined;
+  #bootedBreak = 0;
+  #bootedLength = 0;
+  /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
+  #bootedFingerprint = "";
+
+  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance) {
+    this.wasm = wasm;
+    this.instance = instance;
+    const runtime = instance.quickjs.newRuntime();
+    this.runtime = runtime;
+    runtime.setMaxStackSize(MAX_STACK_BYTES);
+    runtime.setInterruptHandler(() => this.#tenant?.poll() ?? false);
+    runtime.setModuleLoader(
+      (name) => this.#tenant?.load(name) ?? { error: new Error("The instance is not lent to a run") },
+      (base, specifier) => this.#tenant?.normalize(base, specifier) ?? specifier,
+    );
+    const ctx = runtime.newContext();
+    this.ctx = ctx;
+    this.hostCall = ctx.newFunction("", (...args) => this.#tenant?.hostCall(...(args as Parameters<HostCall>)));
+    const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
+    const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
+    const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
+    this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+  }
+
+  /**
+   * The marshaling half (see guest/marshal.ts). An instance used once compiles it on first use (a run with no
+   * globals and no imports may never need it); a restorable one at boot, so its handles point into the image.
+   */
+  get marshal(): MarshalHandles {
+    if (this.#marshal === undefined) {
+      const ctx = this.ctx;
+      const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
+      const factory = unwrap(ctx, source);
+      const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, [this.core.intrinsics, this.hostCall]));
+      this.#marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
+    }
+    return this.#marshal;
+  }
+
+  /** A booted instance whose memory can hold `heapLimitBytes` of heap; `restorable` records its image. */
+  static async boot(
+    wasm: WebAssembly.Module | undefined,
+    heapLimitBytes: number,
+    restorable: boolean,
+  ): Promise<BootedInstance> {
+    const breakAt = restorable ? await breakWordOffset(wasm) : undefined;
+    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes));
+    if (breakAt !== undefined) booted.#record(breakAt);
+    return booted;
+  }
+
+  /** Lends the instance to a run, with its cap and a fresh `Math.random` seed staged by the caller. */
+  lend(tenant: Tenant, heapLimitBytes: number): void {
+    this.#tenant = tenant;
+    this.runtime.setMemoryLimit(heapLimitBytes);
+  }
+
+  /** `true` while `tenant` holds the instance. */
+  heldBy(tenant: Tenant): boolean {
+    return this.#tenant === tenant;
+  }
+
+  /**
+   * Takes the instance back from its run. A `sound` instance (no host fault, no abort) that did not grow and whose
+   * library state is as booted gets its booted memory back and returns `true`; any other is for dropping.
+   */
+  reclaim(sound: boolean): boolean {
+    this.#tenant = undefined;
+    const { memory, growthRefused } = this.instance;
+    const breakAt = this.#breakAt;
+    if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
+      return false;
+    if (this.#fingerprint() !== this.#bootedFingerprint) return false;
+    const bytes = new Uint8Array(memory.buffer);
+    const reached = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
+    if (reached < this.#bootedBreak || reached > bytes.length) return false;
+    const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
+    for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
+      const block = this.#image[i];
+      if (block === undefined) bytes.fill(0, start, Math.min(start + BLOCK, end));
+      else bytes.set(block, start);
+    }
+    return true;
+  }
+
+  /** Completes the boot and records the memory up to the allocator's break (above it, memory is still all zero). */
+  #record(breakAt: number): void {
+    void this.marshal;
+    // Handles the library makes and caches on first use; made now, they point into the image.
+    void this.ctx.global;
+    this.ctx.newBigInt(0n).dispose();
+    this.runtime.computeMemoryUsage().dispose();
+    const { memory } = this.instance;
+    this.#breakAt = breakAt;
+    this.#bootedBreak = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
+    this.#bootedLength = memory.buffer.byteLength;
+    this.#bootedFingerprint = this.#fingerprint();
+    const bytes = new Uint8Array(memory.buffer);
+    const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
+    for (let start = 0; start < end; start += BLOCK) {
+      const block = bytes.subarray(start, Math.min(start + BLOCK, end));
+      this.#image.push(allZero(block) ? undefined : block.slice());
+    }
+  }
+
+  /**
+   * The library's JS-side state that must match the memory: host references (functions), contexts and the handles
+   * it caches on its objects. A run that changed any of it (it should not be able to) makes the instance unfit.
+   */
+  #fingerprint(): string {
+    const { hostRefs, contextMap } = this.runtime as unknown as {
+      hostRefs: { nextId: number; freelist: unknown[]; groups: Map<unknown, Map<unknown, unknown>> };
+      contextMap: Map<unknown, unknown>;
+    };
+    const refs = [...hostRefs.groups.values()].reduce((sum, group) => sum + group.size, 0);
+    return [
+      hostRefs.nextId,
+      hostRefs.freelist.length,
+      refs,
+      contextMap.size,
+      Object.keys(this.runtime).length,
+      Object.keys(this.ctx).length,
+    ].join();
+  }
+}
+
+/** Whether a block (whole words, word-aligned) holds only zeros. */
+function allZero(block: Uint8Array): boolean {
+  const words = new Int32Array(block.buffer, block.byteOffset, block.byteLength / 4);
+  for (let i = 0; i < words.length; i++) if (words[i] !== 0) return false;
+  return true;
+}
+
+function unwrap(ctx: QuickJSContext, result: VmCallResult<QuickJSHandle>): QuickJSHandle {
+  if (result.error === undefined) return result.value;
+  const error = ctx.dump(result.error);
+  throw new Error(`The prelude failed to boot: ${JSON.stringify(error)}`);
+}
