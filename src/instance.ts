@@ -18,6 +18,12 @@ import { INTERNALS_MODULE } from "./linker.js";
 const MAX_STACK_BYTES = 512 * 1024;
 /** Granularity of the booted image: blocks that were all zero at boot are kept as nothing and zeroed on restore. */
 const BLOCK = 64 * 1024;
+/**
+ * How deep below the stack's booted part a run can write: QuickJS stops JS recursion at MAX_STACK_BYTES, and a native
+ * frame past that check is far smaller than the margin. Deeper, still-zero stack blocks are not rewritten after every
+ * run (5 MiB of the 5.6 MB image); a guard block just below this reach is checked instead.
+ */
+const STACK_REACH_BLOCKS = Math.ceil((2 * MAX_STACK_BYTES) / BLOCK);
 /** The allocation that reveals the allocator's break (see {@link breakWordOffset}). */
 const PROBE_BYTES = 8 * 1024 * 1024;
 /** Static data, where the break lives, is within the first pages; the probe compares this much. */
@@ -92,8 +98,12 @@ export class BootedInstance {
   #marshal: MarshalHandles | undefined;
   /** The booted memory in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
+  /** Blocks `[from, to)`: the C stack that boot left all zero (the longest run of zero blocks in the image). */
+  #stack = { from: 0, to: 0 };
   #breakAt: number | undefined;
   #bootedBreak = 0;
+  /** QuickJS's count of the booted heap (runtime, context, prelude). */
+  #bootedHeapBytes = 0;
   #bootedLength = 0;
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
@@ -139,9 +149,12 @@ export class BootedInstance {
     heapLimitBytes: number,
     restorable: boolean,
   ): Promise<BootedInstance> {
-    const breakAt = restorable ? await breakWordOffset(wasm) : undefined;
+    const breakAt = await breakWordOffset(wasm);
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes));
-    if (breakAt !== undefined) booted.#record(breakAt);
+    if (breakAt === undefined) return booted;
+    if (restorable) booted.#complete();
+    booted.#measure(breakAt);
+    if (restorable) booted.#record();
     return booted;
   }
 
@@ -157,6 +170,30 @@ export class BootedInstance {
   }
 
   /**
+   * The heap's high-water mark while lent: the booted heap plus what the run's allocations added to the allocator's
+   * footprint (its break only grows, so this is a true peak, read without touching the VM). Where the break is not
+   * known, QuickJS's own count of the live heap (a walk of every object); `undefined` when even that fails (out of
+   * memory).
+   */
+  heapBytes(): number | undefined {
+    const { memory } = this.instance;
+    if (this.#breakAt !== undefined) {
+      const reached = new Int32Array(memory.buffer, this.#breakAt, 1)[0] as number;
+      return this.#bootedHeapBytes + Math.max(0, reached - this.#bootedBreak);
+    }
+    try {
+      const usage = this.runtime.computeMemoryUsage();
+      const used = this.ctx.getProp(usage, "memory_used_size");
+      const bytes = this.ctx.getNumber(used);
+      used.dispose();
+      usage.dispose();
+      return bytes;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Takes the instance back from its run. A `sound` instance (no host fault, no abort) that did not grow and whose
    * library state is as booted gets its booted memory back and returns `true`; any other is for dropping.
    */
@@ -165,30 +202,47 @@ export class BootedInstance {
     const { memory, growthRefused } = this.instance;
     const breakAt = this.#breakAt;
     if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
-      return false;
+      return false; // (an instance booted without an image has a #bootedLength of 0)
     if (this.#fingerprint() !== this.#bootedFingerprint) return false;
     const bytes = new Uint8Array(memory.buffer);
     const reached = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
     if (reached < this.#bootedBreak || reached > bytes.length) return false;
     const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
+    // Blocks of the stack below the reach are left alone unless the run wrote the guard block above them.
+    const guard = this.#stack.to - STACK_REACH_BLOCKS - 1;
+    const deep = guard >= this.#stack.from && !allZero(bytes.subarray(guard * BLOCK, (guard + 1) * BLOCK));
+    const kept = deep ? 0 : guard + 1 - this.#stack.from;
     for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
       const block = this.#image[i];
-      if (block === undefined) bytes.fill(0, start, Math.min(start + BLOCK, end));
-      else bytes.set(block, start);
+      if (block !== undefined) bytes.set(block, start);
+      else if (i < this.#stack.from || i >= this.#stack.from + kept) bytes.fill(0, start, Math.min(start + BLOCK, end));
     }
     return true;
   }
 
-  /** Completes the boot and records the memory up to the allocator's break (above it, memory is still all zero). */
-  #record(breakAt: number): void {
+  /** Makes now what would otherwise be made on first use, so that its handles point into the image. */
+  #complete(): void {
     void this.marshal;
-    // Handles the library makes and caches on first use; made now, they point into the image.
+    // Handles the library caches on its objects.
     void this.ctx.global;
     this.ctx.newBigInt(0n).dispose();
     this.runtime.computeMemoryUsage().dispose();
-    const { memory } = this.instance;
+  }
+
+  /** Where the heap stands at boot, for {@link heapBytes}. */
+  #measure(breakAt: number): void {
+    const usage = this.runtime.computeMemoryUsage();
+    const used = this.ctx.getProp(usage, "memory_used_size");
+    this.#bootedHeapBytes = this.ctx.getNumber(used);
+    used.dispose();
+    usage.dispose();
     this.#breakAt = breakAt;
-    this.#bootedBreak = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
+    this.#bootedBreak = new Int32Array(this.instance.memory.buffer, breakAt, 1)[0] as number;
+  }
+
+  /** Records the memory up to the allocator's break (above it, memory is still all zero). */
+  #record(): void {
+    const { memory } = this.instance;
     this.#bootedLength = memory.buffer.byteLength;
     this.#bootedFingerprint = this.#fingerprint();
     const bytes = new Uint8Array(memory.buffer);
@@ -196,6 +250,11 @@ export class BootedInstance {
     for (let start = 0; start < end; start += BLOCK) {
       const block = bytes.subarray(start, Math.min(start + BLOCK, end));
       this.#image.push(allZero(block) ? undefined : block.slice());
+    }
+    for (let i = 0, from = 0; i <= this.#image.length; i++) {
+      if (i < this.#image.length && this.#image[i] === undefined) continue;
+      if (i - from > this.#stack.to - this.#stack.from) this.#stack = { from, to: i };
+      from = i + 1;
     }
   }
 

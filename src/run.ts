@@ -35,6 +35,8 @@ export interface RunContext {
   restore: boolean;
   safetyCap: SafetyCap;
   clock: () => number;
+  /** An outside stop (see `SandboxOptions.interrupted`). */
+  interrupted: () => boolean;
 }
 
 /** What the run shares with its handle. */
@@ -90,7 +92,6 @@ export class Run {
   #inflight = 0;
   #wake: (() => void) | undefined;
   #peakBytes = 0;
-  #sampledLength = 0;
   /** Bytes of logs and reports the host keeps for this run, counted against `memoryLimitBytes`. */
   #retained = 0;
 
@@ -184,8 +185,7 @@ export class Run {
     const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
     const values = empty ? undefined : this.#toGuest(this.#values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
-    // Math.random's seed, from the platform's cryptographic source (never the clock: see guest/core.ts).
-    const seed = Array.from(crypto.getRandomValues(new Uint32Array(4)), (word) => ctx.newNumber(word));
+    const seed = seedWords().map((word) => ctx.newNumber(word));
     const stage = [...staged, ctx.newString(STAGE_KEY), ...seed];
     this.#guard(() => ctx.callFunction(this.#coreOf().stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
@@ -261,13 +261,24 @@ export class Run {
   }
 
   #checkStop(): void {
-    if (this.#stop !== undefined || this.#channel.settled()) throw new Stopped();
+    if (this.#interrupted() || this.#channel.settled()) throw new Stopped();
+  }
+
+  /** Takes an outside stop (see `SandboxOptions.interrupted`) as the caller's terminate. */
+  #interrupted(): boolean {
+    if (this.#stop === undefined && this.#context.interrupted()) {
+      this.#stop = {
+        kind: "terminated",
+        error: { name: "TerminatedError", message: "Execution terminated by the caller" },
+      };
+    }
+    return this.#stop !== undefined;
   }
 
   /** The interrupt handler: polled about every 10,000 guest calls or loop iterations. */
   #poll = (): boolean => {
     this.#polls++;
-    if (this.#stop !== undefined || this.#hostFault !== undefined || this.#channel.settled()) return true;
+    if (this.#interrupted() || this.#hostFault !== undefined || this.#channel.settled()) return true;
     const { interruptPolls, cpuTimeMs } = this.#context.safetyCap;
     const cpuMs = this.#cpuMs + this.#context.clock() - this.#sliceStart;
     if (this.#polls > interruptPolls || cpuMs > cpuTimeMs) {
@@ -278,26 +289,13 @@ export class Run {
       };
       return true;
     }
-    if ((this.#polls & 15) === 0 && this.#booted?.instance.memory.buffer.byteLength !== this.#sampledLength)
-      this.#sample();
     return false;
   };
 
-  /** Records the heap's size for `memoryUsedBytes` (cheap enough only when the memory grew). */
+  /** Records the heap's high-water mark for `memoryUsedBytes` (see `BootedInstance#heapBytes`). */
   #sample(): void {
-    const runtime = this.#runtime;
-    const ctx = this.#ctx;
-    if (runtime === undefined || ctx === undefined || this.#hostFault !== undefined) return;
-    this.#sampledLength = (this.#booted as BootedInstance).instance.memory.buffer.byteLength;
-    try {
-      const usage = runtime.computeMemoryUsage();
-      const used = ctx.getProp(usage, "memory_used_size");
-      this.#peakBytes = Math.max(this.#peakBytes, ctx.getNumber(used));
-      used.dispose();
-      usage.dispose();
-    } catch {
-      // Out of memory while measuring: the peak so far stands.
-    }
+    if (this.#booted === undefined || this.#hostFault !== undefined) return;
+    this.#peakBytes = Math.max(this.#peakBytes, this.#booted.heapBytes() ?? 0);
   }
 
   /** The single host function of the guest; see OP_* in marshal/tape.ts. */
@@ -588,6 +586,20 @@ export class Run {
     (started.error ?? started.value).dispose();
     return value;
   }
+}
+
+/** Seeds of Math.random, drawn from the platform's cryptographic source (never the clock: see guest/core.ts) in batches. */
+const seeds = new Uint32Array(256);
+let seedsUsed = seeds.length;
+
+/** Four fresh words of seed, never handed out twice. */
+function seedWords(): number[] {
+  if (seedsUsed === seeds.length) {
+    crypto.getRandomValues(seeds);
+    seedsUsed = 0;
+  }
+  seedsUsed += 4;
+  return Array.from(seeds.subarray(seedsUsed - 4, seedsUsed));
 }
 
 const noSide = {

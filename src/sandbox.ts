@@ -28,7 +28,12 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
-  const context = { wasm: compiledModule(settings.wasm), instances: sharedPool, restore: mode === "restore" };
+  const context = {
+    wasm: compiledModule(settings.wasm),
+    instances: sharedPool,
+    restore: mode === "restore",
+    interrupted: settings.interrupted ?? (() => false),
+  };
   const clock = settings.clock ?? defaultClock();
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
   const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;

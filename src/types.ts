@@ -115,6 +115,12 @@ export interface SandboxOptions {
    * after every run. `"fresh"`: every run boots a new instance (slower; for comparison).
    */
   instances?: "restore" | "fresh";
+  /**
+   * Read with every interrupt poll and at every yield point: once it returns `true` the run stops as `terminated`,
+   * native work included at its next poll. For a flag another thread sets (a run on a worker thread cannot receive
+   * messages while guest code runs synchronously).
+   */
+  interrupted?: () => boolean;
 }
 
 /** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */

@@ -96,6 +96,28 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.error?.message).toContain("safety cap");
     }, 20_000);
 
+    it("an interrupted() flag stops a synchronous endless loop as the caller's terminate", async () => {
+      let polls = 0;
+      const flagged = make({ interrupted: () => ++polls > 20 });
+      const r = await flagged("let n = 0;\ntry { while (true) n++; } finally { n = -1 }\nexport default n");
+      expect(r.status).toBe("terminated");
+      expect(r.error).toEqual({ name: "TerminatedError", message: "Execution terminated by the caller" });
+      expect(polls).toBe(21);
+    }, 20_000);
+
+    it("an interrupted() flag raised while the run awaits the host ends it at the next yield point", async () => {
+      let raised = false;
+      const flagged = make({ interrupted: () => raised });
+      const pause = () =>
+        new Promise((resolve) => {
+          raised = true;
+          setTimeout(resolve, 10);
+        });
+      const r = await flagged("await pause();\nexport default 1", { globals: { pause } });
+      expect(r.status).toBe("terminated");
+      expect(r.error?.message).toBe("Execution terminated by the caller");
+    }, 20_000);
+
     it("the interruptPolls safety cap also stops a loop in an async export", async () => {
       const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("export default async () => { await null; for (;;) {} }");

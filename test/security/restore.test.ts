@@ -68,6 +68,16 @@ describe("the restored memory", () => {
       expect(findInMemory(instance, secret)).toBe(-1);
   });
 
+  it("is zeroed wherever a run wrote, the deep C stack included", async () => {
+    const { instance, booted: image } = await lent();
+    const bytes = new Uint8Array(instance.instance.memory.buffer);
+    // A byte in the middle of every 64 KiB below the break, as if a run had reached the bottom of the stack.
+    const reached = image.findLastIndex((byte) => byte !== 0);
+    for (let at = 32 * 1024; at < reached; at += 64 * 1024) bytes[at] = (bytes[at] as number) ^ 0xff;
+    expect(instance.reclaim(true)).toBe(true);
+    expect(Buffer.compare(Buffer.from(instance.instance.memory.buffer), Buffer.from(image))).toBe(0);
+  });
+
   it("boots to the same state again: the next tenant sees none of the run before", async () => {
     const { instance } = await lent();
     evaluate(instance, "globalThis.leak = 'SECRET'; Object.prototype.polluted = 1; Math.max = () => 42;");
