@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
+import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
 import { newInstance } from "../src/engine.js";
@@ -17,6 +18,7 @@ const wasmModule = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
 const { runCode } = createSandbox({ wasm: wasmModule });
+const fresh = createSandbox({ wasm: wasmModule, instances: "fresh" });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -102,6 +104,8 @@ for (let i = 0; i < 5000; i++) {
 export default s;`;
 
 const ready = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
+// A peer on the same engine build and wasm module: a fresh runtime and context per run in one shared instance.
+const peer = await loadQuickJs(newVariant(variant, { wasmModule }));
 const cases: Record<string, (i: number) => unknown> = {
   "floor: runtime+context on a ready instance": () => evalModule(ready),
   "floor: fresh instance + runtime+context": async () => evalModule((await newInstance(wasmModule, 64 << 20)).quickjs),
@@ -112,6 +116,9 @@ const cases: Record<string, (i: number) => unknown> = {
   "runCode 50-line TS + enum/namespace, first time": (i) => runCode(`${TS_PROGRAM_ENUMS}// ${i} ${Math.random()}\n`),
   "raw engine: array-method loop (30,000 calls)": () => evalModule(ready, ARRAY_LOOP),
   "runCode: the same array-method loop": () => runCode(ARRAY_LOOP, { language: "javascript" }),
+  "runCode trivial JS, fresh instance per run": () => fresh.runCode("export default 1+1", { language: "javascript" }),
+  "peer: @sebastianwessel/quickjs trivial module": () =>
+    peer.runSandboxed(async ({ evalCode }) => evalCode("export default 1+1")),
 };
 // Warm up: JIT, the TypeScript compiler's first load, caches.
 for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
@@ -125,12 +132,25 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const rows = [...times].map(([label, t]) => summarize(label, t));
-const [floorRuntime, floorInstance, trivial, programJs, tsRepeated, tsFirst, tsEnums, rawLoop, guardedLoop] =
-  rows as Summary[] as [Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary];
+const [
+  floorRuntime,
+  floorInstance,
+  trivial,
+  programJs,
+  tsRepeated,
+  tsFirst,
+  tsEnums,
+  rawLoop,
+  guardedLoop,
+  trivialFresh,
+  trivialPeer,
+] = rows as [Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary];
 console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
-ratio("runCode trivial JS / floor with a fresh instance", trivial, floorInstance, "<= 1.5x");
+ratio("runCode trivial JS / ready-instance floor", trivial, floorRuntime, "<= 2x");
+ratio("runCode trivial JS, fresh instance per run / restored", trivialFresh, trivial);
+ratio("peer @sebastianwessel/quickjs trivial / runCode trivial JS", trivialPeer, trivial, ">= 10x");
 ratio("fresh instance floor / ready-instance floor", floorInstance, floorRuntime);
 ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, programJs, "<= 1.2x");
 console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
