@@ -11,12 +11,13 @@ export default defineConfig({
         compatibilityFlags: ["increase_websocket_message_size"],
         // A short safety cap so `POST /run` of a tight loop ends within the test; two tenants (test/workers/client.ts)
         // with room for the suite's bursts (the quotas themselves are tested against the registry with their own
-        // figures, in tenants.test.ts).
+        // figures, in tenants.test.ts); 1 MiB of kv per tenant, so filling it takes a fraction of that cap.
         bindings: {
           RUN_CPU_MS: "300",
           RUN_INTERRUPT_POLLS: "1000000",
           RUNCODE_TENANT_MAX_ACTIVE: "256",
           RUNCODE_TENANT_RUNS_PER_MINUTE: "100000",
+          RUNCODE_TENANT_KV_BYTES: "1048576",
           RUNCODE_API_KEYS: "alpha:alpha-test-key-0123456789abcdef,beta:beta-test-key-0123456789abcdef",
         },
       },

@@ -119,8 +119,8 @@ describe("tenants", () => {
   });
 
   it("a tenant that fills its kv bytes (RUNCODE_TENANT_KV_BYTES) is refused; what it stored and beta's store stay", async () => {
-    // From an empty store, each entry is 4 key bytes + 65,002 bytes of JSON = 65,006: 258 fit in 16,777,216 bytes,
-    // the 259th does not.
+    // From an empty store, each entry is 4 key bytes + 65,002 bytes of JSON = 65,006: 16 fit in the 1,048,576 bytes
+    // the suite's configuration gives a tenant, the 17th does not.
     const empty = `import * as kv from "kv"; for (const key of (await kv.list({ limit: 1000 })).keys) await kv.delete({ key });`;
     await runAs(alpha, empty);
     const fill = `import { set } from "kv";
@@ -129,8 +129,8 @@ describe("tenants", () => {
       catch (error) { message = error.message; }
       export default [stored, message];`;
     expect((await runAs(alpha, fill)).result).toEqual([
-      258,
-      "kv.set failed: quota exceeded: the store may hold at most 16777216 bytes of keys and values (this write would make it 16836554)",
+      16,
+      "kv.set failed: quota exceeded: the store may hold at most 1048576 bytes of keys and values (this write would make it 1105102)",
     ]);
     const first = `import { get } from "kv"; export default (await get({ key: "f000" })).value.length;`;
     expect((await runAs(alpha, first)).result).toBe(65_000);
