@@ -7,37 +7,42 @@
  * @module
  */
 import { linearMemoryBytes } from "./engine.js";
-import { BootedInstance } from "./instance.js";
+import { BootedInstance, type BootModules } from "./instance.js";
 
 /** Most idle instances kept, across modules and memory sizes (the least recently used goes first). */
 export const MAX_IDLE_INSTANCES = 4;
 
 export class InstancePool {
-  readonly #idle: { wasm: WebAssembly.Module | undefined; booted: BootedInstance }[] = [];
+  readonly #idle: BootedInstance[] = [];
 
   /**
-   * An instance of `wasm` whose memory holds `heapLimitBytes` of heap and no more; `restorable` instances come back
-   * to the pool after their run, others are booted for one run and dropped (for comparison).
+   * An instance of `wasm` whose memory holds `heapLimitBytes` of heap and no more, booted with `boot`'s modules;
+   * `restorable` instances come back to the pool after their run, others are booted for one run and dropped (for
+   * comparison).
    */
   async take(
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
+    boot?: BootModules,
   ): Promise<BootedInstance> {
     if (restorable) {
       const bytes = linearMemoryBytes(heapLimitBytes);
+      const key = boot?.key ?? "";
       // The most recently used first: its memory is the likeliest to be in cache.
-      const index = this.#idle.findLastIndex((idle) => idle.wasm === wasm && idle.booted.instance.maxBytes === bytes);
+      const index = this.#idle.findLastIndex(
+        (idle) => idle.wasm === wasm && idle.instance.maxBytes === bytes && idle.boot.key === key,
+      );
       const found = index < 0 ? undefined : this.#idle.splice(index, 1)[0];
-      if (found !== undefined) return found.booted;
+      if (found !== undefined) return found;
     }
-    return BootedInstance.boot(wasm, heapLimitBytes, restorable);
+    return BootedInstance.boot(wasm, heapLimitBytes, restorable, boot);
   }
 
   /** Takes an instance back from its run; `sound` is `false` after a fault of the host or an abort. */
   give(booted: BootedInstance, sound: boolean): void {
     if (!booted.reclaim(sound)) return;
-    this.#idle.push({ wasm: booted.wasm, booted });
+    this.#idle.push(booted);
     if (this.#idle.length > MAX_IDLE_INSTANCES) this.#idle.shift();
   }
 

@@ -12,7 +12,7 @@ import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from
 import { type Instance, newInstance } from "./engine.js";
 import { type CoreInternals, guestCoreSource } from "./guest/core.js";
 import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
-import { INTERNALS_MODULE } from "./linker.js";
+import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
 const MAX_STACK_BYTES = 512 * 1024;
@@ -51,6 +51,26 @@ export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, Qui
 };
 export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 
+/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`). */
+export interface BootModules {
+  /** Tells instances booted with the same modules from others. */
+  key: string;
+  modules: Readonly<Record<string, string>>;
+}
+
+export const NO_BOOT_MODULES: BootModules = Object.freeze({ key: "", modules: Object.freeze({}) });
+
+/** {@link BootModules} of a sandbox's setting. */
+export function bootModulesOf(modules: Readonly<Record<string, string>> | undefined): BootModules {
+  if (modules === undefined) return NO_BOOT_MODULES;
+  const entries = Object.entries(modules);
+  for (const [name, source] of entries) {
+    if (typeof source !== "string")
+      throw new TypeError(`createSandbox: bootModules[${JSON.stringify(name)}] must be a string of module source`);
+  }
+  return { key: JSON.stringify(entries), modules: Object.freeze(Object.fromEntries(entries)) };
+}
+
 /** Where each compiled module keeps its allocator's break, probed once (`undefined`: not found, never restore). */
 const breakOffsets = new WeakMap<object, Promise<number | undefined>>();
 const VARIANT_KEY = {};
@@ -88,6 +108,8 @@ export function breakWordOffset(wasm: WebAssembly.Module | undefined): Promise<n
 export class BootedInstance {
   /** The module it was instantiated from (`undefined`: the variant's own). */
   readonly wasm: WebAssembly.Module | undefined;
+  /** What it evaluated at boot besides the prelude. */
+  readonly boot: BootModules;
   readonly instance: Instance;
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
@@ -108,8 +130,9 @@ export class BootedInstance {
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
 
-  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance) {
+  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: BootModules) {
     this.wasm = wasm;
+    this.boot = boot;
     this.instance = instance;
     const runtime = instance.quickjs.newRuntime();
     this.runtime = runtime;
@@ -126,6 +149,15 @@ export class BootedInstance {
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
     const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    for (const [name, source] of Object.entries(boot.modules)) {
+      const what = `Boot module '${name}'`;
+      const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
+      const jobs = runtime.executePendingJobs();
+      const state = ctx.getPromiseState(evaluated);
+      const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
+      if (error !== undefined) unwrap(ctx, { error }, what);
+      if (state.type === "pending") throw new Error(`${what} awaits what nothing at boot can settle`);
+    }
   }
 
   /**
@@ -143,14 +175,18 @@ export class BootedInstance {
     return this.#marshal;
   }
 
-  /** A booted instance whose memory can hold `heapLimitBytes` of heap; `restorable` records its image. */
+  /**
+   * A booted instance whose memory can hold `heapLimitBytes` of heap, with `boot`'s modules evaluated; `restorable`
+   * records its image.
+   */
   static async boot(
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
+    boot: BootModules = NO_BOOT_MODULES,
   ): Promise<BootedInstance> {
     const breakAt = await breakWordOffset(wasm);
-    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes));
+    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
     if (breakAt === undefined) return booted;
     if (restorable) booted.#complete();
     booted.#measure(breakAt);
@@ -286,8 +322,8 @@ function allZero(block: Uint8Array): boolean {
   return true;
 }
 
-function unwrap(ctx: QuickJSContext, result: VmCallResult<QuickJSHandle>): QuickJSHandle {
+function unwrap(ctx: QuickJSContext, result: VmCallResult<QuickJSHandle>, what = "The prelude"): QuickJSHandle {
   if (result.error === undefined) return result.value;
   const error = ctx.dump(result.error);
-  throw new Error(`The prelude failed to boot: ${JSON.stringify(error)}`);
+  throw new Error(`${what} failed to boot: ${JSON.stringify(error)}`);
 }

@@ -17,6 +17,8 @@ export const INTERNALS_MODULE = `${INTERNAL}internals`;
 const IMPORT_PREFIX = `${INTERNAL}import/`;
 const PHASE_PREFIX = `${INTERNAL}phase/`;
 const UNRESOLVED_PREFIX = `${INTERNAL}unresolved/`;
+/** Modules evaluated at boot (`SandboxOptions.bootModules`), which QuickJS has cached by these names. */
+export const BOOT_PREFIX = `${INTERNAL}boot/`;
 
 /** How generated code lines up with the caller's source. */
 export interface ModuleMapping {
@@ -40,9 +42,12 @@ export class Linker {
    * from an error's name). Its name has a random part so user code cannot name it.
    */
   readonly #phaseModule: string;
+  /** Names of the instance's boot modules (see `BOOT_PREFIX`). */
+  readonly #bootNames: ReadonlySet<string>;
 
-  constructor(options: ResolvedOptions) {
+  constructor(options: ResolvedOptions, bootNames: ReadonlySet<string> = new Set()) {
     this.#options = options;
+    this.#bootNames = bootNames;
     this.entryName = options.filename;
     if (this.entryName.startsWith(INTERNAL)) {
       throw new TypeError(`runCode: options.filename must not start with '${INTERNAL}'`);
@@ -70,7 +75,7 @@ export class Linker {
 
   /** QuickJS's normalizer: never throws (see the module comment). */
   normalize = (base: string, specifier: string): string => {
-    if (specifier === this.#phaseModule) return specifier;
+    if (specifier === this.#phaseModule || this.#bootNames.has(specifier)) return specifier;
     if ((base.startsWith(IMPORT_PREFIX) || base === this.#phaseModule) && specifier === INTERNALS_MODULE)
       return specifier;
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;

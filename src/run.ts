@@ -9,7 +9,7 @@
  */
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { Crossings } from "./crossings.js";
-import type { BootedInstance, Tenant } from "./instance.js";
+import type { BootedInstance, BootModules, Tenant } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
@@ -31,6 +31,7 @@ export interface RunContext {
   clock: () => number;
   /** An outside stop (see `SandboxOptions.interrupted`). */
   interrupted: () => boolean;
+  boot: BootModules;
 }
 
 /** What the run shares with its handle. */
@@ -117,10 +118,10 @@ export class Run {
       await this.#linker.prepare(source);
       const entry = this.#linker.entry(source);
       if (typeof entry !== "string") return { status: "link_error", error: entry };
-      const { wasm, instances, restore } = this.#context;
+      const { wasm, instances, restore, boot } = this.#context;
       const module = await wasm();
       this.#limits.check();
-      this.#booted = await instances.take(module, this.#options.memoryLimitBytes, restore);
+      this.#booted = await instances.take(module, this.#options.memoryLimitBytes, restore, boot);
       this.#limits.check();
       const { ctx, core } = this.#booted;
       const crossings = this.#lend(this.#booted);

@@ -6,8 +6,9 @@
  */
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
+import { bootModulesOf } from "./instance.js";
 import { sharedPool } from "./instance-pool.js";
-import { Linker } from "./linker.js";
+import { BOOT_PREFIX, Linker } from "./linker.js";
 import { FunctionTable } from "./marshal/to-guest.js";
 import { resolveOptions } from "./options.js";
 import { Run } from "./run.js";
@@ -28,11 +29,14 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
+  const boot = bootModulesOf(settings.bootModules);
+  const bootNames = new Set(Object.keys(boot.modules).map((name) => BOOT_PREFIX + name));
   const context = {
     wasm: compiledModule(settings.wasm),
     instances: sharedPool,
     restore: mode === "restore",
     interrupted: settings.interrupted ?? (() => false),
+    boot,
   };
   const clock = settings.clock ?? defaultClock();
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
@@ -45,7 +49,7 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
   const runCode = (source: string, options?: CodeExecutionOptions) => {
     const started = clock();
     const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-    const linker = new Linker(resolved);
+    const linker = new Linker(resolved, bootNames);
     const reports: unknown[] = [];
     let settled = false;
     const run = new Run(resolved, { ...context, safetyCap, clock }, linker, new FunctionTable(), {

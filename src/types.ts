@@ -121,6 +121,12 @@ export interface SandboxOptions {
    * messages while guest code runs synchronously).
    */
   interrupted?: () => boolean;
+  /**
+   * ES modules evaluated once when an instance boots and kept in its booted image, so that runs pay neither their
+   * compile nor their evaluation: every module of a run can import one as `runcode:boot/<name>`. They import
+   * nothing; what they hold is as booted at the start of every run (a run's changes go with the restore).
+   */
+  bootModules?: Readonly<Record<string, string>>;
 }
 
 /** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */

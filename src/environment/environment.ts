@@ -29,7 +29,7 @@
 import { BudgetError, WorkBudget } from "../budget.js";
 import { compiledModule } from "../engine.js";
 import { type CodeExecution, type CodeExecutionResult, createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../index.js";
-import type { WasmSource } from "../types.js";
+import type { Sandbox, SandboxOptions, WasmSource } from "../types.js";
 import { formatLine } from "./console.js";
 import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
@@ -40,6 +40,7 @@ import {
   type GuestHost,
   type GuestServices,
   PROCESS_MODULE,
+  RUNTIME_BOOT_MODULES,
   RUNTIME_MODULE,
   RUNTIME_SOURCE,
 } from "./guest.js";
@@ -104,6 +105,11 @@ export interface EnvironmentOptions {
   concurrency?: number;
   /** Budgets of the host's work on guest data. Default {@link DEFAULT_BUDGETS}. */
   budgets?: Partial<EnvironmentBudgets>;
+  /**
+   * How each execution's sandbox is made. Default the core's `createSandbox`; Node's `instantiate` passes its
+   * threaded one, so `timeoutMs` and `kill` stop any guest work at once.
+   */
+  createSandbox?: (settings: SandboxOptions) => Sandbox;
 }
 
 type Phase = "queued" | "running" | "done";
@@ -155,12 +161,14 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #encoder = new TextEncoder();
   /** The wasm, compiled once for every execution's sandbox (see `compiledModule`). */
   readonly #wasm: () => Promise<WebAssembly.Module | undefined>;
+  readonly #createSandbox: (settings: SandboxOptions) => Sandbox;
   #bindings: EnvironmentBindings | undefined;
   #running = 0;
   #tornDown = false;
 
   constructor(options: EnvironmentOptions) {
     this.#wasm = compiledModule(options.wasm);
+    this.#createSandbox = options.createSandbox ?? createSandbox;
     this.#clock = options.clock;
     this.#now = options.clock ?? (() => performance.now());
     const budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
@@ -333,10 +341,11 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid, timeoutMs } = job;
-    const sandbox = createSandbox({
+    const sandbox = this.#createSandbox({
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
+      bootModules: RUNTIME_BOOT_MODULES,
       safetyCap: { cpuTimeMs: timeoutMs, interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
     });
     const host: GuestHost = {

@@ -7,10 +7,12 @@
  * (functions, symbols, class instances, getters, promises...) into cloneable descriptions, so the module QuickJS
  * parses for every execution stays a few KB.
  *
- * Shipped as source text (see `RUNTIME_SOURCE`): `guestRuntime` must not close over anything in this file, and it
- * captures every intrinsic it uses before user code runs.
+ * Shipped as source text, compiled once into every booted instance (see `RUNTIME_BOOT_MODULES`) and applied to each
+ * run's globals by `RUNTIME_SOURCE`: `guestRuntime` must not close over anything in this file, and it captures every
+ * intrinsic it uses when applied, before user code runs.
  * @module
  */
+import { BOOT_PREFIX } from "../linker.js";
 
 /** Host functions the runtime module takes from `cyrnel.__host` (and deletes from it). */
 export interface GuestHost {
@@ -378,8 +380,17 @@ export function compact(source: string): string {
     .join("\n");
 }
 
-/** The runtime module, applied to the staged globals. */
-export const RUNTIME_SOURCE = `(${compact(guestRuntime.toString())})(cyrnel, console, ${JSON.stringify(LOG_MARK)}, ${LOG_DEPTH});\n`;
+const RUNTIME_BOOT_NAME = "cyrnel-runtime";
+
+/** The runtime, compiled once into every booted instance of the environment (see `SandboxOptions.bootModules`). */
+export const RUNTIME_BOOT_MODULES: Readonly<Record<string, string>> = Object.freeze({
+  [RUNTIME_BOOT_NAME]: `export default ${compact(guestRuntime.toString())}\n`,
+});
+
+/** The runtime module: the booted runtime applied to the run's staged globals. */
+export const RUNTIME_SOURCE = `import runtime from ${JSON.stringify(BOOT_PREFIX + RUNTIME_BOOT_NAME)};
+runtime(cyrnel, console, ${JSON.stringify(LOG_MARK)}, ${LOG_DEPTH});
+`;
 
 /**
  * The entry: runtime first, then the process code (top-level await included); a default-exported function is
