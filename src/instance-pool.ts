@@ -1,9 +1,9 @@
 /**
  * Booted instances waiting for their next run, shared by every sandbox of the process or isolate (a host that makes
  * a sandbox per process, as the environment module does, still reuses them). A run takes an idle instance of its
- * wasm module and memory size or boots one; when it ends the instance comes back restored (see instance.ts), or is
- * dropped when it cannot be restored or the pool is full. Each idle instance holds what boot and runs touched of its
- * linear memory (about 6 MB) and its image (about 0.5 MB).
+ * wasm module, memory size and boot modules or boots one; when it ends the instance comes back restored (see
+ * instance.ts), or is dropped when it cannot be restored or the pool is full. Each idle instance holds its linear
+ * memory as booted (16 MiB, about 6 MB of it touched) and its image (about 0.5 MB).
  * @module
  */
 import { linearMemoryBytes } from "./engine.js";
@@ -14,6 +14,9 @@ export const MAX_IDLE_INSTANCES = 4;
 
 export class InstancePool {
   readonly #idle: BootedInstance[] = [];
+  /** Linear memory lent instances may grow to (their runs' caps). */
+  #lentBytes = 0;
+  #memoryBudget = Number.POSITIVE_INFINITY;
 
   /**
    * An instance of `wasm` whose memory holds `heapLimitBytes` of heap and no more, booted with `boot`'s modules;
@@ -26,8 +29,9 @@ export class InstancePool {
     restorable: boolean,
     boot?: BootModules,
   ): Promise<BootedInstance> {
+    const bytes = linearMemoryBytes(heapLimitBytes);
+    this.#lentBytes += bytes;
     if (restorable) {
-      const bytes = linearMemoryBytes(heapLimitBytes);
       const key = boot?.key ?? "";
       // The most recently used first: its memory is the likeliest to be in cache.
       const index = this.#idle.findLastIndex(
@@ -36,18 +40,46 @@ export class InstancePool {
       const found = index < 0 ? undefined : this.#idle.splice(index, 1)[0];
       if (found !== undefined) return found;
     }
-    return BootedInstance.boot(wasm, heapLimitBytes, restorable, boot);
+    this.#trim();
+    try {
+      return await BootedInstance.boot(wasm, heapLimitBytes, restorable, boot);
+    } catch (error) {
+      this.#lentBytes -= bytes;
+      throw error;
+    }
   }
 
   /** Takes an instance back from its run; `sound` is `false` after a fault of the host or an abort. */
   give(booted: BootedInstance, sound: boolean): void {
+    this.#lentBytes -= booted.instance.maxBytes;
     if (!booted.reclaim(sound)) return;
     this.#idle.push(booted);
-    if (this.#idle.length > MAX_IDLE_INSTANCES) this.#idle.shift();
+    this.#trim();
+  }
+
+  /**
+   * Bounds the linear memory of lent and idle instances together, for a host that admits runs by the memory their
+   * caps make them take (see host/run-admission.ts) and must stay within an isolate's limit: idle instances give way
+   * to lent ones.
+   */
+  limitMemory(bytes: number): void {
+    this.#memoryBudget = bytes;
+    this.#trim();
   }
 
   get idle(): number {
     return this.#idle.length;
+  }
+
+  /** Drops the least recently used idle instances past the count or the memory budget. */
+  #trim(): void {
+    let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
+    while (
+      this.#idle.length > MAX_IDLE_INSTANCES ||
+      (this.#idle.length > 0 && this.#lentBytes + idleBytes > this.#memoryBudget)
+    ) {
+      idleBytes -= (this.#idle.shift() as BootedInstance).instance.memory.buffer.byteLength;
+    }
   }
 }
 

@@ -7,7 +7,9 @@
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
+import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
 import { createSandbox } from "../src/index.js";
+import { sharedPool } from "../src/instance-pool.js";
 import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -16,6 +18,9 @@ import { edgeProcesses } from "./processes.js";
 import { RegistryObject } from "./registry.js";
 
 export { KvObject, ProcessObject, RegistryObject };
+
+// Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
+sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
 
 /** Heap cap of a `/run` that sets none: two such runs fit the admission budget of one isolate. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;

@@ -12,7 +12,8 @@ import { retryLater } from "./errors.js";
  * Linear memory the runs in flight in one instance may hold together. With a 128 MB Worker isolate: two runs at the
  * edge's 32 MiB default (36 MiB of linear memory each), one at the largest cap (64 MiB, 68 MiB of linear memory) or
  * four at 12 MiB or less (16 MiB, the least an instance takes), leaving 56 MiB to the host (the engine's code, the
- * TypeScript compiler, requests and answers).
+ * TypeScript compiler, requests and answers). The edge bounds the booted instances kept idle for the next runs by
+ * the same budget (`InstancePool.limitMemory`): they give way to runs in flight.
  */
 export const RUN_MEMORY_BUDGET_BYTES = 72 * 1024 * 1024;
 /** Runs that may wait for room at once; past them a run is refused at once. */
