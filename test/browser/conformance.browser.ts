@@ -3,10 +3,17 @@ import wasmUrl from "@jitl/quickjs-wasmfile-release-sync/wasm?url";
 import { createSandbox } from "../../src/index.js";
 import type { SandboxOptions } from "../../src/types.js";
 import { conformance } from "../conformance/index.js";
+import { restoreImageSuite } from "../conformance/restore-image.js";
 
 // The same suite as in Node, on the page's thread of Chromium: the wasm is fetched and compiled once per sandbox.
 const wasm = () => WebAssembly.compileStreaming(fetch(wasmUrl));
 
 conformance(createSandbox({ wasm }).runCode, {
   sandbox: (opts: SandboxOptions) => createSandbox({ ...opts, wasm }).runCode,
+});
+
+let compiled: Promise<WebAssembly.Module> | undefined;
+restoreImageSuite(() => {
+  compiled ??= wasm();
+  return compiled;
 });

@@ -6,6 +6,7 @@
  */
 import type { RunCode } from "../../src/types.js";
 import { executeSuite } from "./execute.js";
+import { freshRunsSuite } from "./fresh-runs.js";
 import { globalsSuite } from "./globals.js";
 import { handleSuite } from "./handle.js";
 import type { ConformanceOptions } from "./helpers.js";
@@ -40,5 +41,6 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   reportSuite(runCode);
   limitsSuite(runCode, opts);
   isolationSuite(runCode);
+  freshRunsSuite(opts);
   typescriptSuite(runCode);
 }

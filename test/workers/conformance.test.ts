@@ -1,7 +1,9 @@
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { createSandbox } from "../../src/index.js";
 import { conformance } from "../conformance/index.js";
+import { restoreImageSuite } from "../conformance/restore-image.js";
 
 // The same suite as in Node, with the wasm as Workers receive it: a module compiled at deploy time.
 const { runCode } = createSandbox({ wasm });
 conformance(runCode, { sandbox: (options) => createSandbox({ ...options, wasm }).runCode });
+restoreImageSuite(async () => wasm);
