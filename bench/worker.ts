@@ -1,6 +1,7 @@
 /**
  * `npm run bench:worker`: load on the local edge host (`wrangler dev` on loopback, started and stopped here), with
- * the same code's in-process `runCode` from the same run as the base of the ratios. Bounded in count and time.
+ * the same code's in-process `runCode` and an API request that runs nothing (what `wrangler dev` and the app cost
+ * alone) from the same run as the bases of the ratios. Bounded in count and time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -85,6 +86,13 @@ const postRun = async () => {
   return response.ok && body.status === "success";
 };
 
+/** The floor of an API request here: authenticated, one registry call (as `/run`'s rate), nothing run. */
+const listOne = async () => {
+  const response = await fetch(`${BASE}/processes?limit=1`, { headers: AUTH });
+  await response.arrayBuffer();
+  return response.ok;
+};
+
 /** Create, wait for idle through the event stream, read stdout. */
 const fullProcess = async () => {
   const created = await fetch(`${BASE}/processes`, {
@@ -111,6 +119,7 @@ try {
     "in-process runCode, trivial JS",
     await sample(500, () => runCode(TRIVIAL, { language: "javascript" })),
   );
+  const floor = await load(RUN_REQUESTS, CONNECTIONS, listOne);
   const run = await load(RUN_REQUESTS, CONNECTIONS, postRun);
   const processes = await load(PROCESSES, PROCESS_CONNECTIONS, fullProcess);
   const listed = (await (await fetch(`${BASE}/processes?ref=bench&limit=1000`, { headers: AUTH })).json()) as {
@@ -119,6 +128,7 @@ try {
 
   const rows: Summary[] = [
     inProcess,
+    { ...summarize(`GET /processes?limit=1, ${CONNECTIONS} connections`, floor.times), perSecond: floor.perSecond },
     { ...summarize(`POST /run trivial JS, ${CONNECTIONS} connections`, run.times), perSecond: run.perSecond },
     {
       ...summarize(`process: create + events + stdout, ${PROCESS_CONNECTIONS} connections`, processes.times),
@@ -128,7 +138,10 @@ try {
   console.log(`edge host bench: wrangler dev on loopback, Node ${process.version}\n`);
   printTable(rows);
   console.log();
-  ratio("POST /run p50 / in-process runCode p50", rows[1] as Summary, inProcess);
+  ratio("POST /run p50 / in-process runCode p50", rows[2] as Summary, inProcess);
+  console.log(
+    `${"POST /run per second / the API floor's (no run) per second".padEnd(60)} ${(run.perSecond / floor.perSecond).toFixed(2)}x`,
+  );
   console.log(
     `${"POST /run requests, non-2xx or failed".padEnd(60)} ${run.times.length}, ${run.failures}  (target 0 failed, >= 800 req/s, p50 < 5 ms)`,
   );
