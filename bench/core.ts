@@ -10,6 +10,7 @@ import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
+import { createSandbox as createNodeSandbox } from "../node/index.js";
 import { newInstance } from "../src/engine.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
@@ -19,6 +20,7 @@ const wasmModule = new WebAssembly.Module(
 );
 const { runCode } = createSandbox({ wasm: wasmModule });
 const fresh = createSandbox({ wasm: wasmModule, instances: "fresh" });
+const threaded = createNodeSandbox({ wasm: wasmModule, threads: true });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -103,6 +105,10 @@ for (let i = 0; i < 5000; i++) {
 }
 export default s;`;
 
+/** 1,000 synchronous calls of a host function: what each crossing of the bridge costs. */
+const BRIDGED_CALLS = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += f(i);\nexport default s;";
+const bridged = { language: "javascript", globals: { f: (i: number) => i } } as const;
+
 const ready = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
 // A peer on the same engine build and wasm module: a fresh runtime and context per run in one shared instance.
 const peer = await loadQuickJs(newVariant(variant, { wasmModule }));
@@ -119,6 +125,9 @@ const cases: Record<string, (i: number) => unknown> = {
   "runCode trivial JS, fresh instance per run": () => fresh.runCode("export default 1+1", { language: "javascript" }),
   "peer: @sebastianwessel/quickjs trivial module": () =>
     peer.runSandboxed(async ({ evalCode }) => evalCode("export default 1+1")),
+  "runCode trivial JS on a worker thread": () => threaded.runCode("export default 1+1", { language: "javascript" }),
+  "runCode 1,000 bridged calls": () => runCode(BRIDGED_CALLS, bridged),
+  "runCode 1,000 bridged calls on a worker thread": () => threaded.runCode(BRIDGED_CALLS, bridged),
 };
 // Warm up: JIT, the TypeScript compiler's first load, caches.
 for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
@@ -144,13 +153,37 @@ const [
   guardedLoop,
   trivialFresh,
   trivialPeer,
-] = rows as [Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary, Summary];
+  trivialThreaded,
+  bridgedCalls,
+  bridgedThreaded,
+] = rows as Summary[] as [
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+  Summary,
+];
 console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
 ratio("runCode trivial JS / ready-instance floor", trivial, floorRuntime, "<= 2x");
 ratio("runCode trivial JS, fresh instance per run / restored", trivialFresh, trivial);
 ratio("peer @sebastianwessel/quickjs trivial / runCode trivial JS", trivialPeer, trivial, ">= 10x");
+ratio("runCode trivial JS: on a worker thread / in-thread", trivialThreaded, trivial);
+ratio("1,000 bridged calls: on a worker thread / in-thread", bridgedThreaded, bridgedCalls);
+// Milliseconds over 1,000 calls are microseconds per call.
+console.log(
+  `${"  ... each bridged call on a worker thread, p50 extra".padEnd(60)} ${(bridgedThreaded.p50 - bridgedCalls.p50).toFixed(1)} us`,
+);
 ratio("fresh instance floor / ready-instance floor", floorInstance, floorRuntime);
 ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, programJs, "<= 1.2x");
 console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);

@@ -112,7 +112,9 @@ async function main(): Promise<void> {
 
     const t = transfer();
     console.log("runcode playground bench (Chromium, vite preview, one run)");
-    console.log(`  navigation to ready            ${ms(readyMs)}  (DOMContentLoaded ${ms(nav.domContentLoaded)}; ${warmup})`);
+    console.log(
+      `  navigation to ready            ${ms(readyMs)}  (DOMContentLoaded ${ms(nav.domContentLoaded)}; ${warmup})`,
+    );
     console.log(`  navigation to ready, reload     ${ms(warmReadyMs)}`);
     console.log(`  first run, trivial JS          worker ${ms(first.worker)}  round trip ${ms(first.roundTrip)}`);
     console.log(

@@ -1,14 +1,20 @@
 /**
  * `runcode/environment` in Node: the environment module with this package's QuickJS wasm, compiled once from disk,
- * as the default `wasm` (without it every execution would load the engine again, 1.6-6x slower).
+ * as the default `wasm` (without it every execution would load the engine again, 1.6-6x slower), and every
+ * execution on a worker thread, so `timeoutMs` and `kill(eid)` stop any guest work within 50 ms (a custom `clock`
+ * cannot cross to a worker: with one, executions run on the caller's thread).
  * @module
  */
 import { type EnvironmentOptions, instantiate as instantiateWith } from "../src/environment/index.js";
-import { nodeWasm } from "./index.js";
+import { createSandbox, nodeWasm } from "./index.js";
 
 export * from "../src/environment/index.js";
 
-/** {@link instantiateWith} with `wasm` defaulting to this package's, read and compiled once. */
+/** {@link instantiateWith} with `wasm` defaulting to this package's, read and compiled once, on worker threads. */
 export function instantiate(options: EnvironmentOptions = {}): ReturnType<typeof instantiateWith> {
-  return instantiateWith({ wasm: nodeWasm, ...options });
+  const threaded = options.clock === undefined ? { createSandbox: threadedSandbox } : {};
+  return instantiateWith({ wasm: nodeWasm, ...threaded, ...options });
 }
+
+const threadedSandbox: NonNullable<EnvironmentOptions["createSandbox"]> = (settings) =>
+  createSandbox({ ...settings, threads: true });

@@ -1,16 +1,20 @@
 /**
  * The Node entry: the platform-neutral core with the QuickJS wasm read from disk and compiled once, so every run
- * only instantiates it.
+ * only instantiates it, and runs on worker threads by default (node/threads/), so a stop holds whatever the guest
+ * does and guest code never blocks the caller's event loop.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { createSandbox } from "../src/sandbox.js";
+import { createSandbox as createCoreSandbox } from "../src/sandbox.js";
 import { useTypeStripper } from "../src/transpile.js";
-import type { CodeExecution, CodeExecutionOptions, WasmSource } from "../src/types.js";
+import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/types.js";
 import { swcStripper } from "./strip.js";
+import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
+export { MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
+export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
 useTypeStripper(async () => swcStripper());
 
@@ -18,10 +22,31 @@ useTypeStripper(async () => swcStripper());
 export const nodeWasm: WasmSource = async () =>
   readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
 
-let shared: ReturnType<typeof createSandbox> | undefined;
+/** Whether Node's sandboxes run on worker threads when `threads` is not given (see README, "Worker threads"). */
+export const THREADS_BY_DEFAULT = true;
+
+/** Settings of Node's sandbox runner. */
+export interface NodeSandboxOptions extends SandboxOptions {
+  /**
+   * Run on the worker threads of the process's pool (default {@link THREADS_BY_DEFAULT}): `terminate()` and the
+   * safety cap stop any guest work within 50 ms, and guest code never blocks the caller's event loop. Host functions
+   * and `report` still run on the caller's thread. `clock` and `interrupted` need `threads: false`.
+   */
+  threads?: boolean;
+}
+
+/** The core's `createSandbox` with this package's wasm as the default `wasm`, on worker threads unless `threads: false`. */
+export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
+  const { threads = THREADS_BY_DEFAULT, ...core } = settings;
+  if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
+  const withWasm = { ...core, wasm: core.wasm ?? nodeWasm };
+  return threads ? createThreadedSandbox(withWasm) : createCoreSandbox(withWasm);
+}
+
+let shared: Sandbox | undefined;
 
 /** Runs `source` as an ES module in a fresh sandbox with the default settings (contract.md §2.1). */
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
-  shared ??= createSandbox({ wasm: nodeWasm });
+  shared ??= createSandbox();
   return shared.runCode(source, options);
 }

@@ -10,7 +10,7 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
-import { SerializationError } from "./errors.js";
+import { isBridged, SerializationError, Thrown } from "./errors.js";
 import { guestSlowPathsSource } from "./guest/slow-paths.js";
 import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
 import type { Limits } from "./limits.js";
@@ -38,6 +38,8 @@ export interface RunSide {
   report: HostFunction | undefined;
   reports: unknown[];
   logs: CodeExecutionLog[];
+  /** The caller's log listener, if any (see `SandboxOptions.onLog`). */
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
 }
 
 export class Crossings {
@@ -111,9 +113,18 @@ export class Crossings {
         case OP_REPORT:
           this.#run.reports.push(value);
           return this.#callHost(this.#run.report, [value], true);
-        case OP_LOG:
-          this.#run.logs.push({ level: LOG_LEVELS[a] ?? "log", args: value as unknown[], timestamp: Date.now() });
-          return undefined;
+        case OP_LOG: {
+          const entry: CodeExecutionLog = {
+            level: LOG_LEVELS[a] ?? "log",
+            args: value as unknown[],
+            timestamp: Date.now(),
+          };
+          this.#run.logs.push(entry);
+          const listener = this.#run.onLog;
+          if (listener === undefined) return undefined;
+          const listened = this.#apply(listener as HostFunction, [entry]);
+          return "error" in listened ? listened : undefined;
+        }
         case OP_MARSHAL:
           return this.#marshal().object.dup();
         case OP_CHARGE:
@@ -145,8 +156,8 @@ export class Crossings {
   }
 
   /**
-   * Calls a host function with cloned arguments; its outcome goes back to the guest. A report sink's plain return
-   * is ignored (only a promise is awaited by the guest).
+   * Calls a host function with cloned arguments; its outcome goes back to the guest. A sink's (`report`, `onLog`)
+   * plain return is ignored (only a promise is awaited by the guest).
    */
   #callHost(
     fn: HostFunction | undefined,
@@ -158,12 +169,9 @@ export class Crossings {
       const message = `${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`;
       return { error: this.#guestError(new RangeError(message)) };
     }
-    let returned: unknown;
-    try {
-      returned = Reflect.apply(fn, undefined, args);
-    } catch (error) {
-      return { error: this.#guestError(error) };
-    }
+    const applied = this.#apply(fn, args);
+    if ("error" in applied) return applied;
+    const { returned } = applied;
     if (sink && !(returned instanceof Promise)) return undefined;
     let encoded: Encoded;
     try {
@@ -172,6 +180,17 @@ export class Crossings {
       return { error: this.#guestError(error) };
     }
     return this.toGuestResult(encoded);
+  }
+
+  /** Calls the caller's `fn`: what it throws is the guest's error; what a bridge's crossing throws, a fault. */
+  #apply(fn: HostFunction, args: unknown[]): { returned: unknown } | { error: QuickJSHandle } {
+    try {
+      return { returned: Reflect.apply(fn, undefined, args) };
+    } catch (error) {
+      if (!isBridged(fn)) return { error: this.#guestError(error) };
+      if (error instanceof Thrown) return { error: this.#guestError(error.value) };
+      throw error;
+    }
   }
 
   /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */

@@ -32,6 +32,8 @@ export interface RunContext {
   /** An outside stop (see `SandboxOptions.interrupted`). */
   interrupted: () => boolean;
   boot: BootModules;
+  /** See `SandboxOptions.onLog`. */
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
 }
 
 /** What the run shares with its handle. */
@@ -155,6 +157,7 @@ export class Run {
       report: this.#options.report,
       reports: this.#channel.reports,
       logs: this.#logs,
+      onLog: this.#context.onLog,
     });
     this.#crossings = crossings;
     booted.lend(this.#tenant, this.#options.memoryLimitBytes);

@@ -37,6 +37,7 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
     restore: mode === "restore",
     interrupted: settings.interrupted ?? (() => false),
     boot,
+    onLog: settings.onLog,
   };
   const clock = settings.clock ?? defaultClock();
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };

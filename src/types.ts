@@ -127,6 +127,11 @@ export interface SandboxOptions {
    * nothing; what they hold is as booted at the start of every run (a run's changes go with the restore).
    */
   bootModules?: Readonly<Record<string, string>>;
+  /**
+   * Called with every `console` entry as the guest makes it (the entry is in `result.logs` too), so a host can
+   * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
+   */
+  onLog?: (entry: CodeExecutionLog) => void;
 }
 
 /** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */

@@ -55,6 +55,17 @@ describe("runcode [file]", () => {
     expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 1, status: "terminated" });
   });
 
+  it("--timeout stops a native loop that never polls on time: the run is on a worker thread", () => {
+    const started = performance.now();
+    const run = cli(["big.js", "--timeout", "300"], {
+      "big.js": "const x = (1n << 1048000n) - 1n;\nfor (;;) String(x);",
+    });
+    expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 1, status: "terminated" });
+    expect(run.stdout).toContain("message: '300 ms budget'");
+    // One conversion takes seconds between two polls (SECURITY.md); a hang bound, not a timing.
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
   it("a module without the selected export says so in one line, with a hint", () => {
     const run = cli(["lib.ts"], { "lib.ts": "export const x = 1;" });
     expect({ code: run.code, status: status(run.stdout), stderr: run.stderr }).toEqual({

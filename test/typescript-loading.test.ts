@@ -1,7 +1,8 @@
 /**
  * TypeScript in Node: erasable code is stripped by SWC's strip-only mode without loading the TypeScript compiler;
  * the compiler is loaded for what stripping refuses (an enum here), with the same positions as everywhere else.
- * Each case runs in a fresh Node process, as the first TypeScript run of a process.
+ * Each case runs in a fresh Node process, as the first TypeScript run of a process, on the caller's thread
+ * (`threads: false`), whose module cache shows whether the compiler loaded (a worker thread loads it alike).
  */
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -14,8 +15,8 @@ const ENTRY = fileURLToPath(new URL("../dist/node/index.js", import.meta.url));
 function firstRun(source: string) {
   const script = `
 import { createRequire } from "node:module";
-const { runCode } = await import(${JSON.stringify(ENTRY)});
-const result = await runCode(${JSON.stringify(source)});
+const { createSandbox } = await import(${JSON.stringify(ENTRY)});
+const result = await createSandbox({ threads: false }).runCode(${JSON.stringify(source)});
 const compiler = Object.keys(createRequire(import.meta.url).cache).some((path) => path.endsWith("/typescript/lib/typescript.js"));
 console.log(JSON.stringify({ status: result.status, result: result.result, error: result.error && [result.error.name, result.error.message, result.error.line, result.error.column], compiler }));`;
   return JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" }));

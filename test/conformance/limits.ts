@@ -96,6 +96,27 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.error?.message).toContain("safety cap");
     }, 20_000);
 
+    it("onLog hears every console entry as it is made; what it throws, the console call throws", async () => {
+      const heard: unknown[] = [];
+      const listening = make({
+        onLog: (entry) => {
+          if (entry.args[0] === "refused") throw new TypeError("no more");
+          heard.push([entry.level, entry.args, typeof entry.timestamp]);
+        },
+      });
+      const r = await listening(
+        "console.log('a', 1); console.warn({ b: [2n] });\nlet caught = '';\ntry { console.log('refused'); } catch (e) { caught = e.name + ': ' + e.message; }\nexport default caught;",
+        { language: "javascript" },
+      );
+      expect(r.status).toBe("success");
+      expect(r.result).toBe("TypeError: no more");
+      expect(heard).toEqual([
+        ["log", ["a", 1], "number"],
+        ["warn", [{ b: [2n] }], "number"],
+      ]);
+      expect(r.logs.map((l) => l.args)).toEqual([["a", 1], [{ b: [2n] }], ["refused"]]);
+    });
+
     it("an interrupted() flag stops a synchronous endless loop as the caller's terminate", async () => {
       let polls = 0;
       const flagged = make({ interrupted: () => ++polls > 20 });

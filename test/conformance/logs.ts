@@ -16,6 +16,21 @@ export function logsSuite(runCode: RunCode): void {
       expect(ts).toBeLessThanOrEqual(t1);
     });
 
+    it("a run terminated by the caller settles with the entries it made before", async () => {
+      let run: ReturnType<RunCode> | undefined;
+      const wait = () => {
+        setTimeout(() => run?.terminate("enough"), 0);
+        return new Promise(() => {});
+      };
+      run = runCode("console.log('before', 1);\nawait wait();\nconsole.log('after');", {
+        language: "javascript",
+        globals: { wait },
+      });
+      const r = await run;
+      expect(r.status).toBe("terminated");
+      expect(r.logs.map((l) => [l.level, l.args])).toEqual([["log", ["before", 1]]]);
+    });
+
     it("captures the five levels in call order", async () => {
       const source =
         "console.log(1); console.info(2); console.warn(3); console.error(4); console.debug(5);\nexport default 0";
