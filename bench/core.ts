@@ -191,31 +191,32 @@ console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${t
 ratio("array-method loop: runCode / raw engine (guards + runCode's fixed cost)", guardedLoop, rawLoop);
 
 // Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
-// strips types with SWC; the core alone (the same code without the Node entry's stripper) loads the compiler.
-const coldScript = (entry: "node" | "core") => `
+// strips types with SWC, on a worker thread by default or on the caller's thread; the core alone (the same code
+// without the Node entry's stripper) loads the compiler.
+type ColdCase = "threads" | "in-thread" | "core";
+const coldScript = (entry: ColdCase) => `
 const started = performance.now();
 const { readFile } = await import("node:fs/promises");
 const { createRequire } = await import("node:module");
 const wasm = await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
-const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "node" ? "../node/index.js" : "../src/index.js", import.meta.url)))});
-const result = await createSandbox({ wasm }).runCode(${JSON.stringify(TS_PROGRAM)});
+const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "core" ? "../src/index.js" : "../node/index.js", import.meta.url)))});
+const result = await createSandbox({ wasm${entry === "in-thread" ? ", threads: false" : ""} }).runCode(${JSON.stringify(TS_PROGRAM)});
 if (result.status !== "success") throw new Error(result.error?.message);
 console.log(performance.now() - started);`;
-const cold = (entry: "node" | "core") =>
+const cold = (entry: ColdCase) =>
   Number(execFileSync(process.execPath, ["--input-type=module", "-e", coldScript(entry)], { encoding: "utf8" }));
-const coldNode: number[] = [];
-const coldCore: number[] = [];
-for (let i = 0; i < 7; i++) {
-  coldNode.push(cold("node"));
-  coldCore.push(cold("core"));
-}
-const coldRows = [
-  summarize("cold: first 50-line TS run, Node entry (SWC strip)", coldNode),
-  summarize("cold: the same, TypeScript compiler", coldCore),
-];
+const colds: Record<ColdCase, number[]> = { threads: [], "in-thread": [], core: [] };
+for (let i = 0; i < 7; i++)
+  for (const entry of ["threads", "in-thread", "core"] as const) colds[entry].push(cold(entry));
+const [coldThreads, coldInThread, coldCompiler] = [
+  summarize("cold: first 50-line TS run, Node entry (worker thread, SWC)", colds.threads),
+  summarize("cold: the same, Node entry with threads: false", colds["in-thread"]),
+  summarize("cold: the same, the core alone (TypeScript compiler)", colds.core),
+] as const;
 console.log();
-printTable(coldRows);
-ratio("cold first TS run: SWC strip / compiler", coldRows[0] as Summary, coldRows[1] as Summary, "< 150 ms");
+printTable([coldThreads, coldInThread, coldCompiler]);
+ratio("cold first TS run: Node entry (threads) / compiler", coldThreads, coldCompiler, "< 150 ms");
+ratio("cold first TS run: Node entry (threads: false) / compiler", coldInThread, coldCompiler, "< 150 ms");
 
 // Memory: 10,000 consecutive runs must not grow the process.
 const gc = (globalThis as { gc?: () => void }).gc;
