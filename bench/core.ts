@@ -15,6 +15,9 @@ import { newInstance } from "../src/engine.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
+/** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
+type Tuple<N extends number, T, R extends T[] = []> = R["length"] extends N ? R : Tuple<N, T, [T, ...R]>;
+
 const wasmModule = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
@@ -156,22 +159,7 @@ const [
   trivialThreaded,
   bridgedCalls,
   bridgedThreaded,
-] = rows as Summary[] as [
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-  Summary,
-];
+] = rows as Tuple<14, Summary>;
 console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
