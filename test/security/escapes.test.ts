@@ -529,8 +529,9 @@ const floods: Case[] = [
 ];
 
 /**
- * The host's own stack running out through a host call at every level is the in-thread core's outcome; on a worker
- * thread it may run out inside the stand-in for the host function instead (README, "Worker threads in Node").
+ * Recursion through a host call at every level meets two limits, QuickJS's own and the host's stack; on the caller's
+ * thread the host's runs out first (the instance dropped), on a worker thread either may (README, "Worker threads in
+ * Node"), so these cases pin the in-thread outcome.
  */
 const inThread = sandbox({});
 
