@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
@@ -177,6 +178,47 @@ ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, progra
 console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
 console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${tsEnums.p50.toFixed(2)} ms`);
 ratio("array-method loop: runCode / raw engine (guards + runCode's fixed cost)", guardedLoop, rawLoop);
+
+// Stops on a worker thread: from terminate() to the worker reporting the run over (its next interrupt poll saw the
+// flag) or exiting (ended after the grace: native work that never polls). Run by run, so each event is the stop's.
+let stoppedAt = 0;
+const emit = Worker.prototype.emit;
+Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+  if (event === "exit" || (event === "message" && (args[0] as { kind?: string } | undefined)?.kind === "done"))
+    stoppedAt = performance.now();
+  return emit.call(this, event, ...args);
+};
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+async function stopLatency(source: string): Promise<number> {
+  let started = () => {};
+  const begun = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const run = threaded.runCode(source, { language: "javascript", globals: { started: () => started() } });
+  await begun;
+  await sleep(50);
+  stoppedAt = 0;
+  const at = performance.now();
+  run.terminate();
+  await run;
+  while (stoppedAt === 0) await sleep(1);
+  return stoppedAt - at;
+}
+const NON_POLLING =
+  "const big = Array.from({ length: 3e5 }, (_, i) => ({ i, s: 'x'.repeat(20) }));\nstarted();\nfor (;;) JSON.parse(JSON.stringify(big));";
+const stops = { polling: [] as number[], native: [] as number[] };
+for (let i = 0; i < 9; i++) {
+  stops.polling.push(await stopLatency("started();\nwhile (true) {}"));
+  stops.native.push(await stopLatency(NON_POLLING));
+}
+console.log();
+printTable([
+  summarize("stop on a thread: while (true) {} (flag, next poll)", stops.polling),
+  summarize("stop on a thread: JSON loop that never polls (worker ended)", stops.native),
+]);
+console.log(
+  `${"stop on a thread, slowest of 18".padEnd(60)} ${Math.max(...stops.polling, ...stops.native).toFixed(1)} ms  (target < 50 ms)`,
+);
 
 // Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
 // strips types with SWC, on a worker thread by default or on the caller's thread; the core alone (the same code
