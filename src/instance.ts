@@ -60,15 +60,23 @@ export interface BootModules {
 
 export const NO_BOOT_MODULES: BootModules = Object.freeze({ key: "", modules: Object.freeze({}) });
 
+/** Settings already checked, by identity: a host that makes a sandbox per execution passes the same object. */
+const bootModulesSeen = new WeakMap<object, BootModules>();
+
 /** {@link BootModules} of a sandbox's setting. */
 export function bootModulesOf(modules: Readonly<Record<string, string>> | undefined): BootModules {
   if (modules === undefined) return NO_BOOT_MODULES;
+  const seen = Object.isFrozen(modules) ? bootModulesSeen.get(modules) : undefined;
+  if (seen !== undefined) return seen;
   const entries = Object.entries(modules);
   for (const [name, source] of entries) {
     if (typeof source !== "string")
       throw new TypeError(`createSandbox: bootModules[${JSON.stringify(name)}] must be a string of module source`);
   }
-  return { key: JSON.stringify(entries), modules: Object.freeze(Object.fromEntries(entries)) };
+  const checked = { key: JSON.stringify(entries), modules: Object.freeze(Object.fromEntries(entries)) };
+  // Only a frozen setting stays as it was checked.
+  if (Object.isFrozen(modules)) bootModulesSeen.set(modules, checked);
+  return checked;
 }
 
 /** Where each compiled module keeps its allocator's break, probed once (`undefined`: not found, never restore). */
