@@ -13,7 +13,7 @@ import { swcStripper } from "./strip.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
-export { MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
+export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
 useTypeStripper(async () => swcStripper());
