@@ -331,6 +331,32 @@ describe("runs nested through host functions", () => {
     for (const r of await Promise.all(deep)) expect(r).toMatchObject(refused);
     expect(await runCode("export default 'after'", JS)).toMatchObject({ status: "success", result: "after" });
   }, 60_000);
+
+  it("nested runs wait in a line of their own: a guest's fan-out never fills the line of unrelated runs", async () => {
+    const gate = deferred<number>();
+    const refusals = new Set<string>();
+    // A host function that starts a nested run waiting on the gate; the guest calls it more times than runs may wait.
+    const fan = async () => {
+      try {
+        return (await runCode("export default await gate()", { ...JS, globals: { gate: () => gate.promise } })).result;
+      } catch (error) {
+        refusals.add((error as Error).message);
+        return "refused";
+      }
+    };
+    const fanned = deferred();
+    const parent = runCode(
+      `const all = Promise.all(Array.from({ length: ${MAX_QUEUED_RUNS + 10} }, () => fan()));\nfanned();\nexport default (await all).filter((r) => r === 1).length;`,
+      { ...JS, globals: { fan, fanned: () => fanned.resolve() } },
+    );
+    await fanned.promise;
+    expect(await runCode("export default 'unrelated'", JS)).toMatchObject({ status: "success", result: "unrelated" });
+    expect([...refusals]).toEqual([
+      `runCode: ${MAX_QUEUED_RUNS} nested runs are already waiting for the workers of nested runs: await some before starting more`,
+    ]);
+    gate.resolve(1);
+    expect((await parent).result).toBeGreaterThanOrEqual(MAX_QUEUED_RUNS);
+  }, 60_000);
 });
 
 describe("the environment module in Node", () => {

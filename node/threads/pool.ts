@@ -8,8 +8,8 @@
  * async context, as host functions run there). Its parent holds a worker while it awaits, so nested runs never wait
  * for the workers of unrelated runs: they have up to {@link MAX_NESTING_DEPTH} workers of their own, of which runs
  * nested `d` deep or less hold fewer than `d`, and the deepest waiting run goes first. A deeper run can then always
- * get a worker, so a chain of nested runs always ends; and unrelated runs keep their {@link MAX_THREADS}. Workers
- * beyond {@link MAX_THREADS} are ended once idle.
+ * get a worker, so a chain of nested runs always ends; and unrelated runs keep their {@link MAX_THREADS}. Idle
+ * workers beyond {@link MAX_THREADS} are ended once no nested run holds or waits for one.
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -33,7 +33,7 @@ import {
  * instance (16 MiB of linear memory and up) while it is warm.
  */
 export const MAX_THREADS = 8;
-/** Runs that may wait for a worker; past it `runCode` throws a `RangeError`. */
+/** Unrelated runs that may wait for a worker, and nested runs too; past it `runCode` throws a `RangeError`. */
 export const MAX_QUEUED_RUNS = 1_000;
 /** How deep runs may nest through host functions; a run deeper makes `runCode` throw a `RangeError`. */
 export const MAX_NESTING_DEPTH = 8;
@@ -209,11 +209,17 @@ class ThreadPool {
     const at = this.#queue.findIndex((waiting) => waiting.depth < run.depth);
     this.#queue.splice(at === -1 ? this.#queue.length : at, 0, run);
     this.#dispatch();
-    // Runs a starting worker will take are not beyond the bound.
-    if (this.#queue.length > MAX_QUEUED_RUNS + this.#starting && this.#queue.includes(run)) {
+    // Unrelated and nested runs wait within a bound each, so a guest's fan-out of nested runs never fills the line
+    // of unrelated ones. Runs a starting worker will take are not beyond the bound.
+    const nested = run.depth > 0;
+    let waiting = 0;
+    for (const other of this.#queue) if (other.depth > 0 === nested) waiting++;
+    if (waiting > MAX_QUEUED_RUNS + this.#starting && this.#queue.includes(run)) {
       this.withdraw(run);
       throw new RangeError(
-        `runCode: ${MAX_QUEUED_RUNS} runs are already waiting for the ${MAX_THREADS} worker threads: await some before starting more`,
+        nested
+          ? `runCode: ${MAX_QUEUED_RUNS} nested runs are already waiting for the workers of nested runs: await some before starting more`
+          : `runCode: ${MAX_QUEUED_RUNS} runs are already waiting for the ${MAX_THREADS} worker threads: await some before starting more`,
       );
     }
   }
@@ -240,8 +246,8 @@ class ThreadPool {
   }
 
   /**
-   * Gives idle threads to the waiting runs that may hold one, spawns workers for those left (within every worker's
-   * share), and ends idle workers beyond {@link MAX_THREADS}: nested runs' workers do not stay warm.
+   * Gives idle threads to the waiting runs that may hold one, spawns workers for those left, and ends idle workers
+   * beyond {@link MAX_THREADS} once nesting is over.
    */
   #dispatch(): void {
     const held = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
@@ -261,7 +267,10 @@ class ThreadPool {
       run.start(thread);
     }
     while (this.#starting < unserved && this.#alive() < MAX_THREADS + MAX_NESTING_DEPTH) this.#spawn();
-    while (this.#idle.length > 0 && this.#alive() > MAX_THREADS) this.#idle.shift()?.end();
+    // Once no nested run holds or waits for a worker, those beyond MAX_THREADS are ended: a burst of nesting does
+    // not keep their memory, and workers are not ended and spawned again between the nested runs of one burst.
+    const nesting = held.some((count, depth) => depth > 0 && count > 0) || this.#queue.some((run) => run.depth > 0);
+    while (!nesting && this.#idle.length > 0 && this.#alive() > MAX_THREADS) this.#idle.shift()?.end();
   }
 
   #alive(): number {
