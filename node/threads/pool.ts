@@ -33,7 +33,7 @@ import {
  * instance (16 MiB of linear memory and up) while it is warm.
  */
 export const MAX_THREADS = 8;
-/** Unrelated runs that may wait for a worker, and nested runs too; past it `runCode` throws a `RangeError`. */
+/** Runs that may wait for a worker, unrelated and nested runs each; past it `runCode` throws a `RangeError`. */
 export const MAX_QUEUED_RUNS = 1_000;
 /** How deep runs may nest through host functions; a run deeper makes `runCode` throw a `RangeError`. */
 export const MAX_NESTING_DEPTH = 8;
