@@ -45,6 +45,7 @@ function printable(text: string): string {
  */
 class PrintBudget extends WorkBudget {
   #spends = 0;
+  /** Whether the deadline, not the units, ended the printing. */
   late = false;
 
   constructor(readonly deadline: number) {
@@ -52,7 +53,7 @@ class PrintBudget extends WorkBudget {
   }
 
   override trySpend(units: number): boolean {
-    if (++this.#spends % 1024 === 0 && !this.late && performance.now() > this.deadline) {
+    if (++this.#spends % 1024 === 0 && !this.exhausted && performance.now() > this.deadline) {
       this.late = true;
       super.trySpend(this.left + 1);
     }
