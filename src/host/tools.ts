@@ -47,6 +47,8 @@ export interface Service {
   name?: string;
   description: string;
   tools: Tool[];
+  /** The tools' schemas come from elsewhere (an upstream server): their regexes never run on the host. */
+  foreignSchemas?: boolean;
 }
 
 export type ToolErrorCode =
@@ -140,7 +142,10 @@ export class ToolRegistry {
     for (const tool of service.tools) {
       if (!ID.test(tool.id)) throw new TypeError(`Tool id ${JSON.stringify(tool.id)} must match ${ID}`);
       if (tools.has(tool.id)) throw new Error(`Service '${service.id}' has two tools '${tool.id}'`);
-      tools.set(tool.id, { tool, check: compileSchema(tool.inputSchema) });
+      tools.set(tool.id, {
+        tool,
+        check: compileSchema(tool.inputSchema, { regexes: service.foreignSchemas !== true }),
+      });
       definitions.push({
         id: tool.id,
         name: tool.name ?? tool.id,
