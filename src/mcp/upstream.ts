@@ -14,10 +14,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { stringifyWithin, WorkBudget } from "../budget.js";
 import type { JSONSchema } from "../environment/types.js";
 import { KV_MAX_CALLS_PER_RUN } from "../host/kv.js";
 import { type Service, type Tool, ToolError } from "../host/tools.js";
-import { compileSchema } from "../host/validate.js";
+import { type Check, compileSchema } from "../host/validate.js";
 import type { HttpUpstream } from "./upstream-config.js";
 
 /** Longest upstream text result or error message kept, in characters. */
@@ -58,22 +59,20 @@ type Listed = Awaited<ReturnType<Client["listTools"]>>["tools"];
 
 /**
  * Every page of the server's tools, up to {@link MAX_UPSTREAM_TOOLS}; throws past {@link MAX_UPSTREAM_PAGES} pages,
- * {@link MAX_UPSTREAM_LIST_BYTES} bytes or `timeoutMs` for them all (a server once paged on for ever, empty pages
- * that each came at once).
+ * {@link MAX_UPSTREAM_LIST_BYTES} bytes of JSON (or nesting past `MAX_WALK_DEPTH`) or `timeoutMs` for them all (a
+ * server once paged on for ever, empty pages that each came at once).
  */
 async function listAll(client: Client, timeoutMs: number): Promise<Listed> {
   const listed: Listed = [];
   const signal = AbortSignal.timeout(timeoutMs);
-  let bytes = 0;
+  const bytes = new WorkBudget(MAX_UPSTREAM_LIST_BYTES, "the tools it lists");
   let cursor: string | undefined;
   for (let pages = 1; ; pages++) {
     const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal }).catch((error: Error) => {
       throw signal.aborted ? new Error(`listing its tools took longer than ${timeoutMs} ms`) : error;
     });
     // The page is parsed already, within the response's bound: this counts what the host keeps of it.
-    bytes += JSON.stringify(page.tools).length;
-    if (bytes > MAX_UPSTREAM_LIST_BYTES)
-      throw new Error(`it lists more than ${MAX_UPSTREAM_LIST_BYTES} bytes of tools`);
+    stringifyWithin(page.tools, bytes);
     listed.push(...page.tools);
     cursor = page.nextCursor;
     if (cursor === undefined || listed.length >= MAX_UPSTREAM_TOOLS) return listed.slice(0, MAX_UPSTREAM_TOOLS);
@@ -94,11 +93,16 @@ export async function upstreamService(
     throw new Error(`${id}: ${(error as Error).message.slice(0, 500)}`);
   }
   const seen = new Set<string>();
+  const refused: string[] = [];
   const tools: Tool[] = [];
   for (const tool of listed) {
     const toolId = toolIdOf(tool.name);
     if (seen.has(toolId)) continue;
     seen.add(toolId);
+    if (!compiles(tool.inputSchema as JSONSchema)) {
+      refused.push(toolId);
+      continue;
+    }
     tools.push({
       id: toolId,
       name: tool.name,
@@ -121,22 +125,45 @@ export async function upstreamService(
     });
   }
   const info = client.getServerVersion();
+  const description = client.getInstructions()?.slice(0, 1000) ?? `Tools of the MCP server '${id}'.`;
   return {
     id,
     name: info?.title ?? info?.name ?? id,
-    description: client.getInstructions()?.slice(0, 1000) ?? `Tools of the MCP server '${id}'.`,
+    description:
+      refused.length === 0
+        ? description
+        : `${description} Left out, as their input schemas do not compile: ${refused.slice(0, 10).join(", ")}${refused.length > 10 ? ` and ${refused.length - 10} more` : ""}.`,
     foreignSchemas: true,
     tools,
   };
 }
 
 /**
+ * Whether the registry can compile `schema`: one with two subschemas of one `$id`, or an `$id` that is not a URI,
+ * cannot, and refusing its tool keeps the others.
+ */
+function compiles(schema: JSONSchema): boolean {
+  try {
+    compileSchema(schema, { regexes: false });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Tool results checked against the upstream's output schemas as the registry checks arguments: within a budget of
- * work, the schemas' regexes left to the upstream (the SDK's own validator runs both unbounded).
+ * work, the schemas' regexes left to the upstream (the SDK's own validator runs both unbounded). A schema that does
+ * not compile fails its tool's calls, not the listing.
  */
 const outputValidator: jsonSchemaValidator = {
   getValidator<T>(schema: unknown) {
-    const check = compileSchema(schema as JSONSchema, { regexes: false });
+    let check: Check;
+    try {
+      check = compileSchema(schema as JSONSchema, { regexes: false });
+    } catch (error) {
+      check = () => `the output schema does not compile: ${(error as Error).message.slice(0, 200)}`;
+    }
     return (input: unknown) => {
       const problem = check(input);
       return problem === undefined

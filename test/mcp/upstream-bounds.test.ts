@@ -17,12 +17,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { createHost, ToolRegistry } from "../../src/host/index.js";
+import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
 import { TOOL_DECLARATION_UNITS } from "../../src/mcp/declarations.js";
 import { createMcpServer } from "../../src/mcp/server.js";
 import {
   MAX_UPSTREAM_CALLS_PER_RUN,
+  MAX_UPSTREAM_LIST_BYTES,
   MAX_UPSTREAM_PAGES,
   MAX_UPSTREAM_RESPONSE_BYTES,
   upstreamClient,
@@ -71,7 +72,7 @@ async function overHttp(upstream: Upstream): Promise<{ url: string; requests(): 
   const http = createServer(async (request, response) => {
     requests++;
     const server = upstreamServer(upstream);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
     await server.connect(transport);
     response.on("close", () => void server.close());
     await transport.handleRequest(request, response);
@@ -146,6 +147,48 @@ describe("declarations of upstream tools", () => {
 });
 
 describe("listing an upstream's tools", () => {
+  it("a tool whose schema cannot be compiled is left out with a note; the others are served", async () => {
+    const twice = {
+      type: "object",
+      properties: { a: { $id: "https://example.com/a" }, b: { $id: "https://example.com/a" } },
+    };
+    const client = await connected({ list: () => ({ tools: [tool("dup", twice), tool("ok", { type: "object" })] }) });
+    const service = await upstreamService("up", client);
+    expect(service.tools.map((t) => t.id)).toEqual(["ok"]);
+    expect(service.description).toBe(
+      "Tools of the MCP server 'up'. Left out, as their input schemas do not compile: dup.",
+    );
+    expect(
+      new ToolRegistry()
+        .register(service)
+        .list()[0]
+        ?.tools.map((t) => t.id),
+    ).toEqual(["ok"]);
+  });
+
+  it("a listing nested past the host's walks, or larger than the bound, leaves that server out", async () => {
+    let deep: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 100_000; i++) deep = { items: deep };
+    const nested = await connected({
+      list: () => ({ tools: [tool("deep", { type: "object", properties: { deep } })] }),
+    });
+    await expect(upstreamService("up", nested)).rejects.toThrow(
+      new Error("up: the tools it lists is nested deeper than 1000 levels"),
+    );
+    const description = "d".repeat(1 << 20);
+    const large = await connected({
+      list: (cursor) => ({
+        tools: [0, 1].map((i) => tool(`t${cursor ?? ""}${i}`, { type: "object" }, { description })),
+        nextCursor: `${Number(cursor ?? 0) + 1}`,
+      }),
+    });
+    await expect(upstreamService("up", large)).rejects.toThrow(
+      new Error(
+        `up: the tools it lists needs more than ${MAX_UPSTREAM_LIST_BYTES} units of work (shared references count each time they are reached)`,
+      ),
+    );
+  });
+
   it("a server that pages for ever is left out after a bounded number of pages, and POST /mcp answers", async () => {
     let page = 0;
     const upstream = await overHttp({ list: () => ({ tools: [], nextCursor: String(++page) }) });
@@ -219,6 +262,27 @@ export default [await echo({ q: ${JSON.stringify(`${evil}!`)} }), invalid];`;
       ],
     });
   }, 5_000);
+
+  it("compileSchema({ regexes: false }) drops pattern keywords where that only loosens, else checks nothing", () => {
+    const loose = compileSchema({ type: "string", pattern: BACKTRACKING, maxLength: 30 }, { regexes: false });
+    expect([loose(`${evil}!`), loose("x".repeat(31))]).toEqual([undefined, "String is too long (31 > 30)."]);
+    expect(compileSchema({ type: "string", pattern: "^a" })("b")).toBe("String does not match pattern.");
+    // Dropped under `not`, the pattern would refuse every string: such a schema is left to the upstream whole.
+    const negated = compileSchema(
+      { type: "object", properties: { s: { not: { pattern: "^a" } } } },
+      { regexes: false },
+    );
+    expect([negated({ s: "abc" }), negated(5)]).toEqual([undefined, undefined]);
+    // A value that only looks like a keyword (in `const`) is data, and stays as it is.
+    const data = compileSchema(
+      { type: "object", properties: { p: { const: { pattern: BACKTRACKING } } } },
+      { regexes: false },
+    );
+    expect([data({ p: { pattern: BACKTRACKING } }), data({ p: {} })]).toEqual([
+      undefined,
+      'p: Instance does not match {"pattern":"^(\\\\w+\\\\s?)*$"}.',
+    ]);
+  });
 
   it("never run on the host over results (the SDK's validator of output schemas is replaced)", async () => {
     const upstream: Upstream = {
