@@ -5,7 +5,7 @@
  * {@link MAX_DEPTH} levels a type is written as `unknown`, and the walk spends from a budget while it writes (a
  * unit per schema visited, per item of a list it goes through and per character it writes at each level), because
  * a type list or a union repeats its subtree once per entry: 1.1 KB of `"type": ["array", ...]` lists once took
- * 1.6 s and 900 MB, and 1.2 KB ended in a `RangeError` after 8 s. A tool past {@link TOOL_DECLARATION_UNITS} is
+ * 1.6 s and 900 MB, and 1.4 KB ended in a `RangeError` after 8 s. A tool past {@link TOOL_DECLARATION_UNITS} is
  * declared loosely with a note saying so; past {@link DECLARATION_UNITS} in all, or {@link MAX_CHARS} characters,
  * the remaining services are listed by name.
  *
