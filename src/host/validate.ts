@@ -18,7 +18,7 @@
  * @module
  */
 import { format, type OutputUnit, type Schema, Validator } from "@cfworker/json-schema";
-import { WorkBudget } from "../budget.js";
+import { BudgetError, WorkBudget } from "../budget.js";
 import type { JSONSchema } from "../environment/types.js";
 import { isUrl } from "./formats.js";
 
@@ -135,18 +135,12 @@ function subschemas(validator: Validator): Set<Record<string, unknown>> {
 }
 
 /**
- * A validator over a copy of `schema` whose every subschema charges {@link charged} when applied, without the
- * `pattern`s when `regexes` is false; `undefined` when the schema is not to be checked (see above).
+ * A validator over `schema` (the host's copy) whose every subschema charges {@link charged} when applied. Two
+ * validators may share one copy: the second finds the accessors in place.
  */
-function counting(schema: JSONSchema, shortCircuit: boolean, regexes: boolean): Validator | undefined {
-  const copy = structuredClone(schema);
-  const withRegexes =
-    !regexes &&
-    hasAnyKey(copy, (key, value) => key === "patternProperties" || (key === "pattern" && typeof value === "string"));
-  if (withRegexes && hasAnyKey(copy, (key) => REGEX_UNSAFE.has(key))) return undefined;
-  const validator = new Validator(copy as Schema, "2020-12", shortCircuit);
+function counting(schema: JSONSchema, shortCircuit: boolean): Validator {
+  const validator = new Validator(schema as Schema, "2020-12", shortCircuit);
   for (const node of subschemas(validator)) {
-    if (withRegexes && typeof node.pattern === "string") delete node.pattern;
     const own = Object.getOwnPropertyDescriptor(node, COUNTED_KEYWORD);
     if (own !== undefined && (!own.configurable || own.get !== undefined)) continue;
     const value: unknown = own?.value;
@@ -186,11 +180,19 @@ export interface SchemaOptions {
 }
 
 export function compileSchema(schema: JSONSchema, { regexes = true }: SchemaOptions = {}): Check {
+  const copy = structuredClone(schema);
+  const withRegexes =
+    !regexes &&
+    hasAnyKey(copy, (key, value) => key === "patternProperties" || (key === "pattern" && typeof value === "string"));
+  if (withRegexes && hasAnyKey(copy, (key) => REGEX_UNSAFE.has(key))) return () => undefined;
   // Short-circuiting decides: the same verdict, and it stops at the first problem of each object or array (the full
   // pass once built 110 MB of errors for 250,000 bad items, then threw a RangeError spreading them).
-  const decide = counting(schema, true, regexes);
-  const detail = counting(schema, false, regexes);
-  if (decide === undefined || detail === undefined) return () => undefined;
+  const decide = counting(copy, true);
+  if (withRegexes) {
+    for (const node of subschemas(decide)) if (typeof node.pattern === "string") delete node.pattern;
+  }
+  // Made when a value first fails: most never do.
+  let detail: Validator | undefined;
   return (value, budget = new WorkBudget(DEFAULT_VALIDATION_UNITS, "validating the value")) => {
     const verdict = run(decide, value, budget);
     if (verdict.valid) return undefined;
@@ -198,6 +200,7 @@ export function compileSchema(schema: JSONSchema, { regexes = true }: SchemaOpti
     // Every problem of a small value, when listing them is cheap; otherwise the first ones.
     const more = new WorkBudget(Math.min(DETAIL_UNITS, budget.left), "listing the problems");
     try {
+      detail ??= counting(copy, false);
       errors = run(detail, value, more).errors;
     } catch {
       // Over its budget (or the stack): the first problems stand.
@@ -205,5 +208,24 @@ export function compileSchema(schema: JSONSchema, { regexes = true }: SchemaOpti
     budget.spend(Math.min(more.spent, budget.left));
     const messages = [...new Set(errors.map(describe).filter((m): m is string => m !== undefined))];
     return messages.length === 0 ? "does not match the schema" : messages.slice(0, 5).join("; ");
+  };
+}
+
+/**
+ * A schema from elsewhere (an upstream server's) compiled without its regexes, when it first checks a value:
+ * `POST /mcp` lists every upstream tool for each request and most are never called. A schema that does not compile
+ * (two subschemas of one `$id`) or cannot be applied (an unresolved `$ref`) fails the check with a message saying
+ * so, never the service it belongs to.
+ */
+export function compileForeignSchema(schema: JSONSchema): Check {
+  let check: Check | undefined;
+  return (value, budget) => {
+    try {
+      check ??= compileSchema(schema, { regexes: false });
+      return check(value, budget);
+    } catch (error) {
+      if (error instanceof BudgetError || error instanceof RangeError) throw error;
+      return `its schema cannot be used: ${clip((error as Error).message)}`;
+    }
   };
 }

@@ -18,7 +18,7 @@ import { stringifyWithin, WorkBudget } from "../budget.js";
 import type { JSONSchema } from "../environment/types.js";
 import { KV_MAX_CALLS_PER_RUN } from "../host/kv.js";
 import { type Service, type Tool, ToolError } from "../host/tools.js";
-import { type Check, compileSchema } from "../host/validate.js";
+import { compileForeignSchema } from "../host/validate.js";
 import type { HttpUpstream } from "./upstream-config.js";
 
 /** Longest upstream text result or error message kept, in characters. */
@@ -93,16 +93,11 @@ export async function upstreamService(
     throw new Error(`${id}: ${(error as Error).message.slice(0, 500)}`);
   }
   const seen = new Set<string>();
-  const refused: string[] = [];
   const tools: Tool[] = [];
   for (const tool of listed) {
     const toolId = toolIdOf(tool.name);
     if (seen.has(toolId)) continue;
     seen.add(toolId);
-    if (!compiles(tool.inputSchema as JSONSchema)) {
-      refused.push(toolId);
-      continue;
-    }
     tools.push({
       id: toolId,
       name: tool.name,
@@ -125,45 +120,23 @@ export async function upstreamService(
     });
   }
   const info = client.getServerVersion();
-  const description = client.getInstructions()?.slice(0, 1000) ?? `Tools of the MCP server '${id}'.`;
   return {
     id,
     name: info?.title ?? info?.name ?? id,
-    description:
-      refused.length === 0
-        ? description
-        : `${description} Left out, as their input schemas do not compile: ${refused.slice(0, 10).join(", ")}${refused.length > 10 ? ` and ${refused.length - 10} more` : ""}.`,
+    description: client.getInstructions()?.slice(0, 1000) ?? `Tools of the MCP server '${id}'.`,
     foreignSchemas: true,
     tools,
   };
 }
 
 /**
- * Whether the registry can compile `schema`: one with two subschemas of one `$id`, or an `$id` that is not a URI,
- * cannot, and refusing its tool keeps the others.
- */
-function compiles(schema: JSONSchema): boolean {
-  try {
-    compileSchema(schema, { regexes: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * Tool results checked against the upstream's output schemas as the registry checks arguments: within a budget of
- * work, the schemas' regexes left to the upstream (the SDK's own validator runs both unbounded). A schema that does
- * not compile fails its tool's calls, not the listing.
+ * work, the schemas' regexes left to the upstream (the SDK's own validator runs both unbounded), each compiled when
+ * its tool first answers (the SDK asks for every tool's at each listing).
  */
 const outputValidator: jsonSchemaValidator = {
   getValidator<T>(schema: unknown) {
-    let check: Check;
-    try {
-      check = compileSchema(schema as JSONSchema, { regexes: false });
-    } catch (error) {
-      check = () => `the output schema does not compile: ${(error as Error).message.slice(0, 200)}`;
-    }
+    const check = compileForeignSchema(schema as JSONSchema);
     return (input: unknown) => {
       const problem = check(input);
       return problem === undefined

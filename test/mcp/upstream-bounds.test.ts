@@ -147,23 +147,26 @@ describe("declarations of upstream tools", () => {
 });
 
 describe("listing an upstream's tools", () => {
-  it("a tool whose schema cannot be compiled is left out with a note; the others are served", async () => {
+  it("a tool whose schema cannot be compiled fails its own calls; the others are served", async () => {
     const twice = {
       type: "object",
       properties: { a: { $id: "https://example.com/a" }, b: { $id: "https://example.com/a" } },
     };
-    const client = await connected({ list: () => ({ tools: [tool("dup", twice), tool("ok", { type: "object" })] }) });
-    const service = await upstreamService("up", client);
-    expect(service.tools.map((t) => t.id)).toEqual(["ok"]);
-    expect(service.description).toBe(
-      "Tools of the MCP server 'up'. Left out, as their input schemas do not compile: dup.",
-    );
-    expect(
-      new ToolRegistry()
-        .register(service)
-        .list()[0]
-        ?.tools.map((t) => t.id),
-    ).toEqual(["ok"]);
+    const upstream: Upstream = {
+      list: () => ({ tools: [tool("dup", twice), tool("ok", { type: "object" })] }),
+      call: (name) => ({ content: [{ type: "text", text: `${name} ran` }] }),
+    };
+    const code = `import { dup, ok } from "up";
+let failure = "";
+try { await dup({}); } catch (error) { failure = (error as Error).message; }
+export default [failure, await ok({})];`;
+    expect(await runWith(upstream, code)).toMatchObject({
+      status: "success",
+      result: [
+        'Invalid parameters for up.dup: its schema cannot be used: Duplicate schema URI "https://example.com/a".',
+        "ok ran",
+      ],
+    });
   });
 
   it("a listing nested past the host's walks, or larger than the bound, leaves that server out", async () => {
