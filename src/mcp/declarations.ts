@@ -12,7 +12,7 @@
  * The subset of JSON Schema a tool signature uses: `type` (one or a list), `enum`, `const`, `anyOf`/`oneOf`,
  * `properties` with `required` and `additionalProperties`, `items`, and `description` (a comment). Anything else
  * (`$ref`, `allOf`, `not`, conditionals) is `unknown`, which is what the guest may pass anyway: the host validates
- * every call against the full schema. A library that writes TypeScript from JSON Schema exists
+ * every call against the schema. A library that writes TypeScript from JSON Schema exists
  * (json-schema-to-typescript), but it formats with Prettier and resolves `$ref`s over the network, neither of which
  * belongs in a Worker; this subset is what a signature needs.
  * @module

@@ -19,7 +19,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
-import { TOOL_DECLARATION_UNITS } from "../../src/mcp/declarations.js";
+import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/mcp/declarations.js";
 import { createMcpServer } from "../../src/mcp/server.js";
 import {
   MAX_UPSTREAM_CALLS_PER_RUN,
@@ -143,6 +143,26 @@ describe("declarations of upstream tools", () => {
   }): Promise<unknown>;
 }`,
     );
+  });
+
+  it("past the budget of all declarations, the remaining services are listed by name, and stay importable", () => {
+    const wide = { type: "object", properties: { k: { enum: Array.from({ length: 70_000 }, (_, i) => i) } } };
+    const definition = (id: string, inputSchema: Record<string, unknown>) => ({
+      id,
+      name: id,
+      description: "d",
+      inputSchema,
+      outputSchema: {},
+    });
+    const hostile = Array.from({ length: DECLARATION_UNITS / TOOL_DECLARATION_UNITS + 1 }, (_, i) =>
+      definition(`t${i}`, wide),
+    );
+    expect(
+      declarationsOf([
+        { id: "up", name: "up", description: "Hostile.", tools: hostile },
+        { id: "calc", name: "calc", description: "Arithmetic.", tools: [definition("add", { type: "object" })] },
+      ]),
+    ).toBe('// Also importable, declarations left out for length: "up", "calc"\n');
   });
 });
 
