@@ -9,7 +9,7 @@
  * @module
  */
 import { linearMemoryBytes } from "../engine.js";
-import { retryLater } from "./errors.js";
+import { HostError, retryLater } from "./errors.js";
 
 /**
  * Linear memory the runs in flight in one instance may hold together. With a 128 MB Worker isolate: two runs at the
@@ -81,7 +81,8 @@ export class RunAdmission {
   /**
    * Holds the linear memory of `tenant`'s run capped at `heapLimitBytes` until the returned release or until `signal`
    * (its request's) aborts, once it fits; a 503 `overloaded` when the line or the tenant's part of it is full or the
-   * wait runs out; the signal's reason when it aborts first.
+   * wait runs out; a 400 `invalid_request` for a run larger than a tenant's share; the signal's reason when it aborts
+   * first.
    */
   admit(heapLimitBytes: number, tenant: string, signal: AbortSignal): Promise<() => void> {
     const memory = linearMemoryBytes(heapLimitBytes);
@@ -94,7 +95,13 @@ export class RunAdmission {
       );
     if (signal.aborted) return Promise.reject(signal.reason);
     if (memory > this.tenantBudgetBytes) {
-      return Promise.reject(refuse(`more than one tenant's runs may hold here (${this.tenantBudgetBytes})`));
+      // Never admitted, so not worth a retry.
+      return Promise.reject(
+        new HostError(
+          "invalid_request",
+          `This run needs ${memory} bytes of linear memory, more than one tenant's runs may hold here (${this.tenantBudgetBytes}): ask for a smaller memoryLimitBytes`,
+        ),
+      );
     }
     if (this.#fits(tenant, memory, this.#waiting.length)) return Promise.resolve(this.#take(tenant, memory, signal));
     if (this.#waiting.length >= maxWaiting) return Promise.reject(refuse(`${maxWaiting} runs wait already`));

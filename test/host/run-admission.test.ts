@@ -71,7 +71,7 @@ describe("RunAdmission", () => {
     expect(typeof small.value).toBe("function");
   });
 
-  it("503 overloaded with Retry-After 1 when the line is full, when the wait runs out, and for a run that never fits", async () => {
+  it("503 overloaded with Retry-After 1 when the line is full and when the wait runs out; 400 for a run that never fits", async () => {
     const admission = new RunAdmission({ memoryBudgetBytes: 40 * MiB, maxWaiting: 1, maxWaitMs: 50, tenantShare: 1 });
     const held = await admission.admit(32 * MiB, "a", open());
     const waiting = admission.admit(1, "a", open());
@@ -91,9 +91,11 @@ describe("RunAdmission", () => {
     expect((refused as HostError).message).toBe(
       `Runs in flight here hold ${36 * MiB} of ${40 * MiB} bytes of linear memory, and this one needs ${16 * MiB}: no room within 50 ms; retry shortly`,
     );
-    await expect(admission.admit(64 * MiB, "a", open())).rejects.toThrow(
-      `and this one needs ${68 * MiB}: more than one tenant's runs may hold here (${40 * MiB}); retry shortly`,
-    );
+    await expect(admission.admit(64 * MiB, "a", open())).rejects.toMatchObject({
+      code: "invalid_request",
+      status: 400,
+      message: `This run needs ${68 * MiB} bytes of linear memory, more than one tenant's runs may hold here (${40 * MiB}): ask for a smaller memoryLimitBytes`,
+    });
     held();
     // The line is empty again and the budget free: a run is admitted at once.
     const next = watch(admission.admit(1, "b", open()));
@@ -160,7 +162,7 @@ describe("RunAdmission", () => {
     expect(flood).toEqual([{}, {}, {}, {}]);
     // A run larger than a tenant's share is never admitted, so it never waits.
     await expect(admission.admit(48 * MiB, "other", open())).rejects.toThrow(
-      `more than one tenant's runs may hold here (${36 * MiB}); retry shortly`,
+      `more than one tenant's runs may hold here (${36 * MiB}): ask for a smaller memoryLimitBytes`,
     );
   });
 });
