@@ -3,7 +3,7 @@
  * and slots per tenant counted in the registry, no CORS grant for a foreign origin, and `/run` admission answering
  * 503 instead of failing the isolate.
  */
-import { env } from "cloudflare:test";
+import { env, listDurableObjectIds } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { fromWire, type JsonValue } from "../../src/wire.js";
 import { as } from "./client.js";
@@ -91,6 +91,38 @@ describe("tenants", () => {
     }
     expect(await (await alpha(`/processes/${pid}`)).json()).toEqual(before);
     expect(await (await beta("/processes?ref=tenancy")).json()).toEqual({ processes: [], next: null });
+  });
+
+  it("a pid unknown to the caller's tenant creates and reads no process object, and answers as any unknown pid", async () => {
+    const theirs = await create("export default 1", "probed");
+    await settled(theirs);
+    const before = (await listDurableObjectIds(env.PROCESSES)).length;
+    const probes = [theirs, theirs + 1, 1, 2, 99, 9007199254740991];
+    for (const pid of probes) {
+      for (const [path, method] of [
+        ["", "GET"],
+        ["/events", "GET"],
+        ["/signals/kill", "POST"],
+        ["", "DELETE"],
+      ] as const) {
+        const answer = await beta(`/processes/${pid}${path}`, { method });
+        expect([answer.status, await answer.json()]).toEqual([
+          404,
+          { error: { code: "not_found", message: `No process ${pid}` } },
+        ]);
+      }
+    }
+    expect((await listDurableObjectIds(env.PROCESSES)).length).toBe(before);
+  });
+
+  it("pids count the caller's own processes only: another tenant's creations leave no gap", async () => {
+    const first = await create("export default 1", "counted");
+    for (let i = 0; i < 3; i++) {
+      expect((await beta("/processes", json({ code: "export default 1", ref: "counted" }))).status).toBe(201);
+    }
+    const second = await create("export default 1", "counted");
+    expect(second - first).toBe(1);
+    expect([Number.isSafeInteger(second), second > 2 ** 32]).toEqual([true, true]);
   });
 
   it("listing pages walk the caller's processes once each", async () => {
