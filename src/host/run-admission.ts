@@ -28,6 +28,12 @@ export const MAX_ADMISSION_WAIT_MS = 10_000;
  * a tenant's runs within their share always leave room for a run at the edge's default cap of any other tenant.
  */
 export const TENANT_SHARE = 0.5;
+/**
+ * Longest a run holds its room: past it the room is taken back though nothing released it, as on Workers a request
+ * whose client went away may be cancelled, and then none of its code runs again (a `finally` included). Longer than
+ * any run lasts (`/run` 10 s, `run_code` 60 s at most).
+ */
+export const MAX_HOLD_MS = 120_000;
 /** What a 503 `overloaded` asks the client to wait, in seconds: runs last seconds. */
 const OVERLOADED_RETRY_SECONDS = 1;
 
@@ -40,6 +46,8 @@ export interface AdmissionLimits {
   maxWaitMs: number;
   /** Default {@link TENANT_SHARE}. */
   tenantShare: number;
+  /** Default {@link MAX_HOLD_MS}. */
+  maxHoldMs: number;
 }
 
 /**
@@ -53,11 +61,18 @@ interface Waiter {
   memory: number;
 }
 
+interface Hold extends Waiter {
+  /** When the room is taken back (epoch milliseconds). */
+  until: number;
+  release(): void;
+}
+
 export class RunAdmission {
   readonly limits: AdmissionLimits;
   #held = 0;
   readonly #heldBy = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
+  readonly #holds = new Set<Hold>();
 
   constructor(limits: Partial<AdmissionLimits> = {}) {
     this.limits = {
@@ -65,6 +80,7 @@ export class RunAdmission {
       maxWaiting: limits.maxWaiting ?? MAX_WAITING_RUNS,
       maxWaitMs: limits.maxWaitMs ?? MAX_ADMISSION_WAIT_MS,
       tenantShare: limits.tenantShare ?? TENANT_SHARE,
+      maxHoldMs: limits.maxHoldMs ?? MAX_HOLD_MS,
     };
   }
 
@@ -145,6 +161,8 @@ export class RunAdmission {
    * nobody else back.
    */
   #fits(tenant: string, memory: number, ahead: number): boolean {
+    const now = Date.now();
+    for (const hold of this.#holds) if (hold.until <= now) hold.release();
     if (this.#held + memory > this.limits.memoryBudgetBytes) return false;
     if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantBudgetBytes) return false;
     for (let i = 0; i < ahead; i++) {
@@ -158,17 +176,21 @@ export class RunAdmission {
   #take(tenant: string, memory: number, signal: AbortSignal): () => void {
     this.#held += memory;
     this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + memory);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      signal.removeEventListener("abort", release);
-      this.#held -= memory;
-      const left = (this.#heldBy.get(tenant) as number) - memory;
-      if (left === 0) this.#heldBy.delete(tenant);
-      else this.#heldBy.set(tenant, left);
+    const hold: Hold = {
+      tenant,
+      memory,
+      until: Date.now() + this.limits.maxHoldMs,
+      release: () => {
+        if (!this.#holds.delete(hold)) return;
+        signal.removeEventListener("abort", hold.release);
+        this.#held -= memory;
+        const left = (this.#heldBy.get(tenant) as number) - memory;
+        if (left === 0) this.#heldBy.delete(tenant);
+        else this.#heldBy.set(tenant, left);
+      },
     };
-    signal.addEventListener("abort", release, { once: true });
-    return release;
+    this.#holds.add(hold);
+    signal.addEventListener("abort", hold.release, { once: true });
+    return hold.release;
   }
 }

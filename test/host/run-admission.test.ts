@@ -138,6 +138,22 @@ describe("RunAdmission", () => {
     expect(typeof third.value).toBe("function");
   });
 
+  it("a run that nothing releases gives its room back after maxHoldMs (a Worker request the client left is cancelled)", async () => {
+    const admission = new RunAdmission({
+      memoryBudgetBytes: 36 * MiB,
+      maxWaiting: 1,
+      maxWaitMs: 10_000,
+      tenantShare: 1,
+      maxHoldMs: 50,
+    });
+    await admission.admit(32 * MiB, "a", open()); // the whole budget: its release never comes, nor its signal
+    const next = watch(admission.admit(32 * MiB, "a", open()));
+    await tick();
+    expect(next).toEqual({});
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(typeof next.value).toBe("function");
+  });
+
   it("the wait is timed by a timer, not by turns of the event loop: a blocked loop does not stretch it", async () => {
     const admission = new RunAdmission({ memoryBudgetBytes: 36 * MiB, maxWaiting: 1, maxWaitMs: 100, tenantShare: 1 });
     await admission.admit(32 * MiB, "a", open());
