@@ -22,7 +22,7 @@ export { KvObject, ProcessObject, RegistryObject };
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
 
-/** Heap cap of a `/run` that sets none: two such runs fit the admission budget of one isolate. */
+/** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**

@@ -25,7 +25,11 @@ import type { HostState, ProcessFilter, ProcessRecord } from "./storage.js";
 export interface ProcessBackend {
   /** Throws a `HostError` (429 `too_many_processes`, `tenant_too_many_processes`) when no slot is free. */
   create(input: CreateProcessInput & { tenant: string }): Promise<{ pid: number; state: HostState }>;
-  get(pid: number): Promise<ProcessRecord | undefined>;
+  /**
+   * `tenant`'s process `pid`. A backend that keeps each process in an object of its own finds out whose the pid is
+   * first: another tenant's pid, like an unknown one, creates and reads no object.
+   */
+  get(pid: number, tenant: string): Promise<ProcessRecord | undefined>;
   list(filter: ProcessFilter): Promise<ProcessRecord[]>;
   events(pid: number): Promise<ReadableStream<Uint8Array> | undefined>;
   kill(pid: number): Promise<{ pid: number; state: HostState }>;
@@ -72,8 +76,9 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
   /** The caller's process: 404 for an unknown pid and for another tenant's, alike. */
   const owned = async (c: Context<AppEnv>): Promise<ProcessRecord> => {
     const pid = pidOf(c);
-    const found = await processes.get(pid);
-    if (found === undefined || found.tenant !== c.get("tenant")) throw new HostError("not_found", `No process ${pid}`);
+    const tenant = c.get("tenant");
+    const found = await processes.get(pid, tenant);
+    if (found === undefined || found.tenant !== tenant) throw new HostError("not_found", `No process ${pid}`);
     return found;
   };
 

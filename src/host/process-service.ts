@@ -214,7 +214,7 @@ export class ProcessService implements EnvironmentBindings {
     try {
       const now = this.#now();
       const record: ProcessRecord = {
-        pid: await this.#store.nextPid(),
+        pid: await this.#store.nextPid(tenant),
         tenant,
         ...(input.ref === undefined ? {} : { ref: input.ref }),
         state: "queued",

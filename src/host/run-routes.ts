@@ -74,7 +74,9 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions,
     const memory = typeof asked === "number" && asked > 0 ? asked : options.defaultMemoryLimitBytes;
     // The rate first: a run the tenant may not start never waits for memory.
     await c.get("quotas").admit(tenant);
-    const release = await admission.admit(memory);
+    // A client that goes away stops the wait, or the run and what it holds.
+    const { signal } = c.req.raw;
+    const release = await admission.admit(memory, tenant, signal);
     try {
       let run: ReturnType<RunCode>;
       try {
@@ -82,6 +84,7 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions,
       } catch (error) {
         throw new HostError("invalid_options", (error as Error).message);
       }
+      signal.addEventListener("abort", () => run.terminate("The request ended"), { once: true });
       const timer = setTimeout(() => run.terminate(`The run exceeded ${RUN_TIMEOUT_MS} ms`), RUN_TIMEOUT_MS);
       const result = await run;
       clearTimeout(timer);

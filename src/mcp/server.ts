@@ -124,7 +124,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }) => {
+    async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }, extra) => {
       let run: CodeExecution;
       let release = () => {};
       try {
@@ -141,6 +141,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         release();
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };
       }
+      // A cancelled call, or a server closed with its request, stops the run.
+      extra.signal.addEventListener("abort", () => run.terminate("The call was cancelled"), { once: true });
       const budget = setTimeout(() => run.terminate(`run_code's budget of ${timeoutMs} ms ran out`), timeoutMs);
       const result = await run;
       clearTimeout(budget);
