@@ -1,25 +1,15 @@
 /**
- * TypeScript erasure, no type checking. Where the platform gives SWC (`@swc/wasm-typescript`, the Node entry), SWC
- * alone does it, and its parser's time grows with the source, not exponentially with its nesting as the TypeScript
- * compiler's does (a 236-byte program with an enum and 20 nested `async (` held the compiler for 46 s). Erasable
- * syntax (the common case) is blanked out in place (strip-only mode), so every position stays exact and no source map
- * is needed; enums, namespaces, parameter properties and `<T>x` assertions are transformed with a source map. Imports
- * are kept as written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased.
- *
- * Elsewhere (workerd, browsers: their SWC is not loaded yet) `ts-blank-space` blanks types over the compiler's parser,
- * and the compiler (`typescript.transpileModule`, about 9 MB of JavaScript loaded on the first TypeScript run) takes
- * what it cannot erase. Results are cached by source.
+ * TypeScript erasure, no type checking, by SWC (`@swc/wasm-typescript`), whose parser's time grows with the source,
+ * not exponentially with its nesting as the TypeScript compiler's does (a 241-byte enum program with 11 nested
+ * `async (x, async (` held the compiler for 11 s, 4x more per level). Erasable syntax (the common case) is blanked out
+ * in place (strip-only mode), so every position stays exact and no source map is needed; enums, namespaces,
+ * parameter properties and `<T>x` assertions are transformed with a source map. Imports are kept as written
+ * (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. Each platform gives the core its
+ * SWC (`useSwc`): the Node entry from the package, Workers and browsers over its wasm as a file (`dist/swc/`).
+ * Results are cached by source.
  * @module
  */
-import {
-  LEAST_UPPER_BOUND,
-  originalPositionFor,
-  type SourceMapInput,
-  TraceMap,
-  traceSegment,
-} from "@jridgewell/trace-mapping";
-import type { blankSourceFile } from "ts-blank-space";
-import type * as TS from "typescript";
+import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
 
 export interface Transpiled {
   code: string;
@@ -72,24 +62,19 @@ let swcLoader: (() => Promise<() => Swc>) | undefined;
 /** Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) leaves the old one's memory untrusted. */
 let newSwc: (() => Swc) | undefined;
 let swc: Swc | undefined;
-let ts: typeof TS | undefined;
-let blank: typeof blankSourceFile | undefined;
 
 /** A platform entry's SWC: `load` resolves to a maker of fresh instances, called on the first TypeScript run. */
 export function useSwc(load: () => Promise<() => Swc>): void {
   swcLoader = load;
 }
 
-/** Readies `transpile`: SWC when the platform has it, else the compiler. */
+/** Readies `transpile`: an instance of the platform's SWC. */
 export async function loadTypeScript(): Promise<void> {
-  if (swcLoader !== undefined) {
-    newSwc ??= await swcLoader();
-    swc ??= newSwc();
-    return;
+  if (swcLoader === undefined) {
+    throw new TypeError("TypeScript needs SWC: this platform's entry did not give the core one (see useSwc)");
   }
-  if (ts !== undefined) return;
-  ts = ((await import("typescript")) as { default: typeof TS }).default;
-  blank = (await import("ts-blank-space")).blankSourceFile;
+  newSwc ??= await swcLoader();
+  swc ??= newSwc();
 }
 
 const CACHE_ENTRIES = 256;
@@ -105,7 +90,8 @@ export function transpile(source: string): Transpiled | TranspileFailure {
     cache.set(source, cached);
     return cached;
   }
-  const result = swc === undefined ? transpileWithCompiler(source) : transpileWithSwc(swc, source);
+  if (swc === undefined) throw new Error("transpile() called before loadTypeScript()");
+  const result = transpileWithSwc(swc, source);
   if (source.length <= CACHE_MAX_SOURCE) {
     cache.set(source, result);
     if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
@@ -172,49 +158,6 @@ function utf16Column(instance: Swc, line: string, display: number): number {
     else high = middle - 1;
   }
   return starts[low] as number;
-}
-
-function transpileWithCompiler(source: string): Transpiled | TranspileFailure {
-  if (ts === undefined || blank === undefined) throw new Error("transpile() called before loadTypeScript()");
-  try {
-    const file = ts.createSourceFile("module.ts", source, {
-      languageVersion: ts.ScriptTarget.ESNext,
-      impliedNodeFormat: ts.ModuleKind.ESNext,
-      jsDocParsingMode: ts.JSDocParsingMode.ParseNone,
-    });
-    // The parser's own diagnostics: what transpileModule reports as syntactic errors.
-    const syntaxError = (file as { parseDiagnostics?: readonly TS.Diagnostic[] }).parseDiagnostics?.[0];
-    if (syntaxError !== undefined) {
-      const { line, character } = file.getLineAndCharacterOfPosition(syntaxError.start ?? 0);
-      const message = ts.flattenDiagnosticMessageText(syntaxError.messageText, "\n");
-      return { message, line: line + 1, column: character + 1 };
-    }
-    let erasable = true;
-    const code = blank(file, () => {
-      erasable = false;
-    });
-    return erasable ? { code } : transpileWithMap(ts, source);
-  } catch (error) {
-    // The compiler's parser is recursive: absurd nesting overflows the host stack, which is a syntax problem here.
-    if (error instanceof RangeError) return NESTED_TOO_DEEPLY;
-    throw error;
-  }
-}
-
-function transpileWithMap(ts: typeof TS, source: string): Transpiled {
-  const output = ts.transpileModule(source, {
-    fileName: "module.ts",
-    compilerOptions: {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.ESNext,
-      verbatimModuleSyntax: true,
-      sourceMap: true,
-    },
-  });
-  // TypeScript writes the comment last; a regular expression here backtracked quadratically on a crafted comment.
-  const comment = output.outputText.lastIndexOf("\n//# sourceMappingURL=");
-  const code = comment === -1 ? output.outputText : output.outputText.slice(0, comment + 1);
-  return { code, map: new TraceMap(output.sourceMapText as SourceMapInput) };
 }
 
 /** Maps a 1-based position of transpiled code to the original source, or `undefined` where nothing maps. */
