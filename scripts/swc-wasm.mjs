@@ -2,7 +2,8 @@
  * Splits `@swc/wasm-typescript` (one CommonJS file that decodes its wasm from inline base64 and compiles it as it
  * loads) into what Workers and browsers can load, in `dist/swc/`: `swc.wasm` (Workers compile wasm only at deploy
  * time; a browser fetches and compiles it off its main work) and `swc.js`, an ES module whose `instantiate(module)`
- * makes a fresh instance of SWC over that compiled module. Run by `npm run build` and `prepare`.
+ * makes a fresh instance of SWC over that compiled module. Run by `prepare`, `npm run build` and `npm run build:web`
+ * (which `npm start` and `npm run deploy` run first).
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
