@@ -5,10 +5,12 @@
  * @module
  */
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
+import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
+import swcWasm from "../dist/swc/swc.wasm";
 import { instantiate } from "../src/environment/index.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
 import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
-import { createSandbox } from "../src/index.js";
+import { createSandbox, useSwc } from "../src/index.js";
 import { sharedPool } from "../src/instance-pool.js";
 import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
@@ -18,6 +20,9 @@ import { edgeProcesses } from "./processes.js";
 import { RegistryObject } from "./registry.js";
 
 export { KvObject, ProcessObject, RegistryObject };
+
+// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (`npm run build` writes dist/swc/).
+useSwc(async () => () => instantiateSwc(swcWasm));
 
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);

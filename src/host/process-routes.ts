@@ -6,9 +6,10 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { codeTooLarge } from "./code-size.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
-import { type CreateProcessInput, MAX_CODE_BYTES } from "./process-service.js";
+import type { CreateProcessInput } from "./process-service.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
 import {
   CreateProcessRequest,
@@ -39,7 +40,6 @@ export interface ProcessBackend {
 
 /** Largest `POST /processes` body when the app is given none. */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
-const encoder = new TextEncoder();
 /** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
 const LONE_SURROGATE = /\p{Cs}/u;
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
@@ -108,9 +108,8 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
     ),
     async (c) => {
       const input = c.req.valid("json");
-      if (encoder.encode(input.code).length > MAX_CODE_BYTES) {
-        throw new HostError("payload_too_large", `code is larger than ${MAX_CODE_BYTES} bytes`);
-      }
+      const tooLarge = codeTooLarge("code", [input.code]);
+      if (tooLarge !== undefined) throw tooLarge;
       // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
       // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
       for (const field of ["code", "ref"] as const) {

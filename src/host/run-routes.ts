@@ -10,6 +10,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { CodeExecutionOptions, RunCode } from "../index.js";
 import { resultWireText } from "../result-wire.js";
 import { fromWire, type JsonValue } from "../wire.js";
+import { codeTooLarge } from "./code-size.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
@@ -118,6 +119,10 @@ function parseBody(body: unknown): { source: string; options: CodeExecutionOptio
       throw invalid(`Unknown or non-data option '${key}': POST /run takes ${[...OPTION_KEYS].join(", ")}`);
     }
   }
+  const { modules } = options as { modules?: unknown };
+  const sources = typeof modules === "object" && modules !== null ? Object.values(modules) : [];
+  const tooLarge = codeTooLarge("'source' with its modules", [source, ...sources.filter((s) => typeof s === "string")]);
+  if (tooLarge !== undefined) throw tooLarge;
   const decoded = { ...options } as Record<string, unknown>;
   const memory = decoded.memoryLimitBytes;
   if (typeof memory === "number" && memory > MAX_RUN_MEMORY_BYTES) {

@@ -14,6 +14,7 @@ import {
   createHost,
   httpUpstreamsFrom,
   linearMemoryBytes,
+  MAX_CODE_BYTES,
   MemoryQuotas,
   RUN_MEMORY_BUDGET_BYTES,
   upstreamsFrom,
@@ -200,6 +201,41 @@ describe("POST /mcp", () => {
     const beta = await connect(h, "beta");
     expect(resultOf(await run(beta, "export default 2"))).toBe(2);
     expect(resultOf(await run(await connect(h, "alpha"), "export default 3"))).toBe(3);
+  });
+});
+
+describe("one bound on code at every front door", () => {
+  it("POST /run (source and modules together), POST /processes and run_code refuse MAX_CODE_BYTES + 1 bytes of UTF-8 alike", async () => {
+    const h = await host();
+    const client = await connect(h, "alpha");
+    // 2-byte characters: within 100,000 characters (run_code's former bound), over the bytes.
+    const code = (bytes: number) => `export default 1;//${"é".repeat((bytes - 19) / 2)}`;
+    const fits = code(MAX_CODE_BYTES - 1);
+    const over = code(MAX_CODE_BYTES + 1);
+    const message = `is larger than ${MAX_CODE_BYTES} bytes`;
+    const request = (path: string, body: unknown) =>
+      h.app.fetch(
+        new Request(`http://host${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${KEYS.alpha}` },
+          body: JSON.stringify(body),
+        }),
+      );
+    const refusal = async (response: Response) => [
+      response.status,
+      ((await response.json()) as { error: { message: string } }).error.message,
+    ];
+    const half = code(MAX_CODE_BYTES / 2 + 1);
+    expect(await refusal(await request("/run", { source: half, options: { modules: { "./a.js": half } } }))).toEqual([
+      413,
+      `'source' with its modules ${message}`,
+    ]);
+    expect(await refusal(await request("/processes", { code: over }))).toEqual([413, `code ${message}`]);
+    const answer = await run(client, over);
+    expect([answer.isError, answer.content]).toEqual([true, [{ type: "text", text: `run_code: code ${message}` }]]);
+
+    expect((await request("/run", { source: fits })).status).toBe(200);
+    expect(resultOf(await run(client, fits))).toBe(1);
   });
 });
 
