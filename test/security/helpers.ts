@@ -56,6 +56,16 @@ function describeOwn(value: object): Record<string, string> {
   return out;
 }
 
+/**
+ * Node tags a promise with its async ids once async hooks are on (the threaded pool's AsyncLocalStorage turns them
+ * on): the platform's bookkeeping, not the guest's doing.
+ */
+function isNodeAsyncTag(key: string | symbol): boolean {
+  return (
+    typeof key === "symbol" && (key.description === "async_id_symbol" || key.description === "trigger_async_id_symbol")
+  );
+}
+
 /** Deep, function-aware copy of a caller's bridged value, for before/after comparison. */
 export function shape(value: unknown, seen = new Map<object, string>(), path = "$"): unknown {
   if (typeof value === "function") return `fn ${value.name}/${value.length} ${ownKeys(value).join(",")}`;
@@ -74,10 +84,12 @@ export function shape(value: unknown, seen = new Map<object, string>(), path = "
   if (value instanceof Date) return [head, value.getTime()];
   if (ArrayBuffer.isView(value)) return [head, [...new Uint8Array(value.buffer, value.byteOffset, value.byteLength)]];
   if (value instanceof ArrayBuffer) return [head, [...new Uint8Array(value)]];
-  const entries = Reflect.ownKeys(value).map((key) => {
-    const d = Object.getOwnPropertyDescriptor(value, key) as PropertyDescriptor;
-    return [String(key), d.get ? "getter" : shape(d.value, seen, `${path}.${String(key)}`), d.enumerable];
-  });
+  const entries = Reflect.ownKeys(value)
+    .filter((key) => !isNodeAsyncTag(key))
+    .map((key) => {
+      const d = Object.getOwnPropertyDescriptor(value, key) as PropertyDescriptor;
+      return [String(key), d.get ? "getter" : shape(d.value, seen, `${path}.${String(key)}`), d.enumerable];
+    });
   return [head, Object.isFrozen(value), entries];
 }
 
