@@ -46,6 +46,7 @@ export {
   kvService,
   memoryKeyValueStores,
 } from "./kv.js";
+export { guardOrigins, originOf } from "./origins.js";
 export { type ProcessBackend, summaryOf } from "./process-routes.js";
 export {
   type CreateProcessInput,
