@@ -129,6 +129,8 @@ test.describe("a restart of the edge host", () => {
       String(PORT),
       "--persist-to",
       ".wrangler/e2e-restart",
+      "--var",
+      `RUNCODE_ORIGINS:${base}`,
     ];
     if (anonymous) args.push("--var", "RUNCODE_ALLOW_ANONYMOUS:true");
     server = spawn("npx", args, {
@@ -354,8 +356,10 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
       "200",
       "400",
       "401",
+      "403",
       "413",
       "415",
+      "421",
       "429",
       "500",
       "503",
