@@ -104,6 +104,29 @@ test.describe("POST /run on wrangler dev", () => {
     ).toBe("memory");
   });
 
+  test("survives a user's sequence that ends in a /run stopped by the CPU cap, then serves the playground and runs", async ({
+    request,
+  }) => {
+    test.setTimeout(60_000);
+    // The runtime shares one thread with the connections wrangler's proxy keeps to it: a run that held it past their
+    // ~10 s made the next request fail ("Network connection lost"), and for `GET /` wrangler exited.
+    const pids: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      pids.push(
+        await create(request, i === 5 ? "while (true) {}" : `console.log(${i})`, i === 5 ? { timeoutMs: 300 } : {}),
+      );
+    }
+    expect([202, 409]).toContain((await request.post(`/processes/${pids[5]}/signals/kill`)).status());
+    for (let i = 0; i < 3; i++) expect((await run(request, `export default ${i}`)).result).toBe(i);
+    // Date.now() calls make polls rare: the cap's CPU time, not its poll count, stops this loop.
+    expect((await run(request, "while (true) Date.now();")).error?.message).toMatch(
+      /^Execution stopped by the safety cap after \d+ ms of CPU time$/,
+    );
+    expect((await request.get("/")).status()).toBe(200);
+    expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
+    for (const pid of pids) expect((await settled(request, pid)).state).toBe("idle");
+  });
+
   test("refuses bad input", async ({ request }) => {
     const wrongType = await request.post("/run", { data: "source", headers: { "content-type": "text/plain" } });
     expect(wrongType.status()).toBe(415);

@@ -15,7 +15,7 @@ declare namespace Cloudflare {
 		RUNCODE_TENANT_RUNS_PER_MINUTE: "600";
 		RUNCODE_TENANT_KV_BYTES: "16777216";
 		MAX_ACTIVE_PROCESSES: "256";
-		RUN_CPU_MS: "10000";
+		RUN_CPU_MS: "5000";
 		RUN_INTERRUPT_POLLS: "200000";
 		REGISTRY: DurableObjectNamespace<import("./index").RegistryObject>;
 		PROCESSES: DurableObjectNamespace<import("./index").ProcessObject>;
