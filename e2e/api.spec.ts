@@ -108,8 +108,8 @@ test.describe("POST /run on wrangler dev", () => {
     request,
   }) => {
     test.setTimeout(60_000);
-    // The runtime shares one thread with the connections wrangler's proxy keeps to it: a run that held it past their
-    // ~10 s made the next request fail ("Network connection lost"), and for `GET /` wrangler exited.
+    // The runtime shares one thread with the connections between wrangler's processes: a run that held it for
+    // seconds made the next request fail ("Network connection lost"), and for `GET /` wrangler exited.
     const pids: number[] = [];
     for (let i = 0; i < 12; i++) {
       pids.push(
@@ -123,6 +123,13 @@ test.describe("POST /run on wrangler dev", () => {
       /^Execution stopped by the safety cap after \d+ ms of CPU time$/,
     );
     expect((await request.get("/")).status()).toBe(200);
+    expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
+    // A process spinning under its default 30 s timeoutMs holds the same thread, as long as RUN_CPU_MS lets it.
+    pids.push(await create(request, "while (true) {}"));
+    expect((await request.get("/")).status()).toBe(200);
+    expect((await settled(request, pids[12] as number)).error).toBe(
+      "Timeout: the process ran longer than its timeoutMs (30000 ms) or the host's 2000 ms of guest CPU per run and was stopped",
+    );
     expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
     for (const pid of pids) expect((await settled(request, pid)).state).toBe("idle");
   });

@@ -17,7 +17,7 @@ export interface EdgeConfig {
   tenantKvBytes: number;
   /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
   mcpServers: Record<string, HttpUpstream>;
-  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds and interrupt polls. */
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and interrupt polls. */
   runCpuMs: number;
   runInterruptPolls: number;
 }
