@@ -46,7 +46,7 @@ export {
   kvService,
   memoryKeyValueStores,
 } from "./kv.js";
-export { guardOrigins, originOf } from "./origins.js";
+export { originOf } from "./origins.js";
 export { type ProcessBackend, summaryOf } from "./process-routes.js";
 export {
   type CreateProcessInput,
