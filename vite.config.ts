@@ -13,8 +13,6 @@ export default defineConfig({
     outDir: "../dist/web",
     emptyOutDir: true,
     target: "es2022",
-    // The TypeScript compiler is a lazy chunk of the worker (~9 MB raw); it is meant to be big.
-    chunkSizeWarningLimit: 10_000,
   },
   worker: { format: "es" },
   server: { host: "127.0.0.1", port: 5173, strictPort: true },

@@ -6,7 +6,7 @@ export default defineConfig({
   plugins: [
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
-      // The module runner ships each module as one WebSocket message: typescript.js is far over the 1 MiB default.
+      // The module runner ships each module as one WebSocket message: SWC's wasm (2.7 MB) is over the 1 MiB default.
       miniflare: {
         compatibilityFlags: ["increase_websocket_message_size"],
         // A short safety cap so `POST /run` of a tight loop ends within the test; two tenants (test/workers/client.ts)
@@ -28,7 +28,6 @@ export default defineConfig({
   test: {
     include: ["test/workers/**/*.test.ts"],
     setupFiles: ["test/workers/setup.ts"],
-    deps: { optimizer: { ssr: { enabled: true, include: ["typescript", "ts-blank-space"] } } },
     testTimeout: 30_000,
   },
 });

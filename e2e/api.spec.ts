@@ -330,30 +330,33 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
     expect([get.status, get.headers.get("access-control-allow-origin")]).toEqual([200, null]);
   });
 
-  test("/run admission: past the isolate's budget runs wait their turn, past a full line 503 with Retry-After, never a failed isolate", async ({
+  test("/run admission: past the isolate's budget runs wait their turn, past a tenant's part of the line 503 with Retry-After, never a failed isolate", async ({
     baseURL,
   }) => {
     test.setTimeout(60_000);
-    const post = (source: string, memoryLimitBytes: number) =>
+    const post = (tenant: "alpha" | "beta", source: string, memoryLimitBytes: number) =>
       fetch(`${baseURL}/run`, {
         method: "POST",
-        headers: { ...bearer("beta"), "content-type": "application/json" },
+        headers: { ...bearer(tenant), "content-type": "application/json" },
         body: JSON.stringify({ source, options: { memoryLimitBytes } }),
       });
-    // 200 awaited kv calls 5 ms apart keep a 48 MiB run (52 MiB of linear memory) in flight for over a second, on
-    // 1 s of guest CPU (RUN_CPU_MS is 2 s); the awaits let other requests in, and no other 48 MiB run fits beside it
-    // in the 72 MiB budget.
-    const holding = post(
-      `import { list } from "kv";
-       for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 5; while (Date.now() < t); }
-       export default 1;`,
-      48 << 20,
-    );
+    // 200 awaited kv calls 5 ms apart keep a 32 MiB run (36 MiB of linear memory, a tenant's whole share) in flight
+    // for over a second on 1 s of guest CPU (RUN_CPU_MS is 2 s); the awaits let other requests in: one of each
+    // tenant's fills the 72 MiB budget.
+    const hold = (tenant: "alpha" | "beta") =>
+      post(
+        tenant,
+        `import { list } from "kv";
+         for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 5; while (Date.now() < t); }
+         export default 1;`,
+        32 << 20,
+      );
+    const holding = [hold("alpha"), hold("beta")];
     await new Promise((resolve) => setTimeout(resolve, 300));
-    // 65 more at once: 64 wait in line and run in turn; one is refused at once.
+    // 33 more of one tenant at once: 32 wait in line (its half of 64) and run in turn; one is refused at once.
     const answers = await Promise.all(
-      Array.from({ length: 65 }, async (_, i) => {
-        const response = await post(`export default ${i}`, 48 << 20);
+      Array.from({ length: 33 }, async (_, i) => {
+        const response = await post("beta", `export default ${i}`, 1 << 20);
         return {
           i,
           status: response.status,
@@ -369,9 +372,10 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
     for (const a of answers.filter((x) => x.status === 200)) {
       expect((fromWire(a.body as JsonValue) as { result: unknown }).result).toBe(a.i);
     }
-    const held = await holding;
-    expect((fromWire((await held.json()) as JsonValue) as { status: string }).status).toBe("success");
-    const after = await post("export default 3", 48 << 20);
+    for (const held of holding) {
+      expect((fromWire((await (await held).json()) as JsonValue) as { status: string }).status).toBe("success");
+    }
+    const after = await post("beta", "export default 3", 32 << 20);
     expect((fromWire((await after.json()) as JsonValue) as { result: unknown }).result).toBe(3);
   });
 

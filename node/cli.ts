@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
- * prints the `CodeExecutionResult`. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves
- * MCP over stdio.
+ * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`). Exits 0 on `success`,
+ * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
  * @module
  */
 import { readFile } from "node:fs/promises";
-import { inspect, parseArgs } from "node:util";
+import { parseArgs } from "node:util";
+import { MAX_WALK_DEPTH, WorkBudget } from "../src/budget.js";
+import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
 import { createSandbox, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
@@ -17,6 +19,47 @@ JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts dec
 1 when the run did not succeed, 2 on bad arguments.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+
+/**
+ * Characters a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls (ESC and BEL
+ * would let guest text rewrite the screen, set the title or write the clipboard with OSC 52), and the bidirectional
+ * overrides, isolates and marks that reorder what is shown.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const CONTROLS = /[\0-\x08\v-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with every control character written as an escape (`\x1B`, `\u202E`), so a terminal shows it. */
+function printable(text: string): string {
+  return text.replace(CONTROLS, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff
+      ? `\\x${code.toString(16).toUpperCase().padStart(2, "0")}`
+      : `\\u${code.toString(16).toUpperCase()}`;
+  });
+}
+
+/**
+ * The printing's budget: {@link FORMAT_BUDGET} units of formatting (about a character written or a value visited
+ * each, so shared references cannot multiply the output), spent at once when `deadline` has passed. The clock is
+ * read every 1,024 spends, so the status and the head of the result always print.
+ */
+class PrintBudget extends WorkBudget {
+  #spends = 0;
+  /** Whether the deadline, not the units, ended the printing. */
+  late = false;
+
+  constructor(readonly deadline: number) {
+    super(FORMAT_BUDGET, "printing");
+  }
+
+  override trySpend(units: number): boolean {
+    if (++this.#spends % 1024 === 0 && !this.exhausted && performance.now() > this.deadline) {
+      this.late = true;
+      super.trySpend(this.left + 1);
+    }
+    return super.trySpend(units);
+  }
+}
 
 /** Bad arguments: one line on standard error, exit code 2. */
 function usageError(message: string): never {
@@ -77,10 +120,20 @@ async function runFile(): Promise<void> {
     ...(file === "-" ? {} : { filename: file }),
     ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
   });
+  const deadline = performance.now() + timeout;
   const budget = setTimeout(() => run.terminate(`${values.timeout} ms budget`), timeout);
   const result = await run;
   clearTimeout(budget);
-  console.log(inspect(result, { depth: null, colors: process.stdout.isTTY }));
+  // Printed within the timeout and a bounded size, every control character of guest text escaped.
+  const printing = new PrintBudget(deadline);
+  const { inspect } = makeInspect({
+    depth: MAX_WALK_DEPTH,
+    truncated: () =>
+      printing.late
+        ? `... [output truncated: the ${values.timeout} ms timeout ran out]`
+        : `... [output truncated: printing budget of ${FORMAT_BUDGET} units spent]`,
+  });
+  console.log(printable(inspect(result, printing)));
   if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
     console.error(
       `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,

@@ -7,16 +7,16 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createSandbox as createCoreSandbox } from "../src/sandbox.js";
-import { useTypeStripper } from "../src/transpile.js";
+import { useSwc } from "../src/transpile.js";
 import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/types.js";
-import { swcStripper } from "./strip.js";
+import { newSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
-export { MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
+export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
-useTypeStripper(async () => swcStripper());
+useSwc(async () => newSwc);
 
 /** The QuickJS wasm of this package, as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = async () =>

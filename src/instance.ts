@@ -18,13 +18,7 @@ import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 const MAX_STACK_BYTES = 512 * 1024;
 /** Granularity of the booted image: blocks that were all zero at boot are kept as nothing and zeroed on restore. */
 const BLOCK = 64 * 1024;
-/**
- * How deep below the stack's booted part a run can write: QuickJS stops JS recursion at MAX_STACK_BYTES, and a native
- * frame past that check is far smaller than the margin. Deeper, still-zero stack blocks are not rewritten after every
- * run (5 MiB of the 5.6 MB image); a guard block just below this reach is checked instead.
- */
-const STACK_REACH_BLOCKS = Math.ceil((2 * MAX_STACK_BYTES) / BLOCK);
-/** The allocation that reveals the allocator's break (see {@link breakWordOffset}). */
+/** The allocation that reveals the allocator's break (see {@link memoryLayout}). */
 const PROBE_BYTES = 8 * 1024 * 1024;
 /** Static data, where the break lives, is within the first pages; the probe compares this much. */
 const PROBE_SCAN_BYTES = 1024 * 1024;
@@ -79,38 +73,60 @@ export function bootModulesOf(modules: Readonly<Record<string, string>> | undefi
   return checked;
 }
 
-/** Where each compiled module keeps its allocator's break, probed once (`undefined`: not found, never restore). */
-const breakOffsets = new WeakMap<object, Promise<number | undefined>>();
+/**
+ * Where a compiled module's memory can be written, measured once on a throwaway instance: below the allocator's break
+ * (the heap, and static data under it) and below the C stack's top. A run's writes all land below the break: the
+ * break is the allocator's high-water mark (it never comes down, even when what it bounds is freed) and the stack,
+ * which grows down from its top, lies below where the heap starts.
+ */
+export interface MemoryLayout {
+  /** Byte offset of the allocator's break in static data. */
+  breakAt: number;
+  /** The C stack pointer at rest: the stack is below it. */
+  stackTop: number;
+}
+
+/** Each compiled module's layout, probed once (`undefined`: not found or not as above, never restore). */
+const layouts = new WeakMap<object, Promise<MemoryLayout | undefined>>();
 const VARIANT_KEY = {};
 
 /**
- * Byte offset of the allocator's break in static data. The break only grows in this build and marks everything a
- * run can have dirtied above the booted image. A large allocation on a throwaway instance moves it by at least the
- * block's size; other words that move as much (the top chunk, footprint counters) hold smaller values.
+ * The {@link MemoryLayout} of `wasm`. The break is the word of static data that an allocation on a throwaway instance
+ * moves from below its end to above it, that stays there when the allocation is freed, and that is the highest such
+ * (the allocator's other words that bound it, such as the top chunk, come back down or hold sizes). The stack's top
+ * is where the library puts a string argument on the stack: just below the stack pointer, 16-byte aligned; the
+ * function called returns the address it was given.
  */
-export function breakWordOffset(wasm: WebAssembly.Module | undefined): Promise<number | undefined> {
+export function memoryLayout(wasm: WebAssembly.Module | undefined): Promise<MemoryLayout | undefined> {
   const key = wasm ?? VARIANT_KEY;
-  let offset = breakOffsets.get(key);
-  if (offset === undefined) {
-    offset = newInstance(wasm, 2 * PROBE_BYTES).then(({ emscripten, memory }) => {
+  let layout = layouts.get(key);
+  if (layout === undefined) {
+    layout = newInstance(wasm, 2 * PROBE_BYTES).then(({ emscripten, memory }) => {
+      const argumentAt = emscripten.cwrap("QTS_ArgvGetJSValueConstPointer", "number", ["string", "number"]);
+      const stackTop = (argumentAt("", 0) as number) + 16;
       const before = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
-      emscripten._malloc(PROBE_BYTES);
+      const at = emscripten._malloc(PROBE_BYTES);
+      const end = at + PROBE_BYTES;
+      const grown = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+      emscripten._free(at);
       const after = new Int32Array(memory.buffer, 0, PROBE_SCAN_BYTES / 4);
-      let found: number | undefined;
+      let breakAt: number | undefined;
       let highest = 0;
       for (let i = 0; i < after.length; i++) {
         const value = after[i] as number;
-        const moved = value - (before[i] as number) >= PROBE_BYTES && value <= memory.buffer.byteLength;
-        if (moved && value > highest) {
+        const bounds = (before[i] as number) < end && value >= end && value <= memory.buffer.byteLength;
+        if (bounds && grown[i] === value && value > highest) {
           highest = value;
-          found = i * 4;
+          breakAt = i * 4;
         }
       }
-      return found;
+      // The stack must lie below the heap as it started: then below the break whatever the heap does.
+      if (breakAt === undefined || stackTop > (before[breakAt / 4] as number)) return undefined;
+      return { breakAt, stackTop };
     });
-    breakOffsets.set(key, offset);
+    layouts.set(key, layout);
   }
-  return offset;
+  return layout;
 }
 
 export class BootedInstance {
@@ -126,10 +142,8 @@ export class BootedInstance {
   readonly hostCall: QuickJSHandle;
   #tenant: Tenant | undefined;
   #marshal: MarshalHandles | undefined;
-  /** The booted memory in blocks; `undefined` for a block that was all zero. */
+  /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
-  /** Blocks `[from, to)`: the C stack that boot left all zero (the longest run of zero blocks in the image). */
-  #stack = { from: 0, to: 0 };
   #breakAt: number | undefined;
   #bootedBreak = 0;
   /** QuickJS's count of the booted heap (runtime, context, prelude). */
@@ -193,11 +207,11 @@ export class BootedInstance {
     restorable: boolean,
     boot: BootModules = NO_BOOT_MODULES,
   ): Promise<BootedInstance> {
-    const breakAt = await breakWordOffset(wasm);
+    const layout = await memoryLayout(wasm);
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
-    if (breakAt === undefined) return booted;
+    if (layout === undefined) return booted;
     if (restorable) booted.#complete();
-    booted.#measure(breakAt);
+    booted.#measure(layout.breakAt);
     if (restorable) booted.#record();
     return booted;
   }
@@ -239,7 +253,8 @@ export class BootedInstance {
 
   /**
    * Takes the instance back from its run. A `sound` instance (no host fault, no abort) that did not grow and whose
-   * library state is as booted gets its booted memory back and returns `true`; any other is for dropping.
+   * library state is as booted gets its booted memory back and returns `true`; any other is for dropping. Everything
+   * below the break is rewritten (static data, the whole C stack, the heap): nothing above it was ever written.
    */
   reclaim(sound: boolean): boolean {
     this.#tenant = undefined;
@@ -252,14 +267,10 @@ export class BootedInstance {
     const reached = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
     if (reached < this.#bootedBreak || reached > bytes.length) return false;
     const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
-    // Blocks of the stack below the reach are left alone unless the run wrote the guard block above them.
-    const guard = this.#stack.to - STACK_REACH_BLOCKS - 1;
-    const deep = guard >= this.#stack.from && !allZero(bytes.subarray(guard * BLOCK, (guard + 1) * BLOCK));
-    const kept = deep ? 0 : guard + 1 - this.#stack.from;
     for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
       const block = this.#image[i];
       if (block !== undefined) bytes.set(block, start);
-      else if (i < this.#stack.from || i >= this.#stack.from + kept) bytes.fill(0, start, Math.min(start + BLOCK, end));
+      else bytes.fill(0, start, Math.min(start + BLOCK, end));
     }
     return true;
   }
@@ -284,7 +295,7 @@ export class BootedInstance {
     this.#bootedBreak = new Int32Array(this.instance.memory.buffer, breakAt, 1)[0] as number;
   }
 
-  /** Records the memory up to the allocator's break (above it, memory is still all zero). */
+  /** Records the memory up to the allocator's break (above it, memory was never written). */
   #record(): void {
     const { memory } = this.instance;
     this.#bootedLength = memory.buffer.byteLength;
@@ -294,11 +305,6 @@ export class BootedInstance {
     for (let start = 0; start < end; start += BLOCK) {
       const block = bytes.subarray(start, Math.min(start + BLOCK, end));
       this.#image.push(allZero(block) ? undefined : block.slice());
-    }
-    for (let i = 0, from = 0; i <= this.#image.length; i++) {
-      if (i < this.#image.length && this.#image[i] === undefined) continue;
-      if (i - from > this.#stack.to - this.#stack.from) this.#stack = { from, to: i };
-      from = i + 1;
     }
   }
 

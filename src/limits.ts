@@ -104,9 +104,18 @@ export class Limits {
   /** The interrupt handler: polled about every 10,000 guest calls or loop iterations. */
   readonly poll = (): boolean => {
     this.#polls++;
+    return this.#spent();
+  };
+
+  /** Throws {@link Stopped} when the run must stop, its safety cap included: after work the host did for it. */
+  checkSpent(): void {
+    if (this.#spent()) throw new Stopped();
+  }
+
+  #spent(): boolean {
     if (this.stopped() || this.#faulted) return true;
     const { interruptPolls, cpuTimeMs } = this.#settings.safetyCap;
-    const cpuMs = this.#cpuMs + this.#settings.clock() - this.#sliceStart;
+    const cpuMs = this.#cpuMs + (this.#depth > 0 ? this.#settings.clock() - this.#sliceStart : 0);
     if (this.#polls > interruptPolls || cpuMs > cpuTimeMs) {
       const spent = this.#polls > interruptPolls ? `${interruptPolls} interrupt polls` : `${cpuTimeMs} ms of CPU time`;
       this.#stop = {
@@ -116,7 +125,7 @@ export class Limits {
       return true;
     }
     return false;
-  };
+  }
 
   /** Native work the guest did, worth `polls` interrupt polls (see "Native work" in guest/core.ts), then one poll. */
   charge(polls: number): boolean {

@@ -61,10 +61,10 @@ export class Linker {
     }
   }
 
-  /** Readies type erasure for the entry `source` and every module, when the run is TypeScript. */
-  async prepare(source: string): Promise<void> {
+  /** Readies type erasure when the run is TypeScript. */
+  async prepare(): Promise<void> {
     if (this.#options.language === "typescript") {
-      await loadTypeScript([source, ...Object.values(this.#options.modules)]);
+      await loadTypeScript();
     }
   }
 

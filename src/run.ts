@@ -117,8 +117,12 @@ export class Run {
 
   async #execute(source: string): Promise<Ending> {
     try {
-      await this.#linker.prepare(source);
-      const entry = this.#linker.entry(source);
+      await this.#linker.prepare();
+      // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a
+      // worker thread, the check starts the slice the watchdog counts).
+      this.#limits.check();
+      const entry = this.#limits.enter(() => this.#linker.entry(source));
+      this.#limits.checkSpent();
       if (typeof entry !== "string") return { status: "link_error", error: entry };
       const { wasm, instances, restore, boot } = this.#context;
       const module = await wasm();

@@ -1,26 +1,20 @@
 /**
- * TypeScript erasure, no type checking. Erasable syntax (the common case) is blanked out in place, so every position
- * stays exact and no source map is needed: by the platform's type stripper when it has one (the Node entry gives
- * SWC's strip-only mode, which loads in tens of milliseconds), else by `ts-blank-space` over the compiler's parser.
- * Enums, namespaces, parameter properties and syntax errors go to the compiler itself (`typescript.transpileModule`
- * with a source map; its parser's first diagnostic), so they read the same on every platform. Imports are kept as
- * written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. The compiler (about 9 MB of
- * JavaScript) is loaded only when a run needs it, and results are cached by source.
+ * TypeScript erasure, no type checking, by SWC (`@swc/wasm-typescript`), whose parser's time grows with the source,
+ * not exponentially with its nesting as the TypeScript compiler's does (a 259-byte enum program with 12 nested
+ * `async (x, async (` held the compiler for 107 s, about 4x more per level; SWC's worst found, chains of `<` it
+ * tries as type arguments until its stack gives out, costs about 0.2 s per 1.3 KB). Erasable syntax (the common
+ * case) is blanked out in place (strip-only mode), so every position stays exact and no source map is needed; enums,
+ * namespaces, parameter properties and `<T>x` assertions are transformed with a source map. Imports are kept as
+ * written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. Each platform gives the
+ * core its SWC (`useSwc`): the Node entry from the package, Workers and browsers over its wasm as a file
+ * (`dist/swc/`). Results are cached by source.
  * @module
  */
-import {
-  LEAST_UPPER_BOUND,
-  originalPositionFor,
-  type SourceMapInput,
-  TraceMap,
-  traceSegment,
-} from "@jridgewell/trace-mapping";
-import type { blankSourceFile } from "ts-blank-space";
-import type * as TS from "typescript";
+import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
 
 export interface Transpiled {
   code: string;
-  /** Present when positions moved (the `transpileModule` fallback). */
+  /** Present when positions moved (enums, namespaces...). */
   map?: TraceMap;
 }
 
@@ -31,32 +25,57 @@ export interface TranspileFailure {
   column: number;
 }
 
-/**
- * Blanks the types of erasable TypeScript in place (same length, same line breaks); `undefined` when it cannot (an
- * enum, a namespace, a syntax error...), and the compiler decides then.
- */
-export type TypeStripper = (source: string) => string | undefined;
-
-let ts: typeof TS | undefined;
-let blank: typeof blankSourceFile | undefined;
-let stripperLoader: (() => Promise<TypeStripper>) | undefined;
-let strip: TypeStripper | undefined;
-
-/** A platform entry's faster stripper, loaded on the first TypeScript run. */
-export function useTypeStripper(load: () => Promise<TypeStripper>): void {
-  stripperLoader = load;
+/** What the core uses of `@swc/wasm-typescript`: one instance of its wasm. */
+export interface Swc {
+  transformSync(source: string, options: SwcOptions): { code: string; map?: string };
 }
 
-/**
- * Readies `transpile` for `sources`: the stripper when the platform has one, and the compiler only if one of them
- * needs it (or there is no stripper).
- */
-export async function loadTypeScript(sources: readonly string[] = []): Promise<void> {
-  if (stripperLoader !== undefined) strip ??= await stripperLoader();
-  if (ts !== undefined) return;
-  if (strip !== undefined && sources.every((source) => cache.has(source) || stripped(source))) return;
-  ts = ((await import("typescript")) as { default: typeof TS }).default;
-  blank = (await import("ts-blank-space")).blankSourceFile;
+export interface SwcOptions {
+  mode: "strip-only" | "transform";
+  module: true;
+  filename?: string;
+  sourceMap?: boolean;
+  transform?: { verbatimModuleSyntax: boolean; tsEnumIsMutable: boolean };
+}
+
+/** SWC's refusal of a source: a diagnostic, which leaves its instance as it was. */
+interface SwcDiagnostic {
+  code: string;
+  message: string;
+  startLine: number;
+  /** Counted in display columns (a tab is 4, a wide character 2), not UTF-16 units. */
+  startColumn: number;
+}
+
+const STRIP: SwcOptions = { mode: "strip-only", module: true };
+const TRANSFORM: SwcOptions = {
+  mode: "transform",
+  module: true,
+  filename: "module.ts",
+  sourceMap: true,
+  // The compiler's semantics: enum members stay properties read at run time (SWC would inline them), and imports
+  // whose bindings are only used as types stay as written.
+  transform: { verbatimModuleSyntax: true, tsEnumIsMutable: true },
+};
+const NESTED_TOO_DEEPLY: TranspileFailure = { message: "Source is nested too deeply to parse", line: 1, column: 1 };
+
+let swcLoader: (() => Promise<() => Swc>) | undefined;
+/** Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) leaves the old one's memory untrusted. */
+let newSwc: (() => Swc) | undefined;
+let swc: Swc | undefined;
+
+/** A platform entry's SWC: `load` resolves to a maker of fresh instances, called on the first TypeScript run. */
+export function useSwc(load: () => Promise<() => Swc>): void {
+  swcLoader = load;
+}
+
+/** Readies `transpile`: an instance of the platform's SWC. */
+export async function loadTypeScript(): Promise<void> {
+  if (swcLoader === undefined) {
+    throw new TypeError("TypeScript needs SWC: this platform's entry did not give the core one (see useSwc)");
+  }
+  newSwc ??= await swcLoader();
+  swc ??= newSwc();
 }
 
 const CACHE_ENTRIES = 256;
@@ -72,67 +91,74 @@ export function transpile(source: string): Transpiled | TranspileFailure {
     cache.set(source, cached);
     return cached;
   }
-  const result = transpileUncached(source);
-  remember(source, result);
+  if (swc === undefined) throw new Error("transpile() called before loadTypeScript()");
+  const result = transpileWithSwc(swc, source);
+  if (source.length <= CACHE_MAX_SOURCE) {
+    cache.set(source, result);
+    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  }
   return result;
 }
 
-function remember(source: string, result: Transpiled | TranspileFailure): void {
-  if (source.length > CACHE_MAX_SOURCE) return;
-  cache.set(source, result);
-  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-}
-
-/** Strips `source` into the cache; `false` when the compiler must decide. */
-function stripped(source: string): boolean {
-  const code = strip?.(source);
-  if (code !== undefined) remember(source, { code });
-  return code !== undefined;
-}
-
-function transpileUncached(source: string): Transpiled | TranspileFailure {
-  const code = strip?.(source);
-  if (code !== undefined) return { code };
-  if (ts === undefined || blank === undefined) throw new Error("transpile() called before loadTypeScript()");
+function transpileWithSwc(instance: Swc, source: string): Transpiled | TranspileFailure {
   try {
-    const file = ts.createSourceFile("module.ts", source, {
-      languageVersion: ts.ScriptTarget.ESNext,
-      impliedNodeFormat: ts.ModuleKind.ESNext,
-      jsDocParsingMode: ts.JSDocParsingMode.ParseNone,
-    });
-    // The parser's own diagnostics: what transpileModule reports as syntactic errors.
-    const syntaxError = (file as { parseDiagnostics?: readonly TS.Diagnostic[] }).parseDiagnostics?.[0];
-    if (syntaxError !== undefined) {
-      const { line, character } = file.getLineAndCharacterOfPosition(syntaxError.start ?? 0);
-      const message = ts.flattenDiagnosticMessageText(syntaxError.messageText, "\n");
-      return { message, line: line + 1, column: character + 1 };
-    }
-    let erasable = true;
-    const code = blank(file, () => {
-      erasable = false;
-    });
-    return erasable ? { code } : transpileWithMap(ts, source);
+    return { code: instance.transformSync(source, STRIP).code };
   } catch (error) {
-    // The compiler's parser is recursive: absurd nesting overflows the host stack, which is a syntax problem here.
-    if (error instanceof RangeError) return { message: "Source is nested too deeply to parse", line: 1, column: 1 };
-    throw error;
+    if (!isDiagnostic(error)) return trapped();
+    if (error.code !== "UnsupportedSyntax") return syntaxError(instance, source, error);
+  }
+  try {
+    const { code, map } = instance.transformSync(source, TRANSFORM);
+    return { code, map: new TraceMap(map as string) };
+  } catch (error) {
+    return isDiagnostic(error) ? syntaxError(instance, source, error) : trapped();
   }
 }
 
-function transpileWithMap(ts: typeof TS, source: string): Transpiled {
-  const output = ts.transpileModule(source, {
-    fileName: "module.ts",
-    compilerOptions: {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.ESNext,
-      verbatimModuleSyntax: true,
-      sourceMap: true,
-    },
-  });
-  // TypeScript writes the comment last; a regular expression here backtracked quadratically on a crafted comment.
-  const comment = output.outputText.lastIndexOf("\n//# sourceMappingURL=");
-  const code = comment === -1 ? output.outputText : output.outputText.slice(0, comment + 1);
-  return { code, map: new TraceMap(output.sourceMapText as SourceMapInput) };
+const isDiagnostic = (error: unknown): error is SwcDiagnostic =>
+  typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string";
+
+/** After a trap in its wasm every later call failed ("memory access out of bounds"): the next source gets a fresh one. */
+function trapped(): TranspileFailure {
+  swc = (newSwc as () => Swc)();
+  return NESTED_TOO_DEEPLY;
+}
+
+/** SWC's diagnostic at its 1-based line, and the UTF-16 column its display column stands for. */
+function syntaxError(instance: Swc, source: string, error: SwcDiagnostic): TranspileFailure {
+  const line = source.split(LINE_BREAK)[error.startLine - 1] ?? "";
+  return { message: error.message, line: error.startLine, column: utf16Column(instance, line, error.startColumn) + 1 };
+}
+
+/** SWC's line breaks (U+2028 and U+2029 are not among them). */
+const LINE_BREAK = /\r\n?|\n/;
+
+/**
+ * The UTF-16 offset in `line` at display column `display`: the longest prefix no wider than it. Widths are SWC's own,
+ * measured by where it places an error after that prefix in a comment; only lines with tabs or non-ASCII characters
+ * need it, and a binary search parses O(log n) prefixes of one line.
+ */
+function utf16Column(instance: Swc, line: string, display: number): number {
+  if (/^[\x20-\x7e]*$/.test(line)) return display;
+  const width = (prefix: string) => {
+    const probe = `/*${prefix.replaceAll("*", " ")}*/)`;
+    try {
+      instance.transformSync(probe, STRIP);
+    } catch (error) {
+      if (isDiagnostic(error)) return error.startColumn - 4;
+    }
+    return Number.POSITIVE_INFINITY;
+  };
+  // Code point boundaries only: a lone surrogate would reach SWC as U+FFFD.
+  const starts = [0];
+  for (const char of line) starts.push((starts.at(-1) as number) + char.length);
+  let [low, high] = [0, starts.length - 1];
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (width(line.slice(0, starts[middle])) <= display) low = middle;
+    else high = middle - 1;
+  }
+  return starts[low] as number;
 }
 
 /** Maps a 1-based position of transpiled code to the original source, or `undefined` where nothing maps. */

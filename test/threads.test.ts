@@ -8,7 +8,7 @@
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { instantiate } from "../node/environment.js";
-import { createSandbox, MAX_QUEUED_RUNS, MAX_THREADS } from "../node/index.js";
+import { createSandbox, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "../node/index.js";
 import type { CodeExecution } from "../src/types.js";
 import { recorder } from "./environment/helpers.js";
 
@@ -298,6 +298,64 @@ describe("bounds", () => {
     const results = await Promise.all(runs);
     expect(results.every((r) => r.status === "success" && r.result === 1)).toBe(true);
     expect((await runCode("export default 2")).result).toBe(2);
+  }, 60_000);
+});
+
+describe("runs nested through host functions", () => {
+  const RECURSE = "export default async function (n) { return n === 0 ? 0 : 1 + (await nest(n - 1)); }";
+  /** A host function that runs RECURSE again: every level of the guest's recursion is a run nested one deeper. */
+  const nest = async (n: number): Promise<unknown> => {
+    const r = await runCode(RECURSE, { ...JS, execute: { fn: "default", args: [n] }, globals: { nest } });
+    if (r.status !== "success") throw new Error(r.error?.message);
+    return r.result;
+  };
+  const recurse = (n: number) => runCode(RECURSE, { ...JS, execute: { fn: "default", args: [n] }, globals: { nest } });
+
+  it(`${MAX_THREADS} runs each nesting ${MAX_NESTING_DEPTH} deep all complete`, async () => {
+    // Each parent holds its worker while it awaits its nested run: before nested runs had workers of their own, a
+    // 9th level waited for ever, and so did every later run of the process.
+    const results = await Promise.all(Array.from({ length: MAX_THREADS }, () => recurse(MAX_NESTING_DEPTH)));
+    expect(results.map((r) => [r.status, r.result])).toEqual(Array(MAX_THREADS).fill(["success", MAX_NESTING_DEPTH]));
+  }, 60_000);
+
+  it("deeper ones are refused at once; an unrelated run started meanwhile completes", async () => {
+    const refused = {
+      status: "error",
+      error: {
+        name: "Error",
+        message: `runCode: runs nest at most ${MAX_NESTING_DEPTH} deep through host functions; this one would be ${MAX_NESTING_DEPTH + 1} deep`,
+      },
+    };
+    const deep = [recurse(MAX_NESTING_DEPTH + 1), recurse(20)];
+    expect(await runCode("export default 'unrelated'", JS)).toMatchObject({ status: "success", result: "unrelated" });
+    for (const r of await Promise.all(deep)) expect(r).toMatchObject(refused);
+    expect(await runCode("export default 'after'", JS)).toMatchObject({ status: "success", result: "after" });
+  }, 60_000);
+
+  it("nested runs wait in a line of their own: a guest's fan-out never fills the line of unrelated runs", async () => {
+    const gate = deferred<number>();
+    const refusals = new Set<string>();
+    // A host function that starts a nested run waiting on the gate; the guest calls it more times than runs may wait.
+    const fan = async () => {
+      try {
+        return (await runCode("export default await gate()", { ...JS, globals: { gate: () => gate.promise } })).result;
+      } catch (error) {
+        refusals.add((error as Error).message);
+        return "refused";
+      }
+    };
+    const fanned = deferred();
+    const parent = runCode(
+      `const all = Promise.all(Array.from({ length: ${MAX_QUEUED_RUNS + 10} }, () => fan()));\nfanned();\nexport default (await all).filter((r) => r === 1).length;`,
+      { ...JS, globals: { fan, fanned: () => fanned.resolve() } },
+    );
+    await fanned.promise;
+    expect(await runCode("export default 'unrelated'", JS)).toMatchObject({ status: "success", result: "unrelated" });
+    expect([...refusals]).toEqual([
+      `runCode: ${MAX_QUEUED_RUNS} nested runs are already waiting for the workers of nested runs: await some before starting more`,
+    ]);
+    gate.resolve(1);
+    expect((await parent).result).toBeGreaterThanOrEqual(MAX_QUEUED_RUNS);
   }, 60_000);
 });
 

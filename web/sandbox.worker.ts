@@ -8,6 +8,7 @@ import { createSandbox } from "../src/index.js";
 import type { CodeExecutionOptions } from "../src/types.js";
 import { type JsonValue, toWire } from "../src/wire.js";
 import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
+import "./swc.js";
 
 interface WorkerScope {
   postMessage(message: FromWorker): void;
@@ -24,9 +25,9 @@ const warm = (async () => {
 // The first run had an instance booted for it alone (no image recorded while the engine is cold: ready sooner); a
 // second one, once ready is out, boots the instance with an image that the user's runs then get restored.
 void warm.then(() => sandbox.runCode("export default 1", { language: "javascript" }));
-// TypeScript is the default language: a second after the engine is warm, load the compiler (a lazy chunk, so it is
-// not part of the page's initial transfer, and parsing it blocks this thread for ~0.2 s) so the first TypeScript
-// run does not wait for it. Delayed so it does not hold up a run the user starts right away.
+// TypeScript is the default language: a second after the engine is warm, fetch and compile SWC's wasm (not part of
+// the page's initial transfer) so the first TypeScript run does not wait for it. Delayed so it does not hold up a
+// run the user starts right away.
 const TYPESCRIPT_WARMUP_DELAY_MS = 1000;
 void warm.then(() =>
   setTimeout(

@@ -5,10 +5,12 @@
  * @module
  */
 import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
+import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
+import swcWasm from "../dist/swc/swc.wasm";
 import { instantiate } from "../src/environment/index.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
 import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
-import { createSandbox } from "../src/index.js";
+import { createSandbox, useSwc } from "../src/index.js";
 import { sharedPool } from "../src/instance-pool.js";
 import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
@@ -19,10 +21,13 @@ import { RegistryObject } from "./registry.js";
 
 export { KvObject, ProcessObject, RegistryObject };
 
+// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (`npm run build` writes dist/swc/).
+useSwc(async () => () => instantiateSwc(swcWasm));
+
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
 
-/** Heap cap of a `/run` that sets none: two such runs fit the admission budget of one isolate. */
+/** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**

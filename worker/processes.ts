@@ -26,7 +26,9 @@ export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {
       if ("error" in created) await registry().remove(pid);
       return unwrap(created);
     },
-    get: async (pid) => (await processObject(pid).record(pid)) ?? undefined,
+    // The registry knows whose a pid is: an unknown or foreign pid never reaches (and so never creates) an object.
+    get: async (pid, tenant) =>
+      (await registry().tenantOf(pid)) === tenant ? ((await processObject(pid).record(pid)) ?? undefined) : undefined,
     list: (filter) => registry().list(filter),
     events: async (pid) => unwrap(await processObject(pid).events(pid)) ?? undefined,
     kill: async (pid) => unwrap(await processObject(pid).kill(pid)),

@@ -1,13 +1,14 @@
 /**
- * The registry: one Durable Object that hands out pids (global, monotonic, never reused), keeps a summary of every
- * process with its tenant for `GET /processes`, and counts what tenants may start: active processes (theirs and the
+ * The registry: one Durable Object that hands out pids (never reused, ascending per tenant, telling nothing of other
+ * tenants: `pidOf`), keeps a summary of every process with its tenant for `GET /processes` and for checking whose a
+ * pid is before any process object is reached, and counts what tenants may start: active processes (theirs and the
  * deployment's) and a token bucket of runs per minute. Executions never pass through it: each runs in its own
  * `ProcessObject`, which reports state changes here (a few small writes per process).
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { HostError, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
 import { type Answer, answer } from "./answers.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */
@@ -29,8 +30,7 @@ export class RegistryObject extends DurableObject {
     super(ctx, env);
     this.#sql = ctx.storage.sql;
     this.#sql.exec(`
-      CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), last_pid INTEGER NOT NULL);
-      INSERT OR IGNORE INTO counter (id, last_pid) VALUES (1, 0);
+      CREATE TABLE IF NOT EXISTS pid_tags (tenant TEXT PRIMARY KEY, tag INTEGER NOT NULL UNIQUE, count INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS processes (
         pid INTEGER PRIMARY KEY, ref TEXT, state TEXT NOT NULL, exit_state TEXT, summary TEXT NOT NULL
       );
@@ -96,9 +96,19 @@ export class RegistryObject extends DurableObject {
   async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
     return answer(() => {
       this.#checkSlots(tenant, limits);
-      const pid = this.#sql
-        .exec<{ last_pid: number }>("UPDATE counter SET last_pid = last_pid + 1 RETURNING last_pid")
-        .one().last_pid;
+      if (this.#sql.exec("SELECT 1 FROM pid_tags WHERE tenant = ?", tenant).toArray().length === 0) {
+        const tag = newPidTag(
+          (taken) => this.#sql.exec("SELECT 1 FROM pid_tags WHERE tag = ?", taken).toArray().length > 0,
+        );
+        this.#sql.exec("INSERT INTO pid_tags (tenant, tag, count) VALUES (?, ?, 0)", tenant, tag);
+      }
+      const { tag, count } = this.#sql
+        .exec<{ tag: number; count: number }>(
+          "UPDATE pid_tags SET count = count + 1 WHERE tenant = ? RETURNING tag, count",
+          tenant,
+        )
+        .one();
+      const pid = pidOf(tag, count);
       // Counted as active until its object reports the real record (or the creation is withdrawn).
       const placeholder = JSON.stringify({ pid, state: "queued", exitState: null });
       this.#sql.exec(
@@ -145,6 +155,13 @@ export class RegistryObject extends DurableObject {
       if (retryAfterSeconds !== null) throw rateLimited(perMinute, retryAfterSeconds);
       return null;
     });
+  }
+
+  /** Whose process `pid` is; `null` for none. */
+  async tenantOf(pid: number): Promise<string | null> {
+    return (
+      this.#sql.exec<{ tenant: string }>("SELECT tenant FROM processes WHERE pid = ?", pid).toArray()[0]?.tenant ?? null
+    );
   }
 
   async index(record: ProcessRecord): Promise<void> {

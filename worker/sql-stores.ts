@@ -37,7 +37,7 @@ export class ObjectProcessStore implements ProcessStore {
     sql.exec("CREATE TABLE IF NOT EXISTS process (pid INTEGER PRIMARY KEY, record TEXT NOT NULL)");
   }
 
-  async nextPid(): Promise<number> {
+  async nextPid(_tenant: string): Promise<number> {
     return this.#pid();
   }
 

@@ -1,10 +1,18 @@
 /**
  * The worker threads of the threaded sandbox, shared by every threaded sandbox of the process: one run per worker
  * at a time (so ending a worker never takes another run with it), idle workers kept warm, a run that finds none
- * waiting in a FIFO queue (bounded by {@link MAX_QUEUED_RUNS}) for the first worker free, more spawned on demand up
+ * waiting in a queue (bounded by {@link MAX_QUEUED_RUNS}) for the first worker free, more spawned on demand up
  * to {@link MAX_THREADS}, and a replacement spawned for every worker that was ended or crashed.
+ *
+ * A run started inside a host call of a run on a thread is nested one level deeper (told by the caller's thread's
+ * async context, as host functions run there). Its parent holds a worker while it awaits, so nested runs never wait
+ * for the workers of unrelated runs: they have up to {@link MAX_NESTING_DEPTH} workers of their own, of which runs
+ * nested `d` deep or less hold fewer than `d`, and the deepest waiting run goes first. A deeper run can then always
+ * get a worker, so a chain of nested runs always ends; and unrelated runs keep their {@link MAX_THREADS}. Idle
+ * workers beyond {@link MAX_THREADS} are ended once no nested run holds or waits for one.
  * @module
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import {
   ANSWERED,
@@ -20,10 +28,35 @@ import {
   type WasmRef,
 } from "./protocol.js";
 
-/** Worker threads at most; each holds one run's wasm instance (16 MiB of linear memory and up) while it is warm. */
+/**
+ * Worker threads for unrelated runs (nested runs have {@link MAX_NESTING_DEPTH} more); each holds one run's wasm
+ * instance (16 MiB of linear memory and up) while it is warm.
+ */
 export const MAX_THREADS = 8;
-/** Runs that may wait for a worker; past it `runCode` throws a `RangeError`. */
+/** Runs that may wait for a worker, unrelated and nested runs each; past it `runCode` throws a `RangeError`. */
 export const MAX_QUEUED_RUNS = 1_000;
+/** How deep runs may nest through host functions; a run deeper makes `runCode` throw a `RangeError`. */
+export const MAX_NESTING_DEPTH = 8;
+
+/** The nesting depth of the run whose host function is being called on this thread. */
+const hostCalls = new AsyncLocalStorage<number>();
+
+/** Calls `fn` as a host function of a run nested `depth` deep: runs it starts are nested one level deeper. */
+export function asHostCall<T>(depth: number, fn: () => T): T {
+  return hostCalls.run(depth, fn);
+}
+
+/** The nesting depth of a run started here: 0 outside host calls. Throws a `RangeError` past {@link MAX_NESTING_DEPTH}. */
+export function nestingDepth(): number {
+  const caller = hostCalls.getStore();
+  const depth = caller === undefined ? 0 : caller + 1;
+  if (depth > MAX_NESTING_DEPTH) {
+    throw new RangeError(
+      `runCode: runs nest at most ${MAX_NESTING_DEPTH} deep through host functions; this one would be ${depth} deep`,
+    );
+  }
+  return depth;
+}
 
 /**
  * The worker's stack: Node gives JavaScript all but 192 KiB of it, so this leaves the 984 KiB V8 gives the main
@@ -46,6 +79,8 @@ let nextModule = 0;
 
 /** What a run on a thread hears from it. */
 export interface Tenant {
+  /** How deep the run is nested (see {@link nestingDepth}). */
+  readonly depth: number;
   receive(message: Exclude<FromWorker, { kind: "ready" }>): void;
   /** The worker died under the run (crashed, or ended by the pool). */
   lost(reason: string): void;
@@ -150,6 +185,7 @@ export class Thread {
 
 /** A run waiting for a thread. */
 export interface Waiting {
+  readonly depth: number;
   start(thread: Thread): void;
   /** No thread will come: the worker spawned for it could not start. */
   lost(reason: string): void;
@@ -158,6 +194,7 @@ export interface Waiting {
 class ThreadPool {
   readonly #threads = new Set<Thread>();
   readonly #idle: Thread[] = [];
+  /** Runs waiting for a thread, the deepest first, then in the order they came. */
   readonly #queue: Waiting[] = [];
   /** Workers spawned that have not loaded yet. */
   #starting = 0;
@@ -169,19 +206,22 @@ class ThreadPool {
    * it (the run takes whichever comes first, a warm worker usually). Throws a `RangeError` when the queue is full.
    */
   submit(run: Waiting): void {
-    const thread = this.#idle.pop();
-    if (thread !== undefined) {
-      this.#give(thread, run);
-      return;
-    }
-    // Runs a starting worker will take are not beyond the bound.
-    if (this.#queue.length >= MAX_QUEUED_RUNS + this.#starting) {
+    const at = this.#queue.findIndex((waiting) => waiting.depth < run.depth);
+    this.#queue.splice(at === -1 ? this.#queue.length : at, 0, run);
+    this.#dispatch();
+    // Unrelated and nested runs wait within a bound each, so a guest's fan-out of nested runs never fills the line
+    // of unrelated ones. Runs a starting worker will take are not beyond the bound.
+    const nested = run.depth > 0;
+    let waiting = 0;
+    for (const other of this.#queue) if (other.depth > 0 === nested) waiting++;
+    if (waiting > MAX_QUEUED_RUNS + this.#starting && this.#queue.includes(run)) {
+      this.withdraw(run);
       throw new RangeError(
-        `runCode: ${MAX_QUEUED_RUNS} runs are already waiting for the ${MAX_THREADS} worker threads: await some before starting more`,
+        nested
+          ? `runCode: ${MAX_QUEUED_RUNS} nested runs are already waiting for the workers of nested runs: await some before starting more`
+          : `runCode: ${MAX_QUEUED_RUNS} runs are already waiting for the ${MAX_THREADS} worker threads: await some before starting more`,
       );
     }
-    this.#queue.push(run);
-    if (this.#threads.size < MAX_THREADS && this.#starting < this.#queue.length) this.#spawn();
   }
 
   /** Takes a run that has not got a thread off the queue. */
@@ -194,14 +234,10 @@ class ThreadPool {
   release(thread: Thread, warm = true): void {
     thread.tenant = undefined;
     if (!thread.alive) return;
-    const next = this.#queue.shift();
-    if (next !== undefined) {
-      this.#give(thread, next);
-    } else {
-      thread.hold(false);
-      if (warm) this.#idle.push(thread);
-      else this.#idle.unshift(thread);
-    }
+    thread.hold(false);
+    if (warm) this.#idle.push(thread);
+    else this.#idle.unshift(thread);
+    this.#dispatch();
   }
 
   /** Notes the wasm runs use, for warming new workers. */
@@ -209,9 +245,38 @@ class ThreadPool {
     this.#latest = module;
   }
 
-  #give(thread: Thread, run: Waiting): void {
-    thread.hold(true);
-    run.start(thread);
+  /**
+   * Gives idle threads to the waiting runs that may hold one, spawns workers for those left, and ends idle workers
+   * beyond {@link MAX_THREADS} once nesting is over.
+   */
+  #dispatch(): void {
+    const held = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
+    for (const thread of this.#threads) if (thread.tenant !== undefined) (held[thread.tenant.depth] as number)++;
+    let unserved = 0;
+    for (let i = 0; i < this.#queue.length; i++) {
+      const run = this.#queue[i] as Waiting;
+      if (!mayHold(held, run.depth)) continue;
+      (held[run.depth] as number)++;
+      const thread = this.#idle.pop();
+      if (thread === undefined) {
+        unserved++;
+        continue;
+      }
+      this.#queue.splice(i--, 1);
+      thread.hold(true);
+      run.start(thread);
+    }
+    while (this.#starting < unserved && this.#alive() < MAX_THREADS + MAX_NESTING_DEPTH) this.#spawn();
+    // Once no nested run holds or waits for a worker, those beyond MAX_THREADS are ended: a burst of nesting does
+    // not keep their memory, and workers are not ended and spawned again between the nested runs of one burst.
+    const nesting = held.some((count, depth) => depth > 0 && count > 0) || this.#queue.some((run) => run.depth > 0);
+    while (!nesting && this.#idle.length > 0 && this.#alive() > MAX_THREADS) this.#idle.shift()?.end();
+  }
+
+  #alive(): number {
+    let alive = 0;
+    for (const thread of this.#threads) if (thread.alive) alive++;
+    return alive;
   }
 
   #spawn(): void {
@@ -228,8 +293,9 @@ class ThreadPool {
   }
 
   /**
-   * A worker that had started is replaced; one that could not start is only when runs wait (so a script that fails
-   * to load is not spawned in a loop), and the first waiting run gets the error.
+   * A worker that had started is replaced while fewer than {@link MAX_THREADS} remain; one that could not start is
+   * only when runs wait (so a script that fails to load is not spawned in a loop), and the first waiting run gets
+   * the error.
    */
   #replace(gone: Thread): void {
     this.#threads.delete(gone);
@@ -239,8 +305,20 @@ class ThreadPool {
       this.#starting--;
       this.#queue.shift()?.lost(gone.exitReason);
     }
-    if (gone.started || this.#queue.length > this.#starting) this.#spawn();
+    if (gone.started && this.#alive() < MAX_THREADS) this.#spawn();
+    this.#dispatch();
   }
+}
+
+/**
+ * Whether a run nested `depth` deep may hold one more worker, `held` counting the workers held at each depth:
+ * unrelated runs (depth 0) share {@link MAX_THREADS}; runs nested `depth` deep or less hold fewer than `depth`.
+ */
+function mayHold(held: number[], depth: number): boolean {
+  if (depth === 0) return (held[0] as number) < MAX_THREADS;
+  let nested = 0;
+  for (let d = 1; d <= depth; d++) nested += held[d] as number;
+  return nested < depth;
 }
 
 /** The process's pool. */

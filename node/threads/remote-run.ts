@@ -10,7 +10,7 @@ import { Execution } from "../../src/execution.js";
 import type { ResolvedOptions } from "../../src/options.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/types.js";
 import { Crossing } from "./crossing.js";
-import { type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
+import { asHostCall, nestingDepth, type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
 import { type Answer, type Crossed, type FromWorker, REPORT, type ThreadSettings, type ToWorker } from "./protocol.js";
 
 /**
@@ -35,6 +35,7 @@ type Outcome = Pick<CodeExecutionResult, "status" | "result" | "error" | "memory
 let lastRun = 0;
 
 export class RemoteRun implements Waiting, Tenant {
+  readonly depth = nestingDepth();
   readonly #id = nextRunId();
   readonly #started: number;
   readonly #crossing = new Crossing((key, ok, value) => this.#post({ kind: "settle", run: this.#id, key, ok, value }));
@@ -52,7 +53,10 @@ export class RemoteRun implements Waiting, Tenant {
   #watchdog: ReturnType<typeof setTimeout> | undefined;
   readonly execution: Execution;
 
-  /** Throws as the core's `runCode` does for a value that cannot cross, and a `RangeError` when the queue is full. */
+  /**
+   * Throws as the core's `runCode` does for a value that cannot cross, and a `RangeError` when the queue is full or
+   * runs nest too deep.
+   */
   constructor(source: string, options: ResolvedOptions, sandbox: ThreadedSandbox, started: number) {
     this.#started = started;
     this.#report = options.report;
@@ -144,7 +148,7 @@ export class RemoteRun implements Waiting, Tenant {
     if (target === undefined) return { ok: true, value: this.#crossing.encode(undefined) };
     let returned: unknown;
     try {
-      returned = Reflect.apply(target, undefined, args);
+      returned = asHostCall(this.depth, () => Reflect.apply(target, undefined, args));
     } catch (error) {
       return thrown(error);
     }

@@ -8,9 +8,9 @@
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { bridged, SerializationError, Thrown } from "../../src/errors.js";
 import { createSandbox } from "../../src/sandbox.js";
-import { useTypeStripper } from "../../src/transpile.js";
+import { useSwc } from "../../src/transpile.js";
 import type { CodeExecution, CodeExecutionResult } from "../../src/types.js";
-import { swcStripper } from "../strip.js";
+import { newSwc } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import {
   ANSWERED,
@@ -26,7 +26,7 @@ import {
   type WasmRef,
 } from "./protocol.js";
 
-useTypeStripper(async () => swcStripper());
+useSwc(async () => newSwc);
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const { signals, answers } = workerData as { signals: SharedArrayBuffer; answers: MessagePort };

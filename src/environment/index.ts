@@ -19,5 +19,12 @@ export {
   MAX_TOOL_ID_LENGTH,
 } from "./environment.js";
 export { describeFailure, MAX_MESSAGE_CHARS } from "./failure.js";
-export { FORMAT_BUDGET, type Inspect, MAX_STRING, makeInspect, truncationMarker } from "./inspect.js";
+export {
+  FORMAT_BUDGET,
+  type Inspect,
+  type InspectOptions,
+  MAX_STRING,
+  makeInspect,
+  truncationMarker,
+} from "./inspect.js";
 export * from "./types.js";

@@ -44,11 +44,19 @@ export function functionLabel(source: string, name: string): string {
   return `[${kind}${name === "" ? " (anonymous)" : `: ${name}`}]`;
 }
 
+/** How `makeInspect`'s formatter shows values. */
+export interface InspectOptions {
+  /** Levels of nesting shown (default 2, as `util.inspect`); deeper objects show as `[Array]`, `[Object]`... */
+  depth?: number;
+  /** What ends a text whose budget ran out (default {@link truncationMarker} of the budget's limit). */
+  truncated?: (budget: WorkBudget) => string;
+}
+
 /** What `makeInspect` returns. */
 export interface Inspect {
   /**
-   * One value as Node's `util.inspect` would show it (depth 2, strings quoted), within `budget` (default a fresh
-   * one of {@link FORMAT_BUDGET} units).
+   * One value as Node's `util.inspect` would show it (strings quoted), within `budget` (default a fresh one of
+   * {@link FORMAT_BUDGET} units).
    */
   inspect(value: unknown, budget?: WorkBudget): string;
   /**
@@ -60,7 +68,7 @@ export interface Inspect {
 
 type Kind = "map" | "set" | "date" | "regexp" | "error" | "buffer" | "typed" | "promise" | "weakmap" | "weakset";
 
-export function makeInspect(): Inspect {
+export function makeInspect(options: InspectOptions = {}): Inspect {
   type Fn = (...args: never[]) => unknown;
   const { apply } = Reflect;
   const { getPrototypeOf, getOwnPropertyNames, getOwnPropertySymbols, getOwnPropertyDescriptor, is } = Object;
@@ -115,7 +123,8 @@ export function makeInspect(): Inspect {
   /** Prototypes looked at per value: deeper chains are only made on purpose. */
   const MAX_CHAIN = 64;
   const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-  const DEPTH = 2;
+  const DEPTH = options.depth ?? 2;
+  const truncated = options.truncated ?? ((spent: WorkBudget) => truncationMarker(spent.limit));
   const BREAK_LENGTH = 72;
   const MAX_ITEMS = 100;
   const CUT = "...";
@@ -412,7 +421,7 @@ export function makeInspect(): Inspect {
   const finish = (text: string, room: number): string => {
     if (!budget.exhausted) return text;
     const cut = text.length <= room ? text : text.slice(0, room);
-    return `${cut}${cut === "" ? "" : " "}${truncationMarker(budget.limit)}`;
+    return `${cut}${cut === "" ? "" : " "}${truncated(budget)}`;
   };
   const within = (given: WorkBudget | undefined, work: () => string): string => {
     const outer = budget;

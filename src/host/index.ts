@@ -32,6 +32,7 @@ export {
 } from "./auth.js";
 export { readBytesWithin, readTextWithin } from "./body.js";
 export type { Catalog } from "./catalog-routes.js";
+export { MAX_CODE_BYTES } from "./code-size.js";
 export { Environments } from "./environments.js";
 export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
 export { EVENT_STREAM_BUFFER_BYTES, eventStream, type Watchable } from "./events.js";
@@ -54,7 +55,6 @@ export {
   DEFAULT_MAX_ACTIVE_PROCESSES,
   DEFAULT_MAX_SUBSCRIBERS,
   DEFAULT_OUTPUT_LIMITS,
-  MAX_CODE_BYTES,
   MAX_EXECUTION_TIMEOUT_MS,
   OUTPUT_TRUNCATED_KEY,
   type OutputLimits,

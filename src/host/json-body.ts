@@ -38,10 +38,11 @@ export function jsonBody(name: string, maxBytes: number): MiddlewareHandler<AppE
     // (Hono's cache holds promises, though its type says values.)
     (c.req.bodyCache as unknown as { text?: Promise<string> }).text = Promise.resolve(text);
     // The validator's own media-type check is narrower than HTTP's (it refuses `application/json ;charset=utf-8`,
-    // whitespace the grammar allows): the request it sees says plainly what this middleware established.
+    // whitespace the grammar allows): the request it sees says plainly what this middleware established. It keeps
+    // the client's signal, which ends what the request holds when the client goes away.
     const headers = new Headers(c.req.raw.headers);
     headers.set("content-type", "application/json");
-    c.req.raw = new Request(c.req.url, { method: c.req.method, headers });
+    c.req.raw = new Request(c.req.url, { method: c.req.method, headers, signal: c.req.raw.signal });
     await next();
   };
 }

@@ -84,17 +84,32 @@ export function addMcpRoutes(
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
-  const admit = (memoryLimitBytes: number | undefined) =>
-    admission.admit(memoryLimitBytes ?? options.defaultMemoryLimitBytes);
   const bridged = Object.keys(mcpServers).length > 0;
   app.openapi(route, async (c) => {
     const body = c.get("body");
-    const methods = (Array.isArray(body) ? body : [body]).map(methodOf);
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    // The transport answers a batch once each id has an answer: the calls behind a repeated id were left running
+    // after the answer, holding their admission for ever on the edge.
+    const ids = new Set<unknown>();
+    for (const message of messages) {
+      const { method, id } = (message ?? {}) as { method?: unknown; id?: unknown };
+      if (method === undefined || id === undefined) continue;
+      if (ids.has(id))
+        throw new HostError("invalid_request", `The batch repeats the request id ${JSON.stringify(id).slice(0, 100)}`);
+      ids.add(id);
+    }
+    const methods = messages.map(methodOf);
     const reachesUpstreams = bridged && (methods.includes("tools/call") || methods.includes("tools/list"));
     // Every call in a batch is a run, and a request that reaches upstream servers costs them three exchanges each:
     // both count against the tenant's rate, one token apiece.
     const tokens = methods.filter((method) => method === "tools/call").length + (reachesUpstreams ? 1 : 0);
     for (let i = 0; i < tokens; i++) await c.get("quotas").admit(c.get("tenant"));
+    // Whatever ends this request releases every run it admitted and stops every wait for admission.
+    const ended = new AbortController();
+    const signal = AbortSignal.any([c.req.raw.signal, ended.signal]);
+    const tenant = c.get("tenant");
+    const admit = (memoryLimitBytes: number | undefined) =>
+      admission.admit(memoryLimitBytes ?? options.defaultMemoryLimitBytes, tenant, signal);
     const upstreams = reachesUpstreams ? await connectHttpUpstreams(mcpServers) : undefined;
     try {
       if (upstreams !== undefined && upstreams.failed.length > 0)
@@ -106,12 +121,13 @@ export function addMcpRoutes(
       const server = createMcpServer({
         runCode: options.runCode,
         admit,
-        tenant: c.get("tenant"),
+        tenant,
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
       });
       return preEncoded(await answered(await serveMcpRequest(c.req.raw, body, server)));
     } finally {
+      ended.abort(new HostError("internal", "The request ended"));
       await upstreams?.close();
     }
   });

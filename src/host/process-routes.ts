@@ -6,9 +6,10 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { codeTooLarge } from "./code-size.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
-import { type CreateProcessInput, MAX_CODE_BYTES } from "./process-service.js";
+import type { CreateProcessInput } from "./process-service.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
 import {
   CreateProcessRequest,
@@ -25,7 +26,11 @@ import type { HostState, ProcessFilter, ProcessRecord } from "./storage.js";
 export interface ProcessBackend {
   /** Throws a `HostError` (429 `too_many_processes`, `tenant_too_many_processes`) when no slot is free. */
   create(input: CreateProcessInput & { tenant: string }): Promise<{ pid: number; state: HostState }>;
-  get(pid: number): Promise<ProcessRecord | undefined>;
+  /**
+   * `tenant`'s process `pid`. A backend that keeps each process in an object of its own finds out whose the pid is
+   * first: another tenant's pid, like an unknown one, creates and reads no object.
+   */
+  get(pid: number, tenant: string): Promise<ProcessRecord | undefined>;
   list(filter: ProcessFilter): Promise<ProcessRecord[]>;
   events(pid: number): Promise<ReadableStream<Uint8Array> | undefined>;
   kill(pid: number): Promise<{ pid: number; state: HostState }>;
@@ -35,7 +40,6 @@ export interface ProcessBackend {
 
 /** Largest `POST /processes` body when the app is given none. */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
-const encoder = new TextEncoder();
 /** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
 const LONE_SURROGATE = /\p{Cs}/u;
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
@@ -72,8 +76,9 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
   /** The caller's process: 404 for an unknown pid and for another tenant's, alike. */
   const owned = async (c: Context<AppEnv>): Promise<ProcessRecord> => {
     const pid = pidOf(c);
-    const found = await processes.get(pid);
-    if (found === undefined || found.tenant !== c.get("tenant")) throw new HostError("not_found", `No process ${pid}`);
+    const tenant = c.get("tenant");
+    const found = await processes.get(pid, tenant);
+    if (found === undefined || found.tenant !== tenant) throw new HostError("not_found", `No process ${pid}`);
     return found;
   };
 
@@ -103,9 +108,8 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
     ),
     async (c) => {
       const input = c.req.valid("json");
-      if (encoder.encode(input.code).length > MAX_CODE_BYTES) {
-        throw new HostError("payload_too_large", `code is larger than ${MAX_CODE_BYTES} bytes`);
-      }
+      const tooLarge = codeTooLarge("code", [input.code]);
+      if (tooLarge !== undefined) throw tooLarge;
       // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
       // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
       for (const field of ["code", "ref"] as const) {

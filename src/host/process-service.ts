@@ -19,6 +19,7 @@ import {
   type ServiceInfo,
 } from "../environment/types.js";
 import { ANONYMOUS_TENANT } from "./auth.js";
+import { codeTooLarge } from "./code-size.js";
 import { Environments } from "./environments.js";
 import { HostError, retryLater } from "./errors.js";
 import { eventStream } from "./events.js";
@@ -38,8 +39,6 @@ import { ToolError, ToolRegistry, type ToolScope } from "./tools.js";
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
 /** Longest timeout a process may ask for. */
 export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
-/** Largest process code, in UTF-8 bytes. */
-export const MAX_CODE_BYTES = 100 * 1024;
 /** Processes queued, running or terminating at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
 /** Seconds a refusal for want of a free slot asks the client to wait. */
@@ -134,7 +133,6 @@ interface Live {
   resolve(record: ProcessRecord): void;
 }
 
-const encoder = new TextEncoder();
 const mutable = (r: ProcessRecord): ProcessPatch => ({
   state: r.state,
   exitState: r.exitState,
@@ -202,9 +200,8 @@ export class ProcessService implements EnvironmentBindings {
   /** Creates a process and starts it; resolves with the `queued` record before the code runs. */
   async create(input: CreateProcessInput): Promise<ProcessRecord> {
     if (typeof input.code !== "string") throw new HostError("invalid_request", "code must be a string");
-    if (encoder.encode(input.code).length > MAX_CODE_BYTES) {
-      throw new HostError("payload_too_large", `code is larger than ${MAX_CODE_BYTES} bytes`);
-    }
+    const tooLarge = codeTooLarge("code", [input.code]);
+    if (tooLarge !== undefined) throw tooLarge;
     const timeoutMs = input.timeoutMs ?? this.defaultTimeoutMs;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > this.maxTimeoutMs) {
       throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${this.maxTimeoutMs}`);
@@ -214,7 +211,7 @@ export class ProcessService implements EnvironmentBindings {
     try {
       const now = this.#now();
       const record: ProcessRecord = {
-        pid: await this.#store.nextPid(),
+        pid: await this.#store.nextPid(tenant),
         tenant,
         ...(input.ref === undefined ? {} : { ref: input.ref }),
         state: "queued",

@@ -10,6 +10,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { CodeExecutionOptions, RunCode } from "../index.js";
 import { resultWireText } from "../result-wire.js";
 import { fromWire, type JsonValue } from "../wire.js";
+import { codeTooLarge } from "./code-size.js";
 import { HostError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
@@ -74,7 +75,9 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions,
     const memory = typeof asked === "number" && asked > 0 ? asked : options.defaultMemoryLimitBytes;
     // The rate first: a run the tenant may not start never waits for memory.
     await c.get("quotas").admit(tenant);
-    const release = await admission.admit(memory);
+    // A client that goes away stops the wait, or the run and what it holds.
+    const { signal } = c.req.raw;
+    const release = await admission.admit(memory, tenant, signal);
     try {
       let run: ReturnType<RunCode>;
       try {
@@ -82,6 +85,7 @@ export function addRunRoutes(app: OpenAPIHono<AppEnv>, options: RunRouteOptions,
       } catch (error) {
         throw new HostError("invalid_options", (error as Error).message);
       }
+      signal.addEventListener("abort", () => run.terminate("The request ended"), { once: true });
       const timer = setTimeout(() => run.terminate(`The run exceeded ${RUN_TIMEOUT_MS} ms`), RUN_TIMEOUT_MS);
       const result = await run;
       clearTimeout(timer);
@@ -115,6 +119,10 @@ function parseBody(body: unknown): { source: string; options: CodeExecutionOptio
       throw invalid(`Unknown or non-data option '${key}': POST /run takes ${[...OPTION_KEYS].join(", ")}`);
     }
   }
+  const { modules } = options as { modules?: unknown };
+  const sources = typeof modules === "object" && modules !== null ? Object.values(modules) : [];
+  const tooLarge = codeTooLarge("'source' with its modules", [source, ...sources.filter((s) => typeof s === "string")]);
+  if (tooLarge !== undefined) throw tooLarge;
   const decoded = { ...options } as Record<string, unknown>;
   const memory = decoded.memoryLimitBytes;
   if (typeof memory === "number" && memory > MAX_RUN_MEMORY_BYTES) {

@@ -53,8 +53,11 @@ export interface ProcessFilter {
 
 /** Process records by pid. */
 export interface ProcessStore {
-  /** A new pid: monotonic, never handed out twice, even after a delete. */
-  nextPid(): Promise<number>;
+  /**
+   * A new pid for `tenant`: never handed out twice, even after a delete, and ascending within the tenant; it tells
+   * nothing of other tenants' processes ({@link pidOf}).
+   */
+  nextPid(tenant: string): Promise<number>;
   /** Stores a new record; rejects if the pid exists. */
   create(record: ProcessRecord): Promise<void>;
   get(pid: number): Promise<ProcessRecord | undefined>;
@@ -141,6 +144,30 @@ export interface KeyValueStore {
   usage?(): Promise<KeyValueUsage>;
 }
 
+/** Pids one tag spans. */
+const PID_COUNTS = 2 ** 32;
+/** Tags: 2^21 of them keep every pid below 2^53. */
+const PID_TAGS = 2 ** 21;
+
+/**
+ * A pid is a tenant's tag times 2^32 plus the tenant's own count of processes: unique across tenants (one environment
+ * serves them all in Node, and its `eid` is the pid), ascending within a tenant so its listings keep their order, a
+ * safe integer of at most 16 digits, and no count of anyone else's processes (a single sequence told every tenant how
+ * many the others made). Tag 0 holds the pids of that older sequence, so none is ever handed out again.
+ */
+export function pidOf(tag: number, count: number): number {
+  if (count >= PID_COUNTS) throw new Error(`This tenant has used all ${PID_COUNTS - 1} of its pids`);
+  return tag * PID_COUNTS + count;
+}
+
+/** A new tenant's tag: random in 1..2^21-1, so tags tell nothing of how many tenants came before; not `taken`. */
+export function newPidTag(taken: (tag: number) => boolean): number {
+  for (;;) {
+    const tag = 1 + Math.floor(Math.random() * (PID_TAGS - 1));
+    if (!taken(tag)) return tag;
+  }
+}
+
 export function matches(record: ProcessRecord, filter: ProcessFilter): boolean {
   return (
     (filter.tenant === undefined || record.tenant === filter.tenant) &&
@@ -151,23 +178,36 @@ export function matches(record: ProcessRecord, filter: ProcessFilter): boolean {
   );
 }
 
-/** {@link ProcessStore} in memory, kept in ascending pid order so listing stops at its limit. */
-export class MemoryProcessStore implements ProcessStore {
-  #records = new Map<number, ProcessRecord>();
-  #lastPid = 0;
-  /** Highest pid stored (the map's last key). */
-  #highest = 0;
+/** One tenant's part of a {@link MemoryProcessStore}. */
+interface TenantRecords {
+  tag: number;
+  count: number;
+  /** In ascending pid order, so a listing walks the caller's records only and stops at its limit. */
+  records: Map<number, ProcessRecord>;
+  /** The highest pid in `records`. */
+  highest: number;
+}
 
-  async nextPid(): Promise<number> {
-    return ++this.#lastPid;
+/** {@link ProcessStore} in memory. */
+export class MemoryProcessStore implements ProcessStore {
+  readonly #records = new Map<number, ProcessRecord>();
+  readonly #tenants = new Map<string, TenantRecords>();
+  readonly #tags = new Set<number>();
+
+  async nextPid(tenant: string): Promise<number> {
+    const own = this.#tenant(tenant);
+    return pidOf(own.tag, ++own.count);
   }
 
   async create(record: ProcessRecord): Promise<void> {
     if (this.#records.has(record.pid)) throw new Error(`Process ${record.pid} exists`);
-    this.#records.set(record.pid, structuredClone(record));
+    const stored = structuredClone(record);
+    this.#records.set(record.pid, stored);
+    const own = this.#tenant(record.tenant);
+    own.records.set(record.pid, stored);
     // Creations finish in pid order unless their awaits interleave: then restore the order once.
-    if (record.pid < this.#highest) this.#records = new Map([...this.#records].sort(([a], [b]) => a - b));
-    else this.#highest = record.pid;
+    if (record.pid < own.highest) own.records = new Map([...own.records].sort(([a], [b]) => a - b));
+    else own.highest = record.pid;
   }
 
   async get(pid: number): Promise<ProcessRecord | undefined> {
@@ -182,11 +222,15 @@ export class MemoryProcessStore implements ProcessStore {
     return structuredClone(record);
   }
 
-  /** Compares every record with the filter but copies only those it returns. */
+  /** Compares the tenant's records (every record without one) with the filter but copies only those it returns. */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
     const out: ProcessRecord[] = [];
     if (filter.limit !== undefined && filter.limit <= 0) return out;
-    for (const record of this.#records.values()) {
+    const records =
+      filter.tenant === undefined
+        ? [...this.#records.values()].sort((a, b) => a.pid - b.pid)
+        : (this.#tenants.get(filter.tenant)?.records.values() ?? []);
+    for (const record of records) {
       if (!matches(record, filter)) continue;
       out.push(structuredClone(record));
       if (filter.limit !== undefined && out.length >= filter.limit) break;
@@ -195,7 +239,22 @@ export class MemoryProcessStore implements ProcessStore {
   }
 
   async delete(pid: number): Promise<boolean> {
-    return this.#records.delete(pid);
+    const record = this.#records.get(pid);
+    if (record === undefined) return false;
+    this.#records.delete(pid);
+    this.#tenants.get(record.tenant)?.records.delete(pid);
+    return true;
+  }
+
+  #tenant(tenant: string): TenantRecords {
+    let own = this.#tenants.get(tenant);
+    if (own === undefined) {
+      const tag = newPidTag((taken) => this.#tags.has(taken));
+      this.#tags.add(tag);
+      own = { tag, count: 0, records: new Map(), highest: 0 };
+      this.#tenants.set(tenant, own);
+    }
+    return own;
   }
 }
 

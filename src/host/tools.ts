@@ -13,7 +13,7 @@ import { BudgetError, WorkBudget } from "../budget.js";
 import type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition } from "../environment/types.js";
 import { ANONYMOUS_TENANT } from "./auth.js";
 import { JsonTooLargeError, jsonWithin } from "./json.js";
-import { type Check, compileSchema } from "./validate.js";
+import { type Check, compileForeignSchema, compileSchema } from "./validate.js";
 
 /** Largest tool arguments, in bytes of their JSON text (shared references counted each time they are reached). */
 export const MAX_TOOL_ARGUMENT_BYTES = 1_048_576;
@@ -47,6 +47,11 @@ export interface Service {
   name?: string;
   description: string;
   tools: Tool[];
+  /**
+   * The tools' schemas come from elsewhere (an upstream server): their regexes never run on the host, and each is
+   * compiled when its tool is first called (see `compileForeignSchema`).
+   */
+  foreignSchemas?: boolean;
 }
 
 export type ToolErrorCode =
@@ -131,7 +136,7 @@ export class ToolRegistry {
     this.workPerRun = options.workPerRun ?? DEFAULT_TOOL_WORK_PER_RUN;
   }
 
-  /** Adds a service; throws on a bad or duplicate id or a schema that does not compile. */
+  /** Adds a service; throws on a bad or duplicate id or a schema that does not compile (unless `foreignSchemas`). */
   register(service: Service): this {
     if (!ID.test(service.id)) throw new TypeError(`Service id ${JSON.stringify(service.id)} must match ${ID}`);
     if (this.#services.has(service.id)) throw new Error(`Service '${service.id}' is already registered`);
@@ -140,7 +145,9 @@ export class ToolRegistry {
     for (const tool of service.tools) {
       if (!ID.test(tool.id)) throw new TypeError(`Tool id ${JSON.stringify(tool.id)} must match ${ID}`);
       if (tools.has(tool.id)) throw new Error(`Service '${service.id}' has two tools '${tool.id}'`);
-      tools.set(tool.id, { tool, check: compileSchema(tool.inputSchema) });
+      const check =
+        service.foreignSchemas === true ? compileForeignSchema(tool.inputSchema) : compileSchema(tool.inputSchema);
+      tools.set(tool.id, { tool, check });
       definitions.push({
         id: tool.id,
         name: tool.name ?? tool.id,

@@ -8,10 +8,17 @@
  * never sees the value itself but a read-only view whose every property read, key listing and descriptor lookup is
  * paid for, and every time it applies a subschema (one call of its `validate`) it pays too, through an accessor on
  * a keyword it reads at every call (on a copy of the schema: the tool's own object is left as it is).
+ *
+ * A budget cannot stop a regular expression: JavaScript's engine backtracks, and `^(\w+\s?)*$` from an upstream
+ * server's schema held the host ~10 s over 28 characters. So a schema from elsewhere is checked without its regexes
+ * (`{ regexes: false }`): its `pattern`s are dropped where that only loosens the check, and where it could also
+ * tighten it (under `not`, `oneOf`, `if` or `maxContains`) or the schema has `patternProperties` or `dependencies`
+ * (whose subschemas the interpreter applies without listing them), the schema is not checked at all. Either way a
+ * value the schema accepts is accepted, and the server that wrote the schema checks the rest.
  * @module
  */
 import { format, type OutputUnit, type Schema, Validator } from "@cfworker/json-schema";
-import { WorkBudget } from "../budget.js";
+import { BudgetError, WorkBudget } from "../budget.js";
 import type { JSONSchema } from "../environment/types.js";
 import { isUrl } from "./formats.js";
 
@@ -102,13 +109,38 @@ const COUNTED_KEYWORD = "maxContains";
 /** The budget of the check running now (validation is synchronous, so one at a time). */
 let charged: WorkBudget | undefined;
 
-/** A validator over a copy of `schema` whose every subschema charges {@link charged} when applied. */
-function counting(schema: JSONSchema, shortCircuit: boolean): Validator {
-  const validator = new Validator(structuredClone(schema) as Schema, "2020-12", shortCircuit);
-  // `lookup` holds every subschema `dereference` found, which is every one `validate` can be called with.
+/** Keys whose presence anywhere in a schema makes dropping its `pattern`s unsound or incomplete (see above). */
+const REGEX_UNSAFE = new Set(["not", "oneOf", "if", "maxContains", "patternProperties", "dependencies"]);
+
+/** Whether any object in `schema` (a JSON tree: subschemas and data alike, which errs on the safe side) has `keys`. */
+function hasAnyKey(schema: JSONSchema, keys: (key: string, value: unknown) => boolean): boolean {
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item !== "object" || item === null) continue;
+    for (const [key, value] of Object.entries(item)) {
+      if (!Array.isArray(item) && keys(key, value)) return true;
+      stack.push(value);
+    }
+  }
+  return false;
+}
+
+/** The subschemas of a validator: `lookup` holds every one `dereference` found, which is every one `validate` applies. */
+function subschemas(validator: Validator): Set<Record<string, unknown>> {
   const { lookup } = validator as unknown as { lookup: Record<string, unknown> };
-  for (const node of new Set(Object.values(lookup))) {
-    if (typeof node !== "object" || node === null) continue;
+  return new Set(
+    Object.values(lookup).filter((node): node is Record<string, unknown> => typeof node === "object" && node !== null),
+  );
+}
+
+/**
+ * A validator over `schema` (the host's copy) whose every subschema charges {@link charged} when applied. Two
+ * validators may share one copy: the second finds the accessors in place.
+ */
+function counting(schema: JSONSchema, shortCircuit: boolean): Validator {
+  const validator = new Validator(schema as Schema, "2020-12", shortCircuit);
+  for (const node of subschemas(validator)) {
     const own = Object.getOwnPropertyDescriptor(node, COUNTED_KEYWORD);
     if (own !== undefined && (!own.configurable || own.get !== undefined)) continue;
     const value: unknown = own?.value;
@@ -142,11 +174,25 @@ function run(validator: Validator, value: unknown, budget: WorkBudget) {
  */
 export type Check = (value: unknown, budget?: WorkBudget) => string | undefined;
 
-export function compileSchema(schema: JSONSchema): Check {
+export interface SchemaOptions {
+  /** Whether the schema's regular expressions run over values (default `true`); `false` for a schema from elsewhere. */
+  regexes?: boolean;
+}
+
+export function compileSchema(schema: JSONSchema, { regexes = true }: SchemaOptions = {}): Check {
+  const copy = structuredClone(schema);
+  const withRegexes =
+    !regexes &&
+    hasAnyKey(copy, (key, value) => key === "patternProperties" || (key === "pattern" && typeof value === "string"));
+  if (withRegexes && hasAnyKey(copy, (key) => REGEX_UNSAFE.has(key))) return () => undefined;
   // Short-circuiting decides: the same verdict, and it stops at the first problem of each object or array (the full
   // pass once built 110 MB of errors for 250,000 bad items, then threw a RangeError spreading them).
-  const decide = counting(schema, true);
-  const detail = counting(schema, false);
+  const decide = counting(copy, true);
+  if (withRegexes) {
+    for (const node of subschemas(decide)) if (typeof node.pattern === "string") delete node.pattern;
+  }
+  // Made when a value first fails: most never do.
+  let detail: Validator | undefined;
   return (value, budget = new WorkBudget(DEFAULT_VALIDATION_UNITS, "validating the value")) => {
     const verdict = run(decide, value, budget);
     if (verdict.valid) return undefined;
@@ -154,6 +200,7 @@ export function compileSchema(schema: JSONSchema): Check {
     // Every problem of a small value, when listing them is cheap; otherwise the first ones.
     const more = new WorkBudget(Math.min(DETAIL_UNITS, budget.left), "listing the problems");
     try {
+      detail ??= counting(copy, false);
       errors = run(detail, value, more).errors;
     } catch {
       // Over its budget (or the stack): the first problems stand.
@@ -161,5 +208,24 @@ export function compileSchema(schema: JSONSchema): Check {
     budget.spend(Math.min(more.spent, budget.left));
     const messages = [...new Set(errors.map(describe).filter((m): m is string => m !== undefined))];
     return messages.length === 0 ? "does not match the schema" : messages.slice(0, 5).join("; ");
+  };
+}
+
+/**
+ * A schema from elsewhere (an upstream server's) compiled without its regexes, when it first checks a value:
+ * `POST /mcp` lists every upstream tool for each request and most are never called. A schema that does not compile
+ * (two subschemas of one `$id`) or cannot be applied (an unresolved `$ref`) fails the check with a message saying
+ * so, never the service it belongs to.
+ */
+export function compileForeignSchema(schema: JSONSchema): Check {
+  let check: Check | undefined;
+  return (value, budget) => {
+    try {
+      check ??= compileSchema(schema, { regexes: false });
+      return check(value, budget);
+    } catch (error) {
+      if (error instanceof BudgetError || error instanceof RangeError) throw error;
+      return `its schema cannot be used: ${clip((error as Error).message)}`;
+    }
   };
 }

@@ -9,6 +9,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
 import * as z from "zod/v4";
+import { codeTooLarge, MAX_CODE_BYTES } from "../host/code-size.js";
 import type { ToolRegistry } from "../host/tools.js";
 import { resultWire } from "../result-wire.js";
 import type { CodeExecution, RunCode } from "../types.js";
@@ -42,8 +43,6 @@ export interface McpServerOptions {
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_TIMEOUT_MS = 60_000;
 export const MAX_MEMORY_BYTES = 64 * 1024 * 1024;
-/** Longest `code`, in characters. */
-export const MAX_CODE_CHARS = 100_000;
 
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
 function guide(maxMemoryBytes: number, declarations: string): string {
@@ -105,7 +104,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       title: "Run JavaScript or TypeScript in a sandbox",
       description,
       inputSchema: {
-        code: z.string().max(MAX_CODE_CHARS).describe("The ES module to run."),
+        // Characters: a string of MAX_CODE_BYTES UTF-8 bytes has at most as many; the bytes are checked below.
+        code: z.string().max(MAX_CODE_BYTES).describe(`The ES module to run, up to ${MAX_CODE_BYTES} bytes of UTF-8.`),
         language: z.enum(["typescript", "javascript"]).optional().describe("Default typescript."),
         globals: z.record(z.string(), z.unknown()).optional().describe("Values to define as globals."),
         execute: z
@@ -124,10 +124,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }) => {
+    async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }, extra) => {
       let run: CodeExecution;
       let release = () => {};
       try {
+        const tooLarge = codeTooLarge("code", [code]);
+        if (tooLarge !== undefined) throw tooLarge;
         if (admit !== undefined) release = await admit(memoryLimitBytes);
         // Arguments and globals may use the wire encoding for what JSON cannot carry (bigint, Map, Date, ...).
         run = runCode(code, {
@@ -141,6 +143,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         release();
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };
       }
+      // A cancelled call, or a server closed with its request, stops the run.
+      extra.signal.addEventListener("abort", () => run.terminate("The call was cancelled"), { once: true });
       const budget = setTimeout(() => run.terminate(`run_code's budget of ${timeoutMs} ms ran out`), timeoutMs);
       const result = await run;
       clearTimeout(budget);

@@ -2,6 +2,7 @@
 import wasmUrl from "@jitl/quickjs-wasmfile-release-sync/wasm?url";
 import { createSandbox } from "../../src/index.js";
 import type { SandboxOptions } from "../../src/types.js";
+import "../../web/swc.js";
 import { conformance } from "../conformance/index.js";
 import { restoreImageSuite } from "../conformance/restore-image.js";
 

@@ -298,6 +298,61 @@ export function freshRunsSuite(options: ConformanceOptions = {}): void {
       expect(await intrinsics(runCode)).toEqual(clean);
     });
 
+    /**
+     * Boot modules whose state is mostly zero bytes in memory, and one of many small objects: a run writes into the
+     * state (the part far from its end, where a restore that guessed the C stack from long zero runs did not look)
+     * and returns what it found first; every run finds the booted values.
+     */
+    const shapes: [string, string, string][] = [
+      [
+        "a big zeroed Uint8Array",
+        "export const state = new Uint8Array(6 << 20);",
+        `let seen = 0;
+         for (let i = 0; i < state.length; i += 4096) seen += state[i];
+         state.fill(0x53, 1 << 16, 1 << 20);`,
+      ],
+      [
+        "a zero-filled Array",
+        "export const state = new Array(1 << 20).fill(0);",
+        `let seen = 0;
+         for (let i = 0; i < state.length; i += 512) seen += state[i];
+         state.fill(0x53, 1 << 13, 1 << 17);`,
+      ],
+      [
+        "a big zeroed ArrayBuffer",
+        "export const state = new ArrayBuffer(6 << 20);",
+        `const view = new Uint8Array(state);
+         let seen = 0;
+         for (let i = 0; i < view.length; i += 4096) seen += view[i];
+         view.fill(0x53, 1 << 16, 1 << 20);`,
+      ],
+      [
+        "a large string, which a run can release",
+        `let text = "\\0".repeat(6 << 20);
+         export const state = { get text() { return text; }, release() { text = ""; } };`,
+        `let seen = state.text.length - (6 << 20);
+         for (let i = 0; i < state.text.length; i += 4096) seen += state.text.charCodeAt(i);
+         state.release();
+         // The string's memory is free: this lands there.
+         new Uint8Array(6 << 20).fill(0x53, 1 << 16, 1 << 20);`,
+      ],
+      [
+        "many small objects",
+        "export const state = Array.from({ length: 1 << 16 }, () => ({ n: 0, s: '' }));",
+        `let seen = 0;
+         for (const item of state) seen += item.n + item.s.length;
+         state.forEach((item, i) => { item.n = i; item.s = "SECRET"; });`,
+      ],
+    ];
+    for (const [shape, boot, attack] of shapes) {
+      it(`a boot module's state as booted, whatever the run before wrote into it: ${shape}`, async () => {
+        const runCode = make({ bootModules: { state: boot } });
+        const source = `import { state } from "runcode:boot/state";\n${attack}\nexport default seen;`;
+        for (let i = 0; i < 3; i++)
+          expect(outcome(await runCode(source, js))).toEqual({ status: "success", result: 0 });
+      });
+    }
+
     it("each run draws its own Math.random sequence", async () => {
       const runCode = make();
       const sequences = new Set<string>();

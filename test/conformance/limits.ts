@@ -30,6 +30,16 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(await ok(runCode, source, { memoryLimitBytes: 32 * MiB })).toBe(4 * MiB);
     });
 
+    it("memoryUsedBytes is the heap's high-water mark: it counts what the run freed before it ended", async () => {
+      for (let i = 0; i < 2; i++) {
+        const r = await runCode("let a = new Uint8Array(4 * 1024 * 1024);\na = null;\nexport default 1", {
+          memoryLimitBytes: 32 * MiB,
+        });
+        expect(r.status).toBe("success");
+        expect(r.memoryUsedBytes ?? 0).toBeGreaterThan(4 * MiB);
+      }
+    });
+
     it("keeps reports and logs made before running out of memory", async () => {
       const r = await runCode(`report('start');\nconsole.log('log');\n${ALLOCATE_FOREVER}`, {
         memoryLimitBytes: 32 * MiB,

@@ -1,11 +1,19 @@
 /**
- * Restored instances at the memory level, on the platform running the suite: the allocator's break is found, a run's
- * instance is restored (not dropped and booted fresh) and its memory then equals the booted image byte for byte;
- * an instance that cannot be restored is never lent again. Platform-neutral: each host passes its compiled wasm.
+ * Restored instances at the memory level, on the platform running the suite: the allocator's break and the C stack
+ * are found, a run's instance is restored (not dropped and booted fresh) and its memory then equals the booted image
+ * byte for byte, whichever region the run wrote; an instance that cannot be restored is never lent again.
+ * Platform-neutral: each host passes its compiled wasm.
  * @module
  */
 import { describe, expect, it } from "vitest";
-import { BootedInstance, breakWordOffset, type Tenant } from "../../src/instance.js";
+import {
+  BootedInstance,
+  type BootModules,
+  bootModulesOf,
+  type MemoryLayout,
+  memoryLayout,
+  type Tenant,
+} from "../../src/instance.js";
 
 const MiB = 1024 * 1024;
 
@@ -40,11 +48,22 @@ function findInMemory(memory: WebAssembly.Memory, text: string): number {
   return -1;
 }
 
+/** The allocator's break in `instance`'s memory now. */
+function breakOf(instance: BootedInstance, layout: MemoryLayout): number {
+  return new Int32Array(instance.instance.memory.buffer, layout.breakAt, 1)[0] as number;
+}
+
 /** Declares the memory-level restore tests against the platform's compiled QuickJS module. */
 export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void {
-  /** A restorable instance lent to {@link idleTenant}; `booted` is a copy of its memory as booted. */
-  async function lent(heapLimitBytes = 64 * MiB): Promise<{ instance: BootedInstance; booted: Uint8Array }> {
-    const instance = await BootedInstance.boot(await wasm(), heapLimitBytes, true);
+  /**
+   * A restorable instance, with `boot`'s modules, lent to {@link idleTenant}; `booted` is a copy of its memory as
+   * booted.
+   */
+  async function lent(
+    heapLimitBytes = 64 * MiB,
+    boot?: BootModules,
+  ): Promise<{ instance: BootedInstance; booted: Uint8Array }> {
+    const instance = await BootedInstance.boot(await wasm(), heapLimitBytes, true, boot);
     const booted = new Uint8Array(instance.instance.memory.buffer.slice(0));
     instance.lend(idleTenant, heapLimitBytes);
     return { instance, booted };
@@ -57,10 +76,17 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
   }
 
   describe("restored memory: the booted image byte for byte", () => {
-    it("this platform finds the allocator's break, without which no instance is ever restored", async () => {
-      const offset = await breakWordOffset(await wasm());
-      expect(typeof offset).toBe("number");
-      expect((offset as number) % 4).toBe(0);
+    it("this platform finds the allocator's break and the C stack below it, without which no instance is restored", async () => {
+      const layout = await memoryLayout(await wasm());
+      if (layout === undefined) throw new Error("no memory layout found");
+      expect(layout.breakAt % 4).toBe(0);
+      expect(layout.stackTop % 16).toBe(0);
+      const { instance } = await lent();
+      const bootedBreak = breakOf(instance, layout);
+      expect(layout.stackTop).toBeLessThanOrEqual(bootedBreak);
+      // The high-water mark: a run that allocates and frees moves it up, and it stays there.
+      evaluate(instance, "let big = new Uint8Array(4 * 1024 * 1024).fill(1); big = null;");
+      expect(breakOf(instance, layout)).toBeGreaterThan(bootedBreak + 3 * MiB);
     });
 
     it("equals the booted memory byte for byte after a run that dirtied heap, stack, atoms and jobs", async () => {
@@ -88,13 +114,46 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
         expect(findInMemory(instance.instance.memory, secret)).toBe(-1);
     });
 
-    it("is zeroed wherever a run wrote, the deep C stack included", async () => {
+    it("equals the booted memory after a run that freed what it wrote above the booted break (the top chunk came back down)", async () => {
       const { instance, booted: image } = await lent();
-      const bytes = new Uint8Array(instance.instance.memory.buffer);
-      // A byte in the middle of every 64 KiB below the break, as if a run had reached the bottom of the stack.
-      const reached = image.findLastIndex((byte) => byte !== 0);
-      for (let at = 32 * 1024; at < reached; at += 64 * 1024) bytes[at] = (bytes[at] as number) ^ 0xff;
-      expect(differingBytes(bytes, image)).toBeGreaterThan(0);
+      expect(evaluate(instance, "let big = new Uint8Array(8 * 1024 * 1024).fill(0x53); big = null; 1")).toBe(1);
+      expect(findInMemory(instance.instance.memory, "SSSSSSSSSSSSSSSS")).toBeGreaterThan(0);
+      expect(instance.reclaim(true)).toBe(true);
+      expect(differingBytes(new Uint8Array(instance.instance.memory.buffer), image)).toBe(0);
+    });
+
+    /**
+     * Bytes planted at every 64 KiB of a region, as a run's native frames or allocations would leave them, each region
+     * on an instance of its own: the restore knows where a run can write from the allocator and the stack pointer,
+     * not from what the booted memory holds.
+     */
+    const regions: [string, (layout: MemoryLayout, bootedBreak: number) => [from: number, to: number]][] = [
+      ["static data (from 1 KiB, below the stack)", () => [1024, 64 * 1024]],
+      [
+        "the C stack at depth, far below what JS recursion reaches",
+        (layout) => [128 * 1024, layout.stackTop - 2 * MiB],
+      ],
+      ["the C stack near its top", (layout) => [layout.stackTop - 2 * MiB, layout.stackTop]],
+      ["the booted heap", (layout, bootedBreak) => [layout.stackTop, bootedBreak]],
+    ];
+    for (const [region, bounds] of regions) {
+      it(`is the booted image again after bytes were planted in ${region}`, async () => {
+        const layout = (await memoryLayout(await wasm())) as MemoryLayout;
+        const { instance, booted: image } = await lent();
+        const [from, to] = bounds(layout, breakOf(instance, layout));
+        expect(to - from).toBeGreaterThan(32 * 1024);
+        const bytes = new Uint8Array(instance.instance.memory.buffer);
+        for (let at = from + 1024; at < to; at += 64 * 1024) bytes[at] = (bytes[at] as number) ^ 0x53;
+        expect(differingBytes(bytes, image)).toBeGreaterThan(0);
+        expect(instance.reclaim(true)).toBe(true);
+        expect(differingBytes(new Uint8Array(instance.instance.memory.buffer), image)).toBe(0);
+      });
+    }
+
+    it("equals the booted memory after a run wrote into a boot module's 6 MiB of zeros, longer than the C stack", async () => {
+      const boot = bootModulesOf({ state: "globalThis.state = new Uint8Array(6 << 20);" });
+      const { instance, booted: image } = await lent(64 * MiB, boot);
+      expect(evaluate(instance, "state.fill(0x53, 1 << 16, 1 << 20).indexOf(0x53)")).toBe(1 << 16);
       expect(instance.reclaim(true)).toBe(true);
       expect(differingBytes(new Uint8Array(instance.instance.memory.buffer), image)).toBe(0);
     });

@@ -126,7 +126,7 @@ cyrnel.output({ a: 2 });`;
         "const a = 1;\nconst b: any = undefined;\n\n   console.log(b.x);",
         "TypeError: cannot read property 'x' of undefined (at line 4, column 17)",
       ],
-      ["const x = 1;\nlet y = ;", "SyntaxError: Expression expected. (at line 2, column 9)"],
+      ["const x = 1;\nlet y = ;", "SyntaxError: Expression expected (at line 2, column 9)"],
       [
         'function inner() {\n  throw new RangeError("deep");\n}\nfunction outer() { inner(); }\nouter();',
         "RangeError: deep (at line 2, column 23)\n    at inner (line 2, column 23)\n    at outer (line 4, column 25)\n    at <anonymous> (line 5, column 6)",

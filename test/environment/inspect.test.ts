@@ -109,6 +109,13 @@ describe("inspect within a budget", () => {
     expect(format(["fits", 1])).toBe("fits 1");
   });
 
+  test("options: the depth shown and the text that ends a cut", () => {
+    const deep = makeInspect({ depth: 4, truncated: (spent) => `[cut at ${spent.limit}]` });
+    const value = { n: { m: { k: { l: { o: { deep: 1 } } } } }, e: new Error("x") };
+    expect(deep.inspect(value)).toBe("{ n: { m: { k: { l: { o: [Object] } } } }, e: [Error: x] }");
+    expect(deep.inspect(["aaaa", "bbbb"], new WorkBudget(14, "formatting"))).toBe("[ 'aaaa', 'bbb [cut at 14]");
+  });
+
   test("a long key is quoted and cut without a regex over all of it; %j is budgeted", () => {
     expect(inspect({ [`k${"e".repeat(MAX_STRING + 5)}`]: 1 })).toBe(
       `{\n  'k${"e".repeat(MAX_STRING - 1)}... 6 more characters': 1\n}`,

@@ -316,7 +316,8 @@ describe("quotas", () => {
     while (waiting.length < 2) await new Promise((r) => setTimeout(r, 5));
     for (const release of waiting) release();
     await h.service.idle();
-    expect((await h.service.list()).map((r) => [r.tenant, r.exitState])).toEqual([
+    // Pids ascend within a tenant; across tenants their order is their random tags'.
+    expect((await h.service.list()).map((r) => [r.tenant, r.exitState]).sort()).toEqual([
       ["alpha", "success"],
       ["beta", "success"],
     ]);
@@ -409,7 +410,7 @@ describe("the HTTP surface", () => {
     ]);
   });
 
-  test("/run admission: runs in flight never pass the budget; past it a run waits its turn, and a full line is 503", async () => {
+  test("/run admission: each tenant's runs hold at most half the budget; past it a run waits its turn, and a full line is 503", async () => {
     const { gate, held } = gateService();
     const { runCode } = createSandbox({ wasm: await wasm() });
     const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
@@ -422,14 +423,15 @@ describe("the HTTP surface", () => {
         },
       },
     });
-    // Two runs at 32 MiB hold 2 x 36 MiB of linear memory: the whole 72 MiB budget.
-    const holding = () =>
-      as(h, "alpha")("POST", "/run", {
+    // A run at 32 MiB holds 36 MiB of linear memory: a tenant's whole share, and with the other's the whole budget.
+    const holding = (tenant: keyof typeof KEYS) =>
+      as(h, tenant)("POST", "/run", {
         source: `import { hold } from "gate"; await hold({}); export default 1;`,
         options: { memoryLimitBytes: 32 * 1024 * 1024 },
       });
-    const first = holding();
-    const second = holding();
+    const first = holding("alpha");
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const second = holding("beta");
     while (held.length < 2) await new Promise((r) => setTimeout(r, 5));
     const waiting = as(h, "beta")("POST", "/run", {
       source: "export default 3",
@@ -447,12 +449,71 @@ describe("the HTTP surface", () => {
         },
       },
     ]);
-    (held.shift() as () => void)();
-    // The waiting run got the room the first one left.
+    (held.pop() as () => void)();
+    // The waiting run got the room its tenant's first one left.
     expect((fromWire((await waiting).body as JsonValue) as { result: unknown }).result).toBe(3);
-    (held.shift() as () => void)();
+    (held.pop() as () => void)();
     expect([(await first).status, (await second).status]).toEqual([200, 200]);
     const after = await as(h, "beta")("POST", "/run", { source: "export default 2" });
     expect((fromWire(after.body as JsonValue) as { result: unknown }).result).toBe(2);
+  });
+
+  test("one tenant's flood of /run within its rate never makes another tenant's /run wait or fail", async () => {
+    const { gate, held } = gateService();
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+      services: [gate],
+      app: {
+        run: {
+          runCode: createSandbox({ wasm: await wasm() }).runCode,
+          defaultMemoryLimitBytes: 32 * 1024 * 1024,
+          admission: { maxWaitMs: 300 },
+        },
+      },
+    });
+    const flood = Array.from({ length: 6 }, () =>
+      as(h, "alpha")("POST", "/run", { source: `import { hold } from "gate"; await hold({}); export default 1;` }),
+    );
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const other = await as(h, "beta")("POST", "/run", { source: "export default 2" });
+    expect([other.status, (fromWire(other.body as JsonValue) as { result: unknown }).result]).toEqual([200, 2]);
+    // The flood's runs go one at a time within alpha's share.
+    expect(held.length).toBe(1);
+    let settled = false;
+    const answers = Promise.all(flood).finally(() => (settled = true));
+    while (!settled) {
+      for (const release of held.splice(0)) release();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await answers;
+  });
+
+  test("a /run whose request ends releases its admission: the run is stopped and its memory free for others", async () => {
+    const { gate, held } = gateService();
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+      services: [gate],
+      app: {
+        run: {
+          runCode: createSandbox({ wasm: await wasm() }).runCode,
+          defaultMemoryLimitBytes: 32 * 1024 * 1024,
+          // One run at the default cap takes the whole budget.
+          admission: { memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 },
+        },
+      },
+    });
+    const client = new AbortController();
+    const abandoned = h.app.fetch(
+      new Request("http://host/run", {
+        method: "POST",
+        signal: client.signal,
+        headers: { authorization: `Bearer ${KEYS.alpha}`, "content-type": "application/json" },
+        body: JSON.stringify({ source: `import { hold } from "gate"; await hold({}); export default 1;` }),
+      }),
+    );
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    client.abort();
+    const next = await as(h, "beta")("POST", "/run", { source: "export default 2" });
+    expect([next.status, (fromWire(next.body as JsonValue) as { result: unknown }).result]).toEqual([200, 2]);
+    const stopped = fromWire((await (await abandoned).json()) as JsonValue) as { status: string; error: unknown };
+    expect(stopped).toMatchObject({ status: "terminated", error: { message: "The request ended" } });
   });
 });

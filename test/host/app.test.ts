@@ -118,21 +118,22 @@ describe("HTTP API: bad requests", () => {
 
     // A stored record survives every refused request.
     const created = await call(h, "POST", "/processes", { code: `await cyrnel.services.demo.tools.wait.invoke({});` });
-    expect(created).toMatchObject({ status: 201, body: { pid: 1, state: "queued" } });
+    expect(created).toMatchObject({ status: 201, body: { state: "queued" } });
+    const { pid } = created.body as { pid: number };
     await until(async () => h.waiting.length === 1);
-    const before = await record(h, 1);
+    const before = await record(h, pid);
     expect((await call(h, "POST", "/processes", { code: "2" })).body).toEqual({
       error: { code: "too_many_processes", message: "1 processes are active already: wait for one to finish" },
     });
-    expect((await call(h, "DELETE", "/processes/1")).status).toBe(409);
-    expect((await call(h, "POST", "/processes/1/signals/run")).status).toBe(409);
-    expect(await record(h, 1)).toEqual(before);
+    expect((await call(h, "DELETE", `/processes/${pid}`)).status).toBe(409);
+    expect((await call(h, "POST", `/processes/${pid}/signals/run`)).status).toBe(409);
+    expect(await record(h, pid)).toEqual(before);
     (h.waiting[0] as () => void)();
     await h.service.idle();
-    expect((await call(h, "POST", "/processes/1/signals/kill")).body).toEqual({
-      error: { code: "process_not_active", message: "Process 1 is idle" },
+    expect((await call(h, "POST", `/processes/${pid}/signals/kill`)).body).toEqual({
+      error: { code: "process_not_active", message: `Process ${pid} is idle` },
     });
-    expect((await call(h, "GET", "/processes")).body).toMatchObject({ processes: [{ pid: 1, exitState: "success" }] });
+    expect((await call(h, "GET", "/processes")).body).toMatchObject({ processes: [{ pid, exitState: "success" }] });
   });
 
   test("OpenAPI is generated from the validating schemas; docs and tools are served", async () => {
@@ -195,8 +196,9 @@ cyrnel.output({ last: true });`;
       for (let i = 0; i < data.length; i++) emit(eid, data.slice(i, i + 1));
     };
     const created = await call(h, "POST", "/processes", { code, ref: "e2e" });
-    expect(created).toMatchObject({ status: 201, body: { pid: 1, state: "queued" } });
-    const stream = await h.app.fetch(new Request("http://host/processes/1/events"));
+    expect(created).toMatchObject({ status: 201, body: { state: "queued" } });
+    const { pid } = created.body as { pid: number };
+    const stream = await h.app.fetch(new Request(`http://host/processes/${pid}/events`));
     expect(stream.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const streamed = events(stream);
     await until(async () => h.waiting.length === 1);
@@ -213,12 +215,12 @@ cyrnel.output({ last: true });`;
     expect([...snapshot, ...stdoutEvents]).toEqual([..."hello Ada €\n"]);
     expect(rest).toContain("stderr:done\n");
     expect(rest.filter((e) => e === "output")).toHaveLength(2);
-    expect(seen.at(-1)?.[1]).toEqual({ pid: 1, exitState: "success", error: null });
+    expect(seen.at(-1)?.[1]).toEqual({ pid, exitState: "success", error: null });
     expect(bytes.map((b) => b.length)).toEqual([14]);
 
-    const r = await record(h, 1);
+    const r = await record(h, pid);
     expect(r).toMatchObject({
-      pid: 1,
+      pid,
       ref: "e2e",
       state: "idle",
       exitState: "success",
@@ -230,19 +232,19 @@ cyrnel.output({ last: true });`;
       runs: 1,
       timeoutMs: 30_000,
     });
-    expect((await call(h, "GET", "/processes/1/stdout")).body).toBe("hello Ada €\n");
-    expect((await call(h, "GET", "/processes/1/stderr")).body).toBe("done\n");
-    expect((await call(h, "GET", "/processes/1/code")).body).toBe(code);
-    expect((await call(h, "GET", "/processes/1/output")).body).toEqual({ visits: 1, last: true });
+    expect((await call(h, "GET", `/processes/${pid}/stdout`)).body).toBe("hello Ada €\n");
+    expect((await call(h, "GET", `/processes/${pid}/stderr`)).body).toBe("done\n");
+    expect((await call(h, "GET", `/processes/${pid}/code`)).body).toBe(code);
+    expect((await call(h, "GET", `/processes/${pid}/output`)).body).toEqual({ visits: 1, last: true });
 
     // State kept between runs through kv.
-    expect((await call(h, "POST", "/processes/1/signals/run")).body).toEqual({ pid: 1, state: "queued" });
+    expect((await call(h, "POST", `/processes/${pid}/signals/run`)).body).toEqual({ pid, state: "queued" });
     await until(async () => h.waiting.length === 2);
     (h.waiting[1] as () => void)();
     await h.service.idle();
-    expect(await record(h, 1)).toMatchObject({ exitState: "success", output: { visits: 2, last: true }, runs: 2 });
+    expect(await record(h, pid)).toMatchObject({ exitState: "success", output: { visits: 2, last: true }, runs: 2 });
     // A late subscriber of an idle process gets the record and the stream ends.
-    const late = await events(await h.app.fetch(new Request("http://host/processes/1/events")));
+    const late = await events(await h.app.fetch(new Request(`http://host/processes/${pid}/events`)));
     expect(late.map(([e]) => e)).toEqual(["snapshot"]);
     expect((late[0] as [string, { record: ProcessRecord }])[1].record.output).toEqual({ visits: 2, last: true });
   });

@@ -45,8 +45,9 @@ const LOOPBACK = { host: "127.0.0.1:8787" };
 describe("Host: only the names the host is for", () => {
   test("a DNS-rebound page (Host and Origin its own) reads nothing, runs nothing, and sees no playground", async () => {
     const h = await host();
-    const record = await send(h, "POST", "/processes", LOOPBACK, { code: "cyrnel.output({ secret: 42 })" });
-    expect(record.status).toBe(201);
+    const created = await send(h, "POST", "/processes", LOOPBACK, { code: "cyrnel.output({ secret: 42 })" });
+    expect(created.status).toBe(201);
+    const { pid } = created.body as { pid: number };
     const rebound = { host: "rebound.example:8787", origin: "http://rebound.example:8787" };
     const misdirected = refusal(
       "misdirected_request",
@@ -54,13 +55,13 @@ describe("Host: only the names the host is for", () => {
     );
     for (const [method, path, body] of [
       ["GET", "/processes"],
-      ["GET", "/processes/1"],
-      ["GET", "/processes/1/output"],
+      ["GET", `/processes/${pid}`],
+      ["GET", `/processes/${pid}/output`],
       ["GET", "/openapi.json"],
       ["GET", "/"],
       ["POST", "/run", { source: "export default 1" }],
       ["POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list" }],
-      ["POST", "/processes/1/signals/run"],
+      ["POST", `/processes/${pid}/signals/run`],
       ["OPTIONS", "/run"],
     ] as const) {
       expect([method, path, await send(h, method, path, rebound, body)]).toEqual([
@@ -69,7 +70,7 @@ describe("Host: only the names the host is for", () => {
         { status: 421, body: misdirected },
       ]);
     }
-    expect((await h.service.get(1))?.runs).toBe(1);
+    expect((await h.service.get(pid))?.runs).toBe(1);
   });
 
   test("every loopback name of the configured port passes, in any case; another port or a bare name does not", async () => {
@@ -109,30 +110,31 @@ describe("unsafe methods: only from the host's own pages or the CORS list", () =
     const h = await host();
     const created = await send(h, "POST", "/processes", LOOPBACK, { code: "while (true) {}", timeoutMs: 60_000 });
     expect(created.status).toBe(201);
+    const { pid } = created.body as { pid: number };
     const foreign = { ...LOOPBACK, origin: "https://evil.example", "sec-fetch-site": "cross-site" };
     const forbidden = (method: string) =>
       refusal("forbidden_origin", `Origin "https://evil.example" may not ${method} here`);
-    expect(await send(h, "POST", "/processes/1/signals/kill", foreign)).toEqual({
+    expect(await send(h, "POST", `/processes/${pid}/signals/kill`, foreign)).toEqual({
       status: 403,
       body: forbidden("POST"),
     });
-    expect(await send(h, "POST", "/processes/1/signals/run", foreign)).toEqual({
+    expect(await send(h, "POST", `/processes/${pid}/signals/run`, foreign)).toEqual({
       status: 403,
       body: forbidden("POST"),
     });
-    expect(await send(h, "DELETE", "/processes/1", foreign)).toEqual({ status: 403, body: forbidden("DELETE") });
+    expect(await send(h, "DELETE", `/processes/${pid}`, foreign)).toEqual({ status: 403, body: forbidden("DELETE") });
     expect(await send(h, "POST", "/run", foreign, { source: "export default 1" })).toEqual({
       status: 403,
       body: forbidden("POST"),
     });
-    expect((await h.service.get(1))?.state).toBe("running");
+    expect((await h.service.get(pid))?.state).toBe("running");
     // The host's own page (the playground) kills it.
     const own = { ...LOOPBACK, origin: "http://127.0.0.1:8787", "sec-fetch-site": "same-origin" };
-    expect(await send(h, "POST", "/processes/1/signals/kill", own)).toEqual({
+    expect(await send(h, "POST", `/processes/${pid}/signals/kill`, own)).toEqual({
       status: 202,
-      body: { pid: 1, state: "terminating" },
+      body: { pid, state: "terminating" },
     });
-    await h.service.wait(1);
+    await h.service.wait(pid);
   });
 
   test("which pages may POST: own origins and the CORS list; not another port, a null origin or a cross-site fetch", async () => {

@@ -75,14 +75,15 @@ describe("ProcessService", () => {
       return "success";
     });
     const created = await svc.create({ code: "c", ref: "r1" });
-    expect(created).toMatchObject({ pid: 1, state: "queued", exitState: null, ref: "r1", timeoutMs: 30_000, runs: 1 });
+    const { pid } = created;
+    expect(created).toMatchObject({ state: "queued", exitState: null, ref: "r1", timeoutMs: 30_000, runs: 1 });
     const events: ProcessEvent[] = [];
-    const watching = await svc.watch(1, (e) => events.push(e));
+    const watching = await svc.watch(pid, (e) => events.push(e));
     expect(watching?.ended).toBe(false);
     await new Promise((r) => setTimeout(r, 5));
-    expect((await svc.get(1))?.state).toBe("running");
+    expect((await svc.get(pid))?.state).toBe("running");
     gate.resolve();
-    const final = await svc.wait(1);
+    const final = await svc.wait(pid);
     expect(final).toMatchObject({
       state: "idle",
       exitState: "success",
@@ -93,8 +94,8 @@ describe("ProcessService", () => {
     });
     expect(Object.getPrototypeOf(final?.output)).toBe(Object.prototype);
     expect(Object.keys(final?.output ?? {})).toEqual(["a", "keep", "when", "__proto__"]);
-    expect(await store.get(1)).toEqual(final);
-    expect(events[0]).toMatchObject({ type: "snapshot", pid: 1, record: { state: "running", stdout: "" } });
+    expect(await store.get(pid)).toEqual(final);
+    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running", stdout: "" } });
     expect(events.map((e) => (e.type === "stdout" || e.type === "stderr" ? `${e.type}:${e.data}` : e.type))).toEqual([
       "snapshot",
       "stdout:price: ",
@@ -105,7 +106,7 @@ describe("ProcessService", () => {
       "state",
       "exit",
     ]);
-    expect(events.at(-1)).toEqual({ type: "exit", pid: 1, exitState: "success", error: null });
+    expect(events.at(-1)).toEqual({ type: "exit", pid, exitState: "success", error: null });
   });
 
   test("duplicate and nonsensical setState calls do not land", async () => {
@@ -125,11 +126,11 @@ describe("ProcessService", () => {
     await svc.idle();
     expect(seen).toEqual(["running", "running", "running"]);
     const { svc: late } = await service(async () => "success");
-    await late.create({ code: "c" });
+    const { pid } = await late.create({ code: "c" });
     await late.idle();
-    late.setState(1, "running");
-    late.emitStdout(1, bytes("late"));
-    expect(await late.get(1)).toMatchObject({ state: "idle", stdout: "" });
+    late.setState(pid, "running");
+    late.emitStdout(pid, bytes("late"));
+    expect(await late.get(pid)).toMatchObject({ state: "idle", stdout: "" });
   });
 
   test("failed runs record the error; a throwing or lying environment and no environment count as failed", async () => {
@@ -149,8 +150,8 @@ describe("ProcessService", () => {
       ["failed", "The process failed without an error message"],
     ]);
     const bare = new ProcessService({ store: new MemoryProcessStore() });
-    await bare.create({ code: "x" });
-    expect(await bare.wait(1)).toMatchObject({ exitState: "failed", error: "No environment is active" });
+    const { pid } = await bare.create({ code: "x" });
+    expect(await bare.wait(pid)).toMatchObject({ exitState: "failed", error: "No environment is active" });
   });
 
   test("stdout, stderr and output are capped with a marker", async () => {
@@ -167,8 +168,7 @@ describe("ProcessService", () => {
       },
       { limits: { stdoutChars: 10, stderrChars: 2, outputBytes: 40 } },
     );
-    await svc.create({ code: "c" });
-    const r = await svc.wait(1);
+    const r = await svc.wait((await svc.create({ code: "c" })).pid);
     expect(r?.stdout).toBe("1234567890\n[stdout truncated: more than 10 characters]\n");
     expect(r?.stderr).toBe("x\n[stderr truncated: more than 2 characters]\n");
     expect(r?.output).toEqual({
@@ -184,19 +184,19 @@ describe("ProcessService", () => {
       await env.killed(eid);
       return "canceled";
     });
-    await svc.create({ code: "run" });
-    await svc.create({ code: "queue" });
+    const running = (await svc.create({ code: "run" })).pid;
+    const queued = (await svc.create({ code: "queue" })).pid;
     await new Promise((r) => setTimeout(r, 5));
-    expect((await svc.kill(1)).state).toBe("terminating");
-    expect((await svc.kill(2)).state).toBe("queued");
-    expect(await svc.wait(1)).toMatchObject({ state: "idle", exitState: "canceled", error: null });
-    expect(await svc.wait(2)).toMatchObject({ state: "idle", exitState: "canceled" });
-    expect(env.calls).toEqual(["setup", "kill 1", "kill 2"]);
-    await expect(svc.kill(1)).rejects.toMatchObject({ code: "process_not_active" });
+    expect((await svc.kill(running)).state).toBe("terminating");
+    expect((await svc.kill(queued)).state).toBe("queued");
+    expect(await svc.wait(running)).toMatchObject({ state: "idle", exitState: "canceled", error: null });
+    expect(await svc.wait(queued)).toMatchObject({ state: "idle", exitState: "canceled" });
+    expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
+    await expect(svc.kill(running)).rejects.toMatchObject({ code: "process_not_active" });
     await expect(svc.kill(9)).rejects.toMatchObject({ code: "not_found" });
   });
 
-  test("active limit, re-run of an idle process, delete rules, monotonic pids", async () => {
+  test("active limit, re-run of an idle process, delete rules, pids ascending and never reused", async () => {
     const gate = deferred<void>();
     const { svc } = await service(
       async ({ eid }, b) => {
@@ -206,8 +206,8 @@ describe("ProcessService", () => {
       },
       { maxActiveProcesses: 2 },
     );
-    await svc.create({ code: "a" });
-    await svc.create({ code: "b", timeoutMs: 500 });
+    const first = (await svc.create({ code: "a" })).pid;
+    const second = (await svc.create({ code: "b", timeoutMs: 500 })).pid;
     const refused = (await svc.create({ code: "c" }).catch((e: unknown) => e)) as HostError;
     expect(refused).toBeInstanceOf(HostError);
     expect([refused.code, refused.status, refused.message]).toEqual([
@@ -215,18 +215,18 @@ describe("ProcessService", () => {
       429,
       "2 processes are active already: wait for one to finish",
     ]);
-    await expect(svc.delete(1)).rejects.toMatchObject({ code: "process_active" });
-    await expect(svc.run(1)).rejects.toMatchObject({ code: "process_active" });
+    await expect(svc.delete(first)).rejects.toMatchObject({ code: "process_active" });
+    await expect(svc.run(first)).rejects.toMatchObject({ code: "process_active" });
     gate.resolve();
     await svc.idle();
-    const again = await svc.run(2);
-    expect(again).toMatchObject({ pid: 2, state: "queued", stdout: "", exitState: null, runs: 2, timeoutMs: 500 });
-    expect(await svc.wait(2)).toMatchObject({ state: "idle", exitState: "success", stdout: "run of 2", runs: 2 });
-    await svc.delete(1);
-    expect(await svc.get(1)).toBeUndefined();
-    await expect(svc.delete(1)).rejects.toMatchObject({ code: "not_found" });
-    await expect(svc.run(1)).rejects.toMatchObject({ code: "not_found" });
-    expect((await svc.create({ code: "d" })).pid).toBe(3);
+    const again = await svc.run(second);
+    expect(again).toMatchObject({ pid: second, state: "queued", stdout: "", exitState: null, runs: 2, timeoutMs: 500 });
+    expect(await svc.wait(second)).toMatchObject({ exitState: "success", stdout: `run of ${second}`, runs: 2 });
+    await svc.delete(first);
+    expect(await svc.get(first)).toBeUndefined();
+    await expect(svc.delete(first)).rejects.toMatchObject({ code: "not_found" });
+    await expect(svc.run(first)).rejects.toMatchObject({ code: "not_found" });
+    expect([second - first, (await svc.create({ code: "d" })).pid - second]).toEqual([1, 1]);
   });
 
   test("create validates its input without storing anything", async () => {
@@ -250,22 +250,21 @@ describe("environment activation", () => {
     });
     const b = scripted(async () => "success");
     await svc.environments.activate("a", a.module);
-    await svc.create({ code: "1" });
-    await svc.create({ code: "2" });
+    const one = (await svc.create({ code: "1" })).pid;
+    const two = (await svc.create({ code: "2" })).pid;
     await new Promise((r) => setTimeout(r, 5));
     await svc.environments.activate("b", b.module);
     expect(svc.environments.active).toBe("b");
     expect(svc.environments.draining).toEqual(["a"]);
-    await svc.create({ code: "3" });
-    expect(await svc.wait(3)).toMatchObject({ exitState: "success" });
+    expect(await svc.wait((await svc.create({ code: "3" })).pid)).toMatchObject({ exitState: "success" });
     expect(a.calls).toEqual(["setup"]);
-    await svc.kill(1);
-    expect(await svc.wait(1)).toMatchObject({ exitState: "success" });
-    expect(a.calls).toEqual(["setup", "kill 1"]);
+    await svc.kill(one);
+    expect(await svc.wait(one)).toMatchObject({ exitState: "success" });
+    expect(a.calls).toEqual(["setup", `kill ${one}`]);
     gate.resolve();
-    await svc.wait(2);
+    await svc.wait(two);
     await svc.environments.drained();
-    expect(a.calls).toEqual(["setup", "kill 1", "teardown"]);
+    expect(a.calls).toEqual(["setup", `kill ${one}`, "teardown"]);
     expect(svc.environments.draining).toEqual([]);
     expect(b.calls).toEqual(["setup"]);
     expect(await svc.environments.docs()).toBe("docs");

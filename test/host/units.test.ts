@@ -45,13 +45,30 @@ const record = (pid: number, patch: Partial<ProcessRecord> = {}): ProcessRecord 
 });
 
 describe("MemoryProcessStore", () => {
-  test("pids are monotonic and never reused, even after a delete", async () => {
+  test("pids ascend by one within a tenant and are never reused, even after a delete", async () => {
     const store = new MemoryProcessStore();
-    const a = await store.nextPid();
+    const a = await store.nextPid("anonymous");
     await store.create(record(a));
     expect(await store.delete(a)).toBe(true);
     expect(await store.delete(a)).toBe(false);
-    expect([a, await store.nextPid(), await store.nextPid()]).toEqual([1, 2, 3]);
+    expect([await store.nextPid("anonymous"), await store.nextPid("anonymous")]).toEqual([a + 1, a + 2]);
+  });
+
+  test("a tenant's pids count its own processes only: another's 1,000 creations leave no trace in them", async () => {
+    const quiet = new MemoryProcessStore();
+    const busy = new MemoryProcessStore();
+    for (let i = 0; i < 1_000; i++) await busy.nextPid("other");
+    const pids = [quiet, busy].map(async (store) => [await store.nextPid("me"), await store.nextPid("me")]);
+    const [inQuiet, inBusy] = (await Promise.all(pids)) as [number[], number[]];
+    // Each is the tenant's random tag times 2^32 plus its own count: the same counts whatever others did.
+    expect(inQuiet.map((pid) => pid % 2 ** 32)).toEqual([1, 2]);
+    expect(inBusy.map((pid) => pid % 2 ** 32)).toEqual([1, 2]);
+    const other = await busy.nextPid("other");
+    expect([other % 2 ** 32, Math.floor(other / 2 ** 32) === Math.floor((inBusy[0] as number) / 2 ** 32)]).toEqual([
+      1_001,
+      false,
+    ]);
+    for (const pid of [...inQuiet, ...inBusy, other]) expect(Number.isSafeInteger(pid) && pid > 2 ** 32).toBe(true);
   });
 
   test("records are copied in and out; update patches; list filters and limits by ascending pid", async () => {

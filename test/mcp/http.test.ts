@@ -14,6 +14,7 @@ import {
   createHost,
   httpUpstreamsFrom,
   linearMemoryBytes,
+  MAX_CODE_BYTES,
   MemoryQuotas,
   RUN_MEMORY_BUDGET_BYTES,
   upstreamsFrom,
@@ -241,13 +242,13 @@ describe("POST /mcp", () => {
     ]);
   });
 
-  it("run_code shares /run's admission: past the budget and a full line the call is an error result saying so", async () => {
+  it("run_code shares /run's admission: past the tenant's share and a full line the call is an error result saying so", async () => {
     const h = await host({ admission: { maxWaiting: 0 } });
     const alpha = await connect(h, "alpha");
-    // A 64 MiB cap takes 68 MiB of linear memory: a 16 MiB run does not fit beside it in the 72 MiB budget.
-    const big = 64 * 1024 * 1024;
+    // A 32 MiB cap takes 36 MiB of linear memory, a tenant's whole share of the 72 MiB budget.
+    const cap = 32 * 1024 * 1024;
     const holding = run(alpha, `import { hold } from "gate"; await hold({}); export default 1;`, {
-      memoryLimitBytes: big,
+      memoryLimitBytes: cap,
     });
     while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const refused = await run(alpha, "export default 2", { memoryLimitBytes: 1024 * 1024 });
@@ -255,9 +256,66 @@ describe("POST /mcp", () => {
     expect(resultOf(await holding)).toBe(1);
     expect(refused.isError).toBe(true);
     expect((refused.content[0] as { text: string }).text).toBe(
-      `run_code: Runs in flight here hold ${linearMemoryBytes(big)} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
+      `run_code: Runs in flight here hold ${linearMemoryBytes(cap)} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
     );
-    expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: big }))).toBe(3);
+    expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: cap }))).toBe(3);
+  });
+
+  it("a batch that repeats a request id is refused before any call runs: no call outlives its answer to wedge admission", async () => {
+    const h = await host({ admission: { maxWaitMs: 300 } });
+    const call = (code: string) => ({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "run_code", arguments: { code, memoryLimitBytes: 32 * 1024 * 1024 } },
+    });
+    const hold = `import { hold } from "gate"; await hold({}); export default 1;`;
+    const answer = await post(h, [call("export default 0"), call(hold), call(hold)]);
+    expect([answer.status, await answer.json()]).toEqual([
+      400,
+      { error: { code: "invalid_request", message: "The batch repeats the request id 7" } },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(held.length).toBe(0);
+    // Every tenant's runs are admitted as before.
+    const beta = await connect(h, "beta");
+    expect(resultOf(await run(beta, "export default 2"))).toBe(2);
+    expect(resultOf(await run(await connect(h, "alpha"), "export default 3"))).toBe(3);
+  });
+});
+
+describe("one bound on code at every front door", () => {
+  it("POST /run (source and modules together), POST /processes and run_code refuse MAX_CODE_BYTES + 1 bytes of UTF-8 alike", async () => {
+    const h = await host();
+    const client = await connect(h, "alpha");
+    // 2-byte characters: within 100,000 characters (run_code's former bound), over the bytes.
+    const code = (bytes: number) => `export default 1;//${"é".repeat((bytes - 19) / 2)}`;
+    const fits = code(MAX_CODE_BYTES - 1);
+    const over = code(MAX_CODE_BYTES + 1);
+    const message = `is larger than ${MAX_CODE_BYTES} bytes`;
+    const request = (path: string, body: unknown) =>
+      h.app.fetch(
+        new Request(`http://host${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${KEYS.alpha}` },
+          body: JSON.stringify(body),
+        }),
+      );
+    const refusal = async (response: Response) => [
+      response.status,
+      ((await response.json()) as { error: { message: string } }).error.message,
+    ];
+    const half = code(MAX_CODE_BYTES / 2 + 1);
+    expect(await refusal(await request("/run", { source: half, options: { modules: { "./a.js": half } } }))).toEqual([
+      413,
+      `'source' with its modules ${message}`,
+    ]);
+    expect(await refusal(await request("/processes", { code: over }))).toEqual([413, `code ${message}`]);
+    const answer = await run(client, over);
+    expect([answer.isError, answer.content]).toEqual([true, [{ type: "text", text: `run_code: code ${message}` }]]);
+
+    expect((await request("/run", { source: fits })).status).toBe(200);
+    expect(resultOf(await run(client, fits))).toBe(1);
   });
 });
 

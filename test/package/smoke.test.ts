@@ -118,11 +118,17 @@ export const used = [result.status, sandbox.runCode, app.fetch, createApp];
     typeCheck([...common, "--module", "esnext", "--moduleResolution", "bundler", "consumer.ts"]);
   });
 
-  it("a Vite build of a page runs runCode in Chromium", async () => {
+  it("a Vite build of a page runs runCode in Chromium, TypeScript by SWC's wasm from the package", async () => {
     writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module" src="./page.js"></script>`);
     writeFileSync(
       join(dir, "page.js"),
-      `import { runCode } from "runcode";
+      `import { runCode, useSwc } from "runcode";
+import { instantiate } from "runcode/swc";
+import swcWasmUrl from "runcode/swc.wasm?url";
+useSwc(async () => {
+  const module = await WebAssembly.compileStreaming(fetch(swcWasmUrl));
+  return () => instantiate(module);
+});
 const result = await runCode("const n: number = 20; export default new Map([['n', n + 22]]);");
 document.title = result.status + ":" + result.result.get("n");`,
     );

@@ -621,7 +621,7 @@ describe("event streams", () => {
     ]);
     expect(events.at(-1)?.[1]).toEqual({
       pid,
-      reason: `the client read too slowly: ${snapshot + 5 * 200_048} bytes of events were waiting, at most ${snapshot + 1_048_576} are kept`,
+      reason: `the client read too slowly: ${snapshot + 5 * (200_047 + String(pid).length)} bytes of events were waiting, at most ${snapshot + 1_048_576} are kept`,
     });
   });
 
@@ -680,8 +680,10 @@ class CountingStore extends MemoryProcessStore implements ProcessStore {
 describe("listing", () => {
   test("GET /processes?limit=1 copies one record, not every record ever stored", async () => {
     const store = new CountingStore();
+    const pids: number[] = [];
     for (let i = 0; i < 2_000; i++) {
-      const pid = await store.nextPid();
+      const pid = await store.nextPid("anonymous");
+      pids.push(pid);
       await store.create({
         pid,
         tenant: "anonymous",
@@ -703,7 +705,7 @@ describe("listing", () => {
     const svc = new ProcessService({ store });
     const app = createApp({ processes: svc, catalog: svc });
     const page = await (await app.fetch(new Request("http://host/processes?limit=1&exitState=failed"))).json();
-    expect(page).toMatchObject({ processes: [{ pid: 2, exitState: "failed" }] });
+    expect(page).toMatchObject({ processes: [{ pid: pids[1], exitState: "failed" }] });
     expect(store.listed).toBe(1);
     expect(store.filters).toEqual([{ exitState: "failed", tenant: "anonymous", limit: 1 }]);
   });
@@ -711,17 +713,17 @@ describe("listing", () => {
   test("with active processes the store is asked for one more record per active process, and order holds", async () => {
     const store = new CountingStore();
     const { svc, pid, finish } = await running({ store });
-    for (let i = 0; i < 5; i++)
-      await store.create({ ...((await store.get(pid)) as ProcessRecord), pid: await store.nextPid(), state: "idle" });
+    for (let i = 1; i <= 5; i++)
+      await store.create({ ...((await store.get(pid)) as ProcessRecord), pid: pid + i, state: "idle" });
     // The running process's stored copy lags (still queued or running); the listing shows it as it is now.
     store.listed = 0;
-    expect((await svc.list({ limit: 2 })).map((r) => [r.pid, r.state])).toEqual([
-      [1, "running"],
-      [2, "idle"],
+    expect((await svc.list({ limit: 2 })).map((r) => [r.pid - pid, r.state])).toEqual([
+      [0, "running"],
+      [1, "idle"],
     ]);
     expect(store.listed).toBe(3);
-    expect((await svc.list({ state: "running", limit: 1 })).map((r) => r.pid)).toEqual([1]);
-    expect((await svc.list({ state: "idle", limit: 2 })).map((r) => r.pid)).toEqual([2, 3]);
+    expect((await svc.list({ state: "running", limit: 1 })).map((r) => r.pid)).toEqual([pid]);
+    expect((await svc.list({ state: "idle", limit: 2 })).map((r) => r.pid)).toEqual([pid + 1, pid + 2]);
     await finish();
   });
 });

@@ -3,7 +3,7 @@
  * and slots per tenant counted in the registry, no CORS grant for a foreign origin, and `/run` admission answering
  * 503 instead of failing the isolate.
  */
-import { env } from "cloudflare:test";
+import { env, listDurableObjectIds } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { fromWire, type JsonValue } from "../../src/wire.js";
 import { as } from "./client.js";
@@ -91,6 +91,38 @@ describe("tenants", () => {
     }
     expect(await (await alpha(`/processes/${pid}`)).json()).toEqual(before);
     expect(await (await beta("/processes?ref=tenancy")).json()).toEqual({ processes: [], next: null });
+  });
+
+  it("a pid unknown to the caller's tenant creates and reads no process object, and answers as any unknown pid", async () => {
+    const theirs = await create("export default 1", "probed");
+    await settled(theirs);
+    const before = (await listDurableObjectIds(env.PROCESSES)).length;
+    const probes = [theirs, theirs + 1, 1, 2, 99, 9007199254740991];
+    for (const pid of probes) {
+      for (const [path, method] of [
+        ["", "GET"],
+        ["/events", "GET"],
+        ["/signals/kill", "POST"],
+        ["", "DELETE"],
+      ] as const) {
+        const answer = await beta(`/processes/${pid}${path}`, { method });
+        expect([answer.status, await answer.json()]).toEqual([
+          404,
+          { error: { code: "not_found", message: `No process ${pid}` } },
+        ]);
+      }
+    }
+    expect((await listDurableObjectIds(env.PROCESSES)).length).toBe(before);
+  });
+
+  it("pids count the caller's own processes only: another tenant's creations leave no gap", async () => {
+    const first = await create("export default 1", "counted");
+    for (let i = 0; i < 3; i++) {
+      expect((await beta("/processes", json({ code: "export default 1", ref: "counted" }))).status).toBe(201);
+    }
+    const second = await create("export default 1", "counted");
+    expect(second - first).toBe(1);
+    expect([Number.isSafeInteger(second), second > 2 ** 32]).toEqual([true, true]);
   });
 
   it("listing pages walk the caller's processes once each", async () => {
@@ -198,22 +230,25 @@ describe("the HTTP surface", () => {
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
   });
 
-  it("/run admission: past the budget runs wait their turn, past a full line they are 503; the isolate serves on", async () => {
-    // 400 awaited kv calls keep a 48 MiB run (52 MiB of linear memory) in flight; no other 48 MiB run fits beside it.
-    const holding = alpha(
-      "/run",
-      json({
-        source: `import { list } from "kv"; for (let i = 0; i < 400; i++) await list({ limit: 1 }); export default 1;`,
-        options: { memoryLimitBytes: 48 << 20 },
-      }),
-    );
+  it("/run admission: past the budget runs wait their turn, past a tenant's part of the line they are 503; the isolate serves on", async () => {
+    // 400 awaited kv calls keep a 32 MiB run (36 MiB of linear memory, a tenant's whole share) in flight: one of each
+    // tenant's holds the whole budget.
+    const holding = (fetcher: typeof alpha) =>
+      fetcher(
+        "/run",
+        json({
+          source: `import { list } from "kv"; for (let i = 0; i < 400; i++) await list({ limit: 1 }); export default 1;`,
+          options: { memoryLimitBytes: 32 << 20 },
+        }),
+      );
+    const held = [holding(alpha), holding(beta)];
     await new Promise((resolve) => setTimeout(resolve, 50));
-    // 65 more: 64 wait in line (MAX_WAITING_RUNS) and run in turn, one is refused at once.
+    // 33 more of one tenant: 32 wait in line (half of MAX_WAITING_RUNS) and run in turn, one is refused at once.
     const answers = await Promise.all(
-      Array.from({ length: 65 }, async (_, i) => {
+      Array.from({ length: 33 }, async (_, i) => {
         const response = await beta(
           "/run",
-          json({ source: `export default ${i}`, options: { memoryLimitBytes: 48 << 20 } }),
+          json({ source: `export default ${i}`, options: { memoryLimitBytes: 1 << 20 } }),
         );
         return {
           i,
@@ -228,12 +263,14 @@ describe("the HTTP surface", () => {
       [503, "1", "overloaded"],
     ]);
     expect((refused[0] as { body: { error: { message: string } } }).body.error.message).toMatch(
-      /: 64 runs wait already; retry shortly$/,
+      /: 32 runs of this tenant wait already; retry shortly$/,
     );
     for (const a of answers.filter((x) => x.status === 200)) {
       expect((fromWire(a.body as JsonValue) as { result: unknown }).result).toBe(a.i);
     }
-    expect((fromWire((await (await holding).json()) as JsonValue) as { result: unknown }).result).toBe(1);
+    for (const answer of held) {
+      expect((fromWire((await (await answer).json()) as JsonValue) as { result: unknown }).result).toBe(1);
+    }
     expect((await runAs(beta, "export default 3")).result).toBe(3);
   });
 });
