@@ -19,6 +19,8 @@ export default defineConfig({
           RUNCODE_TENANT_RUNS_PER_MINUTE: "100000",
           RUNCODE_TENANT_KV_BYTES: "1048576",
           RUNCODE_API_KEYS: "alpha:alpha-test-key-0123456789abcdef,beta:beta-test-key-0123456789abcdef",
+          // The name test/workers/client.ts sends requests to.
+          RUNCODE_ORIGINS: "http://runcode.test",
         },
       },
     }),

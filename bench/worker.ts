@@ -23,6 +23,7 @@ const TRIVIAL = "export default 1 + 1";
 const KEY = "bench-key-0123456789abcdef";
 const AUTH = { authorization: `Bearer ${KEY}` };
 const VARS = [
+  `RUNCODE_ORIGINS:${BASE}`,
   `RUNCODE_API_KEYS:bench:${KEY}`,
   "RUNCODE_TENANT_RUNS_PER_MINUTE:1000000",
   "RUNCODE_TENANT_MAX_ACTIVE:256",

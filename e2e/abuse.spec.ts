@@ -71,13 +71,21 @@ async function seed(request: APIRequestContext, n = 2) {
   };
 }
 
-/** One HTTP/1.1 request over a raw socket, so that the path arrives exactly as written (no URL normalization). */
-function raw(baseURL: string, method: string, path: string): Promise<{ status: number; body: string }> {
+/**
+ * One HTTP/1.1 request over a raw socket, so that the path arrives exactly as written (no URL normalization), with
+ * `host` as its `Host` (a DNS-rebound page's is the attacker's name).
+ */
+function raw(
+  baseURL: string,
+  method: string,
+  path: string,
+  host = new URL(baseURL).host,
+): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(baseURL);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => {
       socket.write(
-        `${method} ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${KEYS.alpha}\r\nConnection: close\r\n\r\n`,
+        `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${KEYS.alpha}\r\nConnection: close\r\n\r\n`,
       );
     });
     let text = "";
@@ -180,6 +188,38 @@ test.describe("HTTP abuse on wrangler dev", () => {
       expect([400, 404], `DELETE ${path}`).toContain((await raw(base, "DELETE", path)).status);
     }
     await intact();
+  });
+
+  test("a DNS-rebound page reads nothing and a foreign page kills nothing; the playground's own origin kills", async ({
+    request,
+    baseURL,
+  }) => {
+    const origin = baseURL as string;
+    // Awaits the host at every turn (1,000 kv calls, about a second here): running, yet never holding the thread.
+    const pid = await create(request, "for (;;) await cyrnel.services.kv.tools.get.invoke({ key: 'x' });");
+    const port = new URL(origin).port;
+    for (const path of [`/processes/${pid}`, "/processes", "/"]) {
+      const rebound = await raw(origin, "GET", path, `rebound.example:${port}`);
+      expect([path, rebound.status, (JSON.parse(rebound.body) as { error: { code: string } }).error.code]).toEqual([
+        path,
+        421,
+        "misdirected_request",
+      ]);
+    }
+    // A kill has no body: a page of any origin could send it without a preflight.
+    for (const headers of [
+      { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+      { origin: "http://localhost:3000", "sec-fetch-site": "same-site" },
+      { "sec-fetch-site": "cross-site" },
+    ]) {
+      await refused(await request.post(`/processes/${pid}/signals/kill`, { headers }), 403, "forbidden_origin");
+    }
+    expect((await record(request, pid)).state).toBe("running");
+    const own = await request.post(`/processes/${pid}/signals/kill`, {
+      headers: { origin, "sec-fetch-site": "same-origin" },
+    });
+    expect(own.status()).toBe(202);
+    expect((await settled(request, pid)).exitState).toBe("canceled");
   });
 
   test("filter values that try SQL injection: 400 or an exact list; everything is listed afterwards", async ({

@@ -104,6 +104,36 @@ test.describe("POST /run on wrangler dev", () => {
     ).toBe("memory");
   });
 
+  test("survives a user's sequence that ends in a /run stopped by the CPU cap, then serves the playground and runs", async ({
+    request,
+  }) => {
+    test.setTimeout(60_000);
+    // The runtime shares one thread with the connections between wrangler's processes: a run that held it for
+    // seconds made the next request fail ("Network connection lost"), and for `GET /` wrangler exited.
+    const pids: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      pids.push(
+        await create(request, i === 5 ? "while (true) {}" : `console.log(${i})`, i === 5 ? { timeoutMs: 300 } : {}),
+      );
+    }
+    expect([202, 409]).toContain((await request.post(`/processes/${pids[5]}/signals/kill`)).status());
+    for (let i = 0; i < 3; i++) expect((await run(request, `export default ${i}`)).result).toBe(i);
+    // Date.now() calls make polls rare: the cap's CPU time, not its poll count, stops this loop.
+    expect((await run(request, "while (true) Date.now();")).error?.message).toMatch(
+      /^Execution stopped by the safety cap after \d+ ms of CPU time$/,
+    );
+    expect((await request.get("/")).status()).toBe(200);
+    expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
+    // A process spinning under its default 30 s timeoutMs holds the same thread, as long as RUN_CPU_MS lets it.
+    pids.push(await create(request, "while (true) {}"));
+    expect((await request.get("/")).status()).toBe(200);
+    expect((await settled(request, pids[12] as number)).error).toBe(
+      "Timeout: the process ran longer than its timeoutMs (30000 ms) or the host's 2000 ms of guest CPU per run and was stopped",
+    );
+    expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
+    for (const pid of pids) expect((await settled(request, pid)).state).toBe("idle");
+  });
+
   test("refuses bad input", async ({ request }) => {
     const wrongType = await request.post("/run", { data: "source", headers: { "content-type": "text/plain" } });
     expect(wrongType.status()).toBe(415);
@@ -129,6 +159,8 @@ test.describe("a restart of the edge host", () => {
       String(PORT),
       "--persist-to",
       ".wrangler/e2e-restart",
+      "--var",
+      `RUNCODE_ORIGINS:${base}`,
     ];
     if (anonymous) args.push("--var", "RUNCODE_ALLOW_ANONYMOUS:true");
     server = spawn("npx", args, {
@@ -308,13 +340,14 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
         headers: { ...bearer(tenant), "content-type": "application/json" },
         body: JSON.stringify({ source, options: { memoryLimitBytes } }),
       });
-    // 200 awaited kv calls 10 ms apart keep a 32 MiB run (36 MiB of linear memory, a tenant's whole share) in flight
-    // for about 2 s (the awaits let other requests in): one of each tenant's fills the 72 MiB budget.
+    // 200 awaited kv calls 5 ms apart keep a 32 MiB run (36 MiB of linear memory, a tenant's whole share) in flight
+    // for over a second on 1 s of guest CPU (RUN_CPU_MS is 2 s); the awaits let other requests in: one of each
+    // tenant's fills the 72 MiB budget.
     const hold = (tenant: "alpha" | "beta") =>
       post(
         tenant,
         `import { list } from "kv";
-         for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 10; while (Date.now() < t); }
+         for (let i = 0; i < 200; i++) { await list({ limit: 1 }); const t = Date.now() + 5; while (Date.now() < t); }
          export default 1;`,
         32 << 20,
       );
@@ -358,8 +391,10 @@ test.describe("the edge host on the internet: keys, tenants, CORS, admission", (
       "200",
       "400",
       "401",
+      "403",
       "413",
       "415",
+      "421",
       "429",
       "500",
       "503",

@@ -24,6 +24,7 @@ export const chromiumLaunch = {
 /** Not `npm start`'s 8787, so the suites run while the local edge host is up. */
 export const PORT = 8786;
 const VARS = [
+  `RUNCODE_ORIGINS:http://127.0.0.1:${PORT}`,
   `RUNCODE_API_KEYS:${API_KEYS_SETTING}`,
   "RUNCODE_TENANT_RUNS_PER_MINUTE:300",
   `RUNCODE_MCP_SERVERS:${JSON.stringify({ mcpServers: { calc: { url: CALC_URL, headers: CALC_HEADERS } } })}`,

@@ -3,10 +3,12 @@
  * or `--var` locally). A bad value is an error that names the setting, never a silent default.
  * @module
  */
-import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom } from "../src/host/index.js";
+import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom, originOf } from "../src/host/index.js";
 
 export interface EdgeConfig {
   access: Access;
+  /** The origins the deployment is served at (`RUNCODE_ORIGINS`): the only names it answers for. */
+  origins: string[];
   corsOrigins: string[];
   /** Processes active at once across the deployment. */
   maxActive: number;
@@ -15,7 +17,7 @@ export interface EdgeConfig {
   tenantKvBytes: number;
   /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
   mcpServers: Record<string, HttpUpstream>;
-  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds and interrupt polls. */
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and interrupt polls. */
   runCpuMs: number;
   runInterruptPolls: number;
 }
@@ -36,6 +38,14 @@ function mcpServersOf(settings: Settings): Record<string, HttpUpstream> {
   return httpUpstreamsFrom(config, "RUNCODE_MCP_SERVERS");
 }
 
+/** A comma-separated setting as its entries. */
+function listOf(settings: Settings, name: string): string[] {
+  return String(settings[name] ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+}
+
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
   if (!/^[1-9][0-9]{0,14}$/.test(raw))
@@ -50,10 +60,8 @@ export async function configOf(env: Env): Promise<EdgeConfig> {
       apiKeys: typeof settings.RUNCODE_API_KEYS === "string" ? settings.RUNCODE_API_KEYS : undefined,
       allowAnonymous: String(settings.RUNCODE_ALLOW_ANONYMOUS ?? "false"),
     }),
-    corsOrigins: String(settings.RUNCODE_CORS_ORIGINS ?? "")
-      .split(",")
-      .map((origin) => origin.trim())
-      .filter((origin) => origin !== ""),
+    origins: listOf(settings, "RUNCODE_ORIGINS").map((origin) => originOf(origin, "RUNCODE_ORIGINS")),
+    corsOrigins: listOf(settings, "RUNCODE_CORS_ORIGINS"),
     maxActive: count(settings, "MAX_ACTIVE_PROCESSES"),
     tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
     tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),

@@ -75,6 +75,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     },
     access: config.access,
     quotas: registryQuotas(env, config),
+    origins: config.origins,
     corsOrigins: config.corsOrigins,
     mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),

@@ -44,7 +44,8 @@ export class ProcessObject extends DurableObject<Env> {
         store,
         kv: kvStoreOf(env),
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
-        environment: { module: instantiate({ wasm }) },
+        // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
+        environment: { module: instantiate({ wasm, maxCpuMs: config.runCpuMs }) },
       }),
     );
     ctx.blockConcurrencyWhile(async () => {

@@ -99,6 +99,12 @@ export interface EnvironmentOptions {
   clock?: () => number;
   /** Timeout when `execute` gets no `options`. Default {@link DEFAULT_TIMEOUT_MS}. */
   defaultTimeoutMs?: number;
+  /**
+   * Guest CPU milliseconds one run may spend whatever its `timeoutMs` (the safety cap's `cpuTimeMs`). Default none.
+   * The edge sets it: under `wrangler dev` one thread serves every process, and a run holding it ~10 s breaks the
+   * dev server. It counts only where clocks run during synchronous work, as every CPU-time cap does.
+   */
+  maxCpuMs?: number;
   /** Heap cap of each execution. Default the core's `DEFAULT_MEMORY_LIMIT_BYTES` (64 MiB). */
   memoryLimitBytes?: number;
   /** Executions running at once. Default {@link DEFAULT_CONCURRENCY}. */
@@ -154,6 +160,7 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #now: () => number;
   readonly #budgets: Readonly<EnvironmentBudgets>;
   readonly #defaultTimeoutMs: number;
+  readonly #maxCpuMs: number;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
   readonly #jobs = new Map<number, Job>();
@@ -177,6 +184,8 @@ class QuickJSEnvironment implements EnvironmentModule {
     }
     this.#budgets = Object.freeze(budgets);
     this.#defaultTimeoutMs = positive("defaultTimeoutMs", options.defaultTimeoutMs, DEFAULT_TIMEOUT_MS);
+    this.#maxCpuMs =
+      options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
   }
@@ -324,10 +333,11 @@ class QuickJSEnvironment implements EnvironmentModule {
       }
     }
     if (exit === "timeout") {
+      const cpu = job.timeoutMs > this.#maxCpuMs ? ` or the host's ${this.#maxCpuMs} ms of guest CPU per run` : "";
       this.#report(job, () =>
         bindings.setError(
           job.eid,
-          `Timeout: the process ran longer than its timeoutMs (${job.timeoutMs} ms) and was stopped`,
+          `Timeout: the process ran longer than its timeoutMs (${job.timeoutMs} ms)${cpu} and was stopped`,
         ),
       );
     }
@@ -346,7 +356,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
-      safetyCap: { cpuTimeMs: timeoutMs, interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
+      safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
     });
     const host: GuestHost = {
       write: (stream, args) => {
@@ -412,7 +422,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#overdue(job);
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
-    // Nothing but the environment and the safety cap it sets from `timeoutMs` terminates a run.
+    // Nothing but the environment and the safety cap it sets from `timeoutMs` (and `maxCpuMs`) terminates a run.
     if (result.status === "terminated") return "timeout";
     const bindings = this.#bindings as EnvironmentBindings;
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));

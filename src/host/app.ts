@@ -15,6 +15,7 @@ import { type Access, ANONYMOUS_TENANT } from "./auth.js";
 import { addCatalogRoutes, type Catalog } from "./catalog-routes.js";
 import { HostError, isHostError } from "./errors.js";
 import { addMcpRoutes } from "./mcp-routes.js";
+import { guardOrigins } from "./origins.js";
 import { addProcessRoutes, DEFAULT_MAX_BODY_BYTES, type ProcessBackend } from "./process-routes.js";
 import { MemoryQuotas, type Quotas } from "./quotas.js";
 import { type AppEnv, BEARER_SCHEME } from "./route-kit.js";
@@ -37,7 +38,16 @@ export interface AppOptions {
   access?: Access;
   /** Rates per tenant. Default: {@link MemoryQuotas} with its default rate. */
   quotas?: Quotas;
-  /** Origins granted CORS (exactly as browsers send `Origin`). Default none: only same-origin pages may call. */
+  /**
+   * The origins this host is served at (`http://127.0.0.1:8787`, `https://runcode.example.com`): a request whose
+   * `Host` is not one of theirs is `421 misdirected_request`, and a browser page of any of them may use unsafe methods.
+   * Default: `Host` unchecked (an embedding that checks names itself), and no page is the host's own.
+   */
+  origins?: readonly string[];
+  /**
+   * Origins granted CORS (exactly as browsers send `Origin`). Default none. A page of any other origin that is not
+   * the host's own may not use unsafe methods (`403 forbidden_origin`).
+   */
   corsOrigins?: readonly string[];
   /** Largest `POST /processes` body in bytes (before the 100 KB code check). Default 1 MiB. */
   maxBodyBytes?: number;
@@ -69,11 +79,13 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       throw new HostError("invalid_request", `Invalid ${where}: ${problems.join("; ")}`);
     },
   });
-  const origins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
+  const corsOrigins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
+  // Before CORS, so that a preflight too must name one of the host's own names.
+  app.use("*", guardOrigins(options.origins, corsOrigins));
   app.use(
     "*",
     cors({
-      origin: (origin) => (origins.has(origin) ? origin : null),
+      origin: (origin) => (corsOrigins.has(origin) ? origin : null),
       allowMethods: ["GET", "POST", "DELETE"],
       allowHeaders: ["authorization", "content-type"],
       exposeHeaders: ["location", "retry-after"],
@@ -91,7 +103,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   if (options.run !== undefined) {
     const admission = new RunAdmission(options.run.admission);
     addRunRoutes(app, options.run, admission);
-    addMcpRoutes(app, options.run, admission, options.catalog, origins, options.mcpServers);
+    addMcpRoutes(app, options.run, admission, options.catalog, options.mcpServers);
   }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

@@ -10,14 +10,21 @@ export const ERROR_STATUS = {
   invalid_options: 400,
   invalid_pid: 400,
   unauthenticated: 401,
-  /** A browser request from an origin the host does not serve (`POST /mcp`). */
+  /**
+   * An unsafe method (POST, PUT, PATCH, DELETE) from a browser page of another origin: neither the host's own nor
+   * on the CORS list, or marked `Sec-Fetch-Site: cross-site`.
+   */
   forbidden_origin: 403,
   not_found: 404,
   method_not_allowed: 405,
+  /** A `POST /mcp` whose `Accept` does not list both `application/json` and `text/event-stream`. */
+  not_acceptable: 406,
   process_active: 409,
   process_not_active: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** A `Host` that is not one of the host's own origins (a DNS-rebound page, a deployment not configured for it). */
+  misdirected_request: 421,
   /** Processes active across the host (`maxActiveProcesses`, `MAX_ACTIVE_PROCESSES` on the edge). */
   too_many_processes: 429,
   /** Processes one tenant has active at once. */

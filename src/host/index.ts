@@ -47,6 +47,7 @@ export {
   kvService,
   memoryKeyValueStores,
 } from "./kv.js";
+export { originOf } from "./origins.js";
 export { type ProcessBackend, summaryOf } from "./process-routes.js";
 export {
   type CreateProcessInput,

@@ -2,8 +2,9 @@
  * `POST /mcp`: runcode's MCP server (src/mcp) over Streamable HTTP, stateless: every request gets a server made for
  * its tenant, answers JSON and closes. The body is read by the app's JSON middleware within its limit (the SDK's
  * transport would read it whole); each `tools/call` counts against the tenant's rate (so does a request that reaches
- * upstream servers), and its run waits in the same admission as `POST /run`. A browser request from an origin that
- * is neither the host's own nor on the CORS list is refused (the MCP specification's defence against DNS rebinding).
+ * upstream servers), and its run waits in the same admission as `POST /run`. The app refuses a foreign `Host` or
+ * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
+ * transport refuses is answered as every refusal is, `{error: {code, message}}`.
  * @module
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
@@ -12,7 +13,7 @@ import { createMcpServer } from "../mcp/server.js";
 import { connectHttpUpstreams } from "../mcp/upstream.js";
 import type { HttpUpstream } from "../mcp/upstream-config.js";
 import type { Catalog } from "./catalog-routes.js";
-import { HostError } from "./errors.js";
+import { HostError, type HostErrorCode } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-kit.js";
 import type { RunAdmission } from "./run-admission.js";
@@ -36,7 +37,7 @@ const route = createRoute(
         ...errorResponses(
           "invalid_json",
           "invalid_request",
-          "forbidden_origin",
+          "not_acceptable",
           "payload_too_large",
           "unsupported_media_type",
           "rate_limited",
@@ -50,6 +51,28 @@ const route = createRoute(
 const methodOf = (message: unknown) => (message as { method?: unknown } | null)?.method;
 
 /**
+ * The codes of what the SDK's transport refuses (its JSON-RPC error bodies): an `Accept` without both JSON and event
+ * streams, a body that is not JSON, a message that is not JSON-RPC, two `initialize` in one batch, an unsupported
+ * `MCP-Protocol-Version`. Any other refusal would be a fault of this route.
+ */
+const TRANSPORT_REFUSALS: Partial<Record<number, HostErrorCode>> = {
+  400: "invalid_request",
+  406: "not_acceptable",
+  415: "unsupported_media_type",
+};
+
+/** `response` if the transport answered, else its refusal in the app's error shape. */
+async function answered(response: Response): Promise<Response> {
+  if (response.status < 400) return response;
+  const text = await response.text();
+  let message = text;
+  try {
+    message = String((JSON.parse(text) as { error: { message: unknown } }).error.message);
+  } catch {}
+  throw new HostError(TRANSPORT_REFUSALS[response.status] ?? "internal", message.slice(0, 500));
+}
+
+/**
  * Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. The tools of `mcpServers` are
  * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
  * lists or calls tools, and one that cannot be reached is left out of that request.
@@ -59,15 +82,10 @@ export function addMcpRoutes(
   options: RunRouteOptions,
   admission: RunAdmission,
   catalog: Catalog,
-  corsOrigins: ReadonlySet<string>,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
   const bridged = Object.keys(mcpServers).length > 0;
   app.openapi(route, async (c) => {
-    const origin = c.req.header("origin");
-    if (origin !== undefined && origin !== new URL(c.req.url).origin && !corsOrigins.has(origin)) {
-      throw new HostError("forbidden_origin", `Origin ${JSON.stringify(origin.slice(0, 200))} may not call /mcp`);
-    }
     const body = c.get("body");
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     // The transport answers a batch once each id has an answer: the calls behind a repeated id were left running
@@ -107,7 +125,7 @@ export function addMcpRoutes(
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
       });
-      return preEncoded(await serveMcpRequest(c.req.raw, body, server));
+      return preEncoded(await answered(await serveMcpRequest(c.req.raw, body, server)));
     } finally {
       ended.abort(new HostError("internal", "The request ended"));
       await upstreams?.close();

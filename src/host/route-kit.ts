@@ -39,14 +39,24 @@ export function errorResponses(...codes: HostErrorCode[]) {
 
 /**
  * A route that needs an API key: authentication runs before its own middleware (a refused request reads no body),
- * and the document lists the bearer scheme and the 401. `bodyMiddleware` runs after authentication.
+ * and the document lists the bearer scheme and the 401, with the refusals of every request (a foreign `Host`; a
+ * foreign browser origin for an unsafe method). `bodyMiddleware` runs after authentication.
  */
 export function secured<R extends RouteConfig>(config: R, bodyMiddleware?: MiddlewareHandler<AppEnv>): R {
+  const unsafe = ["post", "put", "patch", "delete"].includes(config.method);
   return {
     ...config,
     security: [{ [BEARER_SCHEME]: [] }],
     middleware: bodyMiddleware === undefined ? [requireTenant] : [requireTenant, bodyMiddleware],
-    responses: { ...config.responses, ...errorResponses("unauthenticated", "internal") },
+    responses: {
+      ...config.responses,
+      ...errorResponses(
+        "unauthenticated",
+        "misdirected_request",
+        "internal",
+        ...(unsafe ? ["forbidden_origin" as const] : []),
+      ),
+    },
   };
 }
 

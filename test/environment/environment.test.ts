@@ -234,6 +234,19 @@ describe("timeouts", () => {
     expect(b.text(1, "stdout")).toBe("before\n");
   });
 
+  test("maxCpuMs stops a run's guest work before a longer timeoutMs, and the message names both", async () => {
+    const b = recorder();
+    const env = await environment(b, { maxCpuMs: 200 });
+    const started = performance.now();
+    expect(await env.execute({ eid: 1, code: "while (true) {}", options: { timeoutMs: 60_000 } })).toBe("timeout");
+    // A bound that only catches a run held to its timeoutMs.
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process ran longer than its timeoutMs (60000 ms) or the host's 200 ms of guest CPU per run and was stopped",
+    ]);
+    await expect(environment(recorder(), { maxCpuMs: 0 })).rejects.toThrow("maxCpuMs must be a positive number");
+  });
+
   test("undefined options fall back to the environment's default timeout", async () => {
     const b = recorder();
     const env = await environment(b, { defaultTimeoutMs: 250 });

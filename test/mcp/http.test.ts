@@ -36,7 +36,9 @@ afterEach(async () => {
 /** Runs that import `gate` wait in `held` until the test releases them. */
 const { gate, held } = gateService();
 
-async function host(extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits> } = {}): Promise<Host> {
+async function host(
+  extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits>; origins?: string[] } = {},
+): Promise<Host> {
   const { admission, ...app } = extra;
   return createHost({
     services: [gate],
@@ -96,7 +98,7 @@ describe("POST /mcp", () => {
   });
 
   it("401 without a key; 403 forbidden_origin from a foreign browser origin; the host's own origin passes", async () => {
-    const h = await host();
+    const h = await host({ origins: ["http://host"] });
     const anonymous = await post(h, listTools, { authorization: "" });
     expect([anonymous.status, ((await anonymous.json()) as { error: { code: string } }).error.code]).toEqual([
       401,
@@ -105,11 +107,89 @@ describe("POST /mcp", () => {
     const foreign = await post(h, listTools, { origin: "https://rebound.example" });
     expect([foreign.status, await foreign.json()]).toEqual([
       403,
-      { error: { code: "forbidden_origin", message: 'Origin "https://rebound.example" may not call /mcp' } },
+      { error: { code: "forbidden_origin", message: 'Origin "https://rebound.example" may not POST here' } },
     ]);
     const own = await post(h, listTools, { origin: "http://host" });
     expect(own.status).toBe(200);
     expect(((await own.json()) as { result: { tools: { name: string }[] } }).result.tools[0]?.name).toBe("run_code");
+  });
+
+  it("every status POST /mcp answers is in /openapi.json, each refusal as {error: {code, message}} of that status", async () => {
+    const h = await host({ origins: ["http://host"], quotas: new MemoryQuotas(1, () => 0) });
+    const raw = (body: string, headers: Record<string, string>) =>
+      h.app.fetch(
+        new Request("http://host/mcp", {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${KEYS.alpha}`,
+            ...headers,
+          },
+          body,
+        }),
+      );
+    const initialize = {
+      jsonrpc: "2.0",
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    };
+    const call = { jsonrpc: "2.0", method: "tools/call", params: { name: "run_code", arguments: { code: "1" } } };
+    const cases: [string, Response | Promise<Response>, number, string | null][] = [
+      ["a request", post(h, listTools), 200, null],
+      ["a notification", post(h, { jsonrpc: "2.0", method: "notifications/initialized" }), 202, null],
+      ["not JSON", raw("{", {}), 400, "invalid_json"],
+      ["not an object", post(h, 7), 400, "invalid_request"],
+      ["not JSON-RPC", post(h, { hello: 1 }), 400, "invalid_request"],
+      [
+        "two initialize in a batch",
+        post(h, [
+          { ...initialize, id: 1 },
+          { ...initialize, id: 2 },
+        ]),
+        400,
+        "invalid_request",
+      ],
+      [
+        "an unsupported protocol version",
+        post(h, listTools, { "mcp-protocol-version": "1999-01-01" }),
+        400,
+        "invalid_request",
+      ],
+      ["no key", post(h, listTools, { authorization: "" }), 401, "unauthenticated"],
+      ["a foreign page", post(h, listTools, { origin: "https://rebound.example" }), 403, "forbidden_origin"],
+      ["no event streams in Accept", post(h, listTools, { accept: "application/json" }), 406, "not_acceptable"],
+      ["over 1 MiB", post(h, { ...listTools, params: { pad: "x".repeat(1024 * 1024) } }), 413, "payload_too_large"],
+      ["text", raw(JSON.stringify(listTools), { "content-type": "text/plain" }), 415, "unsupported_media_type"],
+      ["a foreign Host", post(h, listTools, { host: "rebound.example" }), 421, "misdirected_request"],
+      [
+        "past the rate",
+        post(h, [
+          { ...call, id: 1 },
+          { ...call, id: 2 },
+        ]),
+        429,
+        "rate_limited",
+      ],
+    ];
+    const doc = (await (await h.app.fetch(new Request("http://host/openapi.json"))).json()) as {
+      paths: { "/mcp": { post: { responses: Record<string, { description: string; content?: unknown }> } } };
+    };
+    const documented = doc.paths["/mcp"].post.responses;
+    const ERROR_SCHEMA = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+    for (const [what, answer, status, code] of cases) {
+      const response = await answer;
+      const body: unknown = response.status === 202 ? null : await response.json();
+      expect([what, response.status]).toEqual([what, status]);
+      expect([what, documented[status] !== undefined]).toEqual([what, true]);
+      if (code === null) continue;
+      expect([what, body]).toEqual([what, { error: { code, message: expect.any(String) } }]);
+      expect([what, documented[status]?.description.split(", ").includes(code), documented[status]?.content]).toEqual([
+        what,
+        true,
+        ERROR_SCHEMA,
+      ]);
+    }
   });
 
   it("stateless: GET and DELETE are 405; a body over 1 MiB is refused before the SDK sees it", async () => {

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ProcessRecord } from "../../src/host/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
-import { api } from "./client.js";
+import { api, KEYS } from "./client.js";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>
   api(path, {
@@ -92,7 +92,7 @@ describe("POST /run", () => {
     }
   });
 
-  it("grants no other origin CORS unless RUNCODE_CORS_ORIGINS lists it (none here)", async () => {
+  it("grants no other origin CORS unless RUNCODE_CORS_ORIGINS lists it (none here), nor lets it POST", async () => {
     const preflight = await api(`/run`, {
       method: "OPTIONS",
       headers: { origin: "https://elsewhere.example", "access-control-request-method": "POST" },
@@ -106,7 +106,24 @@ describe("POST /run", () => {
         origin: "https://elsewhere.example",
       },
     );
-    expect([response.status, response.headers.get("access-control-allow-origin")]).toEqual([200, null]);
+    expect([response.status, response.headers.get("access-control-allow-origin"), await response.json()]).toEqual([
+      403,
+      null,
+      { error: { code: "forbidden_origin", message: 'Origin "https://elsewhere.example" may not POST here' } },
+    ]);
+  });
+
+  it("answers only the names of RUNCODE_ORIGINS: a DNS-rebound Host is 421, the playground's files included", async () => {
+    for (const path of ["/processes", "/", "/openapi.json"]) {
+      const response = await SELF.fetch(`http://rebound.example${path}`, {
+        headers: { authorization: `Bearer ${KEYS.alpha}` },
+      });
+      expect([path, response.status, ((await response.json()) as { error: { code: string } }).error.code]).toEqual([
+        path,
+        421,
+        "misdirected_request",
+      ]);
+    }
   });
 });
 
