@@ -59,12 +59,12 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Executions running at once; more wait in `queued`. */
 export const DEFAULT_CONCURRENCY = 4;
 /**
- * Interrupt polls allowed per millisecond of `timeoutMs`: the backstop where clocks stand still during synchronous
- * work (deployed Workers). QuickJS polls ~1-12 times per ms of guest work: `while(true){}` (~11.5/ms) stops within
- * ~2x its timeout when no clock moves, slower-polling loops later (a loop at 1 poll/ms after 20x). Where clocks
- * move (Node, the browser) the CPU-time cap and the host timer stop everything at `timeoutMs`.
+ * Fuel (the engine's metered work, see `SafetyCap.fuel`) allowed per millisecond of `timeoutMs`: the stop where
+ * clocks stand still during synchronous work (deployed Workers). A million units took 1.2-4.0 ms of CPU across the
+ * runaway catalogue (docs/limits.md), so with no clock moving an execution stops within 1.2-4x its timeout; where
+ * clocks move (Node, the browser) the CPU-time cap and the host timer stop it at `timeoutMs` first.
  */
-export const INTERRUPT_POLLS_PER_MS = 20;
+export const FUEL_PER_MS = 1_000_000;
 /** Longest service or tool id forwarded to `bindings.invokeTool`. */
 export const MAX_TOOL_ID_LENGTH = 1000;
 
@@ -346,7 +346,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
-      safetyCap: { cpuTimeMs: timeoutMs, interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
+      safetyCap: { cpuTimeMs: timeoutMs, fuel: timeoutMs * FUEL_PER_MS },
     });
     const host: GuestHost = {
       write: (stream, args) => {

@@ -14,7 +14,7 @@ export {
   DEFAULT_TIMEOUT_MS,
   type EnvironmentBudgets,
   type EnvironmentOptions,
-  INTERRUPT_POLLS_PER_MS,
+  FUEL_PER_MS,
   instantiate,
   MAX_TOOL_ID_LENGTH,
 } from "./environment.js";

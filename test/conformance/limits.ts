@@ -88,8 +88,8 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.status).toBe("terminated");
     }, 20_000);
 
-    it("an interruptPolls safety cap stops the loop where the clock stands still", async () => {
-      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+    it("a fuel safety cap stops the loop where the clock stands still", async () => {
+      const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("while (true) {}");
       expect(r.status).toBe("terminated");
       expect(r.error?.name).toBe("TerminatedError");
@@ -139,8 +139,8 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.error?.message).toBe("Execution terminated by the caller");
     }, 20_000);
 
-    it("the interruptPolls safety cap also stops a loop in an async export", async () => {
-      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+    it("the fuel safety cap also stops a loop in an async export", async () => {
+      const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("export default async () => { await null; for (;;) {} }");
       expect(r.status).toBe("terminated");
       expect(r.error?.name).toBe("TerminatedError");
@@ -173,7 +173,7 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
     });
 
     it("a normal run under a small safety cap succeeds", async () => {
-      const capped = make({ safetyCap: { cpuTimeMs: 200, interruptPolls: 50 } });
+      const capped = make({ safetyCap: { cpuTimeMs: 200, fuel: 2_500_000 } });
       expect(await ok(capped, "let s = 0;\nfor (let i = 0; i < 1000; i++) s += i;\nexport default s")).toBe(499500);
     });
 
