@@ -114,11 +114,11 @@ export function meterEngine(original: Uint8Array): Uint8Array {
   module.addGlobalExport(GLOBAL, FUEL_GLOBAL);
   module.addFunctionImport(OUT, FUEL_MODULE, FUEL_OUT, none, none);
 
-  /** `fuel -= amount; if (fuel < 0) out()`. */
-  const charge = (amount: Ref): Ref =>
+  /** `fuel -= amount; if (fuel < 0) out()`, the new value read back from the local `scratch`, not the global. */
+  const charge = (amount: Ref, scratch: number): Ref =>
     module.block(null, [
-      module.global.set(GLOBAL, module.i32.sub(module.global.get(GLOBAL, i32), amount)),
-      module.if(module.i32.lt_s(module.global.get(GLOBAL, i32), module.i32.const(0)), module.call(OUT, [], none)),
+      module.global.set(GLOBAL, module.local.tee(scratch, module.i32.sub(module.global.get(GLOBAL, i32), amount), i32)),
+      module.if(module.i32.lt_s(module.local.get(scratch, i32), module.i32.const(0)), module.call(OUT, [], none)),
     ]);
 
   const functions: Ref[] = [];
@@ -136,38 +136,40 @@ export function meterEngine(original: Uint8Array): Uint8Array {
     const args = binaryen.expandType(params).map((type, index) => module.local.get(index, type));
     const wrapper = `${name}$fuel`;
     const call = module.call(name, args, results);
-    module.addFunction(
-      wrapper,
-      params,
-      results,
-      [],
-      module.block(null, [charge(module.i32.const(HOST_CALL_FUEL)), call], results),
-    );
+    const charged = charge(module.i32.const(HOST_CALL_FUEL), args.length);
+    module.addFunction(wrapper, params, results, [i32], module.block(null, [charged, call], results));
     wrappers.set(name, wrapper);
   }
 
   for (const fn of functions) {
     const found: Ref[] = [];
+    let leaf = true;
     const stack = [binaryen.getFunctionInfo(fn).body];
     while (stack.length > 0) {
       const expr = stack.pop() as Ref;
       if (expr === 0) continue;
       const id = binaryen.getExpressionId(expr);
-      if (
+      if (id === binaryen.CallIndirectId) leaf = false;
+      else if (
         id === binaryen.LoopId ||
         id === binaryen.MemoryCopyId ||
         id === binaryen.MemoryFillId ||
         id === binaryen.CallId
-      )
+      ) {
+        leaf = false;
         found.push(expr);
+      }
       stack.push(...childrenOf(expr));
     }
+    // A function that neither loops nor calls does work bounded by its size: its callers' charges cover it.
+    if (leaf) continue;
+    const scratch = api._BinaryenFunctionAddVar(fn, i32);
     for (const expr of found) {
       const id = binaryen.getExpressionId(expr);
       if (id === binaryen.LoopId) {
         const body = api.Loop.getBody(expr);
         const type = binaryen.getExpressionType(body);
-        api.Loop.setBody(expr, module.block(null, [charge(module.i32.const(1)), body], type));
+        api.Loop.setBody(expr, module.block(null, [charge(module.i32.const(1), scratch), body], type));
       } else if (id === binaryen.CallId) {
         const wrapper = wrappers.get(api.Call.getTarget(expr));
         if (wrapper !== undefined) api.Call.setTarget(expr, wrapper);
@@ -182,7 +184,7 @@ export function meterEngine(original: Uint8Array): Uint8Array {
             null,
             [
               module.local.set(local, size),
-              charge(module.i32.shr_u(module.local.get(local, i32), module.i32.const(BYTES_PER_FUEL_SHIFT))),
+              charge(module.i32.shr_u(module.local.get(local, i32), module.i32.const(BYTES_PER_FUEL_SHIFT)), scratch),
               module.local.get(local, i32),
             ],
             i32,
@@ -191,7 +193,8 @@ export function meterEngine(original: Uint8Array): Uint8Array {
       }
     }
     const body = api.Function.getBody(fn);
-    api.Function.setBody(fn, module.block(null, [charge(module.i32.const(1)), body], binaryen.getExpressionType(body)));
+    const type = binaryen.getExpressionType(body);
+    api.Function.setBody(fn, module.block(null, [charge(module.i32.const(1), scratch), body], type));
   }
   if (!module.validate()) throw new Error("build-fuel-wasm: the metered module does not validate");
   const bytes = module.emitBinary();
