@@ -28,7 +28,13 @@
 
 import { BudgetError, WorkBudget } from "../budget.js";
 import { compiledModule } from "../engine.js";
-import { type CodeExecution, type CodeExecutionResult, createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../index.js";
+import {
+  type CodeExecution,
+  type CodeExecutionResult,
+  createSandbox,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  FUEL_PER_MS,
+} from "../index.js";
 import type { Sandbox, SandboxOptions, WasmSource } from "../types.js";
 import { formatLine } from "./console.js";
 import { type JsonValue, jsonTree } from "./data.js";
@@ -58,13 +64,6 @@ import type {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Executions running at once; more wait in `queued`. */
 export const DEFAULT_CONCURRENCY = 4;
-/**
- * Fuel (the engine's metered work, see `SafetyCap.fuel`) allowed per millisecond of `timeoutMs`: the stop where
- * clocks stand still during synchronous work (deployed Workers). A million units took 1.2-4.0 ms of CPU across the
- * runaway catalogue (docs/limits.md), so with no clock moving an execution stops within 1.2-4x its timeout; where
- * clocks move (Node, the browser) the CPU-time cap and the host timer stop it at `timeoutMs` first.
- */
-export const FUEL_PER_MS = 1_000_000;
 /** Longest service or tool id forwarded to `bindings.invokeTool`. */
 export const MAX_TOOL_ID_LENGTH = 1000;
 
