@@ -216,7 +216,7 @@ for (let i = 0; i < 9; i++) {
 console.log();
 printTable([
   summarize("stop on a thread: while (true) {} (flag, next poll)", stops.polling),
-  summarize("stop on a thread: JSON loop that never polls (worker ended)", stops.native),
+  summarize("stop on a thread: JSON loop that never polls (fuel refill)", stops.native),
 ]);
 console.log(
   `${"stop on a thread, slowest of 18".padEnd(60)} ${Math.max(...stops.polling, ...stops.native).toFixed(1)} ms  (target < 50 ms)`,
