@@ -13,11 +13,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
+import { METER } from "../src/engine.js";
 
-/** The import called when the counter drops below zero, and the exported counter. */
-export const FUEL_MODULE = "fuel";
-export const FUEL_OUT = "out";
-export const FUEL_GLOBAL = "fuel";
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
 const HOST_CALL_FUEL = 50;
 /** Bytes of `memory.copy`/`memory.fill` per unit of fuel, as a shift. */
@@ -111,8 +108,8 @@ export function meterEngine(original: Uint8Array): Uint8Array {
   const { i32, none } = binaryen;
   // Full at instantiation: the engine's start code runs before the host can set it.
   module.addGlobal(GLOBAL, i32, true, module.i32.const(0x7fffffff));
-  module.addGlobalExport(GLOBAL, FUEL_GLOBAL);
-  module.addFunctionImport(OUT, FUEL_MODULE, FUEL_OUT, none, none);
+  module.addGlobalExport(GLOBAL, METER.counter);
+  module.addFunctionImport(OUT, METER.module, METER.hook, none, none);
 
   /** `fuel -= amount; if (fuel < 0) out()`, the new value read back from the local `scratch`, not the global. */
   const charge = (amount: Ref, scratch: number): Ref =>

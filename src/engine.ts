@@ -21,6 +21,9 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
   return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
 }
 
+/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports the hook it calls when empty. */
+export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
+
 /** The most fuel the counter holds. */
 const FULL_COUNTER = 0x7fff_ffff;
 
@@ -82,9 +85,9 @@ function instantiateSync(wasmModule: WebAssembly.Module, metered: (meter: Meter)
   return (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => {
     let meter: Meter | undefined;
     // An engine built without the meter neither imports this nor exports the counter.
-    const fuel = { out: () => meter?.onEmpty() };
-    const instance = new WebAssembly.Instance(wasmModule, { ...imports, fuel });
-    const { fuel: counter } = instance.exports;
+    const hook = { [METER.hook]: () => meter?.onEmpty() };
+    const instance = new WebAssembly.Instance(wasmModule, { ...imports, [METER.module]: hook });
+    const counter = instance.exports[METER.counter];
     if (counter instanceof WebAssembly.Global) {
       meter = new Meter(counter);
       metered(meter);

@@ -4,7 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { FUEL_GLOBAL, FUEL_MODULE, FUEL_OUT, meterEngine, pinnedEngine } from "../scripts/build-fuel-wasm.js";
+import { meterEngine, pinnedEngine } from "../scripts/build-fuel-wasm.js";
+import { METER } from "../src/engine.js";
 
 const committed = new Uint8Array(readFileSync(new URL("../wasm/quickjs-fuel.wasm", import.meta.url)));
 
@@ -20,10 +21,10 @@ describe("the metered engine", () => {
     const metered = new WebAssembly.Module(committed as BufferSource);
     const sorted = (entries: object[]) => entries.map((entry) => JSON.stringify(entry)).sort();
     expect(sorted(WebAssembly.Module.exports(metered))).toEqual(
-      sorted([...WebAssembly.Module.exports(pinned), { name: FUEL_GLOBAL, kind: "global" }]),
+      sorted([...WebAssembly.Module.exports(pinned), { name: METER.counter, kind: "global" }]),
     );
     expect(sorted(WebAssembly.Module.imports(metered))).toEqual(
-      sorted([...WebAssembly.Module.imports(pinned), { module: FUEL_MODULE, name: FUEL_OUT, kind: "function" }]),
+      sorted([...WebAssembly.Module.imports(pinned), { module: METER.module, name: METER.hook, kind: "function" }]),
     );
   });
 });
