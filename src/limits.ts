@@ -168,7 +168,9 @@ export class Limits {
   #mustStop(): boolean {
     if (this.stopped() || this.#faulted) return true;
     const { fuel, cpuTimeMs } = this.#settings.safetyCap;
-    const cpuMs = this.#cpuMs + this.#settings.clock() - this.#sliceStart;
+    // The meter also runs out in VM calls outside a slice (reading a promise's state, making a value): no guest time.
+    const slice = this.#depth > 0 ? this.#settings.clock() - this.#sliceStart : 0;
+    const cpuMs = this.#cpuMs + slice;
     const outOfFuel = this.fuelUsed > fuel;
     if (outOfFuel || cpuMs > cpuTimeMs) {
       const spent = outOfFuel ? `${fuel} units of fuel` : `${cpuTimeMs} ms of CPU time`;
