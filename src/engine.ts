@@ -21,7 +21,7 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
   return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
 }
 
-/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports the hook it calls when empty. */
+/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
 export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
 
 /** The most fuel the counter holds. */

@@ -1,8 +1,8 @@
 /**
  * What stops one run, and the accounting behind it: the caller's terminate and an outside stop, the safety cap
- * (guest CPU time and fuel, the engine's metered work), the bytes of logs and reports the host keeps for the run, and faults of the
- * host (an exception out of a VM call leaves the instance untrustworthy). The run asks here at every yield point;
- * the engine asks through the interrupt handler and, metered, whenever its fuel runs out.
+ * (guest CPU time and fuel, the engine's metered work), the bytes of logs and reports the host keeps for the run,
+ * and faults of the host (an exception out of a VM call leaves the instance untrustworthy). The run asks here at
+ * every yield point; the engine asks through the interrupt handler and, metered, whenever its fuel runs out.
  * @module
  */
 import type { Meter } from "./engine.js";
@@ -33,7 +33,8 @@ const RETAINED_ENTRY_BYTES = 64;
 const FUEL_QUANTUM = 100_000;
 /**
  * Fuel a stopped run may spend to end on its own, at the engine's next interrupt poll (every ~10,000 bytecode
- * calls or back-edges: ~20,000-60,000 units), before the hard stop. Natives never poll: they take the hard stop.
+ * calls or back-edges: ~50,000 units in a tight loop), before the hard stop. A native that never polls takes the
+ * hard stop.
  */
 export const STOP_GRACE_FUEL = 1_000_000;
 /**
