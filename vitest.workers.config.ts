@@ -14,7 +14,7 @@ export default defineConfig({
         // figures, in tenants.test.ts); 1 MiB of kv per tenant, so filling it takes a fraction of that cap.
         bindings: {
           RUN_CPU_MS: "300",
-          RUN_INTERRUPT_POLLS: "1000000",
+          RUN_FUEL: "1000000000",
           RUNCODE_TENANT_MAX_ACTIVE: "256",
           RUNCODE_TENANT_RUNS_PER_MINUTE: "100000",
           RUNCODE_TENANT_KV_BYTES: "1048576",

@@ -11,7 +11,7 @@ import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
-import { createSandbox as createNodeSandbox } from "../node/index.js";
+import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/engine.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
@@ -19,12 +19,14 @@ import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 /** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
 type Tuple<N extends number, T, R extends T[] = []> = R["length"] extends N ? R : Tuple<N, T, [T, ...R]>;
 
+/** The pinned engine, for the floors and the peer; runCode runs on the metered one (see `npm run bench:fuel`). */
 const wasmModule = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
-const { runCode } = createSandbox({ wasm: wasmModule });
-const fresh = createSandbox({ wasm: wasmModule, instances: "fresh" });
-const threaded = createNodeSandbox({ wasm: wasmModule, threads: true });
+const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource);
+const { runCode } = createSandbox({ wasm: metered });
+const fresh = createSandbox({ wasm: metered, instances: "fresh" });
+const threaded = createNodeSandbox({ wasm: metered, threads: true });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -214,7 +216,7 @@ for (let i = 0; i < 9; i++) {
 console.log();
 printTable([
   summarize("stop on a thread: while (true) {} (flag, next poll)", stops.polling),
-  summarize("stop on a thread: JSON loop that never polls (worker ended)", stops.native),
+  summarize("stop on a thread: JSON loop that never polls (fuel refill)", stops.native),
 ]);
 console.log(
   `${"stop on a thread, slowest of 18".padEnd(60)} ${Math.max(...stops.polling, ...stops.native).toFixed(1)} ms  (target < 50 ms)`,
@@ -233,7 +235,7 @@ const coldScript = (entry: ColdCase) => `
 const started = performance.now();
 const { readFile } = await import("node:fs/promises");
 const { createRequire } = await import("node:module");
-const wasm = await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));${entry === "core" ? coreSwc : ""}
+const wasm = await readFile(createRequire(import.meta.url).resolve("runcode/wasm"));${entry === "core" ? coreSwc : ""}
 const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "core" ? "../src/index.js" : "../node/index.js", import.meta.url)))});
 const result = await createSandbox({ wasm${entry === "in-thread" ? ", threads: false" : ""} }).runCode(${JSON.stringify(TS_PROGRAM)});
 if (result.status !== "success") throw new Error(result.error?.message);

@@ -10,9 +10,7 @@ import { createHost } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
-const wasm = new WebAssembly.Module(
-  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
-);
+const wasm = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
 const CODE = "export default 1 + 1;";
 const { runCode } = createSandbox({ wasm });
 const { app, service } = await createHost({ environment: { module: instantiate({ wasm }) }, maxActiveProcesses: 64 });

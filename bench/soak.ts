@@ -12,10 +12,8 @@ const TOTAL = Number(process.argv[2] ?? 100_000);
 const CONCURRENCY = 4;
 const REPORT_EVERY = 10_000;
 
-const wasm = new WebAssembly.Module(
-  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
-);
-const { runCode } = createSandbox({ wasm, safetyCap: { interruptPolls: 20 } });
+const wasm = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
+const { runCode } = createSandbox({ wasm, safetyCap: { fuel: 1_000_000 } });
 const gc = (globalThis as { gc?: () => void }).gc;
 const mb = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MB`;
 const memory = () => {

@@ -18,9 +18,8 @@ export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
 useSwc(async () => newSwc);
 
-/** The QuickJS wasm of this package, as a loader for `createSandbox({ wasm })`. */
-export const nodeWasm: WasmSource = async () =>
-  readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
+/** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
+export const nodeWasm: WasmSource = async () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
 
 /** Whether Node's sandboxes run on worker threads when `threads` is not given (see README, "Worker threads"). */
 export const THREADS_BY_DEFAULT = true;

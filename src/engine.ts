@@ -21,8 +21,32 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
   return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
 }
 
+/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
+export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
+
+/** The most fuel the counter holds. */
+const FULL_COUNTER = 0x7fff_ffff;
+
+/**
+ * The metered engine's fuel counter (see scripts/build-fuel-wasm.ts): the engine spends from `counter` and calls
+ * `onEmpty` when it drops below zero, which refills it or throws.
+ */
+export class Meter {
+  onEmpty: () => void = () => this.idle();
+
+  constructor(readonly counter: WebAssembly.Global) {}
+
+  /** Full, and refilled whenever it runs out: how an instance no run holds (booting, probing, idle) spends. */
+  idle(): void {
+    this.onEmpty = () => this.idle();
+    this.counter.value = FULL_COUNTER;
+  }
+}
+
 export interface Instance {
   quickjs: QuickJSWASMModule;
+  /** `undefined` for an engine built without the meter. */
+  meter: Meter | undefined;
   /** The Emscripten module under it (its allocator is probed once: see instance.ts). */
   emscripten: QuickJSEmscriptenModule;
   memory: WebAssembly.Memory;
@@ -57,9 +81,17 @@ export function compiledModule(source: WasmSource | undefined): () => Promise<We
  * Emscripten's instantiation hook, synchronous: `WebAssembly.instantiate` waits for a task of the event loop, which
  * costs more than the instantiation itself (measured: ~1 ms of idle time per run in Node).
  */
-function instantiateSync(wasmModule: WebAssembly.Module) {
+function instantiateSync(wasmModule: WebAssembly.Module, metered: (meter: Meter) => void) {
   return (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => {
-    const instance = new WebAssembly.Instance(wasmModule, imports);
+    let meter: Meter | undefined;
+    // An engine built without the meter neither imports this nor exports the counter.
+    const hook = { [METER.hook]: () => meter?.onEmpty() };
+    const instance = new WebAssembly.Instance(wasmModule, { ...imports, [METER.module]: hook });
+    const counter = instance.exports[METER.counter];
+    if (counter instanceof WebAssembly.Global) {
+      meter = new Meter(counter);
+      metered(meter);
+    }
     receive(instance);
     return instance.exports;
   };
@@ -85,14 +117,21 @@ export async function newInstance(
   ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
   const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
+  let meter: Meter | undefined;
   const emscripten = await loader(
     wasmModule === undefined
       ? { wasmMemory: memory }
-      : { wasmMemory: memory, instantiateWasm: instantiateSync(wasmModule) },
+      : {
+          wasmMemory: memory,
+          instantiateWasm: instantiateSync(wasmModule, (made) => {
+            meter = made;
+          }),
+        },
   );
   emscripten.type = "sync";
   const instance: Instance = {
     quickjs: new QuickJSWASMModule(emscripten, new FFI(emscripten)),
+    meter,
     emscripten,
     memory,
     maxBytes: pages * PAGE,

@@ -10,7 +10,7 @@ import type { CodeExecution, CodeExecutionOptions } from "./types.js";
 
 export { SerializationError } from "./errors.js";
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./run.js";
-export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "./sandbox.js";
+export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./sandbox.js";
 export { type Swc, type SwcOptions, useSwc } from "./transpile.js";
 export type * from "./types.js";
 export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type WireOptions } from "./wire.js";

@@ -100,6 +100,11 @@ export class Run {
     return this.#logs;
   }
 
+  /** The engine's work so far (see `SafetyCap.fuel`). */
+  get fuelUsed(): number {
+    return this.#limits.fuelUsed;
+  }
+
   get peakBytes(): number | undefined {
     return this.#peakBytes === 0 ? undefined : this.#peakBytes;
   }
@@ -109,6 +114,7 @@ export class Run {
     try {
       return await this.#execute(source);
     } finally {
+      this.#limits.release();
       const booted = this.#booted;
       this.#booted = undefined;
       if (booted !== undefined) this.#context.instances.give(booted, this.#sound && !this.#limits.faulted);
@@ -154,8 +160,10 @@ export class Run {
     }
   }
 
-  /** Lends the instance to this run: its hooks, cap, `Math.random` seed, staged values and global bindings. */
+  /** Lends the instance to this run: its hooks, meter, cap, `Math.random` seed, staged values and global bindings. */
   #lend(booted: BootedInstance): Crossings {
+    const { meter } = booted.instance;
+    if (meter !== undefined) this.#limits.meter(meter);
     const crossings = new Crossings(booted, this.#tenant, this.#limits, {
       functions: this.#functions,
       report: this.#options.report,
@@ -170,8 +178,9 @@ export class Run {
     const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
     const values = empty ? undefined : crossings.toGuest(this.#values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
-    const seed = seedWords().map((word) => ctx.newNumber(word));
-    const stage = [...staged, ctx.newString(STAGE_KEY), ...seed];
+    // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
+    const seed = seedWords().map((word) => ctx.newNumber(word | 0));
+    const stage = [...staged, ctx.newString(STAGE_KEY), ...seed, meter === undefined ? ctx.false : ctx.true];
     crossings.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
     const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;

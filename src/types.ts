@@ -61,6 +61,11 @@ export interface CodeExecutionResult {
   error?: CodeExecutionError;
   /** Milliseconds from the `runCode()` call to settlement. */
   durationMs: number;
+  /**
+   * The engine's work the run spent (see `SafetyCap.fuel`): the same for the same program on every run and thread
+   * mode. Absent when the run ended from outside its thread (a worker ended by a stop).
+   */
+  fuelUsed?: number;
   /** Peak heap of the sandbox in bytes, as the engine counts it. */
   memoryUsedBytes?: number;
 }
@@ -94,10 +99,12 @@ export interface SafetyCap {
   /** Milliseconds of guest execution (time spent awaiting the host does not count). */
   cpuTimeMs: number;
   /**
-   * Interrupt polls of the engine (about one per 10,000 calls or loop iterations). Counts where clocks stand still
-   * during synchronous work, as on deployed Cloudflare Workers.
+   * Units of the engine's own work (one per function entry or loop iteration inside the engine, one per 32 bytes it
+   * copies or fills, 50 per call into the host), metered inside the wasm, so it holds inside natives and where clocks
+   * stand still during synchronous work, as on deployed Cloudflare Workers. Deterministic: the same program spends
+   * the same fuel on every run. See docs/limits.md for CPU time per unit.
    */
-  interruptPolls: number;
+  fuel: number;
 }
 
 /** Host-level settings of a sandbox runner. */

@@ -5,6 +5,8 @@
  * Stop latency is when the caller's thread learns the guest stopped: the worker's message that its run is over, or
  * the worker's exit when it had to be ended. Both are events a `Worker` emits, observed on `Worker.prototype.emit`.
  */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { instantiate } from "../node/environment.js";
@@ -13,6 +15,8 @@ import type { CodeExecution } from "../src/types.js";
 import { recorder } from "./environment/helpers.js";
 
 const { runCode } = createSandbox({ threads: true });
+/** The pinned QuickJS wasm, without the meter. */
+const pinnedWasm = () => readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
 const JS = { language: "javascript" } as const;
 const NON_POLLING =
   "const big = Array.from({ length: 3e5 }, (_, i) => ({ i, s: 'x'.repeat(20) }));\nstarted();\nfor (;;) JSON.parse(JSON.stringify(big));";
@@ -87,8 +91,8 @@ describe("stops", () => {
     }
   });
 
-  it("terminate() stops a native loop that never polls: its worker is ended and replaced", async () => {
-    for (let i = 0; i < 3; i++) expect(await stopLatency(NON_POLLING, true)).toBeLessThan(HANG_MS);
+  it("terminate() stops a native loop that never polls at the engine's next fuel refill: the worker is kept", async () => {
+    for (let i = 0; i < 3; i++) expect(await stopLatency(NON_POLLING, false)).toBeLessThan(HANG_MS);
     expect(await runCode("export default 6 * 7", JS)).toMatchObject({ status: "success", result: 42 });
   });
 
@@ -114,11 +118,22 @@ describe("stops", () => {
     expect(ran).toBe(false);
   });
 
-  it("the watchdog ends a native loop that never polls once it outlasts cpuTimeMs, with the safety cap's message", async () => {
+  it("the metered engine stops a native loop that never polls at cpuTimeMs on the worker, which is kept", async () => {
     const capped = createSandbox({ threads: true, safetyCap: { cpuTimeMs: 300 } });
     const stopped = nextStop();
+    const r = await capped.runCode("const x = (1n << 1048000n) - 1n;\nfor (;;) String(x);");
+    expect(r.error).toEqual({
+      name: "TerminatedError",
+      message: "Execution stopped by the safety cap after 300 ms of CPU time",
+    });
+    expect((await stopped).exited).toBe(false);
+  });
+
+  it("the watchdog ends a native loop of an engine without the meter once it outlasts cpuTimeMs, with the safety cap's message", async () => {
+    const capped = createSandbox({ threads: true, wasm: pinnedWasm, safetyCap: { cpuTimeMs: 300 } });
+    const stopped = nextStop();
     const started = performance.now();
-    // One conversion of the largest BigInt to a string takes seconds between two interrupt polls (SECURITY.md).
+    // One conversion of the largest BigInt to a string takes seconds between two interrupt polls.
     const r = await capped.runCode("const x = (1n << 1048000n) - 1n;\nfor (;;) String(x);");
     expect(r.status).toBe("terminated");
     expect(r.error).toEqual({

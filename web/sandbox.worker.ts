@@ -3,10 +3,11 @@
  * page asks. The page never waits on this thread, and stops a runaway run by terminating the whole worker.
  * @module
  */
-import wasmUrl from "@jitl/quickjs-wasmfile-release-sync/wasm?url";
+
 import { createSandbox } from "../src/index.js";
 import type { CodeExecutionOptions } from "../src/types.js";
 import { type JsonValue, toWire } from "../src/wire.js";
+import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
 import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
 import "./swc.js";
 

@@ -17,9 +17,9 @@ export interface EdgeConfig {
   tenantKvBytes: number;
   /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
   mcpServers: Record<string, HttpUpstream>;
-  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and interrupt polls. */
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
   runCpuMs: number;
-  runInterruptPolls: number;
+  runFuel: number;
 }
 
 /** The settings as strings, whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -68,6 +68,6 @@ export async function configOf(env: Env): Promise<EdgeConfig> {
     tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
     mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
-    runInterruptPolls: count(settings, "RUN_INTERRUPT_POLLS"),
+    runFuel: count(settings, "RUN_FUEL"),
   };
 }

@@ -4,7 +4,6 @@
  * tenant, the sandbox for `POST /run`) and hands what no route matches to the static assets.
  * @module
  */
-import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import swcWasm from "../dist/swc/swc.wasm";
 import { instantiate } from "../src/environment/index.js";
@@ -12,6 +11,7 @@ import { createApp, createHost, type Quotas } from "../src/host/index.js";
 import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import { sharedPool } from "../src/instance-pool.js";
+import wasm from "../wasm/quickjs-fuel.wasm";
 import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -58,11 +58,11 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
     environment: { module: instantiate({ wasm }) },
   });
-  // Deployed Workers freeze clocks during synchronous work, so the poll count is what stops a tight loop there
-  // (~1-12 polls per ms of guest work); `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
+  // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
+  // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
   const sandbox = createSandbox({
     wasm,
-    safetyCap: { cpuTimeMs: config.runCpuMs, interruptPolls: config.runInterruptPolls },
+    safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
     defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
   });
   return createApp({

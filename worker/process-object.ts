@@ -9,7 +9,6 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { instantiate } from "../src/environment/index.js";
 import {
   type CreateProcessInput,
@@ -18,6 +17,7 @@ import {
   type ProcessRecord,
   type ProcessUsage,
 } from "../src/host/index.js";
+import wasm from "../wasm/quickjs-fuel.wasm";
 import { type Answer, answer } from "./answers.js";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";

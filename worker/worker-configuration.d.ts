@@ -16,7 +16,7 @@ declare namespace Cloudflare {
 		RUNCODE_TENANT_KV_BYTES: "16777216";
 		MAX_ACTIVE_PROCESSES: "256";
 		RUN_CPU_MS: "2000";
-		RUN_INTERRUPT_POLLS: "200000";
+		RUN_FUEL: "2500000000";
 		REGISTRY: DurableObjectNamespace<import("./index").RegistryObject>;
 		PROCESSES: DurableObjectNamespace<import("./index").ProcessObject>;
 		KV: DurableObjectNamespace<import("./index").KvObject>;
@@ -24,10 +24,6 @@ declare namespace Cloudflare {
 }
 interface Env extends Cloudflare.Env {}
 declare module "*.wasm" {
-	const value: WebAssembly.Module;
-	export default value;
-}
-declare module "@jitl/quickjs-wasmfile-release-sync/wasm" {
 	const value: WebAssembly.Module;
 	export default value;
 }

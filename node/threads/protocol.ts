@@ -103,6 +103,7 @@ export type FromWorker =
       error?: CodeExecutionError;
       result: Crossed;
       memoryUsedBytes?: number;
+      fuelUsed?: number;
     };
 
 /** The answer to a synchronous call, posted on the worker's answer port: a value, or what the function threw. */

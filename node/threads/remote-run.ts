@@ -30,7 +30,7 @@ export interface ThreadedSandbox {
 }
 
 type RunRequest = Extract<ToWorker, { kind: "run" }>;
-type Outcome = Pick<CodeExecutionResult, "status" | "result" | "error" | "memoryUsedBytes">;
+type Outcome = Pick<CodeExecutionResult, "status" | "result" | "error" | "memoryUsedBytes" | "fuelUsed">;
 
 let lastRun = 0;
 
@@ -120,9 +120,10 @@ export class RemoteRun implements Waiting, Tenant {
           this.#settle({ status: "error", error: { name: "InternalError", message: String(bug) } });
           break;
         }
-        const { status, error, memoryUsedBytes } = message;
+        const { status, error, memoryUsedBytes, fuelUsed } = message;
         const outcome: Outcome = status === "success" ? { status, result } : { status, ...(error && { error }) };
         if (memoryUsedBytes !== undefined) outcome.memoryUsedBytes = memoryUsedBytes;
+        if (fuelUsed !== undefined) outcome.fuelUsed = fuelUsed;
         this.#settle(outcome);
       }
     }
@@ -206,11 +207,12 @@ export class RemoteRun implements Waiting, Tenant {
 
   /** The result as the core's sandbox builds it. */
   #result(outcome: Outcome): CodeExecutionResult {
-    const { memoryUsedBytes, ...rest } = outcome;
+    const { memoryUsedBytes, fuelUsed, ...rest } = outcome;
     const head = rest.status === "success" ? { status: rest.status, result: rest.result } : { ...rest };
     const durationMs = performance.now() - this.#started;
     const result: CodeExecutionResult = { ...head, reports: [...this.#reports], logs: [...this.#logs], durationMs };
     if (memoryUsedBytes !== undefined) result.memoryUsedBytes = memoryUsedBytes;
+    if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
     return result;
   }
 }

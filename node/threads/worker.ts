@@ -103,6 +103,7 @@ async function run(request: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       ...(result.error === undefined ? {} : { error: result.error }),
       result: crossing.encode(result.result),
       ...(result.memoryUsedBytes === undefined ? {} : { memoryUsedBytes: result.memoryUsedBytes }),
+      ...(result.fuelUsed === undefined ? {} : { fuelUsed: result.fuelUsed }),
     };
   } catch (bug) {
     const error = { name: "InternalError", message: String(bug) };

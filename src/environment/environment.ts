@@ -28,7 +28,13 @@
 
 import { BudgetError, WorkBudget } from "../budget.js";
 import { compiledModule } from "../engine.js";
-import { type CodeExecution, type CodeExecutionResult, createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../index.js";
+import {
+  type CodeExecution,
+  type CodeExecutionResult,
+  createSandbox,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  FUEL_PER_MS,
+} from "../index.js";
 import type { Sandbox, SandboxOptions, WasmSource } from "../types.js";
 import { formatLine } from "./console.js";
 import { type JsonValue, jsonTree } from "./data.js";
@@ -58,13 +64,6 @@ import type {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Executions running at once; more wait in `queued`. */
 export const DEFAULT_CONCURRENCY = 4;
-/**
- * Interrupt polls allowed per millisecond of `timeoutMs`: the backstop where clocks stand still during synchronous
- * work (deployed Workers). QuickJS polls ~1-12 times per ms of guest work: `while(true){}` (~11.5/ms) stops within
- * ~2x its timeout when no clock moves, slower-polling loops later (a loop at 1 poll/ms after 20x). Where clocks
- * move (Node, the browser) the CPU-time cap and the host timer stop everything at `timeoutMs`.
- */
-export const INTERRUPT_POLLS_PER_MS = 20;
 /** Longest service or tool id forwarded to `bindings.invokeTool`. */
 export const MAX_TOOL_ID_LENGTH = 1000;
 
@@ -356,7 +355,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
-      safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), interruptPolls: timeoutMs * INTERRUPT_POLLS_PER_MS },
+      safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), fuel: timeoutMs * FUEL_PER_MS },
     });
     const host: GuestHost = {
       write: (stream, args) => {

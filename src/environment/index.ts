@@ -6,6 +6,7 @@
  * @module
  */
 
+export { FUEL_PER_MS } from "../sandbox.js";
 export { type JsonValue, jsonTree } from "./data.js";
 export { exampleValue } from "./docs.js";
 export {
@@ -14,7 +15,6 @@ export {
   DEFAULT_TIMEOUT_MS,
   type EnvironmentBudgets,
   type EnvironmentOptions,
-  INTERRUPT_POLLS_PER_MS,
   instantiate,
   MAX_TOOL_ID_LENGTH,
 } from "./environment.js";

@@ -126,8 +126,8 @@ export interface CoreInternals {
   intrinsics: Intrinsics;
   /**
    * Put the decoded globals, the imports and the phase mark where the globals script and the internals module
-   * read them once (the phase module of linker.ts calls the mark when evaluation begins), and seed `Math.random`
-   * for this run.
+   * read them once (the phase module of linker.ts calls the mark when evaluation begins), seed `Math.random`
+   * for this run, and say whether the engine meters its own work (then the clock checks of native work are off).
    */
   stage(
     globals: Record<string, unknown> | undefined,
@@ -137,6 +137,7 @@ export interface CoreInternals {
     s1: number,
     s2: number,
     s3: number,
+    metered: boolean,
   ): void;
   /** `true` once any user module started evaluating: errors before that are link errors. */
   evaluating(): boolean;
@@ -333,8 +334,10 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     s1: number,
     s2: number,
     s3: number,
+    metered: boolean,
   ) {
     reseed(s0, s1, s2, s3);
+    clockChecks = !metered;
     const bindings = { __proto__: null, console: guestConsole, report } as Record<string, unknown>;
     const names = globals === undefined ? [] : keys(globals);
     for (let i = 0; i < names.length; i++) define(bindings, names[i] as string, globals?.[names[i] as string]);
@@ -453,10 +456,14 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   // Estimates miss work they cannot see (a copy of an object's properties, a spread whose iterator this wrapper
   // handed out): so every wrapped call also looks at the clock, and once CHECK_MS have passed since the host last
   // looked, it asks the host to (which counts real time against the cap). Where the clock stands still during
-  // synchronous work (deployed Workers), the estimates and the poll count remain.
+  // synchronous work (deployed Workers), the estimates and the poll count remain. A metered engine counts that work
+  // and has the host look at its clock at every refill: there these checks are off (they only made the run's fuel
+  // depend on timing).
   const now = Date.now;
   const CHECK_MS = 10;
   let checked = now();
+  let clockChecks = true;
+  const due = () => clockChecks && now() - checked >= CHECK_MS;
   const flush = () => {
     const polls = pending / UNITS_PER_POLL;
     pending = 0;
@@ -465,7 +472,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   };
   const charge = (units: number) => {
     pending += units;
-    if (pending >= FLUSH_UNITS || now() - checked >= CHECK_MS) flush();
+    if (pending >= FLUSH_UNITS || due()) flush();
     if (stopped) refuse();
   };
 
@@ -498,7 +505,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     const original = (target as Record<PropertyKey, Fn>)[key] as Fn;
     const wrapper = {
       [key](this: unknown, ...args: unknown[]) {
-        if (stopped || now() - checked >= CHECK_MS) charge(0);
+        if (stopped || due()) charge(0);
         if (typeof how !== "number") return how(this, args, original);
         let length = 0;
         if (how === ARRAY) {

@@ -1,8 +1,9 @@
 /// <reference types="vite/client" />
-import wasmUrl from "@jitl/quickjs-wasmfile-release-sync/wasm?url";
+
 import { createSandbox } from "../../src/index.js";
 import type { SandboxOptions } from "../../src/types.js";
 import "../../web/swc.js";
+import wasmUrl from "../../wasm/quickjs-fuel.wasm?url";
 import { conformance } from "../conformance/index.js";
 import { restoreImageSuite } from "../conformance/restore-image.js";
 

@@ -365,9 +365,9 @@ export function freshRunsSuite(options: ConformanceOptions = {}): void {
     });
 
     it("a run starts clean after one stopped by the safety cap, one out of memory and one that overflowed the stack", async () => {
-      // A cap on interrupt polls, not CPU time: the endless loop ends in a fraction of a second and the run out of
-      // memory (a few hundred polls) is not cut short on a loaded machine.
-      const runCode = make({ safetyCap: { interruptPolls: 3000, cpuTimeMs: 60_000 } });
+      // A cap on fuel, not CPU time: the endless loop ends in a fraction of a second and the run out of memory is not
+      // cut short on a loaded machine.
+      const runCode = make({ safetyCap: { fuel: 150_000_000, cpuTimeMs: 60_000 } });
       const capped = { ...js, memoryLimitBytes: 16 * MiB };
       const attacks = [
         ["globalThis.x = 'SECRET'; while (true) {}", "terminated"],

@@ -98,8 +98,8 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.status).toBe("terminated");
     }, 20_000);
 
-    it("an interruptPolls safety cap stops the loop where the clock stands still", async () => {
-      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+    it("a fuel safety cap stops the loop where the clock stands still", async () => {
+      const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("while (true) {}");
       expect(r.status).toBe("terminated");
       expect(r.error?.name).toBe("TerminatedError");
@@ -149,8 +149,34 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(r.error?.message).toBe("Execution terminated by the caller");
     }, 20_000);
 
-    it("the interruptPolls safety cap also stops a loop in an async export", async () => {
-      const capped = make({ safetyCap: { interruptPolls: 50, cpuTimeMs: 1e9 }, clock: () => 0 });
+    it("fuel stops natives that never poll where the clock stands still; the next run is clean", async () => {
+      const FUEL = 20_000_000;
+      const capped = make({ safetyCap: { fuel: FUEL, cpuTimeMs: 1e9 }, clock: () => 0 });
+      const js = { language: "javascript" } as const;
+      const runaways = [
+        "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);",
+        "const big = Array.from({ length: 10000 }, (_, i) => ({ i, s: 'x' + i })); for (;;) JSON.parse(JSON.stringify(big));",
+        "const s = 'a'.repeat(2 * 1024 * 1024); for (;;) s.replace(/a/g, 'a');",
+        "const a = Array.from({ length: 1 << 20 }, (_, i) => i); for (;;) [...a];",
+      ];
+      for (const source of runaways) {
+        const r = await capped(source, js);
+        expect(r.status).toBe("terminated");
+        expect(r.error).toEqual({
+          name: "TerminatedError",
+          message: `Execution stopped by the safety cap after ${FUEL} units of fuel`,
+        });
+        expect(await ok(capped, "export default [1, 2].map((n) => n * 2)", js)).toEqual([2, 4]);
+      }
+      // The same program spends the same fuel on every run (to a few units: a run's internal module has a random name).
+      const source = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += JSON.stringify({ i }).length;\nexport default s";
+      const spent = [];
+      for (let i = 0; i < 3; i++) spent.push((await capped(source, js)).fuelUsed as number);
+      expect(Math.max(...spent) - Math.min(...spent)).toBeLessThanOrEqual(20);
+    }, 30_000);
+
+    it("the fuel safety cap also stops a loop in an async export", async () => {
+      const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("export default async () => { await null; for (;;) {} }");
       expect(r.status).toBe("terminated");
       expect(r.error?.name).toBe("TerminatedError");
@@ -183,7 +209,7 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
     });
 
     it("a normal run under a small safety cap succeeds", async () => {
-      const capped = make({ safetyCap: { cpuTimeMs: 200, interruptPolls: 50 } });
+      const capped = make({ safetyCap: { cpuTimeMs: 200, fuel: 2_500_000 } });
       expect(await ok(capped, "let s = 0;\nfor (let i = 0; i < 1000; i++) s += i;\nexport default s")).toBe(499500);
     });
 

@@ -13,20 +13,31 @@ function expectCommonShape(r: CodeExecutionResult): void {
   expect(typeof r.memoryUsedBytes).toBe("number");
   expect(r.memoryUsedBytes ?? 0).toBeGreaterThan(0);
   expect(Number.isFinite(r.memoryUsedBytes)).toBe(true);
+  expect(Number.isSafeInteger(r.fuelUsed)).toBe(true);
+  expect(r.fuelUsed ?? 0).toBeGreaterThan(0);
 }
 
 export function resultSuite(runCode: RunCode): void {
   describe("§4 result", () => {
-    it("a success has exactly status, result, reports, logs, durationMs, memoryUsedBytes", async () => {
+    it("a success has exactly status, result, reports, logs, durationMs, fuelUsed, memoryUsedBytes", async () => {
       const r = await runCode("export default { ok: true }");
       expectCommonShape(r);
-      expect(Object.keys(r).sort()).toEqual(["durationMs", "logs", "memoryUsedBytes", "reports", "result", "status"]);
+      expect(Object.keys(r).sort()).toEqual([
+        "durationMs",
+        "fuelUsed",
+        "logs",
+        "memoryUsedBytes",
+        "reports",
+        "result",
+        "status",
+      ]);
       expect(r).toEqual({
         status: "success",
         result: { ok: true },
         reports: [],
         logs: [],
         durationMs: r.durationMs,
+        fuelUsed: r.fuelUsed,
         memoryUsedBytes: r.memoryUsedBytes,
       });
     });
@@ -36,7 +47,15 @@ export function resultSuite(runCode: RunCode): void {
       expectCommonShape(r);
       expect(r.status).toBe("error");
       expect("result" in r).toBe(false);
-      expect(Object.keys(r).sort()).toEqual(["durationMs", "error", "logs", "memoryUsedBytes", "reports", "status"]);
+      expect(Object.keys(r).sort()).toEqual([
+        "durationMs",
+        "error",
+        "fuelUsed",
+        "logs",
+        "memoryUsedBytes",
+        "reports",
+        "status",
+      ]);
       expect(r.error?.name).toBe("Error");
       expect(r.error?.message).toBe("boom");
     });

@@ -8,6 +8,8 @@
  * program that hits one names it, and the rule says exactly what the sandbox must do instead (never "anything").
  * @module
  */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
@@ -292,13 +294,13 @@ export function moduleSource(programs: readonly Program[]): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The raw engine: the same compiled wasm, no prelude.
+// The raw engine: the pinned wasm the sandbox's metered one is built from (scripts/build-fuel-wasm.ts), no prelude.
 
 let rawModule: Promise<QuickJSWASMModule> | undefined;
 const loadRaw = () => {
   rawModule ??= (async () => {
-    const bytes = (await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource;
-    const wasmModule = await WebAssembly.compile(bytes);
+    const bytes = await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
+    const wasmModule = await WebAssembly.compile(bytes as BufferSource);
     return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
   })();
   return rawModule;

@@ -216,7 +216,7 @@ describe("timeouts", () => {
     expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped"]);
   });
 
-  test("where the clock stands still, the interrupt-poll budget still stops the loop", async () => {
+  test("where the clock stands still, fuel still stops the loop", async () => {
     const b = recorder();
     const env = await environment(b, { clock: () => 0 });
     const started = performance.now();
@@ -224,6 +224,16 @@ describe("timeouts", () => {
       "timeout",
     );
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  test("where the clock stands still, fuel stops a BigInt loop, which polls for interrupts once per multiply", async () => {
+    const b = recorder();
+    const env = await environment(b, { clock: () => 0 });
+    const started = performance.now();
+    const code = "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);";
+    expect(await env.execute({ eid: 1, code, options: { timeoutMs: 300 } })).toBe("timeout");
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped"]);
   });
 
   test("a tool call that never settles is cut off by the timeout", async () => {

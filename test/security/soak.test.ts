@@ -16,7 +16,7 @@ const heapUsed = () => {
   return process.memoryUsage().heapUsed;
 };
 
-const run = sandbox({ safetyCap: { interruptPolls: 20 } });
+const run = sandbox({ safetyCap: { fuel: 1_000_000 } });
 
 describe("soak", () => {
   it("2,000 runs of every status settle as expected; the host heap stays flat", async () => {

@@ -5,11 +5,11 @@
  * each test reads the records it seeded (and the whole listing) back afterwards.
  */
 import { env, runInDurableObject } from "cloudflare:test";
-import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { describe, expect, it } from "vitest";
 import { createHost, MAX_RUN_MEMORY_BYTES } from "../../src/host/index.js";
 import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
+import wasm from "../../wasm/quickjs-fuel.wasm";
 import { unwrap } from "../../worker/answers.js";
 import { CHUNK_BYTES, countingBody } from "../security/counting-body.js";
 import { api, BASE } from "./client.js";
@@ -546,7 +546,7 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
    * `POST /run` of an app of its own, with production's CPU cap (the pool's 300 ms stops a 200,000-element encode in
    * the guest) and runs whose heap cap, and so whose answer's cap, is the largest `/run` allows.
    */
-  const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, interruptPolls: 1_000_000 } }).runCode;
+  const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, fuel: 2_500_000_000 } }).runCode;
   /** A runner whose every run ends with `result`, as the host holds it after a run. */
   const ending =
     (result: CodeExecutionResult): RunCode =>

@@ -1,5 +1,5 @@
-import wasm from "@jitl/quickjs-wasmfile-release-sync/wasm";
 import { createSandbox } from "../../src/index.js";
+import wasm from "../../wasm/quickjs-fuel.wasm";
 import { conformance } from "../conformance/index.js";
 import { restoreImageSuite } from "../conformance/restore-image.js";
 

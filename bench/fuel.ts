@@ -1,0 +1,122 @@
+/**
+ * `npm run bench:fuel`: what the metered engine (wasm/quickjs-fuel.wasm) costs and how fuel maps to CPU. CPU per
+ * 10^6 units of fuel across a catalogue of runaways stopped with a frozen clock, in-thread (the spread is what an
+ * operator turning a CPU budget into fuel must allow for); the engine's speed metered against the pinned engine on
+ * CPU-bound programs (raw engine, interleaved round by round); runCode's trivial run on either.
+ */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { nodeWasm } from "../node/index.js";
+import { newInstance } from "../src/engine.js";
+import { createSandbox } from "../src/index.js";
+import { printTable, ratio, sample, summarize } from "./stats.js";
+
+const pinned = new WebAssembly.Module(
+  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
+);
+const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource);
+
+const RUNAWAYS: Record<string, string> = {
+  "while (true) {}": "while (true) {}",
+  "i++ loop": "let i = 0; for (;;) i++;",
+  "BigInt multiply": "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);",
+  "replace over 2 MB": "const s = 'a'.repeat(2 * 1024 * 1024); for (;;) s.replace(/a/g, 'a');",
+  "JSON round trip":
+    "const big = Array.from({ length: 10000 }, (_, i) => ({ i, s: 'x' + i })); for (;;) JSON.parse(JSON.stringify(big));",
+  sort: "const a = Array.from({ length: 100000 }, (_, i) => (i * 7919) % 100003); for (;;) a.slice().sort((x, y) => x - y);",
+  "push/pop": "const a = []; for (;;) { for (let i = 0; i < 1e5; i++) a.push(i); while (a.length) a.pop(); }",
+  fib: "const fib = (n) => (n < 2 ? n : fib(n - 1) + fib(n - 2)); for (;;) fib(25);",
+  "regex backtracking": "const s = 'ab'.repeat(100000); for (;;) /(a|b)*c/.test(s);",
+  "repeat 8 MB": "for (;;) 'ab'.repeat(4 * 1024 * 1024).length;",
+  "Map churn": "const m = new Map(); for (let i = 0; ; i++) { m.set(i, i); if (m.size > 1e5) m.clear(); }",
+  "string concat": "let s = ''; for (let i = 0; ; i++) { s += 'x'; if (s.length > 1e6) s = ''; }",
+  "typed array sort": "const a = new Float64Array(1e6).map((_, i) => (i * 7919) % 100003); for (;;) a.slice().sort();",
+  "BigInt toString": "const x = 7n ** 300000n; for (;;) x.toString().length;",
+  "spread + Math.max": "const a = Array.from({ length: 60000 }, (_, i) => i); for (;;) Math.max(...a);",
+  "Object.keys": "const o = {}; for (let i = 0; i < 1e5; i++) o['k' + i] = i; for (;;) Object.keys(o).length;",
+};
+
+const FUEL = 500_000_000;
+const frozen = createSandbox({ wasm: metered, clock: () => 0, safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 } });
+const js = { language: "javascript", memoryLimitBytes: 256 * 1024 * 1024 } as const;
+await frozen.runCode("export default 0", js);
+console.log(`fuel bench, Node ${process.version}: runaways stopped at ${FUEL} units, frozen clock, in-thread\n`);
+console.log(
+  `${"program".padEnd(22)} ${"status".padEnd(11)} ${"fuel".padStart(12)} ${"CPU ms".padStart(8)} ${"ms/10^6".padStart(8)}`,
+);
+const rates: number[] = [];
+for (const [name, source] of Object.entries(RUNAWAYS)) {
+  const before = process.cpuUsage();
+  const result = await frozen.runCode(source, js);
+  const { user, system } = process.cpuUsage(before);
+  const cpuMs = (user + system) / 1000;
+  const used = result.fuelUsed ?? 0;
+  const rate = cpuMs / (used / 1e6);
+  if (result.status === "terminated") rates.push(rate);
+  console.log(
+    `${name.padEnd(22)} ${result.status.padEnd(11)} ${String(used).padStart(12)} ${cpuMs.toFixed(0).padStart(8)} ${rate.toFixed(2).padStart(8)}`,
+  );
+}
+const [fastest, slowest] = [Math.min(...rates), Math.max(...rates)];
+console.log(
+  `\nCPU per 10^6 fuel: ${fastest.toFixed(2)}-${slowest.toFixed(2)} ms, spread ${(slowest / fastest).toFixed(1)}x (target <= 6x)\n`,
+);
+
+/** A module's default export in a fresh runtime and context of a ready instance. */
+async function engine(module: WebAssembly.Module) {
+  const { quickjs } = await newInstance(module, 64 << 20);
+  return (source: string) => {
+    const runtime = quickjs.newRuntime();
+    const context = runtime.newContext();
+    const result = context.unwrapResult(context.evalCode(source, "bench.js"));
+    const value = context.getNumber(result);
+    result.dispose();
+    context.dispose();
+    runtime.dispose();
+    return value;
+  };
+}
+const PROGRAMS: Record<string, string> = {
+  "fib(22)": "const fib = (n) => (n < 2 ? n : fib(n - 1) + fib(n - 2)); fib(22)",
+  JSON: "const big = Array.from({ length: 2000 }, (_, i) => ({ i, s: 'x' + i })); JSON.parse(JSON.stringify(big)).length",
+  sort: "Array.from({ length: 20000 }, (_, i) => (i * 7919) % 100003).sort((x, y) => x - y).length",
+  regex: "'ab'.repeat(20000).replace(/(a)(b)/g, '$2$1').length",
+  strings: "let s = ''; for (let i = 0; i < 20000; i++) s += i.toString(36); s.length",
+  "Map churn": "const m = new Map(); for (let i = 0; i < 20000; i++) m.set('k' + i, i); m.size",
+};
+const [plain, fueled] = await Promise.all([engine(pinned), engine(metered)]);
+const rounds = 10;
+const perRound = 10;
+const overheads: number[] = [];
+const rows = [];
+for (const [name, source] of Object.entries(PROGRAMS)) {
+  const times = { plain: [] as number[], fueled: [] as number[] };
+  for (let i = 0; i < 5; i++) [plain(source), fueled(source)];
+  for (let round = 0; round < rounds; round++) {
+    times.plain.push(...(await sample(perRound, () => plain(source))));
+    times.fueled.push(...(await sample(perRound, () => fueled(source))));
+  }
+  const [a, b] = [summarize(`pinned engine: ${name}`, times.plain), summarize(`metered engine: ${name}`, times.fueled)];
+  rows.push(a, b);
+  overheads.push(b.p50 / a.p50);
+}
+printTable(rows);
+console.log();
+for (const [i, name] of Object.keys(PROGRAMS).entries())
+  console.log(`${`metered / pinned: ${name}`.padEnd(60)} ${(overheads[i] as number).toFixed(2)}x`);
+const geomean = Math.exp(overheads.reduce((sum, r) => sum + Math.log(r), 0) / overheads.length);
+console.log(`${"metered / pinned, geomean".padEnd(60)} ${geomean.toFixed(2)}x  (target <= 1.3x)\n`);
+
+const onPinned = createSandbox({ wasm: pinned });
+const onMetered = createSandbox({ wasm: metered });
+const trivial = { onPinned: [] as number[], onMetered: [] as number[] };
+for (let i = 0; i < 50; i++)
+  [await onPinned.runCode("export default 1", js), await onMetered.runCode("export default 1", js)];
+for (let round = 0; round < 20; round++) {
+  trivial.onPinned.push(...(await sample(25, () => onPinned.runCode("export default 1+1", js))));
+  trivial.onMetered.push(...(await sample(25, () => onMetered.runCode("export default 1+1", js))));
+}
+const pinnedTrivial = summarize("runCode trivial JS, pinned engine", trivial.onPinned);
+const meteredTrivial = summarize("runCode trivial JS, metered engine", trivial.onMetered);
+printTable([pinnedTrivial, meteredTrivial]);
+ratio("runCode trivial JS: metered / pinned", meteredTrivial, pinnedTrivial, "<= 1.05x");

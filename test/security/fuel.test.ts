@@ -1,0 +1,105 @@
+/**
+ * Fuel: the engine meters its own work (scripts/build-fuel-wasm.ts), so the safety cap stops runaway code where no
+ * clock moves (deployed Workers freeze clocks during synchronous work) and inside natives that never poll for
+ * interrupts. Every runaway here runs with a frozen clock, in-thread; before the meter the poll count let these run
+ * for 3 s to over 300 s (a BigInt loop never stopped). The hang bound is generous: each stop takes well under a second.
+ */
+import { describe, expect, it } from "vitest";
+import { createSandbox } from "../../node/index.js";
+import { sharedPool } from "../../src/instance-pool.js";
+import { STOP_GRACE_FUEL } from "../../src/limits.js";
+import type { RunCode } from "../../src/types.js";
+import { outcome, sandbox } from "./helpers.js";
+
+const FUEL = 20_000_000;
+const HANG_MS = 20_000;
+const frozen = sandbox({ clock: () => 0, safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 } });
+const js = { language: "javascript" } as const;
+const STOPPED = {
+  status: "terminated",
+  error: `TerminatedError: Execution stopped by the safety cap after ${FUEL} units of fuel`,
+};
+
+/** Runaways whose work is mostly the engine's own loops (natives) rather than bytecode. */
+const runaways: [string, string][] = [
+  ["while (true) {}", "while (true) {}"],
+  ["a BigInt multiply loop", "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);"],
+  ["a string replace loop over 2 MB", "const s = 'a'.repeat(2 * 1024 * 1024); for (;;) s.replace(/a/g, 'a');"],
+  [
+    "a JSON round-trip loop",
+    "const big = Array.from({ length: 10000 }, (_, i) => ({ i, s: 'x' + i })); for (;;) JSON.parse(JSON.stringify(big));",
+  ],
+  [
+    "a sort loop",
+    "const a = Array.from({ length: 100000 }, (_, i) => (i * 7919) % 100003); for (;;) a.slice().sort((x, y) => x - y);",
+  ],
+  [
+    "an array push/pop loop",
+    "const a = []; for (;;) { for (let i = 0; i < 1e5; i++) a.push(i); while (a.length) a.pop(); }",
+  ],
+  ["a regex backtracking loop", "const s = 'ab'.repeat(100000); for (;;) /(a|b)*c/.test(s);"],
+  ["repeat of 8 MB in a loop", "for (;;) 'ab'.repeat(4 * 1024 * 1024).length;"],
+];
+
+describe("fuel stops runaway code with a frozen clock, in-thread", () => {
+  for (const [name, source] of runaways) {
+    it(`${name} ends terminated on fuel; the next run is clean`, async () => {
+      const started = performance.now();
+      const result = await frozen(source, js);
+      expect(performance.now() - started).toBeLessThan(HANG_MS);
+      expect(outcome(result)).toEqual(STOPPED);
+      // Stopped at the first refill past the cap, or at the end of the stop's grace.
+      expect(result.fuelUsed).toBeGreaterThan(FUEL);
+      expect(result.fuelUsed).toBeLessThanOrEqual(FUEL + 2 * STOP_GRACE_FUEL);
+      const after = await frozen("export default [typeof x, [1, 2, 3].map((n) => n * 2)]", js);
+      expect(outcome(after)).toEqual({ status: "success", result: ["undefined", [2, 4, 6]] });
+    });
+  }
+
+  it("a stop inside a native that never polls is a hard stop: the instance is dropped, not restored", async () => {
+    await frozen("export default 1", js);
+    await frozen("export default 1", js);
+    const idle = sharedPool.idle;
+    expect(idle).toBeGreaterThan(0);
+    expect(outcome(await frozen("while (true) {}", js))).toEqual(STOPPED);
+    expect(sharedPool.idle).toBe(idle);
+    const bigint = await frozen("let x = 3n ** 2000000n; for (;;) x = (x * x) % (3n ** 2000000n);", js);
+    expect(outcome(bigint)).toEqual(STOPPED);
+    expect(sharedPool.idle).toBe(idle - 1);
+  });
+
+  it("catching in the guest does not keep a hard-stopped run going", async () => {
+    const source = "for (;;) { try { 3n ** 3000000n; } catch {} try { console.log('x'.repeat(100000)); } catch {} }";
+    expect(outcome(await frozen(source, js))).toEqual(STOPPED);
+  });
+});
+
+describe("fuelUsed", () => {
+  it("is the same for the same program on every run to a few units, in-thread and on a worker thread", async () => {
+    const source = "let s = 0; for (let i = 0; i < 20000; i++) s += JSON.stringify({ i }).length; export default s";
+    const spent = async (run: RunCode) => {
+      // A pool's first run has an instance of its own (not restored): its heap, so its garbage collections, differ.
+      await run("export default 0", js);
+      const used: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const result = await run(source, js);
+        expect(result.status).toBe("success");
+        used.push(result.fuelUsed as number);
+      }
+      // Each run's internal module has a random name (linker.ts), which hashes differently: a few units apart.
+      expect(Math.max(...used) - Math.min(...used)).toBeLessThanOrEqual(20);
+      return used[0] as number;
+    };
+    const inThread = await spent(sandbox({}));
+    const threaded = await spent(createSandbox({ threads: true }).runCode);
+    expect(inThread).toBeGreaterThan(10_000_000);
+    // A worker thread's run gets the caller's values through bridged functions: 0.14% apart here.
+    expect(Math.abs(threaded - inThread) / inThread).toBeLessThan(0.005);
+  });
+
+  it("a safetyCap setting that does not exist is refused, naming the ones that do", () => {
+    expect(() => sandbox({ safetyCap: { interruptPolls: 1000 } as never })).toThrow(
+      "createSandbox: safetyCap has no setting 'interruptPolls' (it has cpuTimeMs and fuel)",
+    );
+  });
+});
