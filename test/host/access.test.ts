@@ -13,6 +13,7 @@ import {
   takeToken,
   tenantOf,
 } from "../../src/host/index.js";
+import type { AdmissionLimits } from "../../src/host/run-admission.js";
 import { createSandbox } from "../../src/index.js";
 import { fromWire, type JsonValue } from "../../src/wire.js";
 import { wasm } from "../environment/helpers.js";
@@ -34,6 +35,22 @@ async function host(access: Access, extra: Parameters<typeof createHost>[0] = {}
       ...extra.app,
     },
   });
+}
+
+/** A keyed host whose `/run` admits 32 MiB runs under `admission`, with a `gate` service that holds runs. */
+async function gatedHost(admission: Partial<AdmissionLimits>) {
+  const { gate, held } = gateService();
+  const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+    services: [gate],
+    app: {
+      run: {
+        runCode: createSandbox({ wasm: await wasm() }).runCode,
+        defaultMemoryLimitBytes: 32 * 1024 * 1024,
+        admission,
+      },
+    },
+  });
+  return { h, held };
 }
 
 /** A request as `tenant` (its key as a bearer token), or with `authorization` exactly as given for a string. */
@@ -411,18 +428,7 @@ describe("the HTTP surface", () => {
   });
 
   test("/run admission: each tenant's runs hold at most half the budget; past it a run waits its turn, and a full line is 503", async () => {
-    const { gate, held } = gateService();
-    const { runCode } = createSandbox({ wasm: await wasm() });
-    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
-      services: [gate],
-      app: {
-        run: {
-          runCode,
-          defaultMemoryLimitBytes: 32 * 1024 * 1024,
-          admission: { maxWaiting: 1, maxWaitMs: 10_000 },
-        },
-      },
-    });
+    const { h, held } = await gatedHost({ maxWaiting: 1, maxWaitMs: 10_000 });
     // A run at 32 MiB holds 36 MiB of linear memory: a tenant's whole share, and with the other's the whole budget.
     const holding = (tenant: keyof typeof KEYS) =>
       as(h, tenant)("POST", "/run", {
@@ -459,17 +465,7 @@ describe("the HTTP surface", () => {
   });
 
   test("one tenant's flood of /run within its rate never makes another tenant's /run wait or fail", async () => {
-    const { gate, held } = gateService();
-    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
-      services: [gate],
-      app: {
-        run: {
-          runCode: createSandbox({ wasm: await wasm() }).runCode,
-          defaultMemoryLimitBytes: 32 * 1024 * 1024,
-          admission: { maxWaitMs: 300 },
-        },
-      },
-    });
+    const { h, held } = await gatedHost({ maxWaitMs: 300 });
     const flood = Array.from({ length: 6 }, () =>
       as(h, "alpha")("POST", "/run", { source: `import { hold } from "gate"; await hold({}); export default 1;` }),
     );
@@ -488,18 +484,8 @@ describe("the HTTP surface", () => {
   });
 
   test("a /run whose request ends releases its admission: the run is stopped and its memory free for others", async () => {
-    const { gate, held } = gateService();
-    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
-      services: [gate],
-      app: {
-        run: {
-          runCode: createSandbox({ wasm: await wasm() }).runCode,
-          defaultMemoryLimitBytes: 32 * 1024 * 1024,
-          // One run at the default cap takes the whole budget.
-          admission: { memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 },
-        },
-      },
-    });
+    // One run at the default cap takes the whole budget.
+    const { h, held } = await gatedHost({ memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 });
     const client = new AbortController();
     const abandoned = h.app.fetch(
       new Request("http://host/run", {

@@ -67,8 +67,8 @@ const run = async (client: Client, code: string, extra: Record<string, unknown> 
 const resultOf = (answer: CallToolResult) =>
   (fromWire(answer.structuredContent as JsonValue) as { result?: unknown }).result;
 
-/** One raw JSON-RPC request to `/mcp`, as a client that is not the SDK might send it. */
-const post = (h: Host, body: unknown, headers: Record<string, string> = {}) =>
+/** One raw request to `/mcp`, as a client that is not the SDK might send it. */
+const postText = (h: Host, body: string, headers: Record<string, string> = {}) =>
   h.app.fetch(
     new Request("http://host/mcp", {
       method: "POST",
@@ -78,9 +78,12 @@ const post = (h: Host, body: unknown, headers: Record<string, string> = {}) =>
         authorization: `Bearer ${KEYS.alpha}`,
         ...headers,
       },
-      body: JSON.stringify(body),
+      body,
     }),
   );
+/** One JSON-RPC request (or batch) to `/mcp`. */
+const post = (h: Host, body: unknown, headers: Record<string, string> = {}) =>
+  postText(h, JSON.stringify(body), headers);
 const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 
 describe("POST /mcp", () => {
@@ -116,19 +119,7 @@ describe("POST /mcp", () => {
 
   it("every status POST /mcp answers is in /openapi.json, each refusal as {error: {code, message}} of that status", async () => {
     const h = await host({ origins: ["http://host"], quotas: new MemoryQuotas(1, () => 0) });
-    const raw = (body: string, headers: Record<string, string>) =>
-      h.app.fetch(
-        new Request("http://host/mcp", {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            authorization: `Bearer ${KEYS.alpha}`,
-            ...headers,
-          },
-          body,
-        }),
-      );
+    const raw = (body: string, headers: Record<string, string>) => postText(h, body, headers);
     const initialize = {
       jsonrpc: "2.0",
       method: "initialize",
