@@ -92,7 +92,7 @@ export default {
     const run = cli(["controls.js"], { "controls.js": source });
     const stdout = run.stdout
       .replace(/timestamp: \d+/, "timestamp: 0")
-      .replace(/(durationMs|memoryUsedBytes): [\d.]+/g, "$1: 0");
+      .replace(/(durationMs|memoryUsedBytes|fuelUsed): [\d.]+/g, "$1: 0");
     expect({ code: run.code, stdout }).toEqual({
       code: 0,
       stdout: String.raw`{
@@ -116,7 +116,8 @@ export default {
     }
   ],
   durationMs: 0,
-  memoryUsedBytes: 0
+  memoryUsedBytes: 0,
+  fuelUsed: 0
 }
 `,
     });
