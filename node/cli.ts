@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/budget.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
-import { createSandbox, nodeWasm } from "./index.js";
+import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
@@ -111,8 +111,10 @@ async function runFile(): Promise<void> {
     usageError(`cannot read ${file}: ${(error as Error).message}`);
   }
   // On a worker thread, the timeout's terminate() stops any guest work within 50 ms, native loops that never poll
-  // included; it is also the run's CPU cap.
-  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: timeout }, threads: true });
+  // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
+  // stopped runs given a longer timeout before it).
+  const safetyCap = { cpuTimeMs: timeout, fuel: timeout * FUEL_PER_MS };
+  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true });
   const run = runCode(source, {
     language,
     execute: { fn: values.export, args },

@@ -24,6 +24,9 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
 /** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
 export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
 
+/** The program name the engine sees: Emscripten's own default, which it uses wherever it finds no script path. */
+const PROGRAM = "./this.program";
+
 /** The most fuel the counter holds. */
 const FULL_COUNTER = 0x7fff_ffff;
 
@@ -118,11 +121,15 @@ export async function newInstance(
   const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
   let meter: Meter | undefined;
+  // The environment strings the engine copies into its heap at start name the program: in Node, the main script's
+  // path. Its length moved every later allocation, and with them the engine's work (fuel) on hash chains keyed by
+  // address: the same everywhere, so fuel is the same on every host.
+  const settings = { wasmMemory: memory, thisProgram: PROGRAM };
   const emscripten = await loader(
     wasmModule === undefined
-      ? { wasmMemory: memory }
+      ? settings
       : {
-          wasmMemory: memory,
+          ...settings,
           instantiateWasm: instantiateSync(wasmModule, (made) => {
             meter = made;
           }),

@@ -140,8 +140,9 @@ export class BootedInstance {
   readonly core: CoreHandles;
   /** The guest's host function, bound to whichever run holds the instance. */
   readonly hostCall: QuickJSHandle;
+  /** The marshaling half (see guest/marshal.ts). */
+  readonly marshal: MarshalHandles;
   #tenant: Tenant | undefined;
-  #marshal: MarshalHandles | undefined;
   /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
   #breakAt: number | undefined;
@@ -180,21 +181,10 @@ export class BootedInstance {
       if (error !== undefined) unwrap(ctx, { error }, what);
       if (state.type === "pending") throw new Error(`${what} awaits what nothing at boot can settle`);
     }
-  }
-
-  /**
-   * The marshaling half (see guest/marshal.ts). An instance used once compiles it on first use (a run with no
-   * globals and no imports may never need it); a restorable one at boot, so its handles point into the image.
-   */
-  get marshal(): MarshalHandles {
-    if (this.#marshal === undefined) {
-      const ctx = this.ctx;
-      const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
-      const factory = unwrap(ctx, source);
-      const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, [this.core.intrinsics, this.hostCall]));
-      this.#marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
-    }
-    return this.#marshal;
+    const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
+    const factory = unwrap(ctx, source);
+    const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, [this.core.intrinsics, this.hostCall]));
+    this.marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
   }
 
   /**
@@ -209,8 +199,8 @@ export class BootedInstance {
   ): Promise<BootedInstance> {
     const layout = await memoryLayout(wasm);
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
+    booted.#complete();
     if (layout === undefined) return booted;
-    if (restorable) booted.#complete();
     booted.#measure(layout.breakAt);
     if (restorable) booted.#record();
     return booted;
@@ -275,9 +265,13 @@ export class BootedInstance {
     return true;
   }
 
-  /** Makes now what would otherwise be made on first use, so that its handles point into the image. */
+  /**
+   * Makes now what the library would otherwise make on first use: its handles then point into the image, and every
+   * instance, restorable or not, starts its runs from the same heap, so a program spends the same fuel on each (a
+   * pool's first run, on an instance booted for it alone, spent 1% less when this and the marshaling half were made
+   * on first use).
+   */
   #complete(): void {
-    void this.marshal;
     // Handles the library caches on its objects.
     void this.ctx.global;
     this.ctx.newBigInt(0n).dispose();

@@ -15,7 +15,14 @@ import type { CodeExecutionError } from "./types.js";
 const INTERNAL = "runcode:";
 export const INTERNALS_MODULE = `${INTERNAL}internals`;
 const IMPORT_PREFIX = `${INTERNAL}import/`;
-const PHASE_PREFIX = `${INTERNAL}phase/`;
+/**
+ * The phase module: every user module imports it first, so it evaluates once the whole graph has linked and before
+ * any user code, and tells the core that evaluation began (a run's status comes from that phase, never from an
+ * error's name). User code may name it: by then it has evaluated, and importing it again runs nothing. Its name is
+ * the same for every run (a restored instance has no module from an earlier run), so the engine's work, which hashes
+ * module names, is too: with a random part, the same program's fuel varied by a few units between runs.
+ */
+const PHASE_MODULE = `${INTERNAL}phase`;
 const UNRESOLVED_PREFIX = `${INTERNAL}unresolved/`;
 /** Modules evaluated at boot (`SandboxOptions.bootModules`), which QuickJS has cached by these names. */
 export const BOOT_PREFIX = `${INTERNAL}boot/`;
@@ -36,12 +43,6 @@ export class Linker {
   readonly #entryKey: string;
   readonly #mappings = new Map<string, ModuleMapping>();
   readonly #failures: LinkFailure[] = [];
-  /**
-   * The phase module: every user module imports it first, so it evaluates once the whole graph has linked and
-   * before any user code, and tells the core that evaluation began (a run's status comes from that phase, never
-   * from an error's name). Its name has a random part so user code cannot name it.
-   */
-  readonly #phaseModule: string;
   /** Names of the instance's boot modules (see `BOOT_PREFIX`). */
   readonly #bootNames: ReadonlySet<string>;
 
@@ -53,9 +54,6 @@ export class Linker {
       throw new TypeError(`runCode: options.filename must not start with '${INTERNAL}'`);
     }
     this.#entryKey = `./${stripRoot(options.filename)}`;
-    const nonce = crypto.getRandomValues(new Uint32Array(2));
-    const hex = [...nonce].map((word) => word.toString(16).padStart(8, "0")).join("");
-    this.#phaseModule = `${PHASE_PREFIX}${hex}`;
     if (Object.hasOwn(options.modules, this.#entryKey)) {
       throw new TypeError(`runCode: options.modules['${this.#entryKey}'] collides with options.filename`);
     }
@@ -75,9 +73,8 @@ export class Linker {
 
   /** QuickJS's normalizer: never throws (see the module comment). */
   normalize = (base: string, specifier: string): string => {
-    if (specifier === this.#phaseModule || this.#bootNames.has(specifier)) return specifier;
-    if ((base.startsWith(IMPORT_PREFIX) || base === this.#phaseModule) && specifier === INTERNALS_MODULE)
-      return specifier;
+    if (specifier === PHASE_MODULE || this.#bootNames.has(specifier)) return specifier;
+    if ((base.startsWith(IMPORT_PREFIX) || base === PHASE_MODULE) && specifier === INTERNALS_MODULE) return specifier;
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
     if (specifier.startsWith("./") || specifier.startsWith("../")) {
       const key = resolveRelative(this.#directoryOf(base), specifier);
@@ -98,7 +95,7 @@ export class Linker {
   load = (name: string): string | { error: Error } => {
     if (name.startsWith(UNRESOLVED_PREFIX))
       return { error: asError(this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length))]) };
-    if (name === this.#phaseModule) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
+    if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
     if (name.startsWith(IMPORT_PREFIX)) return syntheticModule(name.slice(IMPORT_PREFIX.length), this.#options.imports);
     const source = this.#options.modules[name];
     if (source === undefined) return { error: new Error(`Cannot find module '${name}'`) };
@@ -135,7 +132,7 @@ export class Linker {
     }
     // A hashbang must stay first; as a comment it keeps every position.
     if (code.startsWith("#!")) code = `//${code.slice(2)}`;
-    const prefix = `import"${this.#phaseModule}";import.meta.url=${JSON.stringify(`sandbox:${name}`)};`;
+    const prefix = `import"${PHASE_MODULE}";import.meta.url=${JSON.stringify(`sandbox:${name}`)};`;
     this.#mappings.set(
       name,
       map === undefined ? { prefixLength: prefix.length } : { prefixLength: prefix.length, map },

@@ -189,11 +189,11 @@ describe("statuses come from the phase the host observed", () => {
     expect(outcome(noExport)).toEqual({ status: "link_error", error: "LinkError: The module does not export 'b'" });
   });
 
-  it("the phase module cannot be named by user code", async () => {
+  it("the phase module, named by user code, runs nothing again: an error after it is still an error", async () => {
     const run = sandbox({});
-    const result = await run("export default await import('runcode:phase/0').catch((e) => e.name + ': ' + e.message);");
-    expect(result.result).toBe(
-      "LinkError: Cannot find module 'runcode:phase/0': only options.imports and options.modules resolve",
-    );
+    const named = await run("export default Object.keys(await import('runcode:phase'));");
+    expect(outcome(named)).toEqual({ status: "success", result: [] });
+    const source = "await import('runcode:phase');\nconst e = new Error('x'); e.name = 'LinkError'; throw e;";
+    expect(outcome(await run(source))).toEqual({ status: "error", error: "LinkError: x" });
   });
 });

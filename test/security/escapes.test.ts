@@ -844,8 +844,8 @@ export default seen;`;
     const result = await attack(runCode, source, { filename: "agent.js" });
     expect(outcome(result)).toEqual({
       status: "success",
-      // Inside the guest, line 1 columns still count the runtime's 74-character prefix (phase import, import.meta).
-      result: ["    at f (agent.js:1:106)\n    at <anonymous> (agent.js:2:18)\n", { url: "sandbox:agent.js" }, ["url"]],
+      // Inside the guest, line 1 columns still count the runtime's 57-character prefix (phase import, import.meta).
+      result: ["    at f (agent.js:1:89)\n    at <anonymous> (agent.js:2:18)\n", { url: "sandbox:agent.js" }, ["url"]],
     });
   });
 
