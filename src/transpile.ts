@@ -2,7 +2,7 @@
  * TypeScript erasure, no type checking, by SWC (`@swc/wasm-typescript`), whose parser's time grows with the source,
  * not exponentially with its nesting as the TypeScript compiler's does (a 259-byte enum program with 12 nested
  * `async (x, async (` held the compiler for 107 s, about 4x more per level). SWC's worst found, chains of `<` it
- * tries as type arguments at each step, is quadratic (100 KB of them took 13 s), so SWC runs metered: its wasm is
+ * tries as type arguments at each step, is quadratic (100 KB of them took 11-20 s), so SWC runs metered: its wasm is
  * wasm/swc-fuel.wasm (scripts/build-fuel-wasm.ts), the fuel it spends is the run's (`safetyCap.fuel`), and each
  * source gets at most {@link TRANSPILE_BASE_FUEL} plus {@link TRANSPILE_FUEL_PER_CHAR} per character.
  * Erasable syntax (the common case) is blanked out in place (strip-only mode), so every position stays exact and no
@@ -155,11 +155,12 @@ export function transpile(source: string, account: FuelAccount): Transpiled | Tr
   meter.onEmpty = () => {
     spent += granted - (counter.value as number);
     granted = Math.min(FUEL_QUANTUM, budget - spent);
-    if (account.stopped() || granted <= 0) {
+    const stopped = account.stopped();
+    if (stopped || granted <= 0) {
       // Unwinding runs a little of the glue's cleanup in the wasm, counted: the instance is dropped after it.
       meter.idle();
       granted = counter.value as number;
-      throw new Halt(account.stopped() ? STOPPED : outOfFuel);
+      throw new Halt(stopped ? STOPPED : outOfFuel);
     }
     counter.value = granted;
   };
