@@ -9,14 +9,14 @@ import { createRequire } from "node:module";
 import { createSandbox as createCoreSandbox } from "../src/sandbox.js";
 import { useSwc } from "../src/transpile.js";
 import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/types.js";
-import { newSwc } from "./swc.js";
+import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
 export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
-useSwc(async () => newSwc);
+useSwc(loadSwc);
 
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = async () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));

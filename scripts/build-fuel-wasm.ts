@@ -1,18 +1,21 @@
 /**
- * Builds the metered engine: QuickJS's wasm (the pinned `@jitl/quickjs-wasmfile-release-sync`) with a fuel counter,
- * an exported mutable i32 global `fuel` that every function entry and loop iteration decrements by one, every
- * `memory.copy`/`memory.fill` by one per 32 bytes (before it runs) and every call of a host import by a flat 50;
- * when it drops below zero the code calls the import `fuel.out`, which refills it or throws (see src/limits.ts).
+ * Builds the metered wasm of the runtime: QuickJS's (the pinned `@jitl/quickjs-wasmfile-release-sync`) and SWC's
+ * (the pinned `@swc/wasm-typescript`), each with a fuel counter, an exported mutable i32 global `fuel` that every
+ * function entry and loop iteration decrements by one, every `memory.copy`/`memory.fill` by one per 32 bytes (before
+ * it runs) and every call of a host import by a flat 50; when it drops below zero the code calls the import
+ * `fuel.out`, which refills it or throws (see src/limits.ts and src/transpile.ts).
  * QuickJS polls for interrupts only at bytecode calls and back-edges, so a native such as a BigInt multiply or a
- * regex replace over megabytes is one poll whatever it costs; the counter sees the engine's own loops.
- * The output is deterministic: `npm run build:wasm` rewrites wasm/quickjs-fuel.wasm, and a test checks the
- * committed file equals a rebuild.
+ * regex replace over megabytes is one poll whatever it costs, and SWC never polls (its parser's worst case, chains
+ * of `<`, is quadratic); the counter sees their own loops.
+ * The output is deterministic: `npm run build:wasm` rewrites wasm/quickjs-fuel.wasm and wasm/swc-fuel.wasm, and a
+ * test checks the committed files equal a rebuild.
  * @module
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
+import { swcPackage } from "#swc-wasm";
 import { METER } from "../src/engine.js";
 
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
@@ -93,10 +96,10 @@ function childrenOf(expr: Ref): Ref[] {
   }
 }
 
-/** The metered engine's bytes from the pinned engine's bytes. */
-export function meterEngine(original: Uint8Array): Uint8Array {
+/** The metered bytes of a pinned wasm's bytes. */
+export function meterWasm(original: Uint8Array): Uint8Array {
   const module = binaryen.readBinary(original);
-  // What the engine's build uses; a module reads as MVP until told.
+  // What the builds of QuickJS and SWC use; a module reads as MVP until told.
   const { Features } = binaryen;
   module.setFeatures(
     Features.MutableGlobals |
@@ -204,7 +207,12 @@ export function pinnedEngine(): Uint8Array {
   return readFileSync(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
 }
 
+/** The pinned SWC's wasm. */
+export function pinnedSwc(): Uint8Array {
+  return swcPackage().wasm;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const out = process.argv[2] ?? "wasm/quickjs-fuel.wasm";
-  writeFileSync(out, meterEngine(pinnedEngine()));
+  writeFileSync("wasm/quickjs-fuel.wasm", meterWasm(pinnedEngine()));
+  writeFileSync("wasm/swc-fuel.wasm", meterWasm(pinnedSwc()));
 }

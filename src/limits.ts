@@ -27,10 +27,10 @@ export interface LimitSettings {
 const RETAINED_ENTRY_BYTES = 64;
 
 /**
- * Fuel the engine gets at a time: each refill reads the stops and the clock, so a stop lands inside natives too
- * (100,000 units is ~0.1-0.6 ms of work).
+ * Fuel the engine (and SWC) gets at a time: each refill reads the stops and the clock, so a stop lands inside
+ * natives too (100,000 units is ~0.1-0.6 ms of work).
  */
-const FUEL_QUANTUM = 100_000;
+export const FUEL_QUANTUM = 100_000;
 /**
  * Fuel a stopped run may spend to end on its own, at the engine's next interrupt poll (every ~10,000 bytecode
  * calls or back-edges: ~50,000 units in a tight loop), before the hard stop. A native that never polls takes the
@@ -131,6 +131,16 @@ export class Limits {
   /** The engine's work so far, in units of fuel. */
   get fuelUsed(): number {
     return this.#meter === undefined ? this.#fuel : this.#fuel + this.#granted - (this.#meter.counter.value as number);
+  }
+
+  /** Fuel the run has left under its safety cap. */
+  get fuelLeft(): number {
+    return this.#settings.safetyCap.fuel - this.fuelUsed;
+  }
+
+  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript). */
+  spend(units: number): void {
+    this.#fuel += units;
   }
 
   /** Makes `meter` spend for this run until {@link release}. */

@@ -8,7 +8,7 @@
  */
 import type { ResolvedOptions } from "./options.js";
 import { URL_SPECIFIER } from "./options.js";
-import { loadTypeScript, type Transpiled, transpile } from "./transpile.js";
+import { type FuelAccount, loadTypeScript, type Transpiled, transpile } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** Names of the runtime's own modules; no user specifier normalizes to one. */
@@ -66,9 +66,9 @@ export class Linker {
     }
   }
 
-  /** The entry's code ready for QuickJS, or the syntax error that stops it from linking. */
-  entry(source: string): string | LinkFailure {
-    return this.#compile(this.entryName, source);
+  /** The entry's code ready for QuickJS, or the syntax error that stops it from linking; transpiling is `account`'s. */
+  entry(source: string, account: FuelAccount): string | LinkFailure {
+    return this.#compile(this.entryName, source, account);
   }
 
   /** QuickJS's normalizer: never throws (see the module comment). */
@@ -92,14 +92,14 @@ export class Linker {
   };
 
   /** QuickJS's loader: source text for a normalized name, or the error that fails the import. */
-  load = (name: string): string | { error: Error } => {
+  load = (name: string, account: FuelAccount): string | { error: Error } => {
     if (name.startsWith(UNRESOLVED_PREFIX))
       return { error: asError(this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length))]) };
     if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
     if (name.startsWith(IMPORT_PREFIX)) return syntheticModule(name.slice(IMPORT_PREFIX.length), this.#options.imports);
     const source = this.#options.modules[name];
     if (source === undefined) return { error: new Error(`Cannot find module '${name}'`) };
-    const compiled = this.#compile(name, source);
+    const compiled = this.#compile(name, source, account);
     return typeof compiled === "string" ? compiled : { error: asError(compiled) };
   };
 
@@ -118,11 +118,11 @@ export class Linker {
     return this.#mappings.get(name);
   }
 
-  #compile(name: string, source: string): string | LinkFailure {
+  #compile(name: string, source: string, account: FuelAccount): string | LinkFailure {
     let code = source;
     let map: Transpiled["map"] | undefined;
     if (this.#options.language === "typescript") {
-      const result = transpile(source);
+      const result = transpile(source, account);
       if (!("code" in result)) {
         const failure: LinkFailure = { name: "SyntaxError", ...result, filename: name };
         this.#failures.push(failure);

@@ -127,7 +127,7 @@ export class Run {
       // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a
       // worker thread, the check starts the slice the watchdog counts).
       this.#limits.check();
-      const entry = this.#limits.enter(() => this.#linker.entry(source));
+      const entry = this.#limits.enter(() => this.#linker.entry(source, this.#limits));
       this.#limits.checkSpent();
       if (typeof entry !== "string") return { status: "link_error", error: entry };
       const { wasm, instances, restore, boot } = this.#context;
@@ -196,7 +196,7 @@ export class Run {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#crossings?.hostCall(...args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
-    load: (name) => this.#linker.load(name),
+    load: (name) => this.#linker.load(name, this.#limits),
   };
 
   /** Pumps jobs until `handle` settles; waits for the host when only host work can move it on. */

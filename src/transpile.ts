@@ -1,16 +1,20 @@
 /**
  * TypeScript erasure, no type checking, by SWC (`@swc/wasm-typescript`), whose parser's time grows with the source,
  * not exponentially with its nesting as the TypeScript compiler's does (a 259-byte enum program with 12 nested
- * `async (x, async (` held the compiler for 107 s, about 4x more per level; SWC's worst found, chains of `<` it
- * tries as type arguments until its stack gives out, costs about 0.2 s per 1.3 KB). Erasable syntax (the common
- * case) is blanked out in place (strip-only mode), so every position stays exact and no source map is needed; enums,
- * namespaces, parameter properties and `<T>x` assertions are transformed with a source map. Imports are kept as
- * written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased. Each platform gives the
- * core its SWC (`useSwc`): the Node entry from the package, Workers and browsers over its wasm as a file
- * (`dist/swc/`). Results are cached by source.
+ * `async (x, async (` held the compiler for 107 s, about 4x more per level). SWC's worst found, chains of `<` it
+ * tries as type arguments at each step, is quadratic (100 KB of them took 11-20 s), so SWC runs metered: its wasm is
+ * wasm/swc-fuel.wasm (scripts/build-fuel-wasm.ts), the fuel it spends is the run's (`safetyCap.fuel`), and each
+ * source gets at most {@link TRANSPILE_BASE_FUEL} plus {@link TRANSPILE_FUEL_PER_CHAR} per character.
+ * Erasable syntax (the common case) is blanked out in place (strip-only mode), so every position stays exact and no
+ * source map is needed; enums, namespaces, parameter properties and `<T>x` assertions are transformed with a source
+ * map. Imports are kept as written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased.
+ * Each platform gives the core its SWC (`useSwc`), over the metered wasm compiled its way, and the generated glue
+ * `dist/swc/swc.js` (scripts/swc-wasm.mjs). Results are cached by source.
  * @module
  */
 import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
+import { Meter } from "./engine.js";
+import { FUEL_QUANTUM } from "./limits.js";
 
 export interface Transpiled {
   code: string;
@@ -25,9 +29,21 @@ export interface TranspileFailure {
   column: number;
 }
 
-/** What the core uses of `@swc/wasm-typescript`: one instance of its wasm. */
+/** What the core uses of `@swc/wasm-typescript`: one instance of its metered wasm. */
 export interface Swc {
   transformSync(source: string, options: SwcOptions): { code: string; map?: string };
+  /** Its fuel counter: the instance calls the `out` it was made with when this drops below zero. */
+  fuel: WebAssembly.Global;
+}
+
+/** Makes a fresh SWC instance whose fuel hook is `out`. */
+export type NewSwc = (out: () => void) => Swc;
+
+/** The run's side of a transpile: the fuel it has left, what the transpile spent, and whether it must stop. */
+export interface FuelAccount {
+  readonly fuelLeft: number;
+  spend(units: number): void;
+  stopped(): boolean;
 }
 
 export interface SwcOptions {
@@ -59,14 +75,43 @@ const TRANSFORM: SwcOptions = {
 };
 const NESTED_TOO_DEEPLY: TranspileFailure = { message: "Source is nested too deeply to parse", line: 1, column: 1 };
 
-let swcLoader: (() => Promise<() => Swc>) | undefined;
-/** Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) leaves the old one's memory untrusted. */
-let newSwc: (() => Swc) | undefined;
-let swc: Swc | undefined;
+/**
+ * Fuel of a transpile, at most: this plus {@link TRANSPILE_FUEL_PER_CHAR} per UTF-16 unit, 20x what real code spends
+ * (a 50-line module ~48,000 in all; 273 modules of this package and zod 4-44 units per character, 1 MB of them in
+ * namespaces with enums 37), where 100 KB of `<` chains 32 deep spend 1,500-2,500 and 600 deep 28,000-44,000.
+ */
+export const TRANSPILE_BASE_FUEL = 5_000_000;
+export const TRANSPILE_FUEL_PER_CHAR = 1_000;
+
+/** What a run stopped during its transpile gets: never reported, its stop ends it. */
+const STOPPED: TranspileFailure = { message: "Transpiling was stopped", line: 1, column: 1 };
+
+/** SWC stopped by its meter: the run was stopped, or ran out of fuel (the run's, or the source's allowance). */
+class Halt extends Error {
+  constructor(readonly failure: TranspileFailure) {
+    super("SWC halted");
+  }
+}
+
+let swcLoader: (() => Promise<NewSwc>) | undefined;
+/**
+ * Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) or a halt (an exception thrown through its
+ * frames) leaves the old one's memory untrusted.
+ */
+let newSwc: NewSwc | undefined;
+let swc: { instance: Swc; meter: Meter } | undefined;
 
 /** A platform entry's SWC: `load` resolves to a maker of fresh instances, called on the first TypeScript run. */
-export function useSwc(load: () => Promise<() => Swc>): void {
+export function useSwc(load: () => Promise<NewSwc>): void {
   swcLoader = load;
+}
+
+function freshSwc(): { instance: Swc; meter: Meter } {
+  let meter: Meter | undefined;
+  const instance = (newSwc as NewSwc)(() => (meter as Meter).onEmpty());
+  meter = new Meter(instance.fuel);
+  meter.idle();
+  return { instance, meter };
 }
 
 /** Readies `transpile`: an instance of the platform's SWC. */
@@ -75,7 +120,7 @@ export async function loadTypeScript(): Promise<void> {
     throw new TypeError("TypeScript needs SWC: this platform's entry did not give the core one (see useSwc)");
   }
   newSwc ??= await swcLoader();
-  swc ??= newSwc();
+  swc ??= freshSwc();
 }
 
 const CACHE_ENTRIES = 256;
@@ -83,8 +128,8 @@ const CACHE_ENTRIES = 256;
 const CACHE_MAX_SOURCE = 256 * 1024;
 const cache = new Map<string, Transpiled | TranspileFailure>();
 
-/** Erases types from one module. `loadTypeScript()` must have resolved for it first. */
-export function transpile(source: string): Transpiled | TranspileFailure {
+/** Erases types from one module, SWC's work charged to `account`. `loadTypeScript()` must have resolved for it first. */
+export function transpile(source: string, account: FuelAccount): Transpiled | TranspileFailure {
   const cached = cache.get(source);
   if (cached !== undefined) {
     cache.delete(source);
@@ -92,7 +137,45 @@ export function transpile(source: string): Transpiled | TranspileFailure {
     return cached;
   }
   if (swc === undefined) throw new Error("transpile() called before loadTypeScript()");
-  const result = transpileWithSwc(swc, source);
+  const allowance = TRANSPILE_BASE_FUEL + TRANSPILE_FUEL_PER_CHAR * source.length;
+  const tooCostly: TranspileFailure = {
+    message: `Source is too costly to transpile: over ${allowance} units of fuel for its ${source.length} characters`,
+    line: 1,
+    column: 1,
+  };
+  const budget = Math.min(allowance, Math.max(0, account.fuelLeft));
+  // Out of the run's fuel, the run's stop ends it; out of the source's allowance, it fails to transpile.
+  const outOfFuel = budget < allowance ? STOPPED : tooCostly;
+  const { instance, meter } = swc;
+  const { counter } = meter;
+  // Fuel spent before the current grant, and the grant (as in Limits).
+  let spent = 0;
+  let granted = Math.min(FUEL_QUANTUM, budget);
+  counter.value = granted;
+  meter.onEmpty = () => {
+    spent += granted - (counter.value as number);
+    granted = Math.min(FUEL_QUANTUM, budget - spent);
+    const stopped = account.stopped();
+    if (stopped || granted <= 0) {
+      // Unwinding runs a little of the glue's cleanup in the wasm, counted: the instance is dropped after it.
+      meter.idle();
+      granted = counter.value as number;
+      throw new Halt(stopped ? STOPPED : outOfFuel);
+    }
+    counter.value = granted;
+  };
+  let result: Transpiled | TranspileFailure;
+  try {
+    result = transpileWithSwc(instance, source);
+  } catch (error) {
+    if (!(error instanceof Halt)) throw error;
+    swc = freshSwc();
+    result = error.failure;
+  } finally {
+    account.spend(spent + granted - (counter.value as number));
+    meter.idle();
+  }
+  if (result === STOPPED) return result;
   if (source.length <= CACHE_MAX_SOURCE) {
     cache.set(source, result);
     if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
@@ -104,14 +187,14 @@ function transpileWithSwc(instance: Swc, source: string): Transpiled | Transpile
   try {
     return { code: instance.transformSync(source, STRIP).code };
   } catch (error) {
-    if (!isDiagnostic(error)) return trapped();
+    if (!isDiagnostic(error)) return trapped(error);
     if (error.code !== "UnsupportedSyntax") return syntaxError(instance, source, error);
   }
   try {
     const { code, map } = instance.transformSync(source, TRANSFORM);
     return { code, map: new TraceMap(map as string) };
   } catch (error) {
-    return isDiagnostic(error) ? syntaxError(instance, source, error) : trapped();
+    return isDiagnostic(error) ? syntaxError(instance, source, error) : trapped(error);
   }
 }
 
@@ -119,8 +202,9 @@ const isDiagnostic = (error: unknown): error is SwcDiagnostic =>
   typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string";
 
 /** After a trap in its wasm every later call failed ("memory access out of bounds"): the next source gets a fresh one. */
-function trapped(): TranspileFailure {
-  swc = (newSwc as () => Swc)();
+function trapped(error: unknown): TranspileFailure {
+  if (error instanceof Halt) throw error;
+  swc = freshSwc();
   return NESTED_TOO_DEEPLY;
 }
 
@@ -145,6 +229,7 @@ function utf16Column(instance: Swc, line: string, display: number): number {
     try {
       instance.transformSync(probe, STRIP);
     } catch (error) {
+      if (error instanceof Halt) throw error;
       if (isDiagnostic(error)) return error.startColumn - 4;
     }
     return Number.POSITIVE_INFINITY;

@@ -6,8 +6,8 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { newSwc } from "../node/swc.js";
-import { loadTypeScript, transpile, useSwc } from "../src/transpile.js";
+import { loadSwc } from "../node/swc.js";
+import { type FuelAccount, loadTypeScript, transpile as transpileWith, useSwc } from "../src/transpile.js";
 
 const ENTRY = fileURLToPath(new URL("../dist/node/index.js", import.meta.url));
 
@@ -67,7 +67,9 @@ console.log(JSON.stringify(((await rss()) - before) / 2 ** 20));`;
 });
 
 describe("SWC as the transpiler", () => {
-  useSwc(async () => newSwc);
+  useSwc(loadSwc);
+  const unlimited: FuelAccount = { fuelLeft: Number.POSITIVE_INFINITY, spend: () => {}, stopped: () => false };
+  const transpile = (source: string) => transpileWith(source, unlimited);
 
   it("blanks erasable types in place and maps what it transforms; after a trap in its wasm the next source gets a fresh instance", async () => {
     await loadTypeScript();

@@ -5,10 +5,10 @@
  */
 /// <reference types="vite/client" />
 import { instantiate } from "../dist/swc/swc.js";
-import swcWasmUrl from "../dist/swc/swc.wasm?url";
 import { useSwc } from "../src/index.js";
+import swcWasmUrl from "../wasm/swc-fuel.wasm?url";
 
 useSwc(async () => {
   const module = await WebAssembly.compileStreaming(fetch(swcWasmUrl));
-  return () => instantiate(module);
+  return (out) => instantiate(module, out);
 });

@@ -5,13 +5,13 @@
  * @module
  */
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
-import swcWasm from "../dist/swc/swc.wasm";
 import { instantiate } from "../src/environment/index.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
 import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import { sharedPool } from "../src/instance-pool.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
+import swcWasm from "../wasm/swc-fuel.wasm";
 import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -21,8 +21,8 @@ import { RegistryObject } from "./registry.js";
 
 export { KvObject, ProcessObject, RegistryObject };
 
-// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (`npm run build` writes dist/swc/).
-useSwc(async () => () => instantiateSwc(swcWasm));
+// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/).
+useSwc(async () => (out) => instantiateSwc(swcWasm, out));
 
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);

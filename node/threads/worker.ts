@@ -10,7 +10,7 @@ import { bridged, SerializationError, Thrown } from "../../src/errors.js";
 import { createSandbox } from "../../src/sandbox.js";
 import { useSwc } from "../../src/transpile.js";
 import type { CodeExecution, CodeExecutionResult } from "../../src/types.js";
-import { newSwc } from "../swc.js";
+import { loadSwc } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import {
   ANSWERED,
@@ -26,7 +26,7 @@ import {
   type WasmRef,
 } from "./protocol.js";
 
-useSwc(async () => newSwc);
+useSwc(loadSwc);
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const { signals, answers } = workerData as { signals: SharedArrayBuffer; answers: MessagePort };

@@ -1,10 +1,25 @@
 /** §7 TypeScript support: types erased, not checked. */
 import { describe, expect, it } from "vitest";
+import { TRANSPILE_BASE_FUEL, TRANSPILE_FUEL_PER_CHAR } from "../../src/transpile.js";
 import type { RunCode } from "../../src/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function typescriptSuite(runCode: RunCode): void {
   describe("§7 TypeScript", () => {
+    it("100 KiB of `<` chains, quadratic in SWC's parser, fail at their allowance of its fuel, and enums still work", async () => {
+      const line = `a${"<b".repeat(600)};\n`;
+      const source = `enum E { A }\n${line.repeat(84)}`;
+      const allowance = TRANSPILE_BASE_FUEL + TRANSPILE_FUEL_PER_CHAR * source.length;
+      const error = await fails(runCode, "link_error", source);
+      expect([error.name, error.message, error.line, error.column]).toEqual([
+        "SyntaxError",
+        `Source is too costly to transpile: over ${allowance} units of fuel for its ${source.length} characters`,
+        1,
+        1,
+      ]);
+      expect(await ok(runCode, "enum E { A = 40 }\nexport default E.A + 2;")).toBe(42);
+    }, 60_000);
+
     it("is the default language", async () => {
       expect(await ok(runCode, "const n: number = 40;\nexport default (n as number) + 2;")).toBe(42);
     });

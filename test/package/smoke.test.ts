@@ -127,7 +127,7 @@ import { instantiate } from "runcode/swc";
 import swcWasmUrl from "runcode/swc.wasm?url";
 useSwc(async () => {
   const module = await WebAssembly.compileStreaming(fetch(swcWasmUrl));
-  return () => instantiate(module);
+  return (out) => instantiate(module, out);
 });
 const result = await runCode("const n: number = 20; export default new Map([['n', n + 22]]);");
 document.title = result.status + ":" + result.result.get("n");`,

@@ -1,6 +1,6 @@
 import { instantiate } from "../../dist/swc/swc.js";
-import swcWasm from "../../dist/swc/swc.wasm";
 import { useSwc } from "../../src/transpile.js";
+import swcWasm from "../../wasm/swc-fuel.wasm";
 
 // The tests that import the core, not the Worker, get SWC as the Worker gives it.
-useSwc(async () => () => instantiate(swcWasm));
+useSwc(async () => (out) => instantiate(swcWasm, out));
