@@ -11,7 +11,7 @@
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
 import { isBridged, SerializationError, Thrown } from "./errors.js";
-import { guestSlowPathsSource } from "./guest/slow-paths.js";
+import { guestSlowPathsSource } from "./guest/sources.generated.js";
 import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";

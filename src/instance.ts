@@ -10,8 +10,9 @@
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import { type Instance, newInstance } from "./engine.js";
-import { type CoreInternals, guestCoreSource } from "./guest/core.js";
-import { guestMarshalSource, type MarshalInternals } from "./guest/marshal.js";
+import type { CoreInternals } from "./guest/core.js";
+import type { MarshalInternals } from "./guest/marshal.js";
+import { guestCoreSource, guestMarshalSource } from "./guest/sources.generated.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guestCoreSource } from "../src/guest/core.js";
-import { guestMarshalSource } from "../src/guest/marshal.js";
+import { guestCoreSource, guestMarshalSource } from "../src/guest/sources.generated.js";
 import * as tape from "../src/marshal/tape.js";
 
 // The guest halves are shipped as source text and cannot import the tape's constants: they repeat them. A drift

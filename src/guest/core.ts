@@ -4,8 +4,9 @@
  * constructors, no shared memory) and returns the internal functions the host calls; none is reachable from user
  * code. The marshaling half (`marshal.ts`) is compiled only when a run first moves an object across.
  *
- * Shipped as source text: `guestCore` must not close over anything in this file, and once user code has run no
- * function here may touch a global, a prototype method or the iteration protocol (all are the guest's to change).
+ * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestCore` must not close over anything in
+ * this file, and once user code has run no function here may touch a global, a prototype method or the iteration
+ * protocol (all are the guest's to change).
  * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
  * @module
  */
@@ -945,6 +946,3 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred };
 }
-
-/** The core prelude as an expression evaluating to the function, ready for `evalCode`. */
-export const guestCoreSource = `(${guestCore.toString()})`;

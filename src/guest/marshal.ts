@@ -441,6 +441,3 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
 
   return { encode, decode, clone };
 }
-
-/** The marshaling half as an expression evaluating to the function, ready for `evalCode`. */
-export const guestMarshalSource = `(${guestMarshal.toString()})`;

@@ -531,6 +531,3 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     },
   } as unknown as Record<string, Guard>;
 }
-
-/** The slow paths as an expression evaluating to the function, ready for `evalCode`. */
-export const guestSlowPathsSource = `(${guestSlowPaths.toString()})`;
