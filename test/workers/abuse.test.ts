@@ -543,7 +543,7 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
   }
 
   /**
-   * `POST /run` of an app of its own, with production's CPU cap (the pool's 300 ms stops a 200,000-element encode in
+   * `POST /run` of an app of its own, with a CPU cap of its own (the pool's 2,000 ms can stop a 200,000-element encode in
    * the guest) and runs whose heap cap, and so whose answer's cap, is the largest `/run` allows.
    */
   const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, fuel: 2_500_000_000 } }).runCode;
