@@ -7,8 +7,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { MAX_WALK_DEPTH, WorkBudget } from "../src/budget.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
+import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 

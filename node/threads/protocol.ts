@@ -3,7 +3,12 @@
  * `SharedArrayBuffer` both read. Values never cross as themselves: they cross as the core's tapes (see crossing.ts).
  * @module
  */
-import type { CodeExecutionError, CodeExecutionOptions, CodeExecutionStatus, SandboxOptions } from "../../src/types.js";
+import type {
+  CodeExecutionError,
+  CodeExecutionOptions,
+  CodeExecutionStatus,
+  SandboxOptions,
+} from "../../src/core/types.js";
 
 /** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
 export const SIGNAL_BYTES = 24;

@@ -6,10 +6,10 @@
  * @module
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { bridged, SerializationError, Thrown } from "../../src/errors.js";
-import { createSandbox } from "../../src/sandbox.js";
-import { useSwc } from "../../src/transpile.js";
-import type { CodeExecution, CodeExecutionResult } from "../../src/types.js";
+import { createSandbox } from "../../src/core/sandbox.js";
+import { useSwc } from "../../src/core/transpile.js";
+import type { CodeExecution, CodeExecutionResult } from "../../src/core/types.js";
+import { bridged, SerializationError, Thrown } from "../../src/values/errors.js";
 import { loadSwc } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toWire } from "../../src/wire.js";
+import { toWire } from "../../src/values/wire.js";
 import { isHello, isReady, isReport, isResult, isRun, type ToWorker } from "../../web/messages.js";
 import { InputError, toEdgeBody, toPayload, unfence } from "../../web/payload.js";
 import { SandboxRunner } from "../../web/runner.js";

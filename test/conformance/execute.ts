@@ -1,6 +1,6 @@
 /** §3.1 execute and §5.1 the configured export. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function executeSuite(runCode: RunCode): void {

@@ -1,6 +1,6 @@
 /** §3 CodeExecutionOptions validation, §2.1 the source parameter. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionOptions, RunCode } from "../../src/types.js";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { nameAndMessage, ok, STATUSES, thrown } from "./helpers.js";
 
 const invalid: [string, Record<string, unknown>, string][] = [

@@ -5,8 +5,8 @@
  */
 import { expect } from "vitest";
 import { nodeWasm, runCode } from "../../node/index.js";
+import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/core/types.js";
 import { createSandbox } from "../../src/index.js";
-import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/types.js";
 
 export { runCode };
 
