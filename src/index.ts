@@ -9,7 +9,13 @@ import { createSandbox } from "./core/sandbox.js";
 import type { CodeExecution, CodeExecutionOptions } from "./core/types.js";
 
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
-export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./core/sandbox.js";
+export {
+  createSandbox,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_SAFETY_CAP,
+  FUEL_PER_MS,
+  safetyCapWithin,
+} from "./core/sandbox.js";
 export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
 export type * from "./core/types.js";
 export { SerializationError } from "./values/errors.js";

@@ -37,6 +37,8 @@ export function now(): number {
 
 /** The function number of the `report` sink in a call (host functions are numbered from 0). */
 export const REPORT = -1;
+/** The function number of the run's `onLog` listener in a call: the entry is the call's one argument. */
+export const LOG = -2;
 
 /** Name and arity of a host function, so its stand-in on the worker looks the same to the guest. */
 export interface FunctionShape {
@@ -76,6 +78,11 @@ export type ToWorker =
       settings: ThreadSettings;
       source: string;
       options: PlainOptions;
+      /**
+       * Whether the caller listens to the run's `console` entries (`onLog`): then each entry is a synchronous call of
+       * {@link LOG}, so what the listener throws reaches the guest; else each is posted as a `log` message.
+       */
+      listened: boolean;
       /** `[globals, imports]`. */
       values: Crossed;
       args: Crossed;
@@ -98,7 +105,7 @@ export type FromWorker =
   /** The worker's script loaded. */
   | { kind: "ready" }
   | { kind: "call"; run: number; call: number; fn: number; args: Crossed }
-  /** A `console` entry of the run, as the guest made it (the caller's thread keeps the run's logs). */
+  /** A `console` entry of a run nobody listens to, as the guest made it (the caller's thread keeps the run's logs). */
   | { kind: "log"; run: number; entry: Crossed }
   | Settle
   | {

@@ -11,7 +11,15 @@ import type { ResolvedOptions } from "../../src/core/options.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/core/types.js";
 import { Crossing } from "./crossing.js";
 import { asHostCall, nestingDepth, type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
-import { type Answer, type Crossed, type FromWorker, REPORT, type ThreadSettings, type ToWorker } from "./protocol.js";
+import {
+  type Answer,
+  type Crossed,
+  type FromWorker,
+  LOG,
+  REPORT,
+  type ThreadSettings,
+  type ToWorker,
+} from "./protocol.js";
 
 /**
  * How long a stopped run's worker may take to end it on its own (its next interrupt poll) before the worker itself
@@ -43,6 +51,7 @@ export class RemoteRun implements Waiting, Tenant {
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
   readonly #logs: CodeExecutionLog[] = [];
   readonly #report: ((value: unknown) => void) | undefined;
+  readonly #onLog: ((entry: CodeExecutionLog) => void) | undefined;
   readonly #request: Omit<RunRequest, "wasm">;
   readonly #sandbox: ThreadedSandbox;
   /** Settlements of the caller's promises made before the run reached its worker. */
@@ -60,6 +69,7 @@ export class RemoteRun implements Waiting, Tenant {
   constructor(source: string, options: ResolvedOptions, sandbox: ThreadedSandbox, started: number) {
     this.#started = started;
     this.#report = options.report;
+    this.#onLog = options.onLog;
     this.#sandbox = sandbox;
     const { fn, modules, language, memoryLimitBytes, filename } = options;
     this.#request = {
@@ -68,6 +78,7 @@ export class RemoteRun implements Waiting, Tenant {
       settings: sandbox.settings,
       source,
       options: { fn, modules, language, memoryLimitBytes, filename },
+      listened: options.onLog !== undefined,
       // Encoded now, as the core does, so a value that cannot cross makes runCode throw before anything runs.
       values: this.#crossing.encode([options.globals, options.imports]),
       args: this.#crossing.encode(options.args),
@@ -134,7 +145,10 @@ export class RemoteRun implements Waiting, Tenant {
     this.#settle({ status: "error", error: { name: "InternalError", message: reason } });
   }
 
-  /** A synchronous call of the worker: the host function (or the report sink) with its outcome, as the core calls it. */
+  /**
+   * A synchronous call of the worker: the host function (or the report sink, or the log listener) with its outcome,
+   * as the core calls it.
+   */
   #call(fn: number, crossedArgs: Crossed): Omit<Answer, "call"> {
     const thrown = (error: unknown): Omit<Answer, "call"> => ({ ok: false, value: this.#crossing.encodeThrown(error) });
     if (!this.execution.running) return thrown(new Error("The run has ended"));
@@ -145,7 +159,8 @@ export class RemoteRun implements Waiting, Tenant {
       return thrown(error);
     }
     if (fn === REPORT) this.#reports.push(args[0]);
-    const target = fn === REPORT ? this.#report : this.#crossing.functionOf(fn);
+    if (fn === LOG) this.#logs.push(args[0] as CodeExecutionLog);
+    const target = fn === REPORT ? this.#report : fn === LOG ? this.#onLog : this.#crossing.functionOf(fn);
     if (target === undefined) return { ok: true, value: this.#crossing.encode(undefined) };
     let returned: unknown;
     try {
@@ -153,8 +168,8 @@ export class RemoteRun implements Waiting, Tenant {
     } catch (error) {
       return thrown(error);
     }
-    // The core hands the guest what `report` returns only when it is a promise.
-    if (fn === REPORT && !(returned instanceof Promise)) returned = undefined;
+    // The core hands the guest what `report` returns only when it is a promise, and nothing of what `onLog` returns.
+    if ((fn === REPORT && !(returned instanceof Promise)) || fn === LOG) returned = undefined;
     try {
       return { ok: true, value: this.#crossing.encode(returned) };
     } catch (error) {

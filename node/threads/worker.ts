@@ -16,6 +16,7 @@ import {
   ANSWERED,
   type Answer,
   type FromWorker,
+  LOG,
   now,
   REPORT,
   SLICE_STARTED,
@@ -83,7 +84,9 @@ async function run(request: Extract<ToWorker, { kind: "run" }>): Promise<void> {
         inSlice();
         return Atomics.load(flags, STOP) === id;
       },
-      onLog: bridged((entry) => post({ kind: "log", run: id, entry: crossing.encode(entry) })),
+      onLog: request.listened
+        ? bridged((entry) => call(id, crossing, LOG, [entry]))
+        : bridged((entry) => post({ kind: "log", run: id, entry: crossing.encode(entry) })),
     });
     const [globals, imports] = crossing.decode(request.values) as [Record<string, unknown>, never];
     const { fn, ...options } = request.options;
@@ -128,7 +131,7 @@ function inSlice(): void {
 }
 
 /**
- * Calls the caller's host function `fn` (or the report sink) and blocks until it answers. Stand-ins are `bridged`:
+ * Calls the caller's host function `fn` (or the report sink, or the log listener) and blocks until it answers. Stand-ins are `bridged`:
  * what the function threw (or arguments that cannot cross) comes out as a `Thrown`; anything else thrown here is a
  * failure of the crossing itself, which the core takes as a fault of the host, as it would in-thread.
  */

@@ -38,8 +38,8 @@ export interface RunSide {
   report: HostFunction | undefined;
   reports: unknown[];
   logs: CodeExecutionLog[];
-  /** The caller's log listener, if any (see `SandboxOptions.onLog`). */
-  onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** The callers' log listeners, in order: the sandbox's, then the run's (`onLog` of each). */
+  logListeners: ((entry: CodeExecutionLog) => void)[];
 }
 
 export class GuestBridge {
@@ -120,10 +120,11 @@ export class GuestBridge {
             timestamp: Date.now(),
           };
           this.#run.logs.push(entry);
-          const listener = this.#run.onLog;
-          if (listener === undefined) return undefined;
-          const listened = this.#apply(listener as HostFunction, [entry]);
-          return "error" in listened ? listened : undefined;
+          for (const listener of this.#run.logListeners) {
+            const listened = this.#apply(listener as HostFunction, [entry]);
+            if ("error" in listened) return listened;
+          }
+          return undefined;
         }
         case OP_MARSHAL:
           return this.#marshal().object.dup();

@@ -3,7 +3,7 @@
  * any sandbox exists.
  * @module
  */
-import type { CodeExecutionOptions } from "./types.js";
+import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
 
 /** Options after validation, with every default applied. */
 export interface ResolvedOptions {
@@ -16,6 +16,7 @@ export interface ResolvedOptions {
   memoryLimitBytes: number;
   filename: string;
   report: ((value: unknown) => void) | undefined;
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
 }
 
 const KEYS = new Set([
@@ -27,6 +28,7 @@ const KEYS = new Set([
   "memoryLimitBytes",
   "filename",
   "report",
+  "onLog",
 ]);
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
 /** Reserved words, plus globals a script cannot redeclare or that the runtime's own scripts rely on. */
@@ -71,6 +73,7 @@ export function resolveOptions(
     memoryLimitBytes = defaultMemoryLimitBytes,
     filename = "<runCode>",
     report,
+    onLog,
   } = options as Record<string, unknown>;
 
   if (!isRecord(execute)) return fail("execute", "an object { fn?, args? }", execute);
@@ -114,6 +117,18 @@ export function resolveOptions(
   }
   if (typeof filename !== "string" || filename === "") fail("filename", "a non-empty string", filename);
   if (report !== undefined && typeof report !== "function") fail("report", "a function", report);
+  if (onLog !== undefined && typeof onLog !== "function") fail("onLog", "a function", onLog);
 
-  return { fn, args, imports, modules, globals, language, memoryLimitBytes, filename, report } as ResolvedOptions;
+  return {
+    fn,
+    args,
+    imports,
+    modules,
+    globals,
+    language,
+    memoryLimitBytes,
+    filename,
+    report,
+    onLog,
+  } as ResolvedOptions;
 }

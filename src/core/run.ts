@@ -169,7 +169,7 @@ export class Run {
       report: this.#options.report,
       reports: this.#channel.reports,
       logs: this.#logs,
-      onLog: this.#context.onLog,
+      logListeners: [this.#context.onLog, this.#options.onLog].filter((listener) => listener !== undefined),
     });
     this.#bridge = bridge;
     booted.lend(this.#tenant, this.#options.memoryLimitBytes);

@@ -26,6 +26,18 @@ export const FUEL_PER_MS = 1_000_000;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
 export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, fuel: 30_000 * FUEL_PER_MS });
 
+/**
+ * The safety cap of a sandbox whose runs must stop within `timeoutMs` even where a timer cannot fire (synchronous
+ * guest code on the caller's thread) or clocks stand still (deployed Workers): as many milliseconds of CPU, and fuel
+ * at {@link FUEL_PER_MS}, each at most `most`'s.
+ */
+export function safetyCapWithin(timeoutMs: number, most: Partial<SafetyCap> = {}): SafetyCap {
+  return {
+    cpuTimeMs: Math.min(timeoutMs, most.cpuTimeMs ?? Number.POSITIVE_INFINITY),
+    fuel: Math.min(timeoutMs * FUEL_PER_MS, most.fuel ?? Number.POSITIVE_INFINITY),
+  };
+}
+
 const defaultClock = (): (() => number) => {
   const performance = (globalThis as { performance?: { now(): number } }).performance;
   return performance === undefined ? Date.now : () => performance.now();

@@ -22,6 +22,11 @@ export interface CodeExecutionOptions {
   filename?: string;
   /** Host-side sink called synchronously for every value the guest passes to `report`. */
   report?: (value: unknown) => void;
+  /**
+   * Called with every `console` entry of this run as the guest makes it (after the sandbox's own `onLog`; the entry
+   * is in `result.logs` too), so a caller can stream them. What it throws, the guest's `console` call throws.
+   */
+  onLog?: (entry: CodeExecutionLog) => void;
 }
 
 /** The five outcomes of a run (contract.md §4.1). */

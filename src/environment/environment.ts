@@ -27,7 +27,7 @@
  */
 
 import { compiledModule } from "../core/engine.js";
-import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, FUEL_PER_MS } from "../core/sandbox.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, safetyCapWithin } from "../core/sandbox.js";
 import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
 import type { ServiceInfo } from "../tools/types.js";
 import { BudgetError, WorkBudget } from "../values/budget.js";
@@ -349,7 +349,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
-      safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), fuel: timeoutMs * FUEL_PER_MS },
+      safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: this.#maxCpuMs }),
     });
     const host: GuestHost = {
       write: (stream, args) => {

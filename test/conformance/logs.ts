@@ -31,6 +31,24 @@ export function logsSuite(runCode: RunCode): void {
       expect(r.logs.map((l) => [l.level, l.args])).toEqual([["log", ["before", 1]]]);
     });
 
+    it("options.onLog hears each entry as it is made; what it throws, the console call throws", async () => {
+      const heard: unknown[] = [];
+      const r = await runCode(
+        "console.log('a', 1n);\nheard();\nlet caught = '';\ntry { console.warn('refused'); } catch (e) { caught = e.name + ': ' + e.message; }\nexport default caught;",
+        {
+          language: "javascript",
+          globals: { heard: () => heard.push("checked") },
+          onLog: (entry) => {
+            if (entry.args[0] === "refused") throw new RangeError("no more");
+            heard.push([entry.level, entry.args, typeof entry.timestamp]);
+          },
+        },
+      );
+      expect([r.status, r.result]).toEqual(["success", "RangeError: no more"]);
+      expect(heard).toEqual([["log", ["a", 1n], "number"], "checked"]);
+      expect(r.logs.map((l) => l.args)).toEqual([["a", 1n], ["refused"]]);
+    });
+
     it("captures the five levels in call order", async () => {
       const source =
         "console.log(1); console.info(2); console.warn(3); console.error(4); console.debug(5);\nexport default 0";

@@ -21,6 +21,7 @@ const invalid: [string, Record<string, unknown>, string][] = [
   ["memoryLimitBytes NaN", { memoryLimitBytes: Number.NaN }, "memoryLimitBytes"],
   ["filename as a number", { filename: 3 }, "filename"],
   ["report as a string", { report: "x" }, "report"],
+  ["onLog as a string", { onLog: "x" }, "onLog"],
 ];
 
 export function optionsSuite(runCode: RunCode): void {
