@@ -462,7 +462,7 @@ test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's clie
     expect([stopped.isError, decoded(stopped).status, decoded(stopped).error?.message]).toEqual([
       true,
       "terminated",
-      "run_code's budget of 500 ms ran out",
+      "The run's time limit of 500 ms ran out",
     ]);
   });
 

@@ -8,8 +8,8 @@ import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
 import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/admission/run-admission.js";
-import { createApp, createHost, type Quotas } from "../src/host/index.js";
-import { createSandbox, useSwc } from "../src/index.js";
+import { createApp, createHost, type Quotas, type TimedRunCode } from "../src/host/index.js";
+import { createSandbox, safetyCapWithin, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
@@ -58,18 +58,21 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
     environment: { module: instantiate({ wasm }) },
   });
-  // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
-  // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
-  const sandbox = createSandbox({
-    wasm,
-    safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
-    defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-  });
+  // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
+  // it: each run's sandbox holds its time limit with fuel, natives included, within the deployment's own cap
+  // (`[limits] cpu_ms` in wrangler.toml is the platform's backstop).
+  const cap = { cpuTimeMs: config.runCpuMs, fuel: config.runFuel };
+  const runCode: TimedRunCode = (source, options, timeoutMs) =>
+    createSandbox({
+      wasm,
+      safetyCap: safetyCapWithin(timeoutMs, cap),
+      defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+    }).runCode(source, options);
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
     run: {
-      runCode: sandbox.runCode,
+      runCode,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
     },

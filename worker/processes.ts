@@ -4,8 +4,7 @@
  * answers errors.
  * @module
  */
-import { HostError, type ProcessBackend } from "../src/host/index.js";
-import type { SlotLimits } from "./registry.js";
+import { HostError, type ProcessBackend, type SlotLimits } from "../src/host/index.js";
 import { unwrap } from "./rpc-refusals.js";
 
 export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {

@@ -7,18 +7,9 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import type { ProcessFilter, ProcessRecord, SlotLimits } from "../src/host/index.js";
+import { checkSlots, HostError, newPidTag, pidOf, rateLimited, summaryOf, takeToken } from "../src/host/index.js";
 import { type Answer, answer } from "./rpc-refusals.js";
-
-/** What a creation may take: slots across the deployment and per tenant. */
-export interface SlotLimits {
-  maxActive: number;
-  tenantMaxActive: number;
-}
-
-/** Seconds a refusal for want of a free slot asks the client to wait: processes end within their timeout. */
-const SLOT_RETRY_SECONDS = 5;
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 export const PENDING_TTL_MS = 30_000;
@@ -76,20 +67,7 @@ export class RegistryObject extends DurableObject {
       this.#sql
         .exec<{ n: number }>(`SELECT count(*) AS n FROM processes WHERE state != 'idle' ${where}`, ...values)
         .one().n;
-    if (active("") >= limits.maxActive) {
-      throw retryLater(
-        "too_many_processes",
-        `${limits.maxActive} processes are active already: wait for one to finish`,
-        SLOT_RETRY_SECONDS,
-      );
-    }
-    if (active("AND tenant = ?", tenant) >= limits.tenantMaxActive) {
-      throw retryLater(
-        "tenant_too_many_processes",
-        `This tenant has ${limits.tenantMaxActive} processes active already: wait for one to finish`,
-        SLOT_RETRY_SECONDS,
-      );
-    }
+    checkSlots(active(""), active("AND tenant = ?", tenant), limits);
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */

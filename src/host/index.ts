@@ -65,9 +65,9 @@ export {
   RUN_MEMORY_BUDGET_BYTES,
   RunAdmission,
 } from "./admission/run-admission.js";
-export { MAX_CODE_BYTES } from "./code-size.js";
+export { checkSlots, type SlotLimits } from "./admission/slots.js";
 export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
-export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./http/app.js";
+export { type AppOptions, createApp } from "./http/app.js";
 export {
   type Access,
   type AccessSettings,
@@ -79,8 +79,22 @@ export { readBytesWithin, readTextWithin } from "./http/body.js";
 export type { Catalog } from "./http/catalog-routes.js";
 export { originOf } from "./http/origins.js";
 export { type ProcessBackend, summaryOf } from "./http/process-routes.js";
-export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./http/run-routes.js";
+export type { RunRouteOptions } from "./http/run-routes.js";
 export * as schemas from "./http/schemas.js";
+export {
+  codeTooLarge,
+  DEFAULT_EXECUTION_TIMEOUT_MS,
+  DEFAULT_MAX_ACTIVE_PROCESSES,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RUN_TIMEOUT_MS,
+  MAX_CODE_BYTES,
+  MAX_EXECUTION_TIMEOUT_MS,
+  MAX_RUN_BODY_BYTES,
+  MAX_RUN_MEMORY_BYTES,
+  MAX_RUN_TIMEOUT_MS,
+  SLOT_RETRY_SECONDS,
+  timeoutWithin,
+} from "./limits.js";
 export { Environments } from "./processes/environments.js";
 export {
   EVENT_STREAM_BUFFER_BYTES,
@@ -91,11 +105,8 @@ export {
 } from "./processes/events.js";
 export {
   type CreateProcessInput,
-  DEFAULT_EXECUTION_TIMEOUT_MS,
-  DEFAULT_MAX_ACTIVE_PROCESSES,
   DEFAULT_MAX_SUBSCRIBERS,
   DEFAULT_OUTPUT_LIMITS,
-  MAX_EXECUTION_TIMEOUT_MS,
   OUTPUT_TRUNCATED_KEY,
   type OutputLimits,
   ProcessService,
@@ -104,6 +115,17 @@ export {
 } from "./processes/process-service.js";
 export { isActive, transition } from "./processes/states.js";
 export * from "./processes/storage.js";
+export {
+  createRunOnce,
+  type Execute,
+  type RunAnswer,
+  type RunCaller,
+  type RunEvent,
+  type RunOnce,
+  type RunOnceOptions,
+  type RunOnceRequest,
+  type TimedRunCode,
+} from "./runs/run-once.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;

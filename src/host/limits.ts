@@ -1,15 +1,47 @@
 /**
- * The one bound on code a host accepts from a client, the same at every front door: `POST /run` (its source and
- * modules together), `POST /processes` and MCP's `run_code`. Transpiling and parsing take time linear in it, so it
- * bounds the host work one source can cost before the run's own limits apply (with a frozen clock too).
+ * The host's caps and defaults in one table, the same at every front door (`POST /run`, MCP's `run_code` over HTTP
+ * and stdio, `POST /processes`) and on every host (Node, the edge): what a client may send, what a run or a process
+ * may ask for, and when a refused client may try again. Each bounds host work before that work starts, with a frozen
+ * clock too.
  * @module
  */
 
+import { DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
+import { DEFAULT_TIMEOUT_MS } from "../environment/environment.js";
 import { utf8Length } from "../values/json.js";
 import { HostError } from "./errors.js";
 
-/** Largest code a client may send, in UTF-8 bytes. */
+/**
+ * Largest code a client may send, in UTF-8 bytes: `POST /run`'s source and modules together, a process's code,
+ * `run_code`'s code. Transpiling and parsing take time linear in it.
+ */
 export const MAX_CODE_BYTES = 100 * 1024;
+/** Largest `POST /run` and `POST /mcp` body. */
+export const MAX_RUN_BODY_BYTES = 1_048_576;
+/** Largest `POST /processes` body when the app is given none (before the code's own cap). */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+
+/**
+ * Largest heap a run may ask for (`memoryLimitBytes` of `/run` and `run_code`): the core's default cap, well below
+ * the 128 MB a Worker isolate may use.
+ */
+export const MAX_RUN_MEMORY_BYTES = DEFAULT_MEMORY_LIMIT_BYTES;
+/** Time limit of a `/run` or `run_code` that sets no `timeoutMs`. */
+export const DEFAULT_RUN_TIMEOUT_MS = 10_000;
+/** Longest `timeoutMs` a `/run` or `run_code` may ask for. */
+export const MAX_RUN_TIMEOUT_MS = 60_000;
+
+/** Time limit of a process that sets none: the environment's default. */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = DEFAULT_TIMEOUT_MS;
+/** Longest `timeoutMs` a process may ask for. */
+export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
+/** Processes queued, running or terminating at once on a host that sets no number; more are refused (HTTP 429). */
+export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
+/**
+ * Seconds a refusal for want of a process slot asks the client to wait: a slot frees when any active process ends,
+ * and with a few of them active at their 30 s default one ends every few seconds.
+ */
+export const SLOT_RETRY_SECONDS = 1;
 
 /** The `payload_too_large` refusal of `sources` larger than {@link MAX_CODE_BYTES} together, else `undefined`. */
 export function codeTooLarge(what: string, sources: readonly string[]): HostError | undefined {
@@ -17,4 +49,13 @@ export function codeTooLarge(what: string, sources: readonly string[]): HostErro
   return bytes > MAX_CODE_BYTES
     ? new HostError("payload_too_large", `${what} is larger than ${MAX_CODE_BYTES} bytes`)
     : undefined;
+}
+
+/** `timeoutMs` when it is an integer from 1 to `max`, `fallback` when it is `undefined`; else a 400 saying so. */
+export function timeoutWithin(timeoutMs: unknown, fallback: number, max: number): number {
+  if (timeoutMs === undefined) return fallback;
+  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > max) {
+    throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${max}`);
+  }
+  return timeoutMs;
 }

@@ -36,6 +36,7 @@ import {
   ToolScope,
 } from "../../src/host/index.js";
 import { deferred } from "../environment/helpers.js";
+import { sseEvents } from "../host/sse.js";
 
 /** `x = [x, x]` `steps` times: a few hundred bytes as a clone, 2^steps leaves as a tree. */
 function dag(steps: number): unknown {
@@ -587,14 +588,7 @@ describe("the kv service's quotas", () => {
 /** Reads a whole SSE body into `[event, data]` pairs, and its length in bytes. */
 async function readEvents(response: Response): Promise<{ bytes: number; events: [string, Record<string, unknown>][] }> {
   const text = await response.text();
-  const events = text
-    .split("\n\n")
-    .filter((block) => block !== "")
-    .map((block): [string, Record<string, unknown>] => {
-      const [event, data] = block.split("\n") as [string, string];
-      return [event.slice("event: ".length), JSON.parse(data.slice("data: ".length)) as Record<string, unknown>];
-    });
-  return { bytes: utf8(text), events };
+  return { bytes: utf8(text), events: sseEvents(text) };
 }
 
 describe("event streams", () => {

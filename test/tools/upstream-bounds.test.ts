@@ -18,7 +18,6 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
-import { createMcpServer } from "../../src/host/mcp/server.js";
 import { createSandbox } from "../../src/index.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
 import {
@@ -30,6 +29,8 @@ import {
   upstreamService,
 } from "../../src/tools/upstream.js";
 import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import { mcpServerOf } from "../host/mcp/helpers.js";
+import { sseEvents } from "../host/sse.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 10_000 } });
@@ -92,7 +93,7 @@ async function overHttp(upstream: Upstream): Promise<{ url: string; requests(): 
 async function runWith(upstream: Upstream, code: string): Promise<{ status: string; result?: unknown }> {
   const tools = new ToolRegistry().register(await upstreamService("up", await connected(upstream)));
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await createMcpServer({ runCode, tools }).connect(serverSide);
+  await mcpServerOf(runCode, tools).connect(serverSide);
   const client = new Client({ name: "test", version: "1.0.0" });
   await client.connect(clientSide);
   closers.push(() => client.close());
@@ -127,7 +128,7 @@ describe("declarations of upstream tools", () => {
     });
     const tools = new ToolRegistry().register(await upstreamService("up", client));
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await createMcpServer({ runCode, tools }).connect(serverSide);
+    await mcpServerOf(runCode, tools).connect(serverSide);
     const mcp = new Client({ name: "test", version: "1.0.0" });
     await mcp.connect(clientSide);
     closers.push(() => mcp.close());
@@ -397,7 +398,11 @@ export default [failure, await small({})];`,
         }),
       }),
     );
-    const { result } = (await response.json()) as { result: CallToolResult };
+    // A request that calls a tool is answered as an event stream: the call's notifications, then its response.
+    const [[, answer]] = sseEvents(await response.text()).filter(([, message]) => "result" in message) as [
+      [string, { result: CallToolResult }],
+    ];
+    const { result } = answer;
     expect(fromWire(result.structuredContent as JsonValue)).toMatchObject({
       status: "success",
       result: [expect.stringContaining(`more than ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`), "x".repeat(10)],

@@ -2,6 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ProcessRecord } from "../../src/host/index.js";
 import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import { sseEvents } from "../host/sse.js";
 import { api, KEYS } from "./client.js";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>
@@ -39,6 +40,9 @@ async function create(code: string, extra: Record<string, unknown> = {}): Promis
   return body.pid;
 }
 
+/** The safety cap's stop of a run limited to 300 ms: its CPU time where clocks run (as here), else its fuel. */
+const ONE_STOP_AT_300_MS = /^Execution stopped by the safety cap after (300 ms of CPU time|300000000 units of fuel)$/;
+
 describe("POST /run", () => {
   it("answers the result in the lossless wire encoding", async () => {
     const result = await run(
@@ -59,6 +63,34 @@ describe("POST /run", () => {
     const stopped = await run("while (true) {}");
     expect(stopped.status).toBe("terminated");
     expect(stopped.error?.message).toContain("safety cap");
+  });
+
+  it("holds a timeoutMs below its cap, synchronous code included (each run's own safety cap), and names a bad one", async () => {
+    const stopped = fromWire(
+      (await (await post("/run", { source: "while (true) {}", timeoutMs: 300 })).json()) as JsonValue,
+    ) as { status: string; error: { message: string } };
+    expect(stopped.status).toBe("terminated");
+    expect(stopped.error.message).toMatch(ONE_STOP_AT_300_MS);
+    const refused = await post("/run", { source: "export default 1", timeoutMs: 60_001 });
+    expect([refused.status, await refused.json()]).toEqual([
+      400,
+      { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 60000" } },
+    ]);
+  });
+
+  it("with Accept: text/event-stream, answers log and report events as they happen, then the result", async () => {
+    const response = await post(
+      "/run",
+      { source: "console.info('a', 1n);\nreport([2]);\nexport default 3;" },
+      { "content-type": "application/json", accept: "text/event-stream" },
+    );
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const events = sseEvents(await response.text());
+    expect(events.map(([type, data]) => [type, type === "result" ? data.result : (data.args ?? data)])).toEqual([
+      ["log", ["a", { $t: "bigint", v: "1" }]],
+      ["report", [2]],
+      ["result", 3],
+    ]);
   });
 
   it("takes wire-encoded globals and arguments", async () => {
@@ -211,5 +243,33 @@ describe("documentation routes", () => {
     expect(tools.services.map((s) => s.id)).toContain("kv");
     const openapi = (await (await api(`/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(openapi.paths)).toContain("/processes");
+  });
+});
+
+describe("POST /mcp", () => {
+  it("run_code holds its timeoutMs as over stdio, synchronous code included; console output arrives first", async () => {
+    const call = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "run_code", arguments: { code: "console.log('spinning');\nwhile (true) {}", timeoutMs: 300 } },
+    };
+    const response = await post("/mcp", call, {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    });
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    const [[, notification], [, answer]] = sseEvents(await response.text()) as [
+      [string, { method: string; params: { level: string; data: { args: unknown[] } } }],
+      [string, { result: { structuredContent: JsonValue } }],
+    ];
+    expect([notification.method, notification.params.level, notification.params.data.args]).toEqual([
+      "notifications/message",
+      "info",
+      ["spinning"],
+    ]);
+    const result = fromWire(answer.result.structuredContent) as { status: string; error: { message: string } };
+    expect(result.status).toBe("terminated");
+    expect(result.error.message).toMatch(ONE_STOP_AT_300_MS);
   });
 });

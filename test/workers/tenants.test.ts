@@ -199,7 +199,7 @@ describe("quotas in the registry", () => {
       error: {
         code: "tenant_too_many_processes",
         message: "This tenant has 2 processes active already: wait for one to finish",
-        headers: { "retry-after": "5" },
+        headers: { "retry-after": "1" },
       },
     });
     expect("value" in (await registry().allocate("unslotted", limits))).toBe(true);

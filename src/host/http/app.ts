@@ -15,11 +15,13 @@ import type { HttpUpstream } from "../../tools/upstream-config.js";
 import { MemoryQuotas, type Quotas } from "../admission/quotas.js";
 import { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
+import { DEFAULT_MAX_BODY_BYTES } from "../limits.js";
+import { createRunOnce } from "../runs/run-once.js";
 import type { Access } from "./auth.js";
 import { addCatalogRoutes, type Catalog } from "./catalog-routes.js";
 import { addMcpRoutes } from "./mcp-routes.js";
 import { guardOrigins } from "./origins.js";
-import { addProcessRoutes, DEFAULT_MAX_BODY_BYTES, type ProcessBackend } from "./process-routes.js";
+import { addProcessRoutes, type ProcessBackend } from "./process-routes.js";
 import { type AppEnv, BEARER_SCHEME } from "./route-context.js";
 import { addRunRoutes, type RunRouteOptions } from "./run-routes.js";
 
@@ -50,13 +52,11 @@ export interface AppOptions {
    * the host's own may not use unsafe methods (`403 forbidden_origin`).
    */
   corsOrigins?: readonly string[];
-  /** Largest `POST /processes` body in bytes (before the 100 KB code check). Default 1 MiB. */
+  /** Largest `POST /processes` body in bytes (before the code's own cap). Default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
   /** Answers what no route matches (the edge's static files). Default: 404 `not_found`. */
   fallback?: (request: Request) => Response | Promise<Response>;
 }
-
-export { DEFAULT_MAX_BODY_BYTES };
 
 const OPEN: Access = { keys: [], allowAnonymous: true };
 
@@ -102,9 +102,9 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   addProcessRoutes(app, options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   addCatalogRoutes(app, options.catalog);
   if (options.run !== undefined) {
-    const admission = new RunAdmission(options.run.admission);
-    addRunRoutes(app, options.run, admission);
-    addMcpRoutes(app, options.run, admission, options.catalog, options.mcpServers);
+    const runs = { ...options.run, admission: new RunAdmission(options.run.admission) };
+    addRunRoutes(app, createRunOnce(runs));
+    addMcpRoutes(app, runs, options.catalog, options.mcpServers);
   }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

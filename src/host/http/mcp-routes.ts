@@ -1,8 +1,9 @@
 /**
- * `POST /mcp`: runcode's MCP server (src/mcp) over Streamable HTTP, stateless: every request gets a server made for
- * its tenant, answers JSON and closes. The body is read by the app's JSON middleware within its limit (the SDK's
- * transport would read it whole); each `tools/call` counts against the tenant's rate (so does a request that reaches
- * upstream servers), and its run waits in the same admission as `POST /run`. The app refuses a foreign `Host` or
+ * `POST /mcp`: runcode's MCP server (`mcp/server.ts`) over Streamable HTTP, stateless: every request gets a server
+ * made for its tenant, answers (an event stream for a request that calls tools, JSON otherwise) and closes. The body
+ * is read by the app's JSON middleware within its limit (the SDK's transport would read it whole); each `tools/call`
+ * counts against the tenant's rate (so does a request that reaches upstream servers), and its run takes the host's
+ * one path for runs, waiting in the same admission as `POST /run`. The app refuses a foreign `Host` or
  * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
  * transport refuses is answered as every refusal is, `{error: {code, message}}`.
  * @module
@@ -11,14 +12,14 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ToolRegistry } from "../../tools/registry.js";
 import { connectHttpUpstreams } from "../../tools/upstream.js";
 import type { HttpUpstream } from "../../tools/upstream-config.js";
-import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, type HostErrorCode } from "../errors.js";
+import { MAX_RUN_BODY_BYTES } from "../limits.js";
 import { serveMcpRequest } from "../mcp/http.js";
 import { createMcpServer } from "../mcp/server.js";
+import { createRunOnce, type RunOnceOptions } from "../runs/run-once.js";
 import type { Catalog } from "./catalog-routes.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
-import { MAX_RUN_BODY_BYTES, type RunRouteOptions } from "./run-routes.js";
 
 const JsonRpc = z
   .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
@@ -32,7 +33,14 @@ const route = createRoute(
       summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
       request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
       responses: {
-        200: { description: "The JSON-RPC response", content: { "application/json": { schema: JsonRpc } } },
+        200: {
+          description:
+            "The JSON-RPC response; for a request that calls tools, an event stream of the calls' notifications (console output, progress) and then the responses",
+          content: {
+            "application/json": { schema: JsonRpc },
+            "text/event-stream": { schema: z.string() },
+          },
+        },
         202: { description: "A notification or response was accepted" },
         ...errorResponses(
           "invalid_json",
@@ -73,14 +81,13 @@ async function answered(response: Response): Promise<Response> {
 }
 
 /**
- * Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. The tools of `mcpServers` are
- * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
- * lists or calls tools, and one that cannot be reached is left out of that request.
+ * Adds `POST /mcp` to `app`: its runs made as `runs` says (admitted where `POST /run`'s are). The tools of
+ * `mcpServers` are importable in `run_code`; the route keeps no state between requests, so they are connected for
+ * each request that lists or calls tools, and one that cannot be reached is left out of that request.
  */
 export function addMcpRoutes(
   app: OpenAPIHono<AppEnv>,
-  options: RunRouteOptions,
-  admission: RunAdmission,
+  runs: RunOnceOptions,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
@@ -108,27 +115,35 @@ export function addMcpRoutes(
     const ended = new AbortController();
     const signal = AbortSignal.any([c.req.raw.signal, ended.signal]);
     const tenant = c.get("tenant");
-    const admit = (memoryLimitBytes: number | undefined) =>
-      admission.admit(memoryLimitBytes ?? options.defaultMemoryLimitBytes, tenant, signal);
     const upstreams = reachesUpstreams ? await connectHttpUpstreams(mcpServers) : undefined;
+    let ending: Promise<void> | undefined;
+    const end = () => {
+      ended.abort(new HostError("internal", "The request ended"));
+      ending ??= Promise.resolve(upstreams?.close());
+      return ending;
+    };
+    let response: Response;
     try {
       if (upstreams !== undefined && upstreams.failed.length > 0)
         console.warn(`POST /mcp: upstream MCP servers left out: ${upstreams.failed.join("; ")}`);
       const tools =
-        upstreams === undefined
-          ? options.tools
-          : (options.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
+        upstreams === undefined ? runs.tools : (runs.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
+      const { execute } = createRunOnce({ ...runs, ...(tools === undefined ? {} : { tools }) });
       const server = createMcpServer({
-        runCode: options.runCode,
-        admit,
-        tenant,
+        execute: (request, caller = {}) =>
+          execute(request, {
+            ...caller,
+            tenant,
+            signal: caller.signal === undefined ? signal : AbortSignal.any([caller.signal, signal]),
+          }),
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
       });
-      return preEncoded(await answered(await serveMcpRequest(c.req.raw, body, server)));
-    } finally {
-      ended.abort(new HostError("internal", "The request ended"));
-      await upstreams?.close();
+      response = await serveMcpRequest(c.req.raw, body, server, end);
+    } catch (error) {
+      await end();
+      throw error;
     }
+    return preEncoded(await answered(response));
   });
 }

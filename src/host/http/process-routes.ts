@@ -6,12 +6,12 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { codeTooLarge } from "../code-size.js";
 import { HostError } from "../errors.js";
+import { codeTooLarge } from "../limits.js";
 import type { CreateProcessInput } from "../processes/process-service.js";
 import type { HostState, ProcessFilter, ProcessRecord } from "../processes/storage.js";
 import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
+import { type AppEnv, errorResponses, preEncoded, SSE_HEADERS, secured } from "./route-context.js";
 import {
   CreateProcessRequest,
   ListProcessesQuery,
@@ -38,11 +38,8 @@ export interface ProcessBackend {
   delete(pid: number): Promise<void>;
 }
 
-/** Largest `POST /processes` body when the app is given none. */
-export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 /** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
 const LONE_SURROGATE = /\p{Cs}/u;
-const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
   content: { "application/json": { schema } },

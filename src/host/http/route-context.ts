@@ -60,6 +60,9 @@ export function secured<R extends RouteConfig>(config: R, bodyMiddleware?: Middl
   };
 }
 
+/** The headers of an event stream: no proxy or browser may cache or transform it. */
+export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+
 /**
  * A response whose body is already encoded (a stream, wire JSON text), returned from a typed route: the route's
  * declared schema documents it, but the type check of `c.json` values cannot see into a body made elsewhere.

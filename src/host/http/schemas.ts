@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { EXECUTION_EXIT_STATES } from "../../environment/types.js";
-import { MAX_EXECUTION_TIMEOUT_MS } from "../processes/process-service.js";
+import { DEFAULT_EXECUTION_TIMEOUT_MS, MAX_CODE_BYTES, MAX_EXECUTION_TIMEOUT_MS } from "../limits.js";
 import { HOST_STATES } from "../processes/storage.js";
 
 /** A pid in a path or a cursor: a positive integer of at most 16 digits. */
@@ -13,14 +13,16 @@ export const PID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
 export const CreateProcessRequest = z
   .strictObject({
-    code: z.string().openapi({ description: "The process code: a TypeScript ES module (at most 100 KB of UTF-8)." }),
+    code: z
+      .string()
+      .openapi({ description: `The process code: a TypeScript ES module (at most ${MAX_CODE_BYTES} bytes of UTF-8).` }),
     timeoutMs: z
       .number()
       .int()
       .min(1)
       .max(MAX_EXECUTION_TIMEOUT_MS)
       .optional()
-      .openapi({ description: "Milliseconds the process may run. Default 30000." }),
+      .openapi({ description: `Milliseconds the process may run. Default ${DEFAULT_EXECUTION_TIMEOUT_MS}.` }),
     ref: z.string().min(1).max(256).optional().openapi({ description: "A caller's label, usable as a list filter." }),
   })
   .openapi("CreateProcessRequest", { description: "A process to create and start." });

@@ -1,51 +1,55 @@
 /**
  * runcode as a Model Context Protocol server: one tool, `run_code`, that runs a module in a fresh sandbox and
  * answers the `CodeExecutionResult` (lossless wire JSON in `structuredContent`, a short text for the model), with
- * the host's services (the built-in `kv`, upstream tools) importable inside the run as bare specifiers. Built on the
- * official SDK's `McpServer`; the transports (stdio in Node, Streamable HTTP in the HTTP app) connect to it. Made per
- * connection or per request: it holds no state of its own.
+ * the host's services (the built-in `kv`, upstream tools) importable inside the run as bare specifiers. While a call
+ * runs, its console output goes to the client as logging notifications (`notifications/message`, the level by console
+ * method, at or above the level the client set) and its reported values as progress notifications when the call
+ * carries a `progressToken`. The server runs nothing itself: it takes the host's one path for runs as a port
+ * (`execute`, from `createRunOnce`), which checks, admits, times and stops each call's run. Built on the official SDK's
+ * `McpServer`; the transports (stdio in Node, Streamable HTTP in the HTTP app) connect to it. Made per connection or
+ * per request: it holds no state but the logging level its client set.
  * @module
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  type LoggingLevel,
+  LoggingLevelSchema,
+  type ServerNotification,
+  type ServerRequest,
+  SetLevelRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
 import * as z from "zod/v4";
 import { resultWire } from "../../core/result-wire.js";
-import type { CodeExecution, RunCode } from "../../core/types.js";
+import type { CodeExecutionLog } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
-import { fromWire, type JsonValue } from "../../values/wire.js";
-import { codeTooLarge, MAX_CODE_BYTES } from "../code-size.js";
-import { summarize } from "./summary.js";
+import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_MEMORY_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
+import type { Execute, RunAnswer, RunEvent } from "../runs/run-once.js";
+import { cut, summarize } from "./summary.js";
 
 export interface McpServerOptions {
-  runCode: RunCode;
-  /**
-   * Waits for room to run with this heap cap (`undefined`: the sandbox's default) and returns its release; throws to
-   * refuse the call (the HTTP app's admission). Default: every call runs at once.
-   */
-  admit?: (memoryLimitBytes: number | undefined) => Promise<() => void>;
-  /** Services every run may import by their ids (`import { get } from "kv"`). */
+  /** Runs a call's code, bound to the caller's tenant: the host's one path for runs (`createRunOnce(...).execute`). */
+  execute: Execute;
+  /** The services `execute`'s runs may import (`import { get } from "kv"`), declared in the tool's guide. */
   tools?: ToolRegistry;
-  /** Whose runs these are: the services act for this tenant (its own `kv` store). Default `anonymous`. */
-  tenant?: string;
   /** The process environment's documentation (Markdown), served as a resource when given. */
   environmentDocs?: () => string | Promise<string>;
-  /** A call's wall-clock budget when it names none. Default {@link DEFAULT_TIMEOUT_MS}. */
-  defaultTimeoutMs?: number;
-  /** The most a call may ask for (`timeoutMs`). Default {@link MAX_TIMEOUT_MS}. */
-  maxTimeoutMs?: number;
-  /** The most memory a call may ask for (`memoryLimitBytes`). Default {@link MAX_MEMORY_BYTES}. */
-  maxMemoryBytes?: number;
-  /** Longest `structuredContent`, in characters of JSON; past it a `memory` result says so. */
-  maxAnswerChars?: number;
 }
 
-export const DEFAULT_TIMEOUT_MS = 10_000;
-export const MAX_TIMEOUT_MS = 60_000;
-export const MAX_MEMORY_BYTES = 64 * 1024 * 1024;
+/** The logging level of each console method's entries. */
+const LOG_LEVELS: Record<CodeExecutionLog["level"], LoggingLevel> = {
+  log: "info",
+  info: "info",
+  warn: "warning",
+  error: "error",
+  debug: "debug",
+};
+const SEVERITY = LoggingLevelSchema.options;
 
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(maxMemoryBytes: number, declarations: string): string {
+function guide(declarations: string): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -62,8 +66,9 @@ How to write the code:
   (they are not properties of \`globalThis\`).
 - Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
   \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
-- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
-  (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
+- Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
+  (\`timeoutMs\`: ${DEFAULT_RUN_TIMEOUT_MS / 1000} s unless set, at most ${MAX_RUN_TIMEOUT_MS / 1000} s);
+  past them the status is \`memory\` or \`terminated\`.
 
 The answer: \`status\` is success, error (an uncaught exception), link_error (a syntax error or an import that does
 not resolve), memory or terminated; \`result\` on success; \`error\` with name, message, filename, line and column
@@ -71,32 +76,19 @@ otherwise; \`reports\`, \`logs\` and \`durationMs\` always.
 ${declarations === "" ? "" : `\nServices importable as modules (TypeScript declarations; each function returns a Promise and throws with the service's message when a call fails):\n\n\`\`\`ts\n${declarations}\`\`\`\n`}`;
 }
 
-/** `execute` with its arguments decoded from the wire encoding. */
-function callOf(execute: { fn?: string | undefined; args?: unknown[] | undefined }): { fn?: string; args?: unknown[] } {
-  return {
-    ...(execute.fn === undefined ? {} : { fn: execute.fn }),
-    ...(execute.args === undefined ? {} : { args: fromWire(execute.args as JsonValue) as unknown[] }),
-  };
-}
-
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const {
-    runCode,
-    admit,
-    tools,
-    tenant,
-    environmentDocs,
-    defaultTimeoutMs = DEFAULT_TIMEOUT_MS,
-    maxTimeoutMs = MAX_TIMEOUT_MS,
-    maxMemoryBytes = MAX_MEMORY_BYTES,
-    maxAnswerChars = maxMemoryBytes,
-  } = options;
+  const { execute, tools, environmentDocs } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
-    { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+    { jsonSchemaValidator: new CfWorkerJsonSchemaValidator(), capabilities: { logging: {} } },
   );
-  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()));
+  let logLevel: LoggingLevel = "debug";
+  server.server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    logLevel = request.params.level;
+    return {};
+  });
+  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()));
 
   server.registerTool(
     "run_code",
@@ -104,7 +96,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       title: "Run JavaScript or TypeScript in a sandbox",
       description,
       inputSchema: {
-        // Characters: a string of MAX_CODE_BYTES UTF-8 bytes has at most as many; the bytes are checked below.
+        // Characters: a string of MAX_CODE_BYTES UTF-8 bytes has at most as many; the bytes are checked by `execute`.
         code: z.string().max(MAX_CODE_BYTES).describe(`The ES module to run, up to ${MAX_CODE_BYTES} bytes of UTF-8.`),
         language: z.enum(["typescript", "javascript"]).optional().describe("Default typescript."),
         globals: z.record(z.string(), z.unknown()).optional().describe("Values to define as globals."),
@@ -113,45 +105,31 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           .strict()
           .optional()
           .describe("Call this export (default: `default`) with these arguments."),
-        memoryLimitBytes: z.number().int().positive().max(maxMemoryBytes).optional(),
+        memoryLimitBytes: z.number().int().positive().max(MAX_RUN_MEMORY_BYTES).optional(),
         timeoutMs: z
           .number()
           .int()
           .positive()
-          .max(maxTimeoutMs)
+          .max(MAX_RUN_TIMEOUT_MS)
           .optional()
-          .describe(`Wall-clock budget of the call, default ${defaultTimeoutMs}.`),
+          .describe(`Wall-clock limit of the call, default ${DEFAULT_RUN_TIMEOUT_MS}.`),
       },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    async ({ code, language, globals, execute, memoryLimitBytes, timeoutMs = defaultTimeoutMs }, extra) => {
-      let run: CodeExecution;
-      let release = () => {};
+    async ({ code, timeoutMs, ...runOptions }, extra) => {
+      let answer: RunAnswer;
       try {
-        const tooLarge = codeTooLarge("code", [code]);
-        if (tooLarge !== undefined) throw tooLarge;
-        if (admit !== undefined) release = await admit(memoryLimitBytes);
-        // Arguments and globals may use the wire encoding for what JSON cannot carry (bigint, Map, Date, ...).
-        run = runCode(code, {
-          ...(language === undefined ? {} : { language }),
-          ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
-          ...(execute === undefined ? {} : { execute: callOf(execute) }),
-          ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
-          ...(tools === undefined ? {} : { imports: tools.modules(tenant) }),
-        });
+        answer = await execute(
+          { source: code, options: runOptions, timeoutMs },
+          { signal: extra.signal, onEvent: notifier(extra, () => logLevel) },
+        );
       } catch (error) {
-        release();
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };
       }
-      // A cancelled call, or a server closed with its request, stops the run.
-      extra.signal.addEventListener("abort", () => run.terminate("The call was cancelled"), { once: true });
-      const budget = setTimeout(() => run.terminate(`run_code's budget of ${timeoutMs} ms ran out`), timeoutMs);
-      const result = await run;
-      clearTimeout(budget);
-      release();
+      const { result, maxLength } = answer;
       return {
         content: [{ type: "text", text: summarize(result) }],
-        structuredContent: resultWire(result, maxAnswerChars) as Record<string, unknown>,
+        structuredContent: resultWire(result, maxLength) as Record<string, unknown>,
         isError: result.status !== "success",
       };
     },
@@ -172,4 +150,35 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     );
   }
   return server;
+}
+
+/**
+ * What a call tells its client while it runs: each console entry as a logging notification at its method's level (the
+ * data is the entry in wire JSON) unless the client asked for a higher one, and with the call's `progressToken` each
+ * reported value as a progress notification (the number reported so far, the value's wire JSON cut short as its
+ * message). Notifications go with the call's request; one the client can no longer take is dropped.
+ */
+function notifier(
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  logLevel: () => LoggingLevel,
+): (event: RunEvent) => void {
+  const progressToken = extra._meta?.progressToken;
+  let reports = 0;
+  const send = (notification: ServerNotification) => extra.sendNotification(notification).catch(() => {});
+  return (event) => {
+    if (event.type === "log") {
+      const level = LOG_LEVELS[event.level];
+      if (SEVERITY.indexOf(level) < SEVERITY.indexOf(logLevel())) return;
+      void send({
+        method: "notifications/message",
+        params: { level, logger: "run_code", data: JSON.parse(event.data) },
+      });
+    } else if (progressToken !== undefined) {
+      reports++;
+      void send({
+        method: "notifications/progress",
+        params: { progressToken, progress: reports, message: `report ${reports}: ${cut(event.data)}` },
+      });
+    }
+  };
 }

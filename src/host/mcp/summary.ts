@@ -13,6 +13,11 @@ export const SHOWN_CHARS = 2_000;
 /** Reports and log lines shown; the rest are counted. */
 export const SHOWN_ENTRIES = 20;
 
+/** `text` as it is up to `SHOWN_CHARS` characters, then cut with a mark. */
+export function cut(text: string): string {
+  return text.length <= SHOWN_CHARS ? text : `${text.slice(0, SHOWN_CHARS)}... (${text.length - SHOWN_CHARS} more)`;
+}
+
 /** `value` as wire JSON, or a note when its text is longer than `SHOWN_CHARS`. */
 function shown(value: unknown): string {
   try {

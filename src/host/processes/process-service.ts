@@ -19,8 +19,15 @@ import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../..
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
 import { define, jsonWithin, utf8Length } from "../../values/json.js";
-import { codeTooLarge } from "../code-size.js";
-import { HostError, retryLater } from "../errors.js";
+import { checkSlots } from "../admission/slots.js";
+import { HostError } from "../errors.js";
+import {
+  codeTooLarge,
+  DEFAULT_EXECUTION_TIMEOUT_MS,
+  DEFAULT_MAX_ACTIVE_PROCESSES,
+  MAX_EXECUTION_TIMEOUT_MS,
+  timeoutWithin,
+} from "../limits.js";
 import { Environments } from "./environments.js";
 import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
 import { transition } from "./states.js";
@@ -33,14 +40,6 @@ import {
   type ProcessStore,
 } from "./storage.js";
 
-/** Timeout of a process that sets none. */
-export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
-/** Longest timeout a process may ask for. */
-export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
-/** Processes queued, running or terminating at once; more are refused (HTTP 429). */
-export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
-/** Seconds a refusal for want of a free slot asks the client to wait. */
-const SLOT_RETRY_SECONDS = 1;
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_SUBSCRIBERS = 32;
 /** Per-process caps (see {@link OutputLimits}). */
@@ -191,10 +190,7 @@ export class ProcessService implements EnvironmentBindings {
     if (typeof input.code !== "string") throw new HostError("invalid_request", "code must be a string");
     const tooLarge = codeTooLarge("code", [input.code]);
     if (tooLarge !== undefined) throw tooLarge;
-    const timeoutMs = input.timeoutMs ?? this.defaultTimeoutMs;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > this.maxTimeoutMs) {
-      throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${this.maxTimeoutMs}`);
-    }
+    const timeoutMs = timeoutWithin(input.timeoutMs, this.defaultTimeoutMs, this.maxTimeoutMs);
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
     try {
@@ -463,22 +459,12 @@ export class ProcessService implements EnvironmentBindings {
   #reserve(tenant: string): () => void {
     let reserved = 0;
     for (const count of this.#reserved.values()) reserved += count;
-    if (this.#live.size + reserved >= this.maxActiveProcesses) {
-      throw retryLater(
-        "too_many_processes",
-        `${this.maxActiveProcesses} processes are active already: wait for one to finish`,
-        SLOT_RETRY_SECONDS,
-      );
-    }
     let tenantActive = this.#reserved.get(tenant) ?? 0;
     for (const live of this.#live.values()) if (live.record.tenant === tenant) tenantActive++;
-    if (tenantActive >= this.maxActivePerTenant) {
-      throw retryLater(
-        "tenant_too_many_processes",
-        `This tenant has ${this.maxActivePerTenant} processes active already: wait for one to finish`,
-        SLOT_RETRY_SECONDS,
-      );
-    }
+    checkSlots(this.#live.size + reserved, tenantActive, {
+      maxActive: this.maxActiveProcesses,
+      tenantMaxActive: this.maxActivePerTenant,
+    });
     this.#reserved.set(tenant, (this.#reserved.get(tenant) ?? 0) + 1);
     return () => {
       const left = (this.#reserved.get(tenant) ?? 1) - 1;

@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
 import { createHost, type ProcessRecord } from "../../../src/host/index.js";
 import { wasm } from "../../environment/helpers.js";
+import { sseEvents } from "../sse.js";
 
 type Host = Awaited<ReturnType<typeof createHost>>;
 
@@ -62,16 +63,7 @@ const until = async (check: () => Promise<boolean>) => {
 };
 
 /** Reads a whole SSE body (it ends after `exit`) into `[event, data]` pairs. */
-async function events(response: Response): Promise<[string, Record<string, unknown>][]> {
-  const text = await response.text();
-  return text
-    .split("\n\n")
-    .filter((block) => block !== "")
-    .map((block) => {
-      const [event, data] = block.split("\n") as [string, string];
-      return [event.slice("event: ".length), JSON.parse(data.slice("data: ".length)) as Record<string, unknown>];
-    });
-}
+const events = async (response: Response) => sseEvents(await response.text());
 
 describe("HTTP API: bad requests", () => {
   test("stable error codes and statuses; nothing is stored or changed", async () => {

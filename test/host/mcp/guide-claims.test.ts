@@ -7,9 +7,9 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
-import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { createSandbox } from "../../../src/index.js";
 import { fromWire, type JsonValue, toWire } from "../../../src/values/wire.js";
+import { mcpServerOf } from "./helpers.js";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });
@@ -17,7 +17,7 @@ let guide = "";
 
 beforeAll(async () => {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await createMcpServer({ runCode }).connect(serverSide);
+  await mcpServerOf(runCode).connect(serverSide);
   await client.connect(clientSide);
   guide = (await client.listTools()).tools[0]?.description ?? "";
 });

@@ -5,7 +5,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
 import {
@@ -22,6 +22,7 @@ import {
 import { createSandbox } from "../../../src/index.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
+import { sseEvents } from "../sse.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
@@ -252,6 +253,39 @@ describe("POST /mcp", () => {
     expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: cap }))).toBe(3);
   });
 
+  it("a call is answered as an event stream: its console output as logging notifications as it runs, then the result", async () => {
+    const h = await host();
+    const alpha = await connect(h, "alpha");
+    const heard: unknown[] = [];
+    alpha.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+      heard.push([params.level, (params.data as { args: unknown }).args, held.length]);
+    });
+    const answer = run(
+      alpha,
+      `import { hold } from "gate";\nconsole.warn("held");\nawait hold({});\nexport default 1;`,
+    );
+    while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (heard.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    (held.shift() as () => void)();
+    expect([heard, resultOf(await answer)]).toEqual([[["warning", ["held"], 1]], 1]);
+    const listed = await post(h, listTools);
+    expect(listed.headers.get("content-type")).toBe("application/json");
+  });
+
+  it("a client that leaves a call's stream stops its run, whose room is free for the next at once", async () => {
+    // One run at the default limit takes the whole budget; the next waits at most 300 ms for it.
+    const h = await host({ admission: { memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 } });
+    const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "run_code", arguments: {} } };
+    const code = `import { hold } from "gate"; await hold({}); export default 1;`;
+    const response = await post(h, { ...call, params: { ...call.params, arguments: { code } } });
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await (response.body as ReadableStream<Uint8Array>).cancel();
+    const next = await post(h, { ...call, params: { ...call.params, arguments: { code: "export default 2" } } });
+    const [[, message]] = sseEvents(await next.text()) as [[string, { result: CallToolResult }]];
+    expect([resultOf(message.result), held.splice(0).length]).toEqual([2, 1]);
+  });
+
   it("a batch that repeats a request id is refused before any call runs: no call outlives its answer to wedge admission", async () => {
     const h = await host({ admission: { maxWaitMs: 300 } });
     const call = (code: string) => ({
@@ -299,11 +333,14 @@ describe("one bound on code at every front door", () => {
     const half = code(MAX_CODE_BYTES / 2 + 1);
     expect(await refusal(await request("/run", { source: half, options: { modules: { "./a.js": half } } }))).toEqual([
       413,
-      `'source' with its modules ${message}`,
+      `The code (its source and modules together) ${message}`,
     ]);
     expect(await refusal(await request("/processes", { code: over }))).toEqual([413, `code ${message}`]);
     const answer = await run(client, over);
-    expect([answer.isError, answer.content]).toEqual([true, [{ type: "text", text: `run_code: code ${message}` }]]);
+    expect([answer.isError, answer.content]).toEqual([
+      true,
+      [{ type: "text", text: `run_code: The code (its source and modules together) ${message}` }],
+    ]);
 
     expect((await request("/run", { source: fits })).status).toBe(200);
     expect(resultOf(await run(client, fits))).toBe(1);

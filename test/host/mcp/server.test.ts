@@ -4,23 +4,22 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
 import { kvService, memoryKeyValueStores, ToolRegistry } from "../../../src/host/index.js";
-import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
 import { createSandbox } from "../../../src/index.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
+import { mcpServerOf } from "./helpers.js";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
 const clients: Client[] = [];
 
-async function connect(options: Partial<Parameters<typeof createMcpServer>[0]> = {}): Promise<Client> {
-  const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
-  const server = createMcpServer({ runCode, tools, ...options });
+async function connect(tools = new ToolRegistry().register(kvService(memoryKeyValueStores()))): Promise<Client> {
+  const server = mcpServerOf(runCode, tools);
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: "test", version: "1.0.0" });
@@ -96,11 +95,11 @@ describe("MCP: the run_code tool", () => {
         },
       ],
     });
-    const client = await connect({ tools });
+    const client = await connect(tools);
     const result = await call(client, { code: 'import { wait } from "slow";\nawait wait({});', timeoutMs: 200 });
     expect(decoded(result).error).toMatchObject({
       name: "TerminatedError",
-      message: "run_code's budget of 200 ms ran out",
+      message: "The run's time limit of 200 ms ran out",
     });
   });
 
@@ -166,6 +165,57 @@ export default [await get({ key: "k" }), failure];`;
   });
 });
 
+describe("MCP: a call's output while it runs", () => {
+  const CONSOLE = "console.log('a', 1n); console.info('i'); console.warn('w'); console.error('e'); console.debug('d');";
+
+  /** The logging notifications `client` hears, as `[level, logger, args]`. */
+  function logsHeard(client: Client): unknown[] {
+    const heard: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+      heard.push([params.level, params.logger, (params.data as { args: unknown }).args]);
+    });
+    return heard;
+  }
+
+  it("each console entry reaches the client as a logging notification, the level by method, before the result", async () => {
+    const client = await connect();
+    const heard = logsHeard(client);
+    await call(client, { code: CONSOLE });
+    expect(heard).toEqual([
+      ["info", "run_code", ["a", { $t: "bigint", v: "1" }]],
+      ["info", "run_code", ["i"]],
+      ["warning", "run_code", ["w"]],
+      ["error", "run_code", ["e"]],
+      ["debug", "run_code", ["d"]],
+    ]);
+  });
+
+  it("logging/setLevel holds back the entries below the level the client set", async () => {
+    const client = await connect();
+    const heard = logsHeard(client);
+    await client.setLoggingLevel("warning");
+    await call(client, { code: CONSOLE });
+    expect(heard).toEqual([
+      ["warning", "run_code", ["w"]],
+      ["error", "run_code", ["e"]],
+    ]);
+  });
+
+  it("with a progressToken, each reported value is a progress notification: the count so far and the value", async () => {
+    const client = await connect();
+    const progress: unknown[] = [];
+    const code = "report(1);\nreport({ big: 2n, text: 'x'.repeat(3_000) });\nexport default 0;";
+    await client.callTool({ name: "run_code", arguments: { code } }, undefined, {
+      onprogress: (notification) => progress.push(notification),
+    });
+    const value = `{"big":{"$t":"bigint","v":"2"},"text":"${"x".repeat(3_000)}"}`;
+    expect(progress).toEqual([
+      { progress: 1, message: "report 1: 1" },
+      { progress: 2, message: `report 2: ${value.slice(0, SHOWN_CHARS)}... (${value.length - SHOWN_CHARS} more)` },
+    ]);
+  });
+});
+
 describe("MCP: upstream servers as modules (code mode)", () => {
   async function withCalc(): Promise<Client> {
     const upstream = new Client({ name: "runcode", version: "0.1.0" });
@@ -174,7 +224,7 @@ describe("MCP: upstream servers as modules (code mode)", () => {
     await upstream.connect(upstreamClient);
     clients.push(upstream);
     const tools = new ToolRegistry().register(await upstreamService("calc", upstream));
-    return connect({ tools });
+    return connect(tools);
   }
 
   it("declares the upstream tools in the guide", async () => {

@@ -1,0 +1,171 @@
+/**
+ * `POST /run` in Node: its time limit, and its answer as Server-Sent Events (log and report events as they happen,
+ * then the result), within the answer's length and released when its client goes away.
+ */
+import { describe, expect, it } from "vitest";
+import type { AdmissionLimits } from "../../../src/host/admission/run-admission.js";
+import { createHost } from "../../../src/host/index.js";
+import { createSandbox } from "../../../src/index.js";
+import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import { wasm } from "../../environment/helpers.js";
+import { gateService } from "../gate.js";
+import { sseEvents } from "../sse.js";
+
+const HOLD = `import { hold } from "gate";`;
+
+/** An anonymous host whose runs may import `gate`, which holds them until the test releases them. */
+async function gatedHost(admission: Partial<AdmissionLimits> = {}) {
+  const { gate, held } = gateService();
+  const { runCode } = createSandbox({ wasm: await wasm() });
+  const { app } = await createHost({
+    services: [gate],
+    app: { run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024, admission } },
+  });
+  const post = (body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    app.fetch(
+      new Request("http://host/run", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+        ...(signal === undefined ? {} : { signal }),
+      }),
+    );
+  const stream = (body: unknown) => post(body, { accept: "text/event-stream" });
+  const heldBy = async (count: number) => {
+    while (held.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { post, stream, held, heldBy };
+}
+
+const decoded = async (response: Response) => fromWire((await response.json()) as JsonValue) as Record<string, unknown>;
+
+describe("POST /run: timeoutMs", () => {
+  it("stops a run that awaits the host at its figure, with the message every door gives", async () => {
+    const { post } = await gatedHost();
+    const response = await post({ source: `${HOLD} await hold({});`, timeoutMs: 200 });
+    expect([response.status, (await decoded(response)).error]).toEqual([
+      200,
+      { name: "TerminatedError", message: "The run's time limit of 200 ms ran out" },
+    ]);
+  });
+
+  it.each([
+    ["0", 0],
+    ["negative", -5],
+    ["fractional", 1.5],
+    ["a string", "100"],
+    ["null", null],
+    ["over the cap", 60_001],
+  ])("%s is a 400 that says what it may be, and nothing runs", async (_what, timeoutMs) => {
+    const { post, held } = await gatedHost();
+    const response = await post({ source: `${HOLD} await hold({});`, timeoutMs });
+    expect([response.status, await response.json(), held.length]).toEqual([
+      400,
+      { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 60000" } },
+      0,
+    ]);
+  });
+});
+
+describe("POST /run with Accept: text/event-stream", () => {
+  it("log and report events in the wire encoding, in the order the guest made them, then the answer as a result event", async () => {
+    const { post, stream } = await gatedHost();
+    const source =
+      "console.log('a', 1n);\nreport(new Map([[1, -0]]));\nconsole.warn({ u: undefined });\nexport default 7n;";
+    const response = await stream({ source });
+    expect([response.status, response.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    const events = sseEvents(await response.text());
+    expect(events.map(([type, data]) => [type, type === "log" ? { ...data, timestamp: 0 } : data])).toEqual([
+      ["log", { level: "log", args: ["a", { $t: "bigint", v: "1" }], timestamp: 0 }],
+      ["report", { $t: "map", v: [[1, { $t: "number", v: "-0" }]] }],
+      ["log", { level: "warn", args: [{ u: { $t: "undefined" } }], timestamp: 0 }],
+      ["result", expect.objectContaining({ status: "success", result: { $t: "bigint", v: "7" } })],
+    ]);
+    // The result event is what the JSON answer is (but for times, and the fuel of the pool's first run, which boots).
+    const {
+      durationMs: _d,
+      fuelUsed: _f,
+      ...result
+    } = fromWire(events[3]?.[1] as JsonValue) as Record<string, unknown>;
+    const { durationMs: _e, fuelUsed: _g, ...answer } = await decoded(await post({ source }));
+    expect({ ...result, logs: [] }).toEqual({ ...answer, logs: [] });
+    expect((result.logs as { args: unknown[] }[]).map((log) => log.args)).toEqual([["a", 1n], [{ u: undefined }]]);
+  });
+
+  it("the headers come once the run starts and each event as it happens, before the run ends", async () => {
+    const { stream, held, heldBy } = await gatedHost();
+    const response = await stream({
+      source: `${HOLD}\nconsole.log("before");\nawait hold({});\nconsole.log("after");\nexport default 1;`,
+    });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += decoder.decode(chunk.value, { stream: true });
+      if (text.endsWith("\n\n")) break;
+    }
+    expect(sseEvents(text).map(([type, data]) => [type, data.args])).toEqual([["log", ["before"]]]);
+    await heldBy(1);
+    (held.pop() as () => void)();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
+    expect(sseEvents(text).map(([type, data]) => [type, data.args ?? data.status])).toEqual([
+      ["log", ["before"]],
+      ["log", ["after"]],
+      ["result", "success"],
+    ]);
+  });
+
+  it("a refusal comes before any stream, with its own status", async () => {
+    const { stream } = await gatedHost();
+    const response = await stream({ source: "export default 1", options: { imports: {} } });
+    expect([response.status, response.headers.get("content-type"), await response.json()]).toEqual([
+      400,
+      "application/json",
+      {
+        error: {
+          code: "invalid_request",
+          message:
+            "Unknown or non-data option 'imports': a run takes execute, modules, globals, language, memoryLimitBytes, filename",
+        },
+      },
+    ]);
+  });
+
+  it("a client that goes away stops the run, whose room is free for the next at once", async () => {
+    // One run at the default limit takes the whole budget; the next waits at most 300 ms for it.
+    const { post, stream, held, heldBy } = await gatedHost({
+      memoryBudgetBytes: 36 * 1024 * 1024,
+      tenantShare: 1,
+      maxWaitMs: 300,
+    });
+    const response = await stream({ source: `${HOLD} await hold({}); export default 1;` });
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    await heldBy(1);
+    await (response.body as ReadableStream<Uint8Array>).cancel();
+    const next = await post({ source: "export default 2" });
+    expect([next.status, (await decoded(next)).result, held.length]).toEqual([200, 2, 1]);
+  });
+
+  it("events stop before their texts together pass the answer's length; the result says the answer is too long", async () => {
+    const { stream } = await gatedHost();
+    const memoryLimitBytes = 4 * 1024 * 1024;
+    // Each entry holds 1.2 MB of the host's memory and takes 1.6 million characters in the wire encoding (base64).
+    const source =
+      "const bytes = new Uint8Array(1_200_000);\nfor (let i = 0; i < 3; i++) console.log(bytes);\nexport default 0;";
+    const events = sseEvents(await (await stream({ source, options: { memoryLimitBytes } })).text());
+    const logs = events.filter(([type]) => type === "log");
+    const sent = logs.reduce((sum, [, data]) => sum + JSON.stringify(data).length, 0);
+    expect([logs.length, sent <= memoryLimitBytes]).toEqual([2, true]);
+    expect(events.at(-1)).toEqual([
+      "result",
+      expect.objectContaining({
+        status: "memory",
+        error: {
+          name: "MemoryError",
+          message: `The run ended 'success', but its result, reports and logs take more than ${memoryLimitBytes} characters of JSON to send`,
+        },
+      }),
+    ]);
+  });
+});
