@@ -1,22 +1,26 @@
 #!/usr/bin/env node
 /**
- * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
- * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`). Exits 0 on `success`,
- * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox, prints its
+ * console output on standard error as the guest makes it, and then the `CodeExecutionResult` on standard output (as
+ * inspected, or with `--json` in the wire encoding); guest text is escaped, and all of it bounded in size and by
+ * `--timeout`. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { resultWireText } from "../src/core/result-wire.js";
+import type { CodeExecutionLog } from "../src/core/types.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
-import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
-const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
+const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--json]
        runcode mcp [--config servers.json]
-Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
-JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). Exits 0 on success,
-1 when the run did not succeed, 2 on bad arguments.
+Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
+and .cjs files, TypeScript otherwise (--js and --ts decide instead). Console output goes to standard error as it
+happens; the result to standard output at the end, as JSON in runcode's lossless wire encoding with --json. Exits 0
+on success, 1 when the run did not succeed, 2 on bad arguments.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
 
@@ -36,6 +40,14 @@ function printable(text: string): string {
       ? `\\x${code.toString(16).toUpperCase().padStart(2, "0")}`
       : `\\u${code.toString(16).toUpperCase()}`;
   });
+}
+
+/**
+ * JSON `text` with every control character JSON leaves raw (DEL, C1, the bidirectional marks: only ever inside its
+ * strings) written as a `\u` escape: the same JSON value, which a terminal shows as it is.
+ */
+function printableJson(text: string): string {
+  return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
 }
 
 /**
@@ -59,6 +71,33 @@ class PrintBudget extends WorkBudget {
     }
     return super.trySpend(units);
   }
+}
+
+/**
+ * The printing of a run that must be done by `deadline`: its console entries on standard error as the guest makes
+ * them (formatted as a console does, sharing one {@link PrintBudget}: past it they are cut and say so, and later ones
+ * are not printed), and its result inspected within a budget of its own.
+ */
+function printer(deadline: number, timeout: string) {
+  const within = (budget: PrintBudget) =>
+    makeInspect({
+      depth: MAX_WALK_DEPTH,
+      truncated: () =>
+        budget.late
+          ? `... [output truncated: the ${timeout} ms timeout ran out]`
+          : `... [output truncated: printing budget of ${FORMAT_BUDGET} units spent]`,
+    });
+  const consoleBudget = new PrintBudget(deadline);
+  const { format } = within(consoleBudget);
+  return {
+    console: (entry: CodeExecutionLog) => {
+      if (!consoleBudget.exhausted) process.stderr.write(`${printable(format(entry.args, consoleBudget))}\n`);
+    },
+    result: (result: unknown) => {
+      const resultBudget = new PrintBudget(deadline);
+      return printable(within(resultBudget).inspect(result, resultBudget));
+    },
+  };
 }
 
 /** Bad arguments: one line on standard error, exit code 2. */
@@ -113,29 +152,24 @@ async function runFile(): Promise<void> {
   // On a worker thread, the timeout's terminate() stops any guest work within 50 ms, native loops that never poll
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
-  const safetyCap = { cpuTimeMs: timeout, fuel: timeout * FUEL_PER_MS };
-  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true });
+  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: safetyCapWithin(timeout), threads: true });
+  const deadline = performance.now() + timeout;
+  const printing = printer(deadline, values.timeout);
+  const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
   const run = runCode(source, {
     language,
     execute: { fn: values.export, args },
     globals: globals as Record<string, unknown>,
     ...(file === "-" ? {} : { filename: file }),
-    ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
+    ...(values.memory === undefined ? {} : { memoryLimitBytes: memory }),
+    onLog: printing.console,
   });
-  const deadline = performance.now() + timeout;
   const budget = setTimeout(() => run.terminate(`${values.timeout} ms budget`), timeout);
   const result = await run;
   clearTimeout(budget);
-  // Printed within the timeout and a bounded size, every control character of guest text escaped.
-  const printing = new PrintBudget(deadline);
-  const { inspect } = makeInspect({
-    depth: MAX_WALK_DEPTH,
-    truncated: () =>
-      printing.late
-        ? `... [output truncated: the ${values.timeout} ms timeout ran out]`
-        : `... [output truncated: printing budget of ${FORMAT_BUDGET} units spent]`,
-  });
-  console.log(printable(inspect(result, printing)));
+  // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
+  // timeout and a bounded size. Every control character of guest text escaped.
+  console.log(values.json ? printableJson(resultWireText(result, memory)) : printing.result(result));
   if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
     console.error(
       `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
@@ -155,6 +189,7 @@ function parseFlags() {
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
+      json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });

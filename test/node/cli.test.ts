@@ -1,11 +1,12 @@
 /** The `runcode` command, run as a user runs it: the built CLI in a child process. */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { FORMAT_BUDGET } from "../../src/environment/index.js";
+import { fromWire, type JsonValue } from "../../src/values/wire.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-cli-"));
@@ -144,5 +145,40 @@ export default {
     expect(run.stdout.endsWith("\n} ... [output truncated: the 3000 ms timeout ran out]\n")).toBe(true);
     // The clock is read every 1,024 units spent: what was written before the timeout ran out is all there is.
     expect(run.stdout.length).toBeLessThan(64 * 1024);
+  });
+
+  it("prints console output on standard error as the guest makes it, escaped, before the run ends", async () => {
+    writeFileSync(
+      join(dir, "live.js"),
+      'console.log("started", { n: 1 }, "\\x1b[2J");\nconsole.warn("w");\nfor (;;) {}',
+    );
+    // The run would end by itself within the test's time; the output must come before.
+    const child = spawn(process.execPath, [CLI, "live.js", "--timeout", "20000"], { cwd: dir });
+    let stderr = "";
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk));
+    try {
+      for await (const chunk of child.stderr) {
+        stderr += chunk;
+        if (stderr.endsWith("w\n")) break;
+      }
+    } finally {
+      child.kill();
+    }
+    expect({ stderr, stdout }).toEqual({ stderr: "started { n: 1 } \\x1B[2J\nw\n", stdout: "" });
+  });
+
+  it("--json prints the result in the wire encoding, with the characters a terminal acts on escaped as JSON allows", () => {
+    const run = cli(["json.js", "--json"], {
+      "json.js":
+        'console.log("logged");\nexport default { big: 2n ** 64n, m: new Map([[1, undefined]]), t: "a\\x9b\\u202eb" };',
+    });
+    expect([run.code, run.stderr, run.stdout.includes("\\u009B\\u202E")]).toEqual([0, "logged\n", true]);
+    const result = fromWire(JSON.parse(run.stdout) as JsonValue) as Record<string, unknown>;
+    expect([result.status, result.result, (result.logs as { args: unknown }[])[0]?.args]).toEqual([
+      "success",
+      { big: 2n ** 64n, m: new Map([[1, undefined]]), t: "a\x9b\u202eb" },
+      ["logged"],
+    ]);
   });
 });
