@@ -1,19 +1,30 @@
 /**
- * `npm run bench:host`: processes per second through the HTTP handler for a trivial process, and the overhead of a
- * process over a bare `runCode` of the same code. Cases are interleaved round by round in one run (these machines
- * are noisy, so only ratios are comparable between runs).
+ * `npm run bench:host`: processes per second through the HTTP handler for a trivial process, the overhead of a
+ * process over a bare `runCode` of the same code, and how soon a streamed `POST /run` delivers its first event against
+ * the whole answer. Cases are interleaved round by round in one run (these machines are noisy, so only ratios are
+ * comparable between runs).
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+// The Node entry: it gives the core SWC, which TypeScript needs.
+import { createSandbox } from "../node/index.js";
 import { instantiate } from "../src/environment/index.js";
-import { createHost } from "../src/host/index.js";
-import { createSandbox } from "../src/index.js";
+import { createHost, MemoryQuotas } from "../src/host/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const wasm = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
 const CODE = "export default 1 + 1;";
-const { runCode } = createSandbox({ wasm });
-const { app, service } = await createHost({ environment: { module: instantiate({ wasm }) }, maxActiveProcesses: 64 });
+const { runCode } = createSandbox({ wasm, threads: false });
+const { app, service } = await createHost({
+  environment: { module: instantiate({ wasm }) },
+  maxActiveProcesses: 64,
+  // Rates are not what this measures.
+  // `/run` on worker threads, as Node serves it: the caller's thread is free to send events while the guest works.
+  app: {
+    run: { runCode: createSandbox({ wasm }).runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+    quotas: new MemoryQuotas(1_000_000),
+  },
+});
 // The environment module alone (no host, no tool discovery): where the overhead is, the environment's or the host's.
 const environment = instantiate({ wasm });
 const noop = () => {};
@@ -94,3 +105,41 @@ console.log(
   `${"processes/s through the HTTP handler, 16 in flight".padEnd(60)} ${((1000 * total) / elapsed).toFixed(0)}`,
 );
 console.log(`${"processes/s through the HTTP handler, sequential".padEnd(60)} ${viaHttp.perSecond.toFixed(0)}`);
+
+// A streamed POST /run: its first event (a log at the start of the run) against the whole answer, for a run of a
+// few milliseconds of work after it.
+const WORK = "console.log('started');\nlet s = 0;\nfor (let i = 0; i < 100_000; i++) s += i;\nexport default s;";
+const run = (accept: string) =>
+  app.fetch(
+    new Request("http://host/run", {
+      method: "POST",
+      body: JSON.stringify({ source: WORK }),
+      headers: { "content-type": "application/json", accept },
+    }),
+  );
+const streamed = {
+  "/run as JSON: the answer": async () => {
+    if (!(await (await run("application/json")).text()).includes('"status":"success"')) throw new Error("failed");
+  },
+  "/run streamed: the first event": async () => {
+    const reader = ((await run("text/event-stream")).body as ReadableStream<Uint8Array>).getReader();
+    const { value } = await reader.read();
+    if (!new TextDecoder().decode(value).startsWith("event: log")) throw new Error("no log event first");
+    await reader.cancel();
+  },
+  "/run streamed: the whole stream": async () => {
+    if (!(await (await run("text/event-stream")).text()).includes('"status":"success"')) throw new Error("failed");
+  },
+};
+for (const fn of Object.values(streamed)) for (let i = 0; i < 20; i++) await fn();
+const streamTimes = new Map<string, number[]>(Object.keys(streamed).map((k) => [k, []]));
+for (let round = 0; round < rounds; round++) {
+  for (const [label, fn] of Object.entries(streamed)) streamTimes.get(label)?.push(...(await sample(10, fn)));
+}
+const streamRows = [...streamTimes].map(([label, t]) => summarize(label, t));
+const [answered, firstEvent, wholeStream] = streamRows as [Summary, Summary, Summary];
+console.log();
+printTable(streamRows);
+console.log();
+ratio("first event / JSON answer", firstEvent, answered);
+ratio("whole stream / JSON answer", wholeStream, answered, "~1x");
