@@ -10,6 +10,7 @@
  */
 import { linearMemoryBytes } from "../../core/engine.js";
 import { HostError, retryLater } from "../errors.js";
+import { MAX_RUN_TIMEOUT_MS } from "../limits.js";
 
 /**
  * Linear memory the runs in flight in one instance may hold together. With a 128 MB Worker isolate: two runs at the
@@ -30,10 +31,10 @@ export const MAX_ADMISSION_WAIT_MS = 10_000;
 export const TENANT_SHARE = 0.5;
 /**
  * Longest a run holds its room: past it the room is taken back though nothing released it, as on Workers a request
- * whose client went away may be cancelled, and then none of its code runs again (a `finally` included). Longer than
- * any run lasts (`/run` 10 s, `run_code` 60 s at most).
+ * whose client went away may be cancelled, and then none of its code runs again (a `finally` included). Twice as
+ * long as any run may last.
  */
-export const MAX_HOLD_MS = 120_000;
+export const MAX_HOLD_MS = 2 * MAX_RUN_TIMEOUT_MS;
 /** What a 503 `overloaded` asks the client to wait, in seconds: runs last seconds. */
 const OVERLOADED_RETRY_SECONDS = 1;
 
