@@ -19,7 +19,7 @@ import { createMcpServer } from "../mcp/server.js";
 import { createRunOnce, type RunOnceOptions } from "../runs/run-once.js";
 import type { Catalog } from "./catalog-routes.js";
 import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
+import { type AppEnv, errorResponses, jsonOrEventStream, preEncoded, secured } from "./route-context.js";
 
 const JsonRpc = z
   .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
@@ -33,14 +33,10 @@ const route = createRoute(
       summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
       request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
       responses: {
-        200: {
-          description:
-            "The JSON-RPC response; for a request that calls tools, an event stream of the calls' notifications (console output, progress) and then the responses",
-          content: {
-            "application/json": { schema: JsonRpc },
-            "text/event-stream": { schema: z.string() },
-          },
-        },
+        200: jsonOrEventStream(
+          "The JSON-RPC response; for a request that calls tools, an event stream of the calls' notifications (console output, progress) and then the responses",
+          JsonRpc,
+        ),
         202: { description: "A notification or response was accepted" },
         ...errorResponses(
           "invalid_json",

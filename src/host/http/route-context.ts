@@ -4,7 +4,7 @@
  * and code).
  * @module
  */
-import type { RouteConfig } from "@hono/zod-openapi";
+import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Quotas } from "../admission/quotas.js";
 import { ERROR_STATUS, type HostErrorCode } from "../errors.js";
@@ -59,6 +59,12 @@ export function secured<R extends RouteConfig>(config: R, bodyMiddleware?: Middl
     },
   };
 }
+
+/** A `200` answered as JSON of `schema`, or as an event stream (described by `description`). */
+export const jsonOrEventStream = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { "application/json": { schema }, "text/event-stream": { schema: z.string() } },
+});
 
 /** The headers of an event stream: no proxy or browser may cache or transform it. */
 export const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };

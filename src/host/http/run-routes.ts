@@ -7,14 +7,14 @@
  * line, then 503 `overloaded`, never an instance that runs out of memory.
  * @module
  */
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { resultWireText } from "../../core/result-wire.js";
 import type { AdmissionLimits } from "../admission/run-admission.js";
 import { HostError } from "../errors.js";
 import { MAX_RUN_BODY_BYTES } from "../limits.js";
 import type { RunOnce, RunOnceOptions, RunOnceRequest } from "../runs/run-once.js";
 import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
+import { type AppEnv, errorResponses, jsonOrEventStream, preEncoded, secured } from "./route-context.js";
 import { streamRun } from "./run-stream.js";
 import { RunRequest, RunResult } from "./schemas.js";
 
@@ -34,14 +34,10 @@ const route = createRoute(
       summary: "Run code once and answer its result, or stream its events and then its result",
       request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
       responses: {
-        200: {
-          description:
-            "The run's result, whatever its status; with `Accept: text/event-stream`, `log` and `report` events as they happen, then a `result` event",
-          content: {
-            "application/json": { schema: RunResult },
-            "text/event-stream": { schema: z.string() },
-          },
-        },
+        200: jsonOrEventStream(
+          "The run's result, whatever its status; with `Accept: text/event-stream`, `log` and `report` events as they happen, then a `result` event",
+          RunResult,
+        ),
         ...errorResponses(
           "invalid_json",
           "invalid_request",
