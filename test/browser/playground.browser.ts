@@ -139,6 +139,7 @@ describe("SandboxRunner spare worker", () => {
     expect(runner.ignored).toBe(1);
 
     const run = runner.run({ source: "while(true){}", options: {}, globals: {}, imports: {} });
+    runner.stop();
     expect((await run).kind).toBe("result");
     expect((workers[0] as FakeWorker).terminated).toBe(true);
     expect(await runner.ready).toBe(1);
