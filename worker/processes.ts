@@ -5,10 +5,10 @@
  * @module
  */
 import { HostError, type ProcessBackend } from "../src/host/index.js";
-import type { SlotLimits } from "./registry.js";
+import type { SlotQuotas } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
 
-export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {
+export function edgeProcesses(env: Env, limits: SlotQuotas): ProcessBackend {
   const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
   const processObject = (pid: number) => env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
   return {

@@ -12,7 +12,7 @@ import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeTo
 import { type Answer, answer } from "./rpc-refusals.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */
-export interface SlotLimits {
+export interface SlotQuotas {
   maxActive: number;
   tenantMaxActive: number;
 }
@@ -70,7 +70,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** Throws the 429 when the deployment or `tenant` has no free slot. */
-  #checkSlots(tenant: string, limits: SlotLimits): void {
+  #checkSlots(tenant: string, limits: SlotQuotas): void {
     this.#expirePending(Date.now());
     const active = (where: string, ...values: string[]) =>
       this.#sql
@@ -93,7 +93,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
-  async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
+  async allocate(tenant: string, limits: SlotQuotas): Promise<Answer<number>> {
     return answer(() => {
       this.#checkSlots(tenant, limits);
       if (this.#sql.exec("SELECT 1 FROM pid_tags WHERE tenant = ?", tenant).toArray().length === 0) {
@@ -126,7 +126,7 @@ export class RegistryObject extends DurableObject {
    * Takes a slot for running idle process `pid` again (its summary turns `queued`), refused like a creation. The
    * process object reports the run from then on; if it refuses, the caller indexes its record again.
    */
-  async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
+  async reserveRun(pid: number, limits: SlotQuotas): Promise<Answer<null>> {
     return answer(() => {
       const row = this.#sql
         .exec<{ tenant: string; state: string }>("SELECT tenant, state FROM processes WHERE pid = ?", pid)

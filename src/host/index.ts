@@ -7,7 +7,7 @@
  * @module
  */
 import type { EnvironmentModule, ModuleSetupContext } from "../environment/types.js";
-import { type KvLimits, kvService, memoryKeyValueStores } from "../tools/kv.js";
+import { type KvQuotas, kvService, memoryKeyValueStores } from "../tools/kv.js";
 import type { KeyValueStore } from "../tools/kv-store.js";
 import { type Service, ToolRegistry } from "../tools/registry.js";
 import { type AppOptions, createApp } from "./http/app.js";
@@ -21,7 +21,7 @@ export {
   KV_MAX_KEYS,
   KV_MAX_STORE_BYTES,
   KV_MAX_VALUE_BYTES,
-  type KvLimits,
+  type KvQuotas,
   kvService,
   memoryKeyValueStores,
 } from "../tools/kv.js";
@@ -59,10 +59,10 @@ export {
   takeToken,
 } from "./admission/quotas.js";
 export {
-  type AdmissionLimits,
+  type AdmissionCaps,
   MAX_ADMISSION_WAIT_MS,
   MAX_WAITING_RUNS,
-  RUN_MEMORY_BUDGET_BYTES,
+  RUN_MEMORY_CAP_BYTES,
   RunAdmission,
 } from "./admission/run-admission.js";
 export { MAX_CODE_BYTES } from "./code-size.js";
@@ -94,10 +94,10 @@ export {
   DEFAULT_EXECUTION_TIMEOUT_MS,
   DEFAULT_MAX_ACTIVE_PROCESSES,
   DEFAULT_MAX_SUBSCRIBERS,
-  DEFAULT_OUTPUT_LIMITS,
+  DEFAULT_OUTPUT_CAPS,
   MAX_EXECUTION_TIMEOUT_MS,
   OUTPUT_TRUNCATED_KEY,
-  type OutputLimits,
+  type OutputCaps,
   ProcessService,
   type ProcessServiceOptions,
   type ProcessUsage,
@@ -110,7 +110,7 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
   /** Storage of the built-in `kv` service, one store per tenant. Default in memory. */
   kv?: (tenant: string) => KeyValueStore;
   /** Quotas of the built-in `kv` service (defaults: `KV_MAX_*`). */
-  kvLimits?: Partial<KvLimits>;
+  kvQuotas?: Partial<KvQuotas>;
   /** Units of work per run for tool arguments. Default `DEFAULT_TOOL_WORK_PER_RUN`. */
   toolWorkPerRun?: number;
   /** More services next to `kv`. */
@@ -123,9 +123,9 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
 
 /** A ready host: service, app, and the active environment (if one was given). */
 export async function createHost(options: HostOptions = {}) {
-  const { store, kv, kvLimits, toolWorkPerRun, services, environment, app: appOptions, ...rest } = options;
+  const { store, kv, kvQuotas, toolWorkPerRun, services, environment, app: appOptions, ...rest } = options;
   const tools = new ToolRegistry(toolWorkPerRun === undefined ? {} : { workPerRun: toolWorkPerRun }).register(
-    kvService(kv ?? memoryKeyValueStores(), kvLimits),
+    kvService(kv ?? memoryKeyValueStores(), kvQuotas),
   );
   for (const service of services ?? []) tools.register(service);
   const service = new ProcessService({ ...rest, store: store ?? new MemoryProcessStore(), tools });

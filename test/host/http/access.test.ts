@@ -4,13 +4,13 @@
  */
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
-import type { AdmissionLimits } from "../../../src/host/admission/run-admission.js";
+import type { AdmissionCaps } from "../../../src/host/admission/run-admission.js";
 import {
   type Access,
   accessFrom,
   createHost,
   MemoryQuotas,
-  RUN_MEMORY_BUDGET_BYTES,
+  RUN_MEMORY_CAP_BYTES,
   takeToken,
   tenantOf,
 } from "../../../src/host/index.js";
@@ -39,7 +39,7 @@ async function host(access: Access, extra: Parameters<typeof createHost>[0] = {}
 }
 
 /** A keyed host whose `/run` admits 32 MiB runs under `admission`, with a `gate` service that holds runs. */
-async function gatedHost(admission: Partial<AdmissionLimits>) {
+async function gatedHost(admission: Partial<AdmissionCaps>) {
   const { gate, held } = gateService();
   const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
     services: [gate],
@@ -461,7 +461,7 @@ describe("the HTTP surface", () => {
       {
         error: {
           code: "overloaded",
-          message: `Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs 16777216: 1 runs wait already; retry shortly`,
+          message: `Runs in flight here hold ${RUN_MEMORY_CAP_BYTES} of ${RUN_MEMORY_CAP_BYTES} bytes of linear memory, and this one needs 16777216: 1 runs wait already; retry shortly`,
         },
       },
     ]);
@@ -495,7 +495,7 @@ describe("the HTTP surface", () => {
 
   test("a /run whose request ends releases its admission: the run is stopped and its memory free for others", async () => {
     // One run at the default cap takes the whole budget.
-    const { h, held } = await gatedHost({ memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 });
+    const { h, held } = await gatedHost({ memoryCapBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 });
     const client = new AbortController();
     const abandoned = h.app.fetch(
       new Request("http://host/run", {

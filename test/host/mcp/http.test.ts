@@ -9,14 +9,14 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
 import {
-  type AdmissionLimits,
+  type AdmissionCaps,
   accessFrom,
   createHost,
   httpUpstreamsFrom,
   linearMemoryBytes,
   MAX_CODE_BYTES,
   MemoryQuotas,
-  RUN_MEMORY_BUDGET_BYTES,
+  RUN_MEMORY_CAP_BYTES,
   upstreamsFrom,
 } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
@@ -37,7 +37,7 @@ afterEach(async () => {
 const { gate, held } = gateService();
 
 async function host(
-  extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits>; origins?: string[] } = {},
+  extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionCaps>; origins?: string[] } = {},
 ): Promise<Host> {
   const { admission, ...app } = extra;
   return createHost({
@@ -247,7 +247,7 @@ describe("POST /mcp", () => {
     expect(resultOf(await holding)).toBe(1);
     expect(refused.isError).toBe(true);
     expect((refused.content[0] as { text: string }).text).toBe(
-      `run_code: Runs in flight here hold ${linearMemoryBytes(cap)} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
+      `run_code: Runs in flight here hold ${linearMemoryBytes(cap)} of ${RUN_MEMORY_CAP_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
     );
     expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: cap }))).toBe(3);
   });
