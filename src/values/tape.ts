@@ -1,5 +1,5 @@
 /**
- * The wire format of values crossing the sandbox boundary: a JSON text (the "tape") plus a side list of binary
+ * The tape: how values cross the sandbox boundary (and, on Node, threads), as a JSON text plus a side list of binary
  * buffers and promises. Both halves parse it as data, so marshaling never runs code of the other side: guest
  * getters run inside the guest while it encodes, never on the host.
  *
