@@ -52,7 +52,7 @@ export class RegistryObject extends DurableObject {
       CREATE INDEX IF NOT EXISTS processes_tenant_ref ON processes (tenant, ref);
       CREATE INDEX IF NOT EXISTS processes_active ON processes (state) WHERE state != 'idle';
     `);
-    // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
+    // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
   }
@@ -60,8 +60,8 @@ export class RegistryObject extends DurableObject {
   /**
    * Drops placeholders whose creation never finished. A Worker that restarts between `allocate` and the object's
    * first report (wrangler dev reloads, isolate restarts under load: seen in e2e/abuse.spec.ts) never calls
-   * `remove`, and its placeholder used to stay `queued` for ever, holding one of the `maxActive` slots; enough of
-   * them and every creation was 429. A creation that does finish late re-inserts its row through `index`.
+   * `remove`, and its placeholder would stay `queued` for ever, holding one of the `maxActive` slots; enough of
+   * them and every creation would be 429. A creation that does finish late re-inserts its row through `index`.
    */
   #expirePending(now: number): void {
     const before = now - PENDING_TTL_MS;

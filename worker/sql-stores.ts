@@ -98,8 +98,8 @@ const utf8 = new TextEncoder();
 
 /**
  * The smallest string above every string that starts with `prefix`, in SQLite's order (UTF-8 bytes, which is code
- * point order): `prefix` with its last code point raised by one. `undefined` when there is none. (`prefix + U+FFFF`
- * was used before, and missed keys that continue with a character beyond U+FFFF: an emoji sorts after it in UTF-8.)
+ * point order): `prefix` with its last code point raised by one. `undefined` when there is none. Not
+ * `prefix + U+FFFF`, which keys continuing with a character beyond U+FFFF sort after (an emoji does, in UTF-8).
  */
 export function prefixEnd(prefix: string): string | undefined {
   const points = [...prefix];
