@@ -7,8 +7,10 @@
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
+import type { Quotas } from "../src/host/admission/quotas.js";
 import { RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
-import { createApp, createHost, type Quotas } from "../src/host/index.js";
+import { createApp } from "../src/host/http/app.js";
+import { createHost } from "../src/host/index.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";

@@ -4,7 +4,8 @@
  * answers errors.
  * @module
  */
-import { HostError, type ProcessBackend } from "../src/host/index.js";
+import { HostError } from "../src/host/errors.js";
+import type { ProcessBackend } from "../src/host/http/process-routes.js";
 import type { SlotQuotas } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
 

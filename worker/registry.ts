@@ -7,8 +7,10 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
+import { HostError, retryLater } from "../src/host/errors.js";
+import { summaryOf } from "../src/host/http/process-routes.js";
+import { newPidTag, type ProcessFilter, type ProcessRecord, pidOf } from "../src/host/processes/storage.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */

@@ -1,8 +1,8 @@
 /**
- * Values crossing between one run's guest and the host: the guest's single host function (calls, reports, logs,
- * settled guest promises, native-work charges), host values into the guest (host promises become guest promises
- * settled later), guest values out to the host by the guest's own encoder, and guest errors as the guest describes
- * them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
+ * The guest bridge, where values cross between one run's guest and the host: the guest's single host function
+ * (calls, reports, logs, settled guest promises, native-work charges), host values into the guest (host promises
+ * become guest promises settled later), guest values out to the host by the guest's own encoder, and guest errors as
+ * the guest describes them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
  *
  * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
  * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches

@@ -4,7 +4,9 @@
  * tenant holds at most its share of the budget and of the line, and whatever ends a request releases its runs.
  */
 import { describe, expect, it } from "vitest";
-import { HostError, linearMemoryBytes, RunAdmission } from "../../../src/host/index.js";
+import { linearMemoryBytes } from "../../../src/core/engine.js";
+import { RunAdmission } from "../../../src/host/admission/run-admission.js";
+import { HostError } from "../../../src/host/errors.js";
 
 const MiB = 1024 * 1024;
 

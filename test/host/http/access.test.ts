@@ -4,16 +4,10 @@
  */
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
-import type { AdmissionCaps } from "../../../src/host/admission/run-admission.js";
-import {
-  type Access,
-  accessFrom,
-  createHost,
-  MemoryQuotas,
-  RUN_MEMORY_CAP_BYTES,
-  takeToken,
-  tenantOf,
-} from "../../../src/host/index.js";
+import { MemoryQuotas, takeToken } from "../../../src/host/admission/quotas.js";
+import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
+import { type Access, accessFrom, tenantOf } from "../../../src/host/http/auth.js";
+import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { STATUSES } from "../../conformance/helpers.js";

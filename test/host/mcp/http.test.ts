@@ -8,18 +8,14 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
-import {
-  type AdmissionCaps,
-  accessFrom,
-  createHost,
-  httpUpstreamsFrom,
-  linearMemoryBytes,
-  MAX_CODE_BYTES,
-  MemoryQuotas,
-  RUN_MEMORY_CAP_BYTES,
-  upstreamsFrom,
-} from "../../../src/host/index.js";
+import { linearMemoryBytes } from "../../../src/core/engine.js";
+import { MemoryQuotas } from "../../../src/host/admission/quotas.js";
+import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
+import { MAX_CODE_BYTES } from "../../../src/host/code-size.js";
+import { accessFrom } from "../../../src/host/http/auth.js";
+import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
+import { httpUpstreamsFrom, upstreamsFrom } from "../../../src/tools/upstream-config.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
