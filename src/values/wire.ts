@@ -51,12 +51,9 @@
  * buffer is copied once however many views it has.
  * @module
  */
+import type { JsonObject, JsonValue } from "./json.js";
 import { ERROR_TYPES, TYPED_ARRAYS } from "./tape.js";
 import { MAX_RESERVED_BYTES, trackingView } from "./to-host.js";
-
-/** A value `JSON.stringify` writes and `JSON.parse` reads back unchanged. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-type JsonObject = { [key: string]: JsonValue };
 
 /** Options of {@link toWireText} and {@link toWire}. */
 export interface WireOptions {

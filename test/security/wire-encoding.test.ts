@@ -7,8 +7,9 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { runCode } from "../../node/index.js";
 import type { CodeExecutionResult } from "../../src/index.js";
+import type { JsonValue } from "../../src/values/json.js";
 import { MAX_RESERVED_BYTES } from "../../src/values/to-host.js";
-import { fromWire, type JsonValue, toWire, toWireText, WireLengthError } from "../../src/values/wire.js";
+import { fromWire, toWire, toWireText, WireLengthError } from "../../src/values/wire.js";
 
 const roundTrip = (value: unknown): unknown => fromWire(JSON.parse(toWireText(value)) as JsonValue);
 
