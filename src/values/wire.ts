@@ -561,9 +561,6 @@ type ReadFrame =
   | { kind: typeof ENTRY; pairs: readonly JsonValue[]; next: number; into: Map<unknown, unknown>; key: unknown }
   | { kind: typeof CAUSE; cause: JsonValue; next: number; into: Error };
 
-const defineData = (target: object, key: string, value: unknown) =>
-  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
-
 /**
  * Decodes what {@link toWire} wrote, with an explicit stack rather than recursion (a client controls the depth).
  * Throws a `TypeError` on data that is not in this format.
@@ -729,7 +726,7 @@ export function fromWire(json: JsonValue): unknown {
           if (frame.length !== undefined) (frame.into as unknown[]).length = frame.length;
           break;
         }
-        defineData(frame.into, unescapeKey(key), open(frame.fields[key]));
+        define(frame.into, unescapeKey(key), open(frame.fields[key]));
         continue;
       }
       case ENTRY: {
