@@ -61,13 +61,13 @@ export class RemoteRun implements Waiting, Tenant {
     this.#started = started;
     this.#report = options.report;
     this.#sandbox = sandbox;
-    const { fn, modules, language, memoryLimitBytes, filename } = options;
+    const { fn, script, modules, language, memoryLimitBytes, filename } = options;
     this.#request = {
       kind: "run",
       run: this.#id,
       settings: sandbox.settings,
       source,
-      options: { fn, modules, language, memoryLimitBytes, filename },
+      options: { fn, script, modules, language, memoryLimitBytes, filename },
       // Encoded now, as the core does, so a value that cannot cross makes runCode throw before anything runs.
       values: this.#crossing.encode([options.globals, options.imports]),
       args: this.#crossing.encode(options.args),

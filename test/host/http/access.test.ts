@@ -17,6 +17,7 @@ import {
 import { createSandbox } from "../../../src/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
+import { STATUSES } from "../../conformance/helpers.js";
 import { wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";
 
@@ -426,6 +427,15 @@ describe("the HTTP surface", () => {
       "500",
       "503",
     ]);
+  });
+
+  test("/openapi.json names exactly the statuses a run can end with", async () => {
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }));
+    const doc = (await as(h, null)("GET", "/openapi.json")).body as {
+      components: { schemas: Record<string, { description?: string }> };
+    };
+    const named = doc.components.schemas.RunResult?.description?.match(/whatever its status \(([^)]*)\)/)?.[1];
+    expect(named?.split(", ")).toEqual([...STATUSES]);
   });
 
   test("/run admission: each tenant's runs hold at most half the budget; past it a run waits its turn, and a full line is 503", async () => {
