@@ -10,7 +10,8 @@ import { accessFrom } from "../src/host/http/auth.js";
 import { createHost } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
 import type { Service } from "../src/tools/registry.js";
-import { fromWire, type JsonValue } from "../src/values/wire.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 
 const MiB = 1024 * 1024;
 const KEYS = { flood: "flood-key-0123456789abcdef", other: "other-key-0123456789abcdef" };

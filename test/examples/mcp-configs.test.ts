@@ -14,7 +14,8 @@ import { nodeWasm } from "../../node/index.js";
 import { accessFrom } from "../../src/host/http/auth.js";
 import { createHost } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const config = (name: string) =>

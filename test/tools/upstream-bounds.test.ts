@@ -31,7 +31,8 @@ import {
   upstreamService,
 } from "../../src/tools/upstream.js";
 import { compileSchema } from "../../src/tools/validate.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 10_000 } });

@@ -9,7 +9,8 @@ import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admi
 import { type Access, accessFrom, tenantOf } from "../../../src/host/http/auth.js";
 import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { STATUSES } from "../../conformance/helpers.js";
 import { wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";

@@ -16,7 +16,8 @@ import { accessFrom } from "../../../src/host/http/auth.js";
 import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
 import { httpUpstreamsFrom, upstreamsFrom } from "../../../src/tools/upstream-config.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 

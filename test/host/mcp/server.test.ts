@@ -13,7 +13,8 @@ import { createSandbox } from "../../../src/index.js";
 import { kvService, memoryKeyValueStores } from "../../../src/tools/kv.js";
 import { ToolRegistry } from "../../../src/tools/registry.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
