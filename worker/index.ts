@@ -57,7 +57,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   // The catalog and `/run`'s services: the same tools every process object has, `kv` stores per tenant.
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
-    kvQuotas: { maxStoreBytes: config.tenantKvBytes },
+    kvLimits: { maxStoreBytes: config.tenantKvBytes },
     environment: { module: instantiate({ wasm }) },
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives

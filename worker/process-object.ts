@@ -39,7 +39,7 @@ export class ProcessObject extends DurableObject<Env> {
       createHost({
         store,
         kv: kvStoreOf(env),
-        kvQuotas: { maxStoreBytes: config.tenantKvBytes },
+        kvLimits: { maxStoreBytes: config.tenantKvBytes },
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: { module: instantiate({ wasm, maxCpuMs: config.runCpuMs }) },
       }),

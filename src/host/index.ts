@@ -53,7 +53,7 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
   /** Storage of the built-in `kv` service, one store per tenant. Default in memory. */
   kv?: (tenant: string) => KeyValueStore;
   /** Quotas of the built-in `kv` service (defaults: `KV_MAX_*` in src/tools/kv.ts). */
-  kvQuotas?: Partial<KvQuotas>;
+  kvLimits?: Partial<KvQuotas>;
   /** Units of work per run for tool arguments. Default `DEFAULT_TOOL_WORK_PER_RUN`. */
   toolWorkPerRun?: number;
   /** More services next to `kv`. */
@@ -66,9 +66,9 @@ export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store"
 
 /** A ready host: service, app, and the active environment (if one was given). */
 export async function createHost(options: HostOptions = {}) {
-  const { store, kv, kvQuotas, toolWorkPerRun, services, environment, app: appOptions, ...rest } = options;
+  const { store, kv, kvLimits, toolWorkPerRun, services, environment, app: appOptions, ...rest } = options;
   const tools = new ToolRegistry(toolWorkPerRun === undefined ? {} : { workPerRun: toolWorkPerRun }).register(
-    kvService(kv ?? memoryKeyValueStores(), kvQuotas),
+    kvService(kv ?? memoryKeyValueStores(), kvLimits),
   );
   for (const service of services ?? []) tools.register(service);
   const service = new ProcessService({ ...rest, store: store ?? new MemoryProcessStore(), tools });

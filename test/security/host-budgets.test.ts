@@ -169,7 +169,7 @@ describe("output patches", () => {
   });
 
   test("the cap is exact in UTF-8 bytes, reckoned from the entries a patch replaces", async () => {
-    const { svc, pid, b, finish } = await running({ outputCaps: { outputBytes: 1000 } });
+    const { svc, pid, b, finish } = await running({ limits: { outputBytes: 1000 } });
     const current = () => svc.usage(pid)?.outputBytes;
     b.emitOutput(pid, { a: `${"€".repeat(100)}😀`, "é\n": null });
     b.emitOutput(pid, JSON.parse('{"__proto__": "\\n\\n\\n", "constructor": {"prototype": {"polluted": 1}}}'));

@@ -39,7 +39,7 @@ const OVERLOADED_RETRY_SECONDS = 1;
 
 export interface AdmissionCaps {
   /** Default {@link RUN_MEMORY_CAP_BYTES}. */
-  memoryCapBytes: number;
+  memoryBudgetBytes: number;
   /** Default {@link MAX_WAITING_RUNS}. */
   maxWaiting: number;
   /** Default {@link MAX_ADMISSION_WAIT_MS}. */
@@ -76,7 +76,7 @@ export class RunAdmission {
 
   constructor(caps: Partial<AdmissionCaps> = {}) {
     this.caps = {
-      memoryCapBytes: caps.memoryCapBytes ?? RUN_MEMORY_CAP_BYTES,
+      memoryBudgetBytes: caps.memoryBudgetBytes ?? RUN_MEMORY_CAP_BYTES,
       maxWaiting: caps.maxWaiting ?? MAX_WAITING_RUNS,
       maxWaitMs: caps.maxWaitMs ?? MAX_ADMISSION_WAIT_MS,
       tenantShare: caps.tenantShare ?? TENANT_SHARE,
@@ -86,7 +86,7 @@ export class RunAdmission {
 
   /** Linear memory one tenant's runs may hold together. */
   get tenantQuotaBytes(): number {
-    return Math.floor(this.caps.memoryCapBytes * this.caps.tenantShare);
+    return Math.floor(this.caps.memoryBudgetBytes * this.caps.tenantShare);
   }
 
   /** Places in the line one tenant's runs may take. */
@@ -102,11 +102,11 @@ export class RunAdmission {
    */
   admit(heapLimitBytes: number, tenant: string, signal: AbortSignal): Promise<() => void> {
     const memory = linearMemoryBytes(heapLimitBytes);
-    const { memoryCapBytes, maxWaiting, maxWaitMs } = this.caps;
+    const { memoryBudgetBytes, maxWaiting, maxWaitMs } = this.caps;
     const refuse = (why: string) =>
       retryLater(
         "overloaded",
-        `Runs in flight here hold ${this.#held} of ${memoryCapBytes} bytes of linear memory, and this one needs ${memory}: ${why}; retry shortly`,
+        `Runs in flight here hold ${this.#held} of ${memoryBudgetBytes} bytes of linear memory, and this one needs ${memory}: ${why}; retry shortly`,
         OVERLOADED_RETRY_SECONDS,
       );
     if (signal.aborted) return Promise.reject(signal.reason);
@@ -163,7 +163,7 @@ export class RunAdmission {
   #fits(tenant: string, memory: number, ahead: number): boolean {
     const now = Date.now();
     for (const hold of this.#holds) if (hold.until <= now) hold.release();
-    if (this.#held + memory > this.caps.memoryCapBytes) return false;
+    if (this.#held + memory > this.caps.memoryBudgetBytes) return false;
     if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantQuotaBytes) return false;
     for (let i = 0; i < ahead; i++) {
       const earlier = this.#waiting[i] as Waiter;

@@ -88,7 +88,7 @@ export interface ProcessServiceOptions {
   maxActiveProcesses?: number;
   /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
-  outputCaps?: Partial<OutputCaps>;
+  limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
   /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
@@ -157,7 +157,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
   readonly maxActivePerTenant: number;
-  readonly outputCaps: Readonly<OutputCaps>;
+  readonly limits: Readonly<OutputCaps>;
   readonly maxSubscribers: number;
   readonly #store: ProcessStore;
   readonly #now: () => number;
@@ -177,7 +177,7 @@ export class ProcessService implements EnvironmentBindings {
     this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
     this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
-    this.outputCaps = { ...DEFAULT_OUTPUT_CAPS, ...options.outputCaps };
+    this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
@@ -415,7 +415,7 @@ export class ProcessService implements EnvironmentBindings {
   emitOutput(eid: number, data: Record<string, unknown>): void {
     const live = this.#live.get(eid);
     if (live === undefined || live.record.truncated.output) return;
-    const cap = this.outputCaps.outputBytes;
+    const cap = this.limits.outputBytes;
     let converted: SizedJson;
     try {
       converted = jsonWithin(data, cap, "the output patch", live.outputWork);
@@ -505,7 +505,7 @@ export class ProcessService implements EnvironmentBindings {
       decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
       listeners: new Set(),
       tools: this.tools.scope(record.tenant),
-      outputWork: new WorkBudget(this.outputCaps.outputWork, "output patches"),
+      outputWork: new WorkBudget(this.limits.outputWork, "output patches"),
       outputEntries: new Map(),
       outputBytes: 2,
       dirty: false,
@@ -539,7 +539,7 @@ export class ProcessService implements EnvironmentBindings {
     const live = this.#live.get(eid);
     if (live === undefined || !(data instanceof Uint8Array) || live.record.truncated[stream]) return;
     // Decode no more than can land: a UTF-16 unit takes at most 3 bytes, and one unit past the room cuts the stream.
-    const cap = stream === "stdout" ? this.outputCaps.stdoutChars : this.outputCaps.stderrChars;
+    const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
     const most = 3 * (Math.max(0, cap - live.record[stream].length) + 2);
     const text = live.decoders[stream].decode(data.length > most ? data.subarray(0, most) : data, { stream: true });
     if (text !== "") this.#append(live, stream, text);
@@ -549,7 +549,7 @@ export class ProcessService implements EnvironmentBindings {
   #append(live: Live, stream: "stdout" | "stderr", text: string): void {
     const { record } = live;
     if (record.truncated[stream]) return;
-    const cap = stream === "stdout" ? this.outputCaps.stdoutChars : this.outputCaps.stderrChars;
+    const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
     let added = text;
     const room = cap - record[stream].length;
     if (text.length > room) {

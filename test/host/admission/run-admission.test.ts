@@ -38,7 +38,7 @@ describe("RunAdmission", () => {
 
   it("a run with a tiny cap holds 16 MiB: four fill 64 MiB and the fifth waits until one ends", async () => {
     const admission = new RunAdmission({
-      memoryCapBytes: 64 * MiB,
+      memoryBudgetBytes: 64 * MiB,
       maxWaiting: 8,
       maxWaitMs: 10_000,
       tenantShare: 1,
@@ -58,7 +58,7 @@ describe("RunAdmission", () => {
   });
 
   it("waiters are admitted in order: a large one at the head keeps smaller ones of other tenants behind it waiting", async () => {
-    const admission = new RunAdmission({ memoryCapBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
+    const admission = new RunAdmission({ memoryBudgetBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
     const first = await admission.admit(32 * MiB, "a", open()); // 36 MiB
     const second = await admission.admit(12 * MiB, "b", open()); // 16 MiB: 52 held
     const large = watch(admission.admit(32 * MiB, "c", open())); // 36 MiB: does not fit
@@ -74,7 +74,7 @@ describe("RunAdmission", () => {
   });
 
   it("503 overloaded with Retry-After 1 when the line is full and when the wait runs out; 400 for a run that never fits", async () => {
-    const admission = new RunAdmission({ memoryCapBytes: 40 * MiB, maxWaiting: 1, maxWaitMs: 50, tenantShare: 1 });
+    const admission = new RunAdmission({ memoryBudgetBytes: 40 * MiB, maxWaiting: 1, maxWaitMs: 50, tenantShare: 1 });
     const held = await admission.admit(32 * MiB, "a", open());
     const waiting = admission.admit(1, "a", open());
     await expect(admission.admit(1, "b", open())).rejects.toThrow(
@@ -106,7 +106,7 @@ describe("RunAdmission", () => {
   });
 
   it("a waiter that timed out at the head lets those behind it in when they fit", async () => {
-    const admission = new RunAdmission({ memoryCapBytes: 52 * MiB, maxWaiting: 4, maxWaitMs: 50, tenantShare: 1 });
+    const admission = new RunAdmission({ memoryBudgetBytes: 52 * MiB, maxWaiting: 4, maxWaitMs: 50, tenantShare: 1 });
     await admission.admit(32 * MiB, "a", open()); // 36 MiB held, 16 MiB free
     const large = watch(admission.admit(32 * MiB, "a", open())); // needs 36 MiB: times out at the head
     await tick();
@@ -118,7 +118,7 @@ describe("RunAdmission", () => {
 
   it("a request that ends releases its runs: a waiting one leaves the line, an admitted one frees its memory", async () => {
     const admission = new RunAdmission({
-      memoryCapBytes: 36 * MiB,
+      memoryBudgetBytes: 36 * MiB,
       maxWaiting: 1,
       maxWaitMs: 10_000,
       tenantShare: 1,
@@ -142,7 +142,7 @@ describe("RunAdmission", () => {
 
   it("a run that nothing releases gives its room back after maxHoldMs (a Worker request the client left is cancelled)", async () => {
     const admission = new RunAdmission({
-      memoryCapBytes: 36 * MiB,
+      memoryBudgetBytes: 36 * MiB,
       maxWaiting: 1,
       maxWaitMs: 10_000,
       tenantShare: 1,
@@ -157,7 +157,7 @@ describe("RunAdmission", () => {
   });
 
   it("the wait is timed by a timer, not by turns of the event loop: a blocked loop does not stretch it", async () => {
-    const admission = new RunAdmission({ memoryCapBytes: 36 * MiB, maxWaiting: 1, maxWaitMs: 100, tenantShare: 1 });
+    const admission = new RunAdmission({ memoryBudgetBytes: 36 * MiB, maxWaiting: 1, maxWaitMs: 100, tenantShare: 1 });
     await admission.admit(32 * MiB, "a", open());
     const waiting = watch(admission.admit(32 * MiB, "a", open()));
     // The thread stands still for 150 ms (a loaded host): past the wait's end, with almost no turn of the loop.
@@ -167,7 +167,7 @@ describe("RunAdmission", () => {
   });
 
   it("one tenant's flood holds at most its share of the budget and of the line: another tenant's run goes at once", async () => {
-    const admission = new RunAdmission({ memoryCapBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
+    const admission = new RunAdmission({ memoryBudgetBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
     expect([admission.tenantQuotaBytes, admission.tenantMaxWaiting]).toEqual([36 * MiB, 4]);
     await admission.admit(32 * MiB, "flood", open()); // its whole share
     const flood = [1, 2, 3, 4].map(() => watch(admission.admit(32 * MiB, "flood", open())));

@@ -490,7 +490,7 @@ describe("the HTTP surface", () => {
 
   test("a /run whose request ends releases its admission: the run is stopped and its memory free for others", async () => {
     // One run at the default cap takes the whole budget.
-    const { h, held } = await gatedHost({ memoryCapBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 });
+    const { h, held } = await gatedHost({ memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 });
     const client = new AbortController();
     const abandoned = h.app.fetch(
       new Request("http://host/run", {

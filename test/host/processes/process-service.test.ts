@@ -166,7 +166,7 @@ describe("ProcessService", () => {
         b.emitOutput(eid, { c: 1 });
         return "success";
       },
-      { outputCaps: { stdoutChars: 10, stderrChars: 2, outputBytes: 40 } },
+      { limits: { stdoutChars: 10, stderrChars: 2, outputBytes: 40 } },
     );
     const r = await svc.wait((await svc.create({ code: "c" })).pid);
     expect(r?.stdout).toBe("1234567890\n[stdout truncated: more than 10 characters]\n");
