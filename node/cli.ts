@@ -3,7 +3,8 @@
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox, prints its
  * console output on standard error as the guest makes it, and then the `CodeExecutionResult` on standard output (as
  * inspected, or with `--json` in the wire encoding); guest text is escaped, and all of it bounded in size and by
- * `--timeout`. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * `--timeout`. A module without a default export runs as a script (`execute: "script"`) unless `--export` or `--args`
+ * name a call. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -18,9 +19,11 @@ import { serveMcpOverStdio } from "./mcp.js";
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--json]
        runcode mcp [--config servers.json]
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
-and .cjs files, TypeScript otherwise (--js and --ts decide instead). Console output goes to standard error as it
-happens; the result to standard output at the end, as JSON in runcode's lossless wire encoding with --json. Exits 0
-on success, 1 when the run did not succeed, 2 on bad arguments.
+and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the default export; a module
+without one runs as a script, with no result. --export and --args call an export instead (default: default), which
+must then exist. Console output goes to standard error as it happens; the result to standard output at the end, as
+JSON in runcode's lossless wire encoding with --json. Exits 0 on success, 1 when the run did not succeed, 2 on bad
+arguments.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
 
@@ -128,8 +131,9 @@ async function runFile(): Promise<void> {
     return;
   }
   const [file = "-"] = positionals;
-  const args = jsonFlag("args", values.args);
+  const args = values.args === undefined ? [] : jsonFlag("args", values.args);
   if (!Array.isArray(args)) usageError("--args must be a JSON array");
+  const fn = values.export ?? "default";
   const globals = jsonFlag("globals", values.globals);
   if (typeof globals !== "object" || globals === null || Array.isArray(globals)) {
     usageError("--globals must be a JSON object");
@@ -158,7 +162,8 @@ async function runFile(): Promise<void> {
   const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
   const run = runCode(source, {
     language,
-    execute: { fn: values.export, args },
+    // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
+    execute: values.export === undefined && values.args === undefined ? "script" : { fn, args },
     globals: globals as Record<string, unknown>,
     ...(file === "-" ? {} : { filename: file }),
     ...(values.memory === undefined ? {} : { memoryLimitBytes: memory }),
@@ -170,10 +175,8 @@ async function runFile(): Promise<void> {
   // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
   // timeout and a bounded size. Every control character of guest text escaped.
   console.log(values.json ? printableJson(resultWireText(result, memory)) : printing.result(result));
-  if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
-    console.error(
-      `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
-    );
+  if (result.status === "link_error" && result.error?.message === `The module does not export '${fn}'`) {
+    console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
   process.exitCode = result.status === "success" ? 0 : 1;
 }
@@ -184,8 +187,8 @@ function parseFlags() {
     options: {
       js: { type: "boolean", default: false },
       ts: { type: "boolean", default: false },
-      export: { type: "string", default: "default" },
-      args: { type: "string", default: "[]" },
+      export: { type: "string" },
+      args: { type: "string" },
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },

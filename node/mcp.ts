@@ -2,18 +2,20 @@
  * `runcode mcp [--config file.json]`: the MCP server over standard input and output, for MCP clients that start it
  * as a command (`npx runcode mcp`). Runs take the host's one path for runs (its caps, time limits and answers, as over
  * HTTP) on this package's sandbox, each on a worker thread, with no admission: the client is the machine's user. The
- * built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
- * (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools
- * become modules of the sandbox (`import { search_issues } from "github"`). Nothing but protocol messages may reach
- * standard output.
+ * built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers
+ * in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url":
+ * "https://..."}}}`); their tools become modules of the sandbox (`import { search_issues } from "github"`). Nothing
+ * but protocol messages may reach standard output.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { createRunOnce, kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index.js";
 import { createMcpServer } from "../src/host/mcp/server.js";
+import { createRunOnce } from "../src/host/runs/run-once.js";
+import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
+import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
 import { DEFAULT_MEMORY_LIMIT_BYTES, runCode } from "./index.js";

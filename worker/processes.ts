@@ -4,10 +4,12 @@
  * answers errors.
  * @module
  */
-import { HostError, type ProcessBackend, type SlotLimits } from "../src/host/index.js";
+import type { SlotQuotas } from "../src/host/admission/slots.js";
+import { HostError } from "../src/host/errors.js";
+import type { ProcessBackend } from "../src/host/http/process-routes.js";
 import { unwrap } from "./rpc-refusals.js";
 
-export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {
+export function edgeProcesses(env: Env, limits: SlotQuotas): ProcessBackend {
   const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
   const processObject = (pid: number) => env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
   return {

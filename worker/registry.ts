@@ -7,8 +7,11 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ProcessFilter, ProcessRecord, SlotLimits } from "../src/host/index.js";
-import { checkSlots, HostError, newPidTag, pidOf, rateLimited, summaryOf, takeToken } from "../src/host/index.js";
+import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
+import { checkSlots, type SlotQuotas } from "../src/host/admission/slots.js";
+import { HostError } from "../src/host/errors.js";
+import { summaryOf } from "../src/host/http/process-routes.js";
+import { newPidTag, type ProcessFilter, type ProcessRecord, pidOf } from "../src/host/processes/storage.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
@@ -43,7 +46,7 @@ export class RegistryObject extends DurableObject {
       CREATE INDEX IF NOT EXISTS processes_tenant_ref ON processes (tenant, ref);
       CREATE INDEX IF NOT EXISTS processes_active ON processes (state) WHERE state != 'idle';
     `);
-    // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
+    // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
   }
@@ -51,8 +54,8 @@ export class RegistryObject extends DurableObject {
   /**
    * Drops placeholders whose creation never finished. A Worker that restarts between `allocate` and the object's
    * first report (wrangler dev reloads, isolate restarts under load: seen in e2e/abuse.spec.ts) never calls
-   * `remove`, and its placeholder used to stay `queued` for ever, holding one of the `maxActive` slots; enough of
-   * them and every creation was 429. A creation that does finish late re-inserts its row through `index`.
+   * `remove`, and its placeholder would stay `queued` for ever, holding one of the `maxActive` slots; enough of
+   * them and every creation would be 429. A creation that does finish late re-inserts its row through `index`.
    */
   #expirePending(now: number): void {
     const before = now - PENDING_TTL_MS;
@@ -61,7 +64,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** Throws the 429 when the deployment or `tenant` has no free slot. */
-  #checkSlots(tenant: string, limits: SlotLimits): void {
+  #checkSlots(tenant: string, limits: SlotQuotas): void {
     this.#expirePending(Date.now());
     const active = (where: string, ...values: string[]) =>
       this.#sql
@@ -71,7 +74,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
-  async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
+  async allocate(tenant: string, limits: SlotQuotas): Promise<Answer<number>> {
     return answer(() => {
       this.#checkSlots(tenant, limits);
       if (this.#sql.exec("SELECT 1 FROM pid_tags WHERE tenant = ?", tenant).toArray().length === 0) {
@@ -104,7 +107,7 @@ export class RegistryObject extends DurableObject {
    * Takes a slot for running idle process `pid` again (its summary turns `queued`), refused like a creation. The
    * process object reports the run from then on; if it refuses, the caller indexes its record again.
    */
-  async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
+  async reserveRun(pid: number, limits: SlotQuotas): Promise<Answer<null>> {
     return answer(() => {
       const row = this.#sql
         .exec<{ tenant: string; state: string }>("SELECT tenant, state FROM processes WHERE pid = ?", pid)

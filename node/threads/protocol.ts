@@ -59,6 +59,7 @@ export type ThreadSettings = Omit<SandboxOptions, "wasm" | "clock" | "interrupte
 /** Options of a run that cross as they are; the rest (values, functions) crosses as {@link Crossed}. */
 export type PlainOptions = Pick<CodeExecutionOptions, "modules" | "language" | "memoryLimitBytes" | "filename"> & {
   fn: string;
+  script: boolean;
 };
 
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */

@@ -89,10 +89,10 @@ async function run(request: Extract<ToWorker, { kind: "run" }>): Promise<void> {
         : bridged((entry) => post({ kind: "log", run: id, entry: crossing.encode(entry) })),
     });
     const [globals, imports] = crossing.decode(request.values) as [Record<string, unknown>, never];
-    const { fn, ...options } = request.options;
+    const { fn, script, ...options } = request.options;
     const execution = sandbox.runCode(request.source, {
       ...options,
-      execute: { fn, args: crossing.decode(request.args) as unknown[] },
+      execute: script ? "script" : { fn, args: crossing.decode(request.args) as unknown[] },
       globals,
       imports,
       report: bridged((value: unknown) => call(id, crossing, REPORT, [value])),

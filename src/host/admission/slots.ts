@@ -8,7 +8,7 @@ import { retryLater } from "../errors.js";
 import { SLOT_RETRY_SECONDS } from "../limits.js";
 
 /** Processes that may be active at once: across the host, and of one tenant. */
-export interface SlotLimits {
+export interface SlotQuotas {
   maxActive: number;
   tenantMaxActive: number;
 }
@@ -17,18 +17,18 @@ export interface SlotLimits {
  * Throws the 429 `too_many_processes` when `active` processes fill the host's slots, or `tenant_too_many_processes`
  * when `tenantActive` of them are the tenant's and fill its own.
  */
-export function checkSlots(active: number, tenantActive: number, limits: SlotLimits): void {
-  if (active >= limits.maxActive) {
+export function checkSlots(active: number, tenantActive: number, quotas: SlotQuotas): void {
+  if (active >= quotas.maxActive) {
     throw retryLater(
       "too_many_processes",
-      `${limits.maxActive} processes are active already: wait for one to finish`,
+      `${quotas.maxActive} processes are active already: wait for one to finish`,
       SLOT_RETRY_SECONDS,
     );
   }
-  if (tenantActive >= limits.tenantMaxActive) {
+  if (tenantActive >= quotas.tenantMaxActive) {
     throw retryLater(
       "tenant_too_many_processes",
-      `This tenant has ${limits.tenantMaxActive} processes active already: wait for one to finish`,
+      `This tenant has ${quotas.tenantMaxActive} processes active already: wait for one to finish`,
       SLOT_RETRY_SECONDS,
     );
   }

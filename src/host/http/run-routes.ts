@@ -3,13 +3,13 @@
  * `{source, options?, timeoutMs?}` with the data-only options of `runCode`; the answer is the `CodeExecutionResult` in
  * the lossless JSON of `src/values/wire.ts`, whatever its status, or with `Accept: text/event-stream` the run's events
  * as they happen and then that result (run-stream.ts). Bad requests get `{error: {code, message}}` with a 4xx status
- * and run nothing. Runs are admitted by their heap limits (`RunAdmission`): past the budget a run waits in a short
+ * and run nothing. Runs are admitted by their memory limits (`RunAdmission`): past the cap a run waits in a short
  * line, then 503 `overloaded`, never an instance that runs out of memory.
  * @module
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { resultWireText } from "../../core/result-wire.js";
-import type { AdmissionLimits } from "../admission/run-admission.js";
+import type { AdmissionCaps } from "../admission/run-admission.js";
 import { HostError } from "../errors.js";
 import { MAX_RUN_BODY_BYTES } from "../limits.js";
 import type { RunOnce, RunOnceOptions, RunOnceRequest } from "../runs/run-once.js";
@@ -20,8 +20,8 @@ import { RunRequest, RunResult } from "./schemas.js";
 
 /** What `POST /run` and `POST /mcp` run code with. */
 export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
-  /** The budget of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
-  admission?: Partial<AdmissionLimits>;
+  /** The cap of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
+  admission?: Partial<AdmissionCaps>;
 }
 
 const BODY_KEYS = ["source", "options", "timeoutMs"];

@@ -55,7 +55,8 @@ persists between calls except what you store through a bridged service.
 
 How to write the code:
 - It is an ES module. Return a value with \`export default <value>\`; it may be a Promise or an async function's
-  result (top-level \`await\` works). To call an exported function instead, pass \`execute: { fn: "name", args: [...] }\`.
+  result (top-level \`await\` works). Without a default export it runs as a script: the call succeeds with no result
+  and its logs. To call an exported function instead, pass \`execute: { fn: "name", args: [...] }\`.
 - TypeScript by default (types are erased, not checked; \`enum\` and \`namespace\` work); set \`language: "javascript"\`
   for plain JavaScript. Errors come back with the line and column of your source.
 - \`console.log/info/warn/error/debug\` are captured as logs; \`report(value)\` records intermediate values in order.
@@ -116,11 +117,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    async ({ code, timeoutMs, ...runOptions }, extra) => {
+    async ({ code, timeoutMs, execute: call, ...runOptions }, extra) => {
       let answer: RunAnswer;
       try {
         answer = await execute(
-          { source: code, options: runOptions, timeoutMs },
+          // A module without `execute` runs as a script: without a default export it succeeds with no result.
+          { source: code, options: { ...runOptions, execute: call ?? "script" }, timeoutMs },
           { signal: extra.signal, onEvent: notifier(extra, () => logLevel) },
         );
       } catch (error) {

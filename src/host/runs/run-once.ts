@@ -9,7 +9,8 @@
  */
 import type { CodeExecution, CodeExecutionLog, CodeExecutionOptions, CodeExecutionResult } from "../../core/types.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
-import { fromWire, type JsonValue, toWireText, WireLengthError } from "../../values/wire.js";
+import type { JsonValue } from "../../values/json.js";
+import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
 import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
 import {

@@ -7,11 +7,13 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
-import { kvService, memoryKeyValueStores, ToolRegistry } from "../../../src/host/index.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
 import { createSandbox } from "../../../src/index.js";
+import { kvService, memoryKeyValueStores } from "../../../src/tools/kv.js";
+import { ToolRegistry } from "../../../src/tools/registry.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 import { mcpServerOf } from "./helpers.js";
 
@@ -113,6 +115,25 @@ describe("MCP: the run_code tool", () => {
         ["none", undefined],
       ]),
     );
+  });
+
+  it("runs a module without a default export as a script: success with its logs; a named export stays required", async () => {
+    const client = await connect();
+    const script = await call(client, { code: "console.log('hi', 1 + 1);" });
+    const answer = decoded(script);
+    expect({
+      isError: script.isError,
+      status: answer.status,
+      hasResult: "result" in answer,
+      result: answer.result,
+      logs: (answer.logs as { args: unknown[] }[]).map((log) => log.args),
+    }).toEqual({ isError: false, status: "success", hasResult: true, result: undefined, logs: [["hi", 2]] });
+    expect(textOf(script)).toContain("logs (1):\n  [log] hi 2");
+    const named = await call(client, { code: "console.log('hi');", execute: { fn: "default" } });
+    expect({ isError: named.isError, error: decoded(named).error }).toEqual({
+      isError: true,
+      error: { name: "LinkError", message: "The module does not export 'default'" },
+    });
   });
 
   it("takes wire-encoded globals and arguments", async () => {
