@@ -64,6 +64,15 @@ describe("inspect (the sandbox console's formatter)", () => {
     // biome-ignore lint/suspicious/noSparseArray: the hole is the point.
     expect(inspect([1, , 3])).toBe("[ 1, <1 empty item>, 3 ]");
     expect(inspect(Array.from({ length: 102 }, () => 0)).endsWith("... 2 more items\n]")).toBe(true);
+    // One left out is one "item", as util.inspect says it, for every kind that lists items.
+    for (const long of [
+      [...Array(101).keys()],
+      new Uint8Array(101),
+      new Set(Array(101).keys()),
+      new Map([...Array(101).entries()]),
+    ]) {
+      expect(inspect(long).endsWith("... 1 more item\n]") || inspect(long).endsWith("... 1 more item\n}")).toBe(true);
+    }
     expect(inspect({ alpha: "a".repeat(30), beta: "b".repeat(30) })).toBe(
       `{\n  alpha: '${"a".repeat(30)}',\n  beta: '${"b".repeat(30)}'\n}`,
     );
