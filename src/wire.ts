@@ -38,6 +38,9 @@
  * `maxByteLength` at no cost while the platform reserves it, so one decoded value may reserve at most
  * {@link MAX_RESERVED_BYTES} in all, as in the core.
  *
+ * A typed array of a kind the platform lacks (a `Float16Array` on Node 20) cannot be decoded: `fromWire` throws a
+ * `TypeError` that says so.
+ *
  * Functions, symbols, and class instances other than the types above are not result values: `toWire` throws a
  * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object. A view out of its
  * buffer's bounds (which structured clone refuses) is refused with a `TypeError` too.
@@ -51,7 +54,7 @@
  * buffer is copied once however many views it has.
  * @module
  */
-import { ERROR_TYPES, TYPED_ARRAYS } from "./marshal/tape.js";
+import { ERROR_TYPES, missingTypedArray, TYPED_ARRAY_KINDS, TYPED_ARRAYS } from "./marshal/tape.js";
 import { MAX_RESERVED_BYTES, trackingView } from "./marshal/to-host.js";
 
 /** A value `JSON.stringify` writes and `JSON.parse` reads back unchanged. */
@@ -577,8 +580,11 @@ export function fromWire(json: JsonValue): unknown {
       }
       case "typedarray": {
         const kind = str(node.kind, "typed array kind");
-        const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
-        if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
+        const Ctor = TYPED_ARRAYS[kind];
+        if (Ctor === undefined) {
+          if (TYPED_ARRAY_KINDS.includes(kind)) throw new TypeError(`fromWire: ${missingTypedArray(kind)}`);
+          return malformed(`typed array kind ${kind}`);
+        }
         const buffer = bufferOf(node.buffer, "typed array buffer");
         const offset = int(node.byteOffset, "byteOffset");
         if (node.length === "auto") return keep(node, trackingView(Ctor as ViewConstructor, buffer, offset));

@@ -38,6 +38,13 @@ describe("inspect (the sandbox console's formatter)", () => {
     expect(inspect(new ArrayBuffer(8))).toBe("ArrayBuffer { byteLength: 8 }");
   });
 
+  const Float16 = (globalThis as { Float16Array?: new (values: number[]) => ArrayBufferView }).Float16Array;
+  test.skipIf(Float16 === undefined)("a Float16Array, where the platform has one (Node 20 has none)", () => {
+    const Made = Float16 as NonNullable<typeof Float16>;
+    expect(inspect(new Made([1.5, -0, Number.NaN, 65504]))).toBe("Float16Array(4) [ 1.5, -0, NaN, 65504 ]");
+    expect(inspect({ a: { b: { c: new Made([1]) } } })).toBe("{ a: { b: { c: [Float16Array] } } }");
+  });
+
   test("functions, classes, instances, null prototypes, getters", () => {
     function named() {}
     class Point {
