@@ -13,6 +13,7 @@ import { instantiate } from "../src/environment/index.js";
 import {
   type CreateProcessInput,
   createHost,
+  failCutOffRuns,
   type HostState,
   type ProcessRecord,
   type ProcessUsage,
@@ -50,16 +51,7 @@ export class ProcessObject extends DurableObject<Env> {
     );
     ctx.blockConcurrencyWhile(async () => {
       // A run cannot outlive the isolate that ran it: a record still active here was cut off by a restart.
-      for (const record of await store.list()) {
-        if (record.state === "idle") continue;
-        this.#pid = record.pid;
-        await store.update(record.pid, {
-          state: "idle",
-          exitState: "failed",
-          error: "The host restarted while this process ran",
-          finishedAt: Date.now(),
-        });
-      }
+      for (const pid of await failCutOffRuns(store, Date.now())) this.#pid = pid;
     });
   }
 

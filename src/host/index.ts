@@ -72,6 +72,7 @@ export {
   rateLimited,
   takeToken,
 } from "./quotas.js";
+export { CUT_OFF_BY_RESTART, cutOff, failCutOffRuns } from "./restarts.js";
 export {
   type AdmissionLimits,
   MAX_ADMISSION_WAIT_MS,
