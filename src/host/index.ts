@@ -77,6 +77,7 @@ export {
   type AdmissionLimits,
   MAX_ADMISSION_WAIT_MS,
   MAX_WAITING_RUNS,
+  RUN_DEFAULT_MEMORY_BYTES,
   RUN_MEMORY_BUDGET_BYTES,
   RunAdmission,
 } from "./run-admission.js";

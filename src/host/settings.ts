@@ -7,6 +7,7 @@
 import { type HttpUpstream, httpUpstreamsFrom } from "../mcp/upstream-config.js";
 import { type Access, accessFrom } from "./auth.js";
 import { originOf } from "./origins.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "./run-admission.js";
 
 export interface HostSettings {
   access: Access;
@@ -74,3 +75,17 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     runFuel: count(settings, "RUN_FUEL"),
   };
 }
+
+/** The HTTP app's options that the settings decide. */
+export const appOptionsOf = (settings: HostSettings) => ({
+  access: settings.access,
+  origins: settings.origins,
+  corsOrigins: settings.corsOrigins,
+  mcpServers: settings.mcpServers,
+});
+
+/** The `/run` sandbox's stops: CPU milliseconds and fuel from the settings, and its default heap cap. */
+export const runSandboxOptionsOf = (settings: HostSettings) => ({
+  safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
+  defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+});
