@@ -23,6 +23,9 @@ export const DRAIN_MS = 5_000;
 /** How long the running processes' kills and final writes may take before the server exits regardless. */
 export const CUT_OFF_MS = 5_000;
 
+const within = (ms: number, work: Promise<unknown>) =>
+  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
 export interface Served {
   /** Where it listens (`http://127.0.0.1:8080`). */
   url: string;
@@ -33,9 +36,6 @@ export interface Served {
   /** Stops as described in the module's header; resolves when the database is closed. */
   stop(): Promise<void>;
 }
-
-const within = (ms: number, work: Promise<unknown>) =>
-  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
 export async function serve(options: ServeOptions): Promise<Served> {
   const { settings } = options;
