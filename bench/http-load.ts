@@ -29,14 +29,12 @@ export async function load(total: number, connections: number, fn: () => Promise
 
 /** Resolves once `base` answers `/openapi.json` (30 s at most). */
 export async function ready(base: string, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${base}/openapi.json`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
+  const deadline = performance.now() + 30_000;
+  while (performance.now() < deadline) {
+    const answered = await fetch(`${base}/openapi.json`)
+      .then((response) => response.ok)
+      .catch(() => false);
+    if (answered) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${what} did not start`);

@@ -275,6 +275,7 @@ describe("runcode serve", () => {
     const one = client(first);
     const pids: number[] = [];
     for (let i = 0; i < 20; i++) pids.push(await one.create(`console.log(${i})`, { ref: "batch" }));
+    const finished = await Promise.all(pids.map((pid) => one.settled(pid)));
     expect((await one.run(`import { set } from "kv"; await set({ key: "kept", value: [1, "two"] });`)).status).toBe(
       200,
     );
@@ -296,7 +297,9 @@ describe("runcode serve", () => {
     });
     const listed = (await two.call("GET", "/processes?ref=batch")).body.processes as { pid: number }[];
     expect(listed.map((p) => p.pid)).toEqual(pids);
-    for (const [i, pid] of pids.entries()) expect((await two.settled(pid)).stdout).toBe(`${i}\n`);
+    const again = await Promise.all(pids.map(async (pid) => (await two.call("GET", `/processes/${pid}`)).body));
+    expect(again).toEqual(finished);
+    expect(again.map((r) => r.stdout)).toEqual(pids.map((_, i) => `${i}\n`));
     const read = `import { get } from "kv"; export default await get({ key: "kept" });`;
     expect((await two.run(read)).result.result).toEqual({ found: true, value: [1, "two"] });
     // Pids go on from where they were, never handed out again.
