@@ -6,7 +6,7 @@
  * stops with a {@link BudgetError} (a `SerializationError`) that the guest can catch.
  * @module
  */
-import { BudgetError, MAX_WALK_DEPTH, type WorkBudget } from "../budget.js";
+import { BudgetError, MAX_WALK_DEPTH, type WorkBudget } from "../values/budget.js";
 
 /** A JSON value as {@link jsonTree} makes it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

@@ -26,16 +26,11 @@
  * @module
  */
 
-import { BudgetError, WorkBudget } from "../budget.js";
-import { compiledModule } from "../engine.js";
-import {
-  type CodeExecution,
-  type CodeExecutionResult,
-  createSandbox,
-  DEFAULT_MEMORY_LIMIT_BYTES,
-  FUEL_PER_MS,
-} from "../index.js";
-import type { Sandbox, SandboxOptions, WasmSource } from "../types.js";
+import { compiledModule } from "../core/engine.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, FUEL_PER_MS } from "../core/sandbox.js";
+import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
+import type { ServiceInfo } from "../tools/types.js";
+import { BudgetError, WorkBudget } from "../values/budget.js";
 import { formatLine } from "./console.js";
 import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
@@ -56,7 +51,6 @@ import type {
   EnvironmentSetupContext,
   ExecutionExitState,
   ExecutionInput,
-  ServiceInfo,
   ToolDocsInput,
 } from "./types.js";
 

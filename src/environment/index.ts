@@ -6,7 +6,7 @@
  * @module
  */
 
-export { FUEL_PER_MS } from "../sandbox.js";
+export { FUEL_PER_MS } from "../core/sandbox.js";
 export { type JsonValue, jsonTree } from "./data.js";
 export { exampleValue } from "./docs.js";
 export {

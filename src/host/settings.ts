@@ -4,10 +4,10 @@
  * bad value is an error that names the setting, never a silent default.
  * @module
  */
-import { type HttpUpstream, httpUpstreamsFrom } from "../mcp/upstream-config.js";
-import { type Access, accessFrom } from "./auth.js";
-import { originOf } from "./origins.js";
-import { RUN_DEFAULT_MEMORY_BYTES } from "./run-admission.js";
+import { type HttpUpstream, httpUpstreamsFrom } from "../tools/upstream-config.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
+import { type Access, accessFrom } from "./http/auth.js";
+import { originOf } from "./http/origins.js";
 
 export interface HostSettings {
   access: Access;

@@ -4,14 +4,9 @@
  * runs them with its own driver: `sql.exec(sql, ...args)` there, `client.execute({ sql, args })` here.
  * @module
  */
-import { utf8Length } from "./json.js";
-import {
-  type KeyValueQuota,
-  type KeyValueQuotaError,
-  type KeyValueUsage,
-  overQuota,
-  type ProcessFilter,
-} from "./storage.js";
+import { type KeyValueQuota, type KeyValueQuotaError, type KeyValueUsage, overQuota } from "../tools/kv-store.js";
+import { utf8Length } from "../values/json.js";
+import type { ProcessFilter } from "./processes/storage.js";
 
 /** One statement and its bound values. */
 export interface Statement {

@@ -36,7 +36,7 @@ import {
   ToolScope,
 } from "../../src/host/index.js";
 import { deferred } from "../environment/helpers.js";
-import { processRecord } from "../host/records.js";
+import { processRecord } from "../host/processes/records.js";
 
 /** `x = [x, x]` `steps` times: a few hundred bytes as a clone, 2^steps leaves as a tree. */
 function dag(steps: number): unknown {

@@ -1,5 +1,5 @@
 /**
- * The wire encoding (`src/wire.ts`) against values a guest or a client controls (SECURITY.md, "The HTTP API"):
+ * The wire encoding (`src/values/wire.ts`) against values a guest or a client controls (SECURITY.md, "The HTTP API"):
  * `POST /run` encodes whatever a run left and decodes whatever a client sent, so any length and any depth must
  * work without recursion, shared references must not multiply the text, and `maxLength` must hold exactly.
  */
@@ -7,8 +7,8 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { runCode } from "../../node/index.js";
 import type { CodeExecutionResult } from "../../src/index.js";
-import { MAX_RESERVED_BYTES } from "../../src/marshal/to-host.js";
-import { fromWire, type JsonValue, toWire, toWireText, WireLengthError } from "../../src/wire.js";
+import { MAX_RESERVED_BYTES } from "../../src/values/to-host.js";
+import { fromWire, type JsonValue, toWire, toWireText, WireLengthError } from "../../src/values/wire.js";
 
 const roundTrip = (value: unknown): unknown => fromWire(JSON.parse(toWireText(value)) as JsonValue);
 
