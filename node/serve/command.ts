@@ -1,7 +1,7 @@
 /**
  * The `runcode serve` command: reads its options, starts the server, says where it listens, and stops it on SIGINT
- * or SIGTERM (a second signal exits at once). Bad options exit 2 with one line on standard error; a database or
- * address it cannot use exits 1 the same way.
+ * or SIGTERM (a second signal exits at once). Bad options exit 2 with one line on standard error; a database it
+ * cannot open or an address it cannot listen on exits 1 the same way.
  * @module
  */
 import { serve } from "./server.js";
@@ -23,9 +23,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   try {
     served = await serve(options);
   } catch (error) {
-    console.error(
-      `runcode serve: cannot serve on ${options.host}:${options.port} with ${options.db.url}: ${(error as Error).message}`,
-    );
+    console.error(`runcode serve: ${(error as Error).message}`);
     process.exit(1);
   }
   const stop = (signal: string) => {

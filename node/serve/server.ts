@@ -37,9 +37,21 @@ export interface Served {
   stop(): Promise<void>;
 }
 
+/** `work`, or its failure as an error that says what failed and why (with the cause: `fetch failed` says little). */
+async function failingAs<T>(what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const { message, cause } = error as Error;
+    throw new Error(`${what}: ${message}${cause instanceof Error ? ` (${cause.message})` : ""}`);
+  }
+}
+
 export async function serve(options: ServeOptions): Promise<Served> {
   const { settings } = options;
-  const db = await openDatabase(options.db.url, options.db.authToken);
+  const db = await failingAs(`cannot open the database ${options.db.url}`, () =>
+    openDatabase(options.db.url, options.db.authToken),
+  );
   const store = new LibsqlProcessStore(db);
   const cutOff = await failCutOffRuns(store, Date.now());
   const { service, tools } = await createHost({
@@ -56,13 +68,17 @@ export async function serve(options: ServeOptions): Promise<Served> {
   const fallback = playgroundFiles();
   let app: ReturnType<typeof createApp> | undefined;
   const server = createAdaptorServer({ fetch: (request) => app?.fetch(request), hostname: options.host });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await failingAs(
+    `cannot listen on ${options.host}:${options.port}`,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(options.port, options.host, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      }),
+  );
   const { port } = server.address() as AddressInfo;
   // Made before the first request's turn of the event loop: the origins follow the port the server got.
   app = createApp({
