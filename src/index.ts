@@ -13,7 +13,8 @@ export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER
 export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
 export type * from "./core/types.js";
 export { SerializationError } from "./values/errors.js";
-export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
+export type { JsonValue } from "./values/json.js";
+export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
 
 let shared: ReturnType<typeof createSandbox> | undefined;
 

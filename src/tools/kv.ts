@@ -109,10 +109,10 @@ export function kvService(storeOf: (tenant: string) => KeyValueStore, options: P
             if (error instanceof BudgetError) throw quota("set", error.message);
             throw error;
           }
-          const { text, bytes } = converted;
-          if (text === undefined) throw new Error("the value has no JSON form (undefined or a function)");
+          const { json, bytes } = converted;
+          if (json === undefined) throw new Error("the value has no JSON form (undefined or a function)");
           try {
-            await store.set(p.key as string, JSON.parse(text), {
+            await store.set(p.key as string, json, {
               maxKeys: limits.maxKeys,
               maxBytes: limits.maxStoreBytes,
             });

@@ -13,7 +13,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { accessFrom, createHost } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const config = (name: string) =>

@@ -29,7 +29,8 @@ import {
   upstreamClient,
   upstreamService,
 } from "../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 10_000 } });

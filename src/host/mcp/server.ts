@@ -13,7 +13,8 @@ import { resultWire } from "../../core/result-wire.js";
 import type { CodeExecution, RunCode } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
-import { fromWire, type JsonValue } from "../../values/wire.js";
+import type { JsonValue } from "../../values/json.js";
+import { fromWire } from "../../values/wire.js";
 import { codeTooLarge, MAX_CODE_BYTES } from "../code-size.js";
 import { summarize } from "./summary.js";
 

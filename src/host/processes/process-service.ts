@@ -18,7 +18,7 @@ import {
 import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../../tools/registry.js";
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
-import { define, jsonWithin, utf8Length } from "../../values/json.js";
+import { define, jsonWithin, type SizedJson } from "../../values/json.js";
 import { codeTooLarge } from "../code-size.js";
 import { HostError, retryLater } from "../errors.js";
 import { Environments } from "./environments.js";
@@ -429,9 +429,9 @@ export class ProcessService implements EnvironmentBindings {
     const live = this.#live.get(eid);
     if (live === undefined || live.record.truncated.output) return;
     const cap = this.limits.outputBytes;
-    let text: string | undefined;
+    let converted: SizedJson;
     try {
-      ({ text } = jsonWithin(data, cap, "the output patch", live.outputWork));
+      converted = jsonWithin(data, cap, "the output patch", live.outputWork);
     } catch (error) {
       if (error instanceof BudgetError) {
         this.#truncateOutput(
@@ -446,27 +446,26 @@ export class ProcessService implements EnvironmentBindings {
       }
       return;
     }
-    const patch: unknown = text === undefined ? undefined : JSON.parse(text);
+    const { json: patch, entries: sizes } = converted;
     if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return;
     // The output's JSON is `{` + entries `"key":value` joined by commas + `}`.
-    const sizes = new Map<string, number>();
     let entries = live.outputEntries.size;
     let bytes = live.outputBytes;
-    for (const [key, value] of Object.entries(patch)) {
-      const size = utf8Length(JSON.stringify(key)) + 1 + utf8Length(JSON.stringify(value));
+    for (const [key, size] of sizes) {
       const old = live.outputEntries.get(key);
       bytes += old === undefined ? size + (entries++ === 0 ? 0 : 1) : size - old;
-      sizes.set(key, size);
     }
     if (bytes > cap) {
       this.#truncateOutput(live, `output exceeded ${cap} bytes: later patches were dropped`);
       return;
     }
     const output = live.record.output;
-    for (const [key, value] of Object.entries(patch)) define(output, key, value);
-    for (const [key, size] of sizes) live.outputEntries.set(key, size);
+    for (const [key, size] of sizes) {
+      define(output, key, patch[key]);
+      live.outputEntries.set(key, size);
+    }
     live.outputBytes = bytes;
-    this.#publish(live, { type: "output", pid: eid, patch: patch as Record<string, unknown> });
+    this.#publish(live, { type: "output", pid: eid, patch });
     this.#schedule(live);
   }
 

@@ -15,7 +15,8 @@ import {
   tenantOf,
 } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { STATUSES } from "../../conformance/helpers.js";
 import { wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";

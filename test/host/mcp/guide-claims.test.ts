@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
 import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { createSandbox } from "../../../src/index.js";
-import { fromWire, type JsonValue, toWire } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire, toWire } from "../../../src/values/wire.js";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });

@@ -20,7 +20,8 @@ import {
   upstreamsFrom,
 } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 

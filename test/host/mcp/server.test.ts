@@ -12,7 +12,8 @@ import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
 import { createSandbox } from "../../../src/index.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 
 const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
