@@ -15,7 +15,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
 import { CUT_OFF_BY_RESTART } from "../../src/host/index.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const WEB = fileURLToPath(new URL("../../dist/web/", import.meta.url));
