@@ -5,17 +5,14 @@
  * restart loses nothing that was acknowledged.
  * @module
  */
+import type { ProcessFilter, ProcessPatch, ProcessRecord, ProcessStore } from "../src/host/processes/storage.js";
+import { kvStatements, type Statement } from "../src/host/sqlite.js";
 import {
   type KeyValueQuota,
   KeyValueQuotaError,
   type KeyValueStore,
   type KeyValueUsage,
-  type ProcessFilter,
-  type ProcessPatch,
-  type ProcessRecord,
-  type ProcessStore,
-} from "../src/host/index.js";
-import { kvStatements, type Statement } from "../src/host/sqlite.js";
+} from "../src/tools/kv-store.js";
 
 /** What a process object tells the registry whenever its record changes. */
 export interface RegistryIndex {

@@ -11,16 +11,13 @@
  */
 import { type Client, createClient, type InStatement } from "@libsql/client";
 import {
-  type KeyValueQuota,
-  type KeyValueStore,
-  type KeyValueUsage,
   newPidTag,
   type ProcessFilter,
   type ProcessPatch,
   type ProcessRecord,
   type ProcessStore,
   pidOf,
-} from "../../src/host/index.js";
+} from "../../src/host/processes/storage.js";
 import {
   kvStatements,
   nextPidStatements,
@@ -28,6 +25,7 @@ import {
   PROCESS_INDEXES,
   processListStatement,
 } from "../../src/host/sqlite.js";
+import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../../src/tools/kv-store.js";
 
 const SCHEMA = `
   ${PID_TAGS_TABLE};

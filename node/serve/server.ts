@@ -11,7 +11,10 @@
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { instantiate } from "../../node/environment.js";
-import { createApp, createHost, failCutOffRuns, MemoryQuotas } from "../../src/host/index.js";
+import { MemoryQuotas } from "../../src/host/admission/quotas.js";
+import { createApp } from "../../src/host/http/app.js";
+import { createHost } from "../../src/host/index.js";
+import { failCutOffRuns } from "../../src/host/processes/restarts.js";
 import { appOptionsOf, runSandboxOptionsOf } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";

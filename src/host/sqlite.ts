@@ -70,8 +70,8 @@ export function processListStatement(columns: string, filter: ProcessFilter): St
 
 /**
  * The smallest string above every string that starts with `prefix`, in SQLite's order (UTF-8 bytes, which is code
- * point order): `prefix` with its last code point raised by one. `undefined` when there is none. (`prefix + U+FFFF`
- * would miss keys that continue with a character beyond U+FFFF: an emoji sorts after it in UTF-8.)
+ * point order): `prefix` with its last code point raised by one. `undefined` when there is none. Not
+ * `prefix + U+FFFF`, which keys continuing with a character beyond U+FFFF sort after (an emoji does, in UTF-8).
  */
 export function prefixEnd(prefix: string): string | undefined {
   const points = [...prefix];

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
-import { CUT_OFF_BY_RESTART } from "../../src/host/index.js";
+import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 
@@ -209,7 +209,7 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGINT")).toBe(0);
   });
 
-  it("keys name tenants: no key is 401, processes and kv values are each tenant's own, kv bytes are capped per tenant", async () => {
+  it("keys name tenants: no key is 401, processes and kv values are each tenant's own, each tenant's kv bytes are its quota", async () => {
     const server = await start(["--db", newDatabase()], {
       RUNCODE_API_KEYS: `alpha:${KEYS.alpha},beta:${KEYS.beta}`,
       RUNCODE_TENANT_KV_BYTES: "100",

@@ -8,16 +8,9 @@ import { join } from "node:path";
 import type { Client } from "@libsql/client";
 import { afterAll, describe, expect, test } from "vitest";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "../../node/serve/libsql-stores.js";
-import {
-  CUT_OFF_BY_RESTART,
-  failCutOffRuns,
-  KeyValueQuotaError,
-  type KeyValueStore,
-  MemoryKeyValueStore,
-  MemoryProcessStore,
-  type ProcessRecord,
-  type ProcessStore,
-} from "../../src/host/index.js";
+import { CUT_OFF_BY_RESTART, failCutOffRuns } from "../../src/host/processes/restarts.js";
+import { MemoryProcessStore, type ProcessRecord, type ProcessStore } from "../../src/host/processes/storage.js";
+import { KeyValueQuotaError, type KeyValueStore, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
 import { processRecord } from "../host/processes/records.js";
 
 const dir = mkdtempSync(join(tmpdir(), "runcode-stores-"));

@@ -5,15 +5,15 @@ import type {
   ExecutionExitState,
   ExecutionInput,
 } from "../../../src/environment/index.js";
+import { HostError } from "../../../src/host/errors.js";
+import type { ProcessEvent } from "../../../src/host/processes/events.js";
 import {
-  CUT_OFF_BY_RESTART,
-  HostError,
-  MemoryProcessStore,
   OUTPUT_TRUNCATED_KEY,
-  type ProcessEvent,
   ProcessService,
   type ProcessServiceOptions,
-} from "../../../src/host/index.js";
+} from "../../../src/host/processes/process-service.js";
+import { CUT_OFF_BY_RESTART } from "../../../src/host/processes/restarts.js";
+import { MemoryProcessStore } from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
 
 type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;

@@ -1,5 +1,5 @@
 /** A process record for store tests: idle, never run, with `patch` over it. */
-import type { ProcessRecord } from "../../../src/host/index.js";
+import type { ProcessRecord } from "../../../src/host/processes/storage.js";
 
 export const processRecord = (pid: number, patch: Partial<ProcessRecord> = {}): ProcessRecord => ({
   pid,
