@@ -3,10 +3,12 @@
  * (`generateToolDocs`, rendered from the tool's JSON Schemas with an example call that validates against them).
  * @module
  */
-import type { JSONSchema, ToolDocsInput } from "./types.js";
+
+import type { JSONSchema } from "../tools/types.js";
+import type { ToolDocsInput } from "./types.js";
 
 /** Settings the runtime documentation states as numbers. */
-export interface DocsLimits {
+export interface DocsSettings {
   defaultTimeoutMs: number;
   memoryLimitBytes: number;
   concurrency: number;
@@ -15,7 +17,7 @@ export interface DocsLimits {
   data: number;
 }
 
-export function environmentDocs(limits: DocsLimits): string {
+export function environmentDocs(limits: DocsSettings): string {
   const mib = Math.round(limits.memoryLimitBytes / 1048576);
   return `# QuickJS TypeScript environment
 

@@ -11,7 +11,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { ok } from "./helpers.js";
 
 /** A `structuredClone`: the platform's or the sandbox's. */
