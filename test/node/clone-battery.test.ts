@@ -3,8 +3,8 @@
  * `structuredClone` passes it (but for where Node 20 departs from the algorithm), and so does the sandbox's.
  */
 import { describe, expect, it } from "vitest";
-import { runCode } from "../node/index.js";
-import { BATTERY_CASES, type Clone, cloneBattery, sandboxBattery } from "./conformance/clone-battery.js";
+import { runCode } from "../../node/index.js";
+import { BATTERY_CASES, type Clone, cloneBattery, sandboxBattery } from "../conformance/clone-battery.js";
 
 describe("the structured clone battery: Node's own structuredClone and the sandbox's", () => {
   it("Node's passes it but for its departures from the HTML algorithm; the sandbox's passes it whole", async () => {
