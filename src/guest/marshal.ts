@@ -333,6 +333,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           return I.BigInt(n[1] as string);
         case "r":
           return mapGet(refs, id);
+        case "j":
+          // Plain JSON, parsed into fresh guest objects with the rest of the tape (`__proto__` an own key).
+          return n[1];
         case "f":
           return hostFunction(id, n[2] as string, n[3] as number);
         case "p":
