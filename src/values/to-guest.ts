@@ -160,8 +160,10 @@ function jsonPlain(value: unknown): Set<object> {
   return plain;
 }
 
+const NOTHING_PLAIN: ReadonlySet<object> = new Set();
+
 export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
-  const plain = jsonPlain(value);
+  const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
   const side: SideItem[] = [];

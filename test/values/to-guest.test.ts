@@ -115,3 +115,30 @@ describe("plain JSON reaches the guest exactly", () => {
     expect(result.result).toEqual([true, true, 2, false]);
   });
 });
+
+describe("host call arguments", () => {
+  const { runCode } = createSandbox();
+
+  it("arrive exact whether or not they are all plain primitives", async () => {
+    const calls: unknown[][] = [];
+    const record = (...args: unknown[]) => {
+      calls.push(args);
+      return args.length;
+    };
+    const result = await runCode(
+      'export default [f(1, "a\\u0000", true, null, 2.5), f(-0), f(NaN, Infinity), f(undefined), f(1n), f(), f([1], { a: 1 })];',
+      { language: "javascript", globals: { f: record } },
+    );
+    expect(result.result).toEqual([5, 1, 2, 1, 1, 0, 2]);
+    expect(calls).toEqual([
+      [1, "a\u0000", true, null, 2.5],
+      [-0],
+      [Number.NaN, Number.POSITIVE_INFINITY],
+      [undefined],
+      [1n],
+      [],
+      [[1], { a: 1 }],
+    ]);
+    expect(Object.is(calls[1]?.[0], -0)).toBe(true);
+  });
+});
