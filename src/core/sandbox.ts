@@ -1,5 +1,5 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every run
+ * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock) shared by every run
  * it starts. Each run holds a booted instance alone, from the pool every sandbox shares; the next run gets it back
  * as booted (see core/instance.ts).
  * @module
@@ -15,12 +15,12 @@ import { resolveOptions } from "./options.js";
 import { Run } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
-/** Heap cap of a run that sets no `memoryLimitBytes`. */
+/** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 /**
- * Fuel per millisecond of a CPU budget. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
+ * Fuel per millisecond of CPU time. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
  * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the budget.
+ * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the cap.
  */
 export const FUEL_PER_MS = 1_000_000;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
