@@ -15,11 +15,22 @@ import { guestSlowPathsSource } from "./guest/sources.generated.js";
 import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
-import { LOG_LEVELS, OP_CALL, OP_CHARGE, OP_LOG, OP_MARSHAL, OP_REPORT, OP_SETTLE } from "./marshal/tape.js";
+import {
+  LOG_LEVELS,
+  OP_CALL,
+  OP_CHARGE,
+  OP_LOG,
+  OP_MARSHAL,
+  OP_RANDOM,
+  OP_REPORT,
+  OP_SETTLE,
+  OP_UNCAUGHT,
+} from "./marshal/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "./marshal/to-guest.js";
 import { decodeFromGuest, type HeapMeter } from "./marshal/to-host.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import type { CodeExecutionLog } from "./types.js";
+import { randomBytes } from "./web-apis.js";
 
 /**
  * Most host promises one run may wait on at once. Each holds a guest promise and its resolvers on the host, so a guest
@@ -52,6 +63,7 @@ export class Crossings {
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
   #wake: (() => void) | undefined;
+  #uncaught: Described | undefined;
 
   /** The crossings of the run that holds `booted` as `tenant`. */
   constructor(booted: BootedInstance, tenant: Tenant, limits: Limits, run: RunSide) {
@@ -68,10 +80,28 @@ export class Crossings {
     return this.#inflight;
   }
 
-  /** Resolves when a host promise was delivered, or at {@link wake}. */
-  hostWork(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#wake = resolve;
+  /** The first exception the guest reported as nobody's to catch (a timer callback's, an event listener's). */
+  get uncaught(): Described | undefined {
+    return this.#uncaught;
+  }
+
+  /**
+   * Resolves `true` when a host promise was delivered or at {@link wake}, `false` when `ms` milliseconds passed first
+   * (on the platform's timer).
+   */
+  hostWork(ms = Number.POSITIVE_INFINITY): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer =
+        ms === Number.POSITIVE_INFINITY
+          ? undefined
+          : setTimeout(() => {
+              this.#wake = undefined;
+              resolve(false);
+            }, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
     });
   }
 
@@ -101,6 +131,11 @@ export class Crossings {
     try {
       const op = ctx.getNumber(opHandle);
       const a = ctx.getNumber(aHandle);
+      if (op === OP_RANDOM) return ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer);
+      if (op === OP_UNCAUGHT) {
+        this.#uncaught ??= this.describe(sideHandle);
+        return undefined;
+      }
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);

@@ -9,7 +9,7 @@
  */
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { Crossings } from "./crossings.js";
-import type { BootedInstance, BootModules, Tenant } from "./instance.js";
+import type { Boot, BootedInstance, Tenant } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
@@ -17,6 +17,7 @@ import { MODE_CLONE } from "./marshal/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable } from "./marshal/to-guest.js";
 import type { ResolvedOptions } from "./options.js";
 import { GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import { Timers } from "./timers.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
 
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./crossings.js";
@@ -31,7 +32,7 @@ export interface RunContext {
   clock: () => number;
   /** An outside stop (see `SandboxOptions.interrupted`). */
   interrupted: () => boolean;
-  boot: BootModules;
+  boot: Boot;
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
 }
@@ -62,6 +63,8 @@ export class Run {
   /** The booted instance while the run holds it, and the crossings into it. */
   #booted: BootedInstance | undefined;
   #crossings: Crossings | undefined;
+  /** The guest's timers, when the sandbox has the Web APIs. */
+  #timers: Timers | undefined;
   /** `false` once a step failed in a way that leaves the instance unfit for another run. */
   #sound = true;
   #peakBytes = 0;
@@ -149,6 +152,7 @@ export class Run {
       const args = crossings.toGuest(this.#args);
       const selected = crossings.guard(() => ctx.callFunction(core.runExport, ctx.undefined, [namespace, fn, args]));
       const value = await this.#settle(selected);
+      await this.#drain();
       const result = crossings.toHost(value, MODE_CLONE);
       this.#sample();
       return { status: "success", result };
@@ -172,6 +176,9 @@ export class Run {
       onLog: this.#context.onLog,
     });
     this.#crossings = crossings;
+    if (booted.timers !== undefined) {
+      this.#timers = new Timers(booted.timers, booted.ctx, crossings, this.#limits, this.#context.clock);
+    }
     booted.lend(this.#tenant, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
@@ -199,18 +206,60 @@ export class Run {
     load: (name) => this.#linker.load(name, this.#limits),
   };
 
-  /** Pumps jobs until `handle` settles; waits for the host when only host work can move it on. */
+  /** Pumps jobs until `handle` settles; waits for the host or a timer when only they can move it on. */
   async #settle(handle: QuickJSHandle): Promise<QuickJSHandle> {
-    const { ctx, runtime } = this.#booted as BootedInstance;
+    const { ctx } = this.#booted as BootedInstance;
     const crossings = this.#crossings as Crossings;
     for (;;) {
-      this.#limits.check();
+      this.#turn();
       const state = ctx.getPromiseState(handle);
       if (state.type === "fulfilled") return state.value;
       if (state.type === "rejected") throw new GuestFailure(crossings.describe(state.error));
-      const ran = this.#limits.enter(() => runtime.executePendingJobs());
-      if (ran.error !== undefined) throw new GuestFailure(crossings.describe(ran.error));
-      if (ran.value > 0) continue;
+      if (this.#runJobs() > 0) continue;
+      await this.#idle();
+    }
+  }
+
+  /**
+   * After the export settled: the timers that keep the run going (contract.md §6.9) fire as they come due, until
+   * none is left.
+   */
+  async #drain(): Promise<void> {
+    const timers = this.#timers;
+    if (timers === undefined) return;
+    for (;;) {
+      this.#turn();
+      if (this.#runJobs() > 0) continue;
+      if (timers.next(true) < 0) return;
+      await this.#idle();
+    }
+  }
+
+  /** Where the run stands between two steps: stopped, or failed by an exception nobody could catch. */
+  #turn(): void {
+    this.#limits.check();
+    const uncaught = this.#crossings?.uncaught;
+    if (uncaught !== undefined) throw new GuestFailure(uncaught);
+  }
+
+  /** Runs the guest's queued jobs; how many ran. */
+  #runJobs(): number {
+    const crossings = this.#crossings as Crossings;
+    const { runtime } = this.#booted as BootedInstance;
+    const ran = this.#limits.enter(() => runtime.executePendingJobs());
+    if (ran.error !== undefined) throw new GuestFailure(crossings.describe(ran.error));
+    return ran.value;
+  }
+
+  /**
+   * Waits for what can move the run on: host work, or the earliest timer, which then fires with every other timer
+   * due by then (their jobs run after each, as the event loop of a browser runs microtasks between tasks).
+   */
+  async #idle(): Promise<void> {
+    const crossings = this.#crossings as Crossings;
+    const timers = this.#timers;
+    const due = timers === undefined ? -1 : timers.next(false);
+    if (due < 0) {
       if (crossings.inflight === 0) {
         throw new GuestFailure({
           name: "DeadlockError",
@@ -218,6 +267,13 @@ export class Run {
         });
       }
       await crossings.hostWork();
+      return;
+    }
+    if (!(await (timers as Timers).wait(due))) return;
+    this.#turn();
+    while ((timers as Timers).fire(due)) {
+      this.#runJobs();
+      this.#turn();
     }
   }
 
