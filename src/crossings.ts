@@ -99,7 +99,7 @@ export class Crossings {
               resolve(false);
             }, ms);
       this.#wake = () => {
-        clearTimeout(timer);
+        if (timer !== undefined) clearTimeout(timer);
         resolve(true);
       };
     });
