@@ -12,6 +12,7 @@ export { SerializationError } from "./errors.js";
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./run.js";
 export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./sandbox.js";
 export { type Swc, type SwcOptions, useSwc } from "./transpile.js";
+export { MAX_PENDING_TIMERS } from "./web-apis.js";
 export type * from "./types.js";
 export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type WireOptions } from "./wire.js";
 

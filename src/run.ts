@@ -221,7 +221,7 @@ export class Run {
   }
 
   /**
-   * After the export settled: the timers that keep the run going (contract.md §6.9) fire as they come due, until
+   * After the export settled: the timers that keep the run going (contract.md §13.4) fire as they come due, until
    * none is left.
    */
   async #drain(): Promise<void> {

@@ -135,7 +135,7 @@ export interface SandboxOptions {
    */
   bootModules?: Readonly<Record<string, string>>;
   /**
-   * Installs the Web APIs on the sandbox's global object (contract.md §6.9): `URL`, `URLSearchParams`, `TextEncoder`,
+   * Installs the Web APIs on the sandbox's global object (contract.md §13): `URL`, `URLSearchParams`, `TextEncoder`,
    * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, the timers, `Event`, `EventTarget`,
    * `AbortController`, `AbortSignal` and `DOMException`. They are part of the booted image, so a run pays nothing for
    * them. Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.

@@ -1,5 +1,5 @@
 /**
- * The Web APIs a sandbox made with `webApis: true` installs on its global object (contract.md §6.9): their guest
+ * The Web APIs a sandbox made with `webApis: true` installs on its global object (contract.md §13): their guest
  * halves, evaluated in this order when an instance boots (so they are part of its booted image and cost a run
  * nothing), each taking what those before it put in the kit (guest/web-kit.ts), and the host's answers to the two
  * things they ask of it: random bytes and exceptions nobody can catch. Their timers are timers.ts.

@@ -11,7 +11,7 @@ export function guestWebCrypto(hostCall: HostCall, kit: WebKit): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const OP_RANDOM = 6;
-  const MAX_RANDOM_BYTES = 65_536;
+  const MAX_RANDOM_BYTES = 65536;
   const { apply } = Reflect;
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const TypeErrorCtor = TypeError;
@@ -19,7 +19,9 @@ export function guestWebCrypto(hostCall: HostCall, kit: WebKit): void {
   const { isView } = ArrayBuffer;
   const { DOMException } = kit;
   const EMPTY: unknown[] = [];
-  const typedTag = getOwnPropertyDescriptor(getPrototypeOf(U8.prototype), Symbol.toStringTag)?.get as () => unknown;
+  const TypedArrayProto = getPrototypeOf(U8.prototype) as object;
+  const typedTag = getOwnPropertyDescriptor(TypedArrayProto, Symbol.toStringTag)?.get as () => unknown;
+  const typedBytes = getOwnPropertyDescriptor(TypedArrayProto, "byteLength")?.get as () => number;
   const INTEGER_ARRAYS = [
     "Int8Array",
     "Uint8Array",
@@ -56,13 +58,15 @@ export function guestWebCrypto(hostCall: HostCall, kit: WebKit): void {
         );
       }
       const bytes = kit.bytesOf(array, "crypto.getRandomValues: the argument");
-      if (bytes.length > MAX_RANDOM_BYTES) {
+      // Through the engine's own getter: the guest may have replaced the prototype's.
+      const length = apply(typedBytes, bytes, []) as number;
+      if (length > MAX_RANDOM_BYTES) {
         throw new DOMException(
-          `crypto.getRandomValues: the array's ${bytes.length} bytes exceed the ${MAX_RANDOM_BYTES} bytes of entropy a call may ask for`,
+          `crypto.getRandomValues: the array's ${length} bytes exceed the ${MAX_RANDOM_BYTES} bytes of entropy a call may ask for`,
           "QuotaExceededError",
         );
       }
-      bytes.set(random(bytes.length));
+      bytes.set(random(length));
       return array;
     }
     randomUUID(): string {

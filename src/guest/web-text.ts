@@ -16,6 +16,7 @@ export function guestWebText(_hostCall: HostCall, kit: WebKit): void {
   const U8 = Uint8Array;
   const U16 = Uint16Array;
   const { fromCharCode } = String;
+  const { min } = Math;
   const { isView } = ArrayBuffer;
   const { DOMException, install, required, dictionary } = kit;
   const getter = (proto: object, key: PropertyKey) => getOwnPropertyDescriptor(proto, key)?.get as () => unknown;
@@ -125,7 +126,8 @@ export function guestWebText(_hostCall: HostCall, kit: WebKit): void {
   const CHUNK = 8192;
   const decodeInto = (bytes: Uint8Array, state: Decoding, fatal: boolean, end: boolean, skipBOM: boolean) => {
     let text = "";
-    const units = new U16(CHUNK);
+    // A byte makes at most one code unit, and an unfinished sequence one U+FFFD: no more room than that is zeroed.
+    const units = new U16(min(CHUNK, bytes.length + 2));
     let count = 0;
     let first = skipBOM;
     const emit = (c: number) => {
@@ -133,7 +135,7 @@ export function guestWebText(_hostCall: HostCall, kit: WebKit): void {
         first = false;
         if (c === 0xfeff) return;
       }
-      if (count + 2 > CHUNK) {
+      if (count + 2 > units.length) {
         text += apply(fromCharCode, null, units.subarray(0, count) as unknown as number[]) as string;
         count = 0;
       }

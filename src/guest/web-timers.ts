@@ -28,7 +28,7 @@ interface Timer {
 export function guestWebTimers(_hostCall: HostCall, kit: WebKit): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
-  const MAX_PENDING_TIMERS = 10_000;
+  const MAX_PENDING_TIMERS = 10000;
   const G = globalThis;
   const { apply } = Reflect;
   const { defineProperty } = Object;

@@ -433,7 +433,9 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
       }
       return out;
     }
-    const ascii = domainToASCII(utf8Decode(percentDecode(utf8Encode(input))));
+    // Without a percent sign, percent-decoding and UTF-8 round trip the input unchanged.
+    const domain = input.indexOf("%") < 0 ? input : utf8Decode(percentDecode(utf8Encode(input)));
+    const ascii = domainToASCII(domain);
     if (ascii === null) return null;
     return endsInNumber(ascii) ? parseIPv4(ascii) : ascii;
   };
