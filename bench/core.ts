@@ -12,9 +12,9 @@ import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
 import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
-import { newInstance } from "../src/engine.js";
+import { newInstance } from "../src/core/engine.js";
+import { BootedInstance, bootOf } from "../src/core/instance.js";
 import { createSandbox } from "../src/index.js";
-import { BootedInstance, bootOf } from "../src/instance.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 /** `N` of `T`: the table's rows, one per case, in the order of `cases`. */

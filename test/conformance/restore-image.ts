@@ -6,7 +6,14 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import { type Boot, BootedInstance, bootOf, type MemoryLayout, memoryLayout, type Tenant } from "../../src/instance.js";
+import {
+  type Boot,
+  BootedInstance,
+  bootOf,
+  type MemoryLayout,
+  memoryLayout,
+  type Tenant,
+} from "../../src/core/instance.js";
 
 const MiB = 1024 * 1024;
 

@@ -4,7 +4,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import type { RunCode, SandboxOptions } from "../../src/types.js";
+import type { RunCode, SandboxOptions } from "../../src/core/types.js";
 import { fails, ok, settle } from "./helpers.js";
 import { webTextSuite } from "./web-text.js";
 import { webUrlSuite } from "./web-url.js";

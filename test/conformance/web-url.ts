@@ -6,7 +6,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { ok } from "./helpers.js";
 
 const B = "http://example.org/foo/bar";
