@@ -7,8 +7,10 @@
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
-import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/admission/run-admission.js";
-import { createApp, createHost, type Quotas } from "../src/host/index.js";
+import type { Quotas } from "../src/host/admission/quotas.js";
+import { RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
+import { createApp } from "../src/host/http/app.js";
+import { createHost } from "../src/host/index.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
@@ -24,10 +26,10 @@ export { KvObject, ProcessObject, RegistryObject };
 // TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/).
 useSwc(async () => (out) => instantiateSwc(swcWasm, out));
 
-// Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
-sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
+// Idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB isolate.
+sharedPool.limitMemory(RUN_MEMORY_CAP_BYTES);
 
-/** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
+/** Memory limit of a `/run` that sets none: a tenant's share of the admission cap, which holds two such runs. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**

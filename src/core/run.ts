@@ -11,7 +11,7 @@ import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { MODE_CLONE } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable } from "../values/to-guest.js";
 import { GuestBridge } from "./guest-bridge.js";
-import type { Boot, BootedInstance, Tenant } from "./instance.js";
+import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
@@ -170,7 +170,7 @@ export class Run {
   #lend(booted: BootedInstance): GuestBridge {
     const { meter } = booted.instance;
     if (meter !== undefined) this.#limits.meter(meter);
-    const bridge = new GuestBridge(booted, this.#tenant, this.#limits, {
+    const bridge = new GuestBridge(booted, this.#holder, this.#limits, {
       functions: this.#functions,
       report: this.#options.report,
       reports: this.#channel.reports,
@@ -181,7 +181,7 @@ export class Run {
     if (booted.timers !== undefined) {
       this.#timers = new Timers(booted.timers, booted.ctx, bridge, this.#limits, this.#context.clock);
     }
-    booted.lend(this.#tenant, this.#options.memoryLimitBytes);
+    booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
     const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
@@ -201,7 +201,7 @@ export class Run {
   }
 
   /** What the booted instance asks of the run holding it. */
-  readonly #tenant: Tenant = {
+  readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),

@@ -1,5 +1,5 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every run
+ * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock) shared by every run
  * it starts. Each run holds a booted instance alone, from the pool every sandbox shares; the next run gets it back
  * as booted (see core/instance.ts).
  * @module
@@ -18,7 +18,7 @@ import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, San
 
 export { FUEL_PER_MS };
 
-/** Heap cap of a run that sets no `memoryLimitBytes`. */
+/** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
 export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, fuel: 30_000 * FUEL_PER_MS });

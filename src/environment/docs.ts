@@ -8,7 +8,7 @@ import type { JSONSchema } from "../tools/types.js";
 import type { ToolDocsInput } from "./types.js";
 
 /** Settings the runtime documentation states as numbers. */
-export interface DocsLimits {
+export interface DocsSettings {
   defaultTimeoutMs: number;
   memoryLimitBytes: number;
   concurrency: number;
@@ -28,7 +28,7 @@ fails it; the time its timers wait counts against its \`timeoutMs\`. \`Date.now(
 const WITHOUT_WEB_APIS = `Not available: \`fetch\`, \`setTimeout\`/\`setInterval\`, \`process\`, \`require\`, \`eval\`, \`new Function\`,
 \`TextEncoder\`, \`crypto\`, \`WebAssembly\`. \`Date.now()\` and \`Math.random()\` work.`;
 
-export function environmentDocs(limits: DocsLimits): string {
+export function environmentDocs(limits: DocsSettings): string {
   const mib = Math.round(limits.memoryLimitBytes / 1048576);
   return `# QuickJS TypeScript environment
 

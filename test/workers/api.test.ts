@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { ProcessRecord } from "../../src/host/index.js";
+import type { ProcessRecord } from "../../src/host/processes/storage.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { api, KEYS } from "./client.js";

@@ -26,7 +26,7 @@ export interface McpServerOptions {
    */
   webApis?: boolean;
   /**
-   * Waits for room to run with this heap cap (`undefined`: the sandbox's default) and returns its release; throws to
+   * Waits for room to run with this memory limit (`undefined`: the sandbox's default) and returns its release; throws to
    * refuse the call (the HTTP app's admission). Default: every call runs at once.
    */
   admit?: (memoryLimitBytes: number | undefined) => Promise<() => void>;
@@ -76,7 +76,7 @@ How to write the code:
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
 ${webApis ? WITH_WEB_APIS : WITHOUT_WEB_APIS}
-- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
+- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
 
 The answer: \`status\` is success, error (an uncaught exception), link_error (a syntax error or an import that does
