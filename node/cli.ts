@@ -4,7 +4,8 @@
  * console output on standard error as the guest makes it, and then the `CodeExecutionResult` on standard output (as
  * inspected, or with `--json` in the wire encoding); guest text is escaped, and all of it bounded in size and by
  * `--timeout`. A module without a default export runs as a script (`execute: "script"`) unless `--export` or `--args`
- * name a call. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * name a call. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio; `runcode
+ * serve` the HTTP API.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -16,16 +17,19 @@ import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
-const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--json]
-       runcode mcp [--config servers.json]
+const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
+       runcode mcp [--config servers.json] [--web-apis]
+       runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
 and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the default export; a module
 without one runs as a script, with no result. --export and --args call an export instead (default: default), which
 must then exist. Console output goes to standard error as it happens; the result to standard output at the end, as
 JSON in runcode's lossless wire encoding with --json. Exits 0 on success, 1 when the run did not succeed, 2 on bad
-arguments.
+arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
+crypto.randomUUID, timers, AbortController, events).
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
-configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
+\`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
 
 /**
  * Characters a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls (ESC and BEL
@@ -156,7 +160,12 @@ async function runFile(): Promise<void> {
   // On a worker thread, the timeout's terminate() stops any guest work within 50 ms, native loops that never poll
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
-  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: safetyCapWithin(timeout), threads: true });
+  const { runCode } = createSandbox({
+    wasm: nodeWasm,
+    safetyCap: safetyCapWithin(timeout),
+    threads: true,
+    webApis: values["web-apis"],
+  });
   const deadline = performance.now() + timeout;
   const printing = printer(deadline, values.timeout);
   const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
@@ -192,6 +201,7 @@ function parseFlags() {
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
+      "web-apis": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -205,8 +215,15 @@ async function readStdin(): Promise<string> {
 }
 
 if (process.argv[2] === "mcp") {
-  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
-  await serveMcpOverStdio(values.config);
+  const { values } = parseArgs({
+    args: process.argv.slice(3),
+    options: { config: { type: "string" }, "web-apis": { type: "boolean", default: false } },
+  });
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"] });
+} else if (process.argv[2] === "serve") {
+  // Loaded only here: plain runs need neither the database driver nor the HTTP server.
+  const { serveCommand } = await import("./serve/command.js");
+  await serveCommand(process.argv.slice(3));
 } else {
   await runFile();
 }

@@ -1,11 +1,11 @@
 /**
- * `runcode mcp [--config file.json]`: the MCP server over standard input and output, for MCP clients that start it
- * as a command (`npx runcode mcp`). Runs take the host's one path for runs (its caps, time limits and answers, as over
- * HTTP) on this package's sandbox, each on a worker thread, with no admission: the client is the machine's user. The
- * built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers
- * in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url":
- * "https://..."}}}`); their tools become modules of the sandbox (`import { search_issues } from "github"`). Nothing
- * but protocol messages may reach standard output.
+ * `runcode mcp [--config file.json] [--web-apis]`: the MCP server over standard input and output, for MCP clients that
+ * start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its caps, time limits and answers,
+ * as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs for `--web-apis`, and no
+ * admission: the client is the machine's user. The built-in `kv` service lives in memory for as long as the server
+ * does. The configuration names upstream MCP servers in the format MCP clients use (`{"mcpServers": {"github":
+ * {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools become modules of the sandbox
+ * (`import { search_issues } from "github"`). Nothing but protocol messages may reach standard output.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -18,7 +18,7 @@ import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
 import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
-import { DEFAULT_MEMORY_LIMIT_BYTES, runCode } from "./index.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
 
 /** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
@@ -32,7 +32,15 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
   return upstreamsFrom(config, configPath);
 }
 
-export async function serveMcpOverStdio(configPath?: string): Promise<void> {
+/** Settings of `runcode mcp`. */
+export interface StdioMcpOptions {
+  /** A configuration file naming upstream MCP servers. */
+  configPath?: string | undefined;
+  /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
+  webApis?: boolean;
+}
+
+export async function serveMcpOverStdio({ configPath, webApis = false }: StdioMcpOptions = {}): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -44,8 +52,9 @@ export async function serveMcpOverStdio(configPath?: string): Promise<void> {
     clients.push(client);
     tools.register(await upstreamService(name, client));
   }
+  const { runCode } = createSandbox({ webApis });
   const { execute } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
-  const server = createMcpServer({ execute, tools });
+  const server = createMcpServer({ execute, tools, webApis });
   server.server.onclose = () => {
     for (const client of clients) void client.close();
   };

@@ -18,6 +18,7 @@ export {
 } from "./core/sandbox.js";
 export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
 export type * from "./core/types.js";
+export { MAX_PENDING_TIMERS } from "./core/web-apis.js";
 export { SerializationError } from "./values/errors.js";
 export type { JsonValue } from "./values/json.js";
 export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";

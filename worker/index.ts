@@ -8,11 +8,12 @@ import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
 import type { Quotas } from "../src/host/admission/quotas.js";
-import { RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
+import { RUN_DEFAULT_MEMORY_BYTES, RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
 import type { TimedRunCode } from "../src/host/runs/run-once.js";
-import { createSandbox, safetyCapWithin, useSwc } from "../src/index.js";
+import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
+import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
@@ -29,9 +30,6 @@ useSwc(async () => (out) => instantiateSwc(swcWasm, out));
 
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_CAP_BYTES);
-
-/** Memory limit of a `/run` that sets none: a tenant's share of the admission cap, which holds two such runs. */
-const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -59,31 +57,24 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm }) },
+    environment: { module: instantiate({ wasm, webApis: config.webApis }) },
   });
   // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
-  // it: each run's sandbox holds its time limit with fuel, natives included, within the deployment's own cap
-  // (`[limits] cpu_ms` in wrangler.toml is the platform's backstop).
-  const cap = { cpuTimeMs: config.runCpuMs, fuel: config.runFuel };
+  // it: each run gets a sandbox whose fuel holds its time limit, natives included (`[limits] cpu_ms` in
+  // wrangler.toml is the platform's backstop).
   const runCode: TimedRunCode = (source, options, timeoutMs) =>
-    createSandbox({
-      wasm,
-      safetyCap: safetyCapWithin(timeoutMs, cap),
-      defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-    }).runCode(source, options);
+    createSandbox({ wasm, ...runSandboxOptionsOf(config, timeoutMs) }).runCode(source, options);
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
     run: {
       runCode,
+      webApis: config.webApis,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
     },
-    access: config.access,
+    ...appOptionsOf(config),
     quotas: registryQuotas(env, config),
-    origins: config.origins,
-    corsOrigins: config.corsOrigins,
-    mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),
   });
 }

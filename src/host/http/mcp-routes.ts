@@ -20,6 +20,7 @@ import { createRunOnce, type RunOnceOptions } from "../runs/run-once.js";
 import type { Catalog } from "./catalog-routes.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, jsonOrEventStream, preEncoded, secured } from "./route-context.js";
+import type { RunRouteOptions } from "./run-routes.js";
 
 const JsonRpc = z
   .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
@@ -83,7 +84,7 @@ async function answered(response: Response): Promise<Response> {
  */
 export function addMcpRoutes(
   app: OpenAPIHono<AppEnv>,
-  runs: RunOnceOptions,
+  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
@@ -132,6 +133,7 @@ export function addMcpRoutes(
             tenant,
             signal: caller.signal === undefined ? signal : AbortSignal.any([caller.signal, signal]),
           }),
+        webApis: runs.webApis ?? false,
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
       });

@@ -20,6 +20,8 @@ import { RunRequest, RunResult } from "./schemas.js";
 
 /** What `POST /run` and `POST /mcp` run code with. */
 export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
+  /** Whether `runCode`'s sandbox has the Web APIs (`SandboxOptions.webApis`), for `POST /mcp`'s guide. Default `false`. */
+  webApis?: boolean;
   /** The cap of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
   admission?: Partial<AdmissionCaps>;
 }

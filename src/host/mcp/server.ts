@@ -32,6 +32,11 @@ import { cut, summarize } from "./summary.js";
 export interface McpServerOptions {
   /** Runs a call's code, bound to the caller's tenant: the host's one path for runs (`createRunOnce(...).execute`). */
   execute: Execute;
+  /**
+   * Whether `execute`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
+   * tells the model which globals it may use. Default `false`.
+   */
+  webApis?: boolean;
   /** The services `execute`'s runs may import (`import { get } from "kv"`), declared in the tool's guide. */
   tools?: ToolRegistry;
   /** The process environment's documentation (Markdown), served as a resource when given. */
@@ -48,8 +53,16 @@ const LOG_LEVELS: Record<CodeExecutionLog["level"], LoggingLevel> = {
 };
 const SEVERITY = LoggingLevelSchema.options;
 
+const WITHOUT_WEB_APIS = `- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
+  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
+const WITH_WEB_APIS = `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
+  \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`, \`setTimeout\`,
+  \`setInterval\` (the run waits for pending timers), \`AbortController\`, \`AbortSignal\`, \`Event\`, \`EventTarget\`,
+  \`DOMException\`. No \`fetch\`, \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below
+  provides it.`;
+
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(declarations: string): string {
+function guide(declarations: string, webApis: boolean): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -65,8 +78,7 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
-  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
+${webApis ? WITH_WEB_APIS : WITHOUT_WEB_APIS}
 - Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`: ${DEFAULT_RUN_TIMEOUT_MS / 1000} s unless set, at most ${MAX_RUN_TIMEOUT_MS / 1000} s);
   past them the status is \`memory\` or \`terminated\`.
@@ -78,7 +90,7 @@ ${declarations === "" ? "" : `\nServices importable as modules (TypeScript decla
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { execute, tools, environmentDocs } = options;
+  const { execute, webApis = false, tools, environmentDocs } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -89,7 +101,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     logLevel = request.params.level;
     return {};
   });
-  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()));
+  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()), webApis);
 
   server.registerTool(
     "run_code",
