@@ -341,10 +341,31 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     hostCall(OP_SETTLE, promise, encoded[0], encoded[1], ok ? 1 : 0);
   }
 
+  const NO_SIDE: unknown[] = [];
+  // The tape of arguments that are all strings, booleans, null or finite numbers other than -0, written without the
+  // encoder's per-value bookkeeping (most host calls pass only such values).
+  const primitiveArguments = (args: unknown[]): string | undefined => {
+    let out = "";
+    for (let i = 0; i < args.length; i++) {
+      const v = args[i];
+      let item: string;
+      if (typeof v === "string") item = stringify(v);
+      else if (typeof v === "number") {
+        if (v - v !== 0 || (v === 0 && 1 / v < 0)) return undefined;
+        item = `${v}`;
+      } else if (typeof v === "boolean" || v === null) item = `${v}`;
+      else return undefined;
+      out += i === 0 ? item : `,${item}`;
+    }
+    return `["a",0,[${out}]]`;
+  };
+
   function hostFunction(id: number, name: string, length: number) {
     const known = mapGet(hostFunctions, id);
     if (known !== undefined) return known;
     const fn = (...args: unknown[]) => {
+      const tape = primitiveArguments(args);
+      if (tape !== undefined) return hostCall(OP_CALL, id, tape, NO_SIDE);
       const encoded = encode(args, MODE_CALL);
       return hostCall(OP_CALL, id, encoded[0], encoded[1]);
     };
@@ -381,6 +402,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           return I.BigInt(n[1] as string);
         case "r":
           return mapGet(refs, id);
+        case "j":
+          // Plain JSON, parsed into fresh guest objects with the rest of the tape (`__proto__` an own key).
+          return n[1];
         case "f":
           return hostFunction(id, n[2] as string, n[3] as number);
         case "p":

@@ -7,6 +7,8 @@
  * - JSON string, boolean, null and finite numbers other than -0 stand for themselves
  * - `["u"]` undefined, `["n","NaN"|"Infinity"|"-Infinity"|"-0"]`, `["b","<decimal>"]` bigint
  * - `["r",id]` a reference to an object already encoded
+ * - `["j",json]` host to guest only: plain objects and arrays as JSON, for the engine's own parser; there is no
+ *   other reference to any object in it (it has no ids)
  * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
  * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
  * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
