@@ -45,6 +45,12 @@ export const OP_MARSHAL = 4;
  * JS implementations of the guarded natives (guest/slow-paths.ts), compiled on first use. The tape is `0`.
  */
 export const OP_CHARGE = 5;
+/** `a` random bytes for the Web APIs' `crypto` (at most {@link MAX_RANDOM_BYTES}): answered with an ArrayBuffer. */
+export const OP_RANDOM = 6;
+/** An exception nobody can catch (a timer callback's, an event listener's), the value in `side`: it ends the run. */
+export const OP_UNCAUGHT = 7;
+/** The most bytes one `crypto.getRandomValues` may ask for (WebCrypto's bound). */
+export const MAX_RANDOM_BYTES = 65_536;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

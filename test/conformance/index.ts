@@ -23,6 +23,7 @@ import { reportSuite } from "./report.js";
 import { resultSuite } from "./result.js";
 import { structuredCloneSuite } from "./structured-clone.js";
 import { typescriptSuite } from "./typescript.js";
+import { webApisSuite } from "./web-apis.js";
 
 export type { ConformanceOptions } from "./helpers.js";
 
@@ -45,4 +46,5 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   isolationSuite(runCode);
   freshRunsSuite(opts);
   typescriptSuite(runCode);
+  if (opts.sandbox !== undefined) webApisSuite(opts.sandbox);
 }
