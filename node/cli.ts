@@ -3,7 +3,7 @@
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
  * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`); a module without a default
  * export runs as a script (`execute: "script"`) unless `--export` or `--args` name a call. Exits 0 on `success`,
- * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio; `runcode serve` the HTTP API.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -15,6 +15,7 @@ import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis]
        runcode mcp [--config servers.json] [--web-apis]
+       runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
 JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
 default export; a module without one runs as a script, with no result. --export and --args call an export instead
@@ -22,7 +23,8 @@ default export; a module without one runs as a script, with no result. --export 
 --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
 crypto.randomUUID, timers, AbortController, events).
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
-configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
+\`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
 
 /**
  * Characters a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls (ESC and BEL
@@ -177,6 +179,10 @@ if (process.argv[2] === "mcp") {
     options: { config: { type: "string" }, "web-apis": { type: "boolean", default: false } },
   });
   await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"] });
+} else if (process.argv[2] === "serve") {
+  // Loaded only here: plain runs need neither the database driver nor the HTTP server.
+  const { serveCommand } = await import("./serve/command.js");
+  await serveCommand(process.argv.slice(3));
 } else {
   await runFile();
 }

@@ -8,9 +8,10 @@ import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
 import type { Quotas } from "../src/host/admission/quotas.js";
-import { RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
+import { RUN_DEFAULT_MEMORY_BYTES, RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
+import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
@@ -28,9 +29,6 @@ useSwc(async () => (out) => instantiateSwc(swcWasm, out));
 
 // Idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB isolate.
 sharedPool.limitMemory(RUN_MEMORY_CAP_BYTES);
-
-/** Memory limit of a `/run` that sets none: a tenant's share of the admission cap, which holds two such runs. */
-const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -62,12 +60,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
-  const sandbox = createSandbox({
-    wasm,
-    safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
-    defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-    webApis: config.webApis,
-  });
+  const sandbox = createSandbox({ wasm, ...runSandboxOptionsOf(config) });
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
@@ -77,11 +70,8 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
     },
-    access: config.access,
+    ...appOptionsOf(config),
     quotas: registryQuotas(env, config),
-    origins: config.origins,
-    corsOrigins: config.corsOrigins,
-    mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),
   });
 }
