@@ -141,7 +141,7 @@ export class GuestBridge {
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
       const kept: HeapMeter = { bytes: 0 };
-      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept);
+      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept, op === OP_LOG);
       if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
       switch (op) {
         case OP_CALL:
@@ -348,7 +348,7 @@ export class GuestBridge {
     }
   }
 
-  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter): unknown {
+  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter, log = false): unknown {
     const ctx = this.#ctx;
     return decodeFromGuest(
       tape,
@@ -368,6 +368,7 @@ export class GuestBridge {
           }),
       },
       meter,
+      log,
     );
   }
 

@@ -5,6 +5,7 @@
  * @module
  */
 import type { RunCode } from "../../src/core/types.js";
+import { guestCloneSuite } from "./clone-battery.js";
 import { executeSuite } from "./execute.js";
 import { freshRunsSuite } from "./fresh-runs.js";
 import { globalsSuite } from "./globals.js";
@@ -36,6 +37,7 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   globalsSuite(runCode);
   marshalingSuite(runCode);
   structuredCloneSuite(runCode);
+  guestCloneSuite(runCode);
   resultSuite(runCode);
   positionsSuite(runCode);
   logsSuite(runCode);
