@@ -131,20 +131,33 @@ function jsonPlain(value: unknown): Set<object> {
         return false;
     }
     if (v === null) return true;
+    // Deeper than the encoder goes is refused by the encoder; the walk stops there, so it never overflows the stack.
+    if (depth >= MAX_DEPTH) return false;
     if (seen.has(v)) {
       shared = true;
       return false;
     }
     seen.add(v);
     const proto = Object.getPrototypeOf(v);
+    const isArray = Array.isArray(v);
+    if (!isArray && proto !== Object.prototype && proto !== null && !holdsNoObjects(v)) {
+      // A Map, Set, Error, class instance... reaches objects this walk does not see, which a plain subtree may share.
+      shared = true;
+      return false;
+    }
     const keys = Object.keys(v);
-    let ok = depth < MAX_DEPTH;
-    if (Array.isArray(v)) {
+    let ok = true;
+    if (isArray) {
       const dense = keys.length === v.length && (v.length === 0 || keys[v.length - 1] === String(v.length - 1));
       ok &&= proto === Array.prototype && dense;
     } else ok &&= proto === Object.prototype || proto === null;
     for (const key of keys) {
       const descriptor = Object.getOwnPropertyDescriptor(v, key);
+      if (descriptor !== undefined && !("value" in descriptor)) {
+        // The encoder calls a getter, whose object may be shared with a plain subtree.
+        shared = true;
+        return false;
+      }
       // Walked whatever the object is, so every shared reference below it is found.
       const child = descriptor !== undefined && "value" in descriptor && scan(descriptor.value, depth + 1);
       ok &&= child;
@@ -160,10 +173,19 @@ function jsonPlain(value: unknown): Set<object> {
   return plain;
 }
 
+/** Values that cross without any object inside them. */
+function holdsNoObjects(value: object): boolean {
+  return ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp;
+}
+
 const NOTHING_PLAIN: ReadonlySet<object> = new Set();
 
-export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
-  const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
+/**
+ * `value` as a tape for the guest. `json: false` leaves out the `["j",json]` form, for a tape that another thread
+ * decodes with the host's decoder (which takes only what the guest's encoder writes) before its own run re-encodes it.
+ */
+export function encodeForGuest(value: unknown, functions: FunctionTable, { json = true } = {}): Encoded {
+  const plain = json && typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
   const side: SideItem[] = [];

@@ -114,6 +114,43 @@ describe("plain JSON reaches the guest exactly", () => {
     );
     expect(result.result).toEqual([true, true, 2, false]);
   });
+
+  it("keeps one object one object when a Map, a Set, an Error's cause or a getter also holds it", async () => {
+    const shared = { s: [1] };
+    const holders = {
+      map: new Map([[shared, 1]]),
+      set: new Set([shared]),
+      error: new Error("e", { cause: shared }),
+      get getter() {
+        return shared;
+      },
+    };
+    for (const [name, holder] of Object.entries(Object.getOwnPropertyDescriptors(holders))) {
+      const held =
+        name === "map"
+          ? "[...data.holder.keys()][0]"
+          : name === "set"
+            ? "[...data.holder][0]"
+            : name === "error"
+              ? "data.holder.cause"
+              : "data.holder";
+      const result = await runCode(`export default ${held} === data.plain;`, {
+        language: "javascript",
+        globals: {
+          data:
+            name === "getter"
+              ? {
+                  get holder() {
+                    return shared;
+                  },
+                  plain: shared,
+                }
+              : { holder: holder.value, plain: shared },
+        },
+      });
+      expect([name, result.result]).toEqual([name, true]);
+    }
+  });
 });
 
 describe("host call arguments", () => {
