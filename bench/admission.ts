@@ -5,9 +5,8 @@
  * Each case runs 10 s: the flooding tenant keeps 6 runs in flight (retrying a 503 after its `Retry-After`), the
  * other sends a trivial run every 250 ms.
  */
-import { nodeWasm } from "../node/index.js";
+import { createSandbox } from "../node/index.js";
 import { accessFrom, createHost, type Service } from "../src/host/index.js";
-import { createSandbox } from "../src/index.js";
 import { fromWire, type JsonValue } from "../src/values/wire.js";
 
 const MiB = 1024 * 1024;
@@ -29,7 +28,7 @@ const wait: Service = {
   ],
 };
 
-const { runCode } = createSandbox({ wasm: nodeWasm });
+const { runCode } = createSandbox({ threads: false });
 const { app } = await createHost({
   services: [wait],
   app: {

@@ -9,7 +9,7 @@ import { createSandbox } from "../src/index.js";
 import { type JsonValue, toWire } from "../src/values/wire.js";
 import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
 import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
-import "./swc.js";
+import { transpiler } from "./swc.js";
 
 interface WorkerScope {
   postMessage(message: FromWorker): void;
@@ -17,7 +17,7 @@ interface WorkerScope {
 }
 const scope = self as unknown as WorkerScope;
 
-const sandbox = createSandbox({ wasm: () => WebAssembly.compileStreaming(fetch(wasmUrl)) });
+const sandbox = createSandbox({ wasm: () => WebAssembly.compileStreaming(fetch(wasmUrl)), transpiler });
 const warm = (async () => {
   const started = performance.now();
   await sandbox.runCode("export default 1", { language: "javascript" });

@@ -4,28 +4,18 @@
  * tenant, the sandbox for `POST /run`) and hands what no route matches to the static assets.
  * @module
  */
-import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
-import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
-import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
-import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
-import swcWasm from "../wasm/swc-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { ProcessObject } from "./process-object.js";
 import { edgeProcesses } from "./processes.js";
 import { RegistryObject } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
+import { edgeSandbox } from "./sandboxes.js";
 
 export { KvObject, ProcessObject, RegistryObject };
-
-// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/).
-useSwc(async () => (out) => instantiateSwc(swcWasm, out));
-
-// Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
-sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
 
 /** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
@@ -56,11 +46,11 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm }) },
+    environment: { module: instantiate({ wasm, createSandbox: edgeSandbox }) },
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
-  const sandbox = createSandbox({
+  const sandbox = edgeSandbox({
     wasm,
     safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
     defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,

@@ -27,6 +27,7 @@
  */
 
 import { compiledModule } from "../core/engine.js";
+import { InstancePool } from "../core/instance-pool.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, FUEL_PER_MS } from "../core/sandbox.js";
 import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
 import type { ServiceInfo } from "../tools/types.js";
@@ -105,8 +106,10 @@ export interface EnvironmentOptions {
   /** Budgets of the host's work on guest data. Default {@link DEFAULT_BUDGETS}. */
   budgets?: Partial<EnvironmentBudgets>;
   /**
-   * How each execution's sandbox is made. Default the core's `createSandbox`; Node's `instantiate` passes its
-   * threaded one, so `timeoutMs` and `kill` stop any guest work at once.
+   * How each execution's sandbox is made. Default the core's `createSandbox`, the sandboxes sharing one pool, with no
+   * transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
+   * TypeScript) and the host's `pool`. Node's `instantiate` passes its threaded one, so `timeoutMs` and `kill` stop
+   * any guest work at once.
    */
   createSandbox?: (settings: SandboxOptions) => Sandbox;
 }
@@ -168,7 +171,8 @@ class QuickJSEnvironment implements EnvironmentModule {
 
   constructor(options: EnvironmentOptions) {
     this.#wasm = compiledModule(options.wasm);
-    this.#createSandbox = options.createSandbox ?? createSandbox;
+    const pool = new InstancePool();
+    this.#createSandbox = options.createSandbox ?? ((settings) => createSandbox({ ...settings, pool }));
     this.#clock = options.clock;
     this.#now = options.clock ?? (() => performance.now());
     const budgets = { ...DEFAULT_BUDGETS, ...options.budgets };

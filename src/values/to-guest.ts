@@ -8,9 +8,15 @@ import { SerializationError } from "./errors.js";
 /** A binary buffer or a host promise the tape refers to by index. */
 export type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
 
-export interface Encoded {
-  tape: string;
-  side: SideItem[];
+/**
+ * A host value as a tape and its side list. Handed to `encodeForGuest` as the value itself, it crosses as it is: a
+ * host on another thread encodes its values there, and the core passes them through.
+ */
+export class Encoded {
+  constructor(
+    readonly tape: string,
+    readonly side: SideItem[],
+  ) {}
 }
 
 /** A function of the caller's, callable from the guest. */
@@ -108,6 +114,7 @@ function tracksLength(view: View, probeBudget: { bytes: number }): boolean {
 const MAX_PROBE_BYTES = 256 * 1024 * 1024;
 
 export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
+  if (value instanceof Encoded) return value;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
   const side: SideItem[] = [];
@@ -198,5 +205,5 @@ export function encodeForGuest(value: unknown, functions: FunctionTable): Encode
     );
   };
 
-  return { tape: enc(value), side };
+  return new Encoded(enc(value), side);
 }

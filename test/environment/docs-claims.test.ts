@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
-import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+import { deferred, inThread, type Recorder, recorder, wasm } from "./helpers.js";
 
 const KV: ServiceInfo[] = [
   {
@@ -32,7 +32,7 @@ async function environment(
     return { found: false, value: null };
   }, KV),
 ): Promise<{ env: EnvironmentModule; b: Recorder }> {
-  const env = instantiate({ wasm: await wasm(), ...LIMITS, budgets: BUDGETS });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...LIMITS, budgets: BUDGETS });
   await env.setup({ config: {}, secrets: {}, bindings: b });
   return { env, b };
 }

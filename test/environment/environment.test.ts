@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
-import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+import { deferred, inThread, type Recorder, recorder, wasm } from "./helpers.js";
 
 const KV: ServiceInfo[] = [
   {
@@ -18,7 +18,7 @@ async function environment(
   bindings: Recorder,
   options: Parameters<typeof instantiate>[0] = {},
 ): Promise<EnvironmentModule> {
-  const env = instantiate({ wasm: await wasm(), ...options });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...options });
   await env.setup({ config: {}, secrets: {}, bindings });
   return env;
 }
@@ -314,7 +314,7 @@ describe("kill and teardown", () => {
   });
 
   test("execute before setup and a duplicate eid reject", async () => {
-    const env = instantiate({ wasm: await wasm() });
+    const env = instantiate({ wasm: await wasm(), createSandbox: inThread });
     await expect(env.execute({ eid: 1, code: "1" })).rejects.toThrow("call setup() first");
     await env.setup({ config: {}, secrets: {}, bindings: recorder(() => new Promise(() => {}), KV) });
     const first = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });

@@ -16,10 +16,9 @@ import {
   type ListToolsResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../node/index.js";
+import { createSandbox } from "../../node/index.js";
 import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
-import { createSandbox } from "../../src/index.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
 import {
   MAX_UPSTREAM_CALLS_PER_RUN,
@@ -32,7 +31,7 @@ import {
 import { fromWire, type JsonValue } from "../../src/values/wire.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 10_000 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 10_000 } });
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();

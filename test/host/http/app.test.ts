@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
 import { createHost, type ProcessRecord } from "../../../src/host/index.js";
-import { wasm } from "../../environment/helpers.js";
+import { inThread, wasm } from "../../environment/helpers.js";
 
 type Host = Awaited<ReturnType<typeof createHost>>;
 
@@ -9,7 +9,7 @@ type Host = Awaited<ReturnType<typeof createHost>>;
 async function host(options: Parameters<typeof createHost>[0] = {}) {
   const waiting: (() => void)[] = [];
   const h = await createHost({
-    environment: { module: instantiate({ wasm: await wasm(), concurrency: 1 }) },
+    environment: { module: instantiate({ wasm: await wasm(), createSandbox: inThread, concurrency: 1 }) },
     services: [
       {
         id: "demo",

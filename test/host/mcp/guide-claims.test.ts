@@ -6,12 +6,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
+import { createSandbox } from "../../../node/index.js";
 import { createMcpServer } from "../../../src/host/mcp/server.js";
-import { createSandbox } from "../../../src/index.js";
 import { fromWire, type JsonValue, toWire } from "../../../src/values/wire.js";
 
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 2_000 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });
 let guide = "";
 

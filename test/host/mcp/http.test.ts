@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
+import { createSandbox } from "../../../node/index.js";
 import {
   type AdmissionLimits,
   accessFrom,
@@ -19,13 +19,12 @@ import {
   RUN_MEMORY_BUDGET_BYTES,
   upstreamsFrom,
 } from "../../../src/host/index.js";
-import { createSandbox } from "../../../src/index.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 300 } });
 type Host = Awaited<ReturnType<typeof createHost>>;
 const clients: Client[] = [];
 

@@ -6,16 +6,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
+import { createSandbox } from "../../../node/index.js";
 import { kvService, memoryKeyValueStores, ToolRegistry } from "../../../src/host/index.js";
 import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
-import { createSandbox } from "../../../src/index.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 300 } });
 const clients: Client[] = [];
 
 async function connect(options: Partial<Parameters<typeof createMcpServer>[0]> = {}): Promise<Client> {
