@@ -265,6 +265,24 @@ describe("timeouts", () => {
   });
 });
 
+describe("sandboxes", () => {
+  test("one per timeout, made at its first execution and reused by every later one with that timeout", async () => {
+    const made: number[] = [];
+    const b = recorder();
+    const env = await environment(b, {
+      createSandbox: (settings) => {
+        made.push(settings.safetyCap?.cpuTimeMs as number);
+        return inThread(settings);
+      },
+    });
+    const exits = [];
+    for (const timeoutMs of [20_000, 20_000, 25_000, 20_000, 25_000]) {
+      exits.push(await env.execute({ eid: exits.length, code: "console.log(1);", options: { timeoutMs } }));
+    }
+    expect({ exits, made }).toEqual({ exits: Array(5).fill("success"), made: [20_000, 25_000] });
+  });
+});
+
 describe("kill and teardown", () => {
   test("a queued execution is canceled without running", async () => {
     const gate = deferred<unknown>();
