@@ -136,7 +136,7 @@ async function runFile(): Promise<void> {
         : `... [output truncated: printing budget of ${FORMAT_BUDGET} units spent]`,
   });
   console.log(printable(inspect(result, printing)));
-  if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
+  if (result.error?.code === "missing_export") {
     console.error(
       `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
     );

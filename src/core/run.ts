@@ -161,7 +161,7 @@ class Run implements StartedRun {
       const exported = bridge.guard(() => ctx.callFunction(core.hasExport, ctx.undefined, [namespace, fn]));
       if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true)) {
         const message = `The module does not export '${this.#options.fn}'`;
-        return { status: "link_error", error: { name: "LinkError", message } };
+        return { status: "link_error", error: { name: "LinkError", message, code: "missing_export" } };
       }
       const args = bridge.toGuest(this.#request.args);
       const selected = bridge.guard(() => ctx.callFunction(core.runExport, ctx.undefined, [namespace, fn, args]));

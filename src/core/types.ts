@@ -29,10 +29,18 @@ export interface CodeExecutionOptions {
 /** The five outcomes of a run (contract.md §4.1). */
 export type CodeExecutionStatus = "success" | "error" | "memory" | "terminated" | "link_error";
 
+/**
+ * What the runtime tells apart by `code` where `name` alone does not: `"missing_export"`, the module does not export
+ * what `execute.fn` names.
+ */
+export type CodeExecutionErrorCode = "missing_export";
+
 /** What went wrong, with positions in the caller's original source (contract.md §4.2). */
 export interface CodeExecutionError {
   name: string;
   message: string;
+  /** See {@link CodeExecutionErrorCode}. */
+  code?: CodeExecutionErrorCode;
   stack?: string;
   /** Module specifier that failed to link, when applicable. */
   specifier?: string;
