@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
- * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`). Exits 0 on `success`,
+ * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`); a module without a default
+ * export runs as a script (`execute: "script"`) unless `--export` or `--args` name a call. Exits 0 on `success`,
  * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
  * @module
  */
@@ -15,8 +16,9 @@ import { serveMcpOverStdio } from "./mcp.js";
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
        runcode mcp [--config servers.json]
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
-JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). Exits 0 on success,
-1 when the run did not succeed, 2 on bad arguments.
+JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
+default export; a module without one runs as a script, with no result. --export and --args call an export instead
+(default: default), which must then exist. Exits 0 on success, 1 when the run did not succeed, 2 on bad arguments.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
 
@@ -89,8 +91,9 @@ async function runFile(): Promise<void> {
     return;
   }
   const [file = "-"] = positionals;
-  const args = jsonFlag("args", values.args);
+  const args = values.args === undefined ? [] : jsonFlag("args", values.args);
   if (!Array.isArray(args)) usageError("--args must be a JSON array");
+  const fn = values.export ?? "default";
   const globals = jsonFlag("globals", values.globals);
   if (typeof globals !== "object" || globals === null || Array.isArray(globals)) {
     usageError("--globals must be a JSON object");
@@ -117,7 +120,8 @@ async function runFile(): Promise<void> {
   const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true });
   const run = runCode(source, {
     language,
-    execute: { fn: values.export, args },
+    // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
+    execute: values.export === undefined && values.args === undefined ? "script" : { fn, args },
     globals: globals as Record<string, unknown>,
     ...(file === "-" ? {} : { filename: file }),
     ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
@@ -137,9 +141,7 @@ async function runFile(): Promise<void> {
   });
   console.log(printable(inspect(result, printing)));
   if (result.error?.code === "missing_export") {
-    console.error(
-      `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
-    );
+    console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
   process.exitCode = result.status === "success" ? 0 : 1;
 }
@@ -150,8 +152,8 @@ function parseFlags() {
     options: {
       js: { type: "boolean", default: false },
       ts: { type: "boolean", default: false },
-      export: { type: "string", default: "default" },
-      args: { type: "string", default: "[]" },
+      export: { type: "string" },
+      args: { type: "string" },
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },

@@ -15,7 +15,7 @@ export type HostValue = { kind: "json"; value: JsonValue } | { kind: "function";
 export interface RunPayload {
   source: string;
   options: {
-    execute?: { fn?: string; args?: unknown[] };
+    execute?: { fn?: string; args?: unknown[] } | "script";
     modules?: Record<string, string>;
     language?: "javascript" | "typescript";
     memoryLimitBytes?: number;

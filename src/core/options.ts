@@ -9,6 +9,8 @@ import type { CodeExecutionOptions } from "./types.js";
 export interface ResolvedOptions {
   fn: string;
   args: unknown[];
+  /** `execute: "script"`: a module without the default export succeeds with no result instead of failing to link. */
+  script: boolean;
   imports: Record<string, Record<string, unknown>>;
   modules: Record<string, string>;
   globals: Record<string, unknown>;
@@ -76,11 +78,13 @@ export function resolveOptions(
     report,
   } = options as Record<string, unknown>;
 
-  if (!isRecord(execute)) return fail("execute", "an object { fn?, args? }", execute);
-  for (const key of Object.keys(execute)) {
+  const script = execute === "script";
+  const call = script ? {} : execute;
+  if (!isRecord(call)) return fail("execute", "an object { fn?, args? } or 'script'", call);
+  for (const key of Object.keys(call)) {
     if (key !== "fn" && key !== "args") throw new TypeError(`runCode: unknown option 'execute.${key}'`);
   }
-  const { fn = "default", args = [] } = execute;
+  const { fn = "default", args = [] } = call;
   if (typeof fn !== "string") fail("execute.fn", "a string", fn);
   if (!Array.isArray(args)) fail("execute.args", "an array", args);
 
@@ -125,7 +129,18 @@ export function resolveOptions(
     throw new TypeError(`runCode: options.modules['${entry}'] collides with options.filename`);
   }
 
-  return { fn, args, imports, modules, globals, language, memoryLimitBytes, filename, report } as ResolvedOptions;
+  return {
+    fn,
+    args,
+    script,
+    imports,
+    modules,
+    globals,
+    language,
+    memoryLimitBytes,
+    filename,
+    report,
+  } as ResolvedOptions;
 }
 
 /** The `modules` key the entry stands for: its filename from the root of the module graph. */

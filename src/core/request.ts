@@ -11,6 +11,8 @@ import type { CodeExecutionOptions } from "./types.js";
 /** A run's options as plain data (its values travel encoded beside them). */
 export interface RunOptions {
   fn: string;
+  /** See `ResolvedOptions.script`. */
+  script: boolean;
   modules: Record<string, string>;
   language: "javascript" | "typescript";
   memoryLimitBytes: number;
@@ -40,12 +42,13 @@ export function prepareRun(
   defaultMemoryLimitBytes: number,
 ): RunRequest {
   const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-  const { fn, args, imports, modules, globals, language, memoryLimitBytes, filename, report } = resolved;
+  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename, report } = resolved;
   const functions = new FunctionTable();
   return {
     source: source as string,
     options: {
       fn,
+      script,
       modules,
       language,
       memoryLimitBytes,

@@ -159,7 +159,9 @@ class Run implements StartedRun {
       );
       const fn = ctx.newString(this.#options.fn);
       const exported = bridge.guard(() => ctx.callFunction(core.hasExport, ctx.undefined, [namespace, fn]));
-      if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true)) {
+      // A script without a default export goes on as if it ended with `export default undefined`: the same jobs
+      // run before the result is taken.
+      if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true) && !this.#options.script) {
         const message = `The module does not export '${this.#options.fn}'`;
         return { status: "link_error", error: { name: "LinkError", message, code: "missing_export" } };
       }

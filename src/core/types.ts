@@ -8,8 +8,11 @@ import type { Transpiler } from "./transpile.js";
 
 /** Options of one run (contract.md §3). Unknown keys are rejected with a `TypeError`. */
 export interface CodeExecutionOptions {
-  /** Export to run and arguments for it when it is a function. Default `{ fn: 'default', args: [] }`. */
-  execute?: { fn?: string; args?: unknown[] };
+  /**
+   * Export to run and arguments for it when it is a function. Default `{ fn: 'default', args: [] }`. `'script'`:
+   * the default export when the module has one, else the module runs for its effects and succeeds with no result.
+   */
+  execute?: { fn?: string; args?: unknown[] } | "script";
   /** Bare specifier -> named exports of a synthetic module (`default` key = default export). */
   imports?: Record<string, Record<string, unknown>>;
   /** Relative specifier from the graph root (`'./lib/x.js'`) -> module source (JS or TS). */

@@ -25,7 +25,7 @@ describe("boot modules", () => {
   it("reach the user's modules too, but no sandbox booted without them", async () => {
     const withCounter = createSandbox({ wasm: nodeWasm, bootModules: { counter } });
     const modules = { "./lib.js": 'export { next } from "runcode:boot/counter";' };
-    const source = 'import { next } from "../lib.js"; export default next();';
+    const source = 'import { next } from "./lib.js"; export default next();';
     expect(outcome(await withCounter.runCode(source, { ...js, modules }))).toEqual({ status: "success", result: 1 });
     const without = createSandbox({ wasm: nodeWasm });
     expect(outcome(await without.runCode(source, { ...js, modules }))).toEqual({

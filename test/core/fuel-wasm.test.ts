@@ -12,7 +12,7 @@ describe.each([
   ["QuickJS", "quickjs-fuel.wasm", pinnedEngine],
   ["SWC", "swc-fuel.wasm", pinnedSwc],
 ])("the metered %s", (_, file, pinned) => {
-  const committed = new Uint8Array(readFileSync(new URL(`../wasm/${file}`, import.meta.url)));
+  const committed = new Uint8Array(readFileSync(new URL(`../../wasm/${file}`, import.meta.url)));
 
   it("is byte for byte a rebuild from the pinned wasm", () => {
     const rebuilt = meterWasm(pinned());

@@ -67,12 +67,41 @@ describe("runcode [file]", () => {
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 
-  it("a module without the selected export says so in one line, with a hint", () => {
-    const run = cli(["lib.ts"], { "lib.ts": "export const x = 1;" });
-    expect({ code: run.code, status: status(run.stdout), stderr: run.stderr }).toEqual({
+  it("a script without a default export runs: exit 0, its logs printed, no result", () => {
+    const run = cli(["hello.ts"], { "hello.ts": "const who: string = 'world';\nconsole.log('hello ' + who);" });
+    const stdout = run.stdout
+      .replace(/timestamp: \d+/, "timestamp: 0")
+      .replace(/(durationMs|memoryUsedBytes|fuelUsed): [\d.]+/g, "$1: 0");
+    expect({ code: run.code, stdout, stderr: run.stderr }).toEqual({
+      code: 0,
+      stdout: `{
+  status: 'success',
+  result: undefined,
+  reports: [],
+  logs: [
+    { level: 'log', args: [ 'hello world' ], timestamp: 0 }
+  ],
+  durationMs: 0,
+  memoryUsedBytes: 0,
+  fuelUsed: 0
+}
+`,
+      stderr: "",
+    });
+  });
+
+  it("--export or --args name a call: a module without that export says so in one line", () => {
+    const named = cli(["lib.ts", "--export", "main"], { "lib.ts": "export const x = 1;" });
+    expect({ code: named.code, status: status(named.stdout), stderr: named.stderr }).toEqual({
       code: 1,
       status: "link_error",
-      stderr: "runcode: lib.ts has no export 'default': add `export default ...` or pass --export <name>\n",
+      stderr: "runcode: lib.ts has no export 'main' to call (--export, --args)\n",
+    });
+    const called = cli(["lib.ts", "--args", "[1]"]);
+    expect({ code: called.code, status: status(called.stdout), stderr: called.stderr }).toEqual({
+      code: 1,
+      status: "link_error",
+      stderr: "runcode: lib.ts has no export 'default' to call (--export, --args)\n",
     });
   });
 

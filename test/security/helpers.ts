@@ -114,7 +114,11 @@ export async function attack(
   source: string,
   options: CodeExecutionOptions = {},
 ): Promise<CodeExecutionResult> {
-  const bridged = { globals: options.globals, imports: options.imports, args: options.execute?.args };
+  const bridged = {
+    globals: options.globals,
+    imports: options.imports,
+    args: typeof options.execute === "object" ? options.execute.args : undefined,
+  };
   const before = snapshotHost(bridged);
   const result = await run(source, { language: "javascript", ...options });
   expect(snapshotHost(bridged)).toEqual(before);

@@ -121,5 +121,5 @@ export const RunRequest = z
 
 export const RunResult = z.record(z.string(), z.unknown()).openapi("RunResult", {
   description:
-    "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, timeout, memory, terminated).",
+    "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, memory, terminated, link_error).",
 });

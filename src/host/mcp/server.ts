@@ -51,7 +51,8 @@ persists between calls except what you store through a bridged service.
 
 How to write the code:
 - It is an ES module. Return a value with \`export default <value>\`; it may be a Promise or an async function's
-  result (top-level \`await\` works). To call an exported function instead, pass \`execute: { fn: "name", args: [...] }\`.
+  result (top-level \`await\` works). Without a default export it runs as a script: the call succeeds with no result
+  and its logs. To call an exported function instead, pass \`execute: { fn: "name", args: [...] }\`.
 - TypeScript by default (types are erased, not checked; \`enum\` and \`namespace\` work); set \`language: "javascript"\`
   for plain JavaScript. Errors come back with the line and column of your source.
 - \`console.log/info/warn/error/debug\` are captured as logs; \`report(value)\` records intermediate values in order.
@@ -135,7 +136,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         run = runCode(code, {
           ...(language === undefined ? {} : { language }),
           ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
-          ...(execute === undefined ? {} : { execute: callOf(execute) }),
+          execute: execute === undefined ? "script" : callOf(execute),
           ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
           ...(tools === undefined ? {} : { imports: tools.modules(tenant) }),
         });

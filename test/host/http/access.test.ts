@@ -16,6 +16,7 @@ import {
   tenantOf,
 } from "../../../src/host/index.js";
 import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import { STATUSES } from "../../conformance/helpers.js";
 import { inThread, wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";
 
@@ -425,6 +426,15 @@ describe("the HTTP surface", () => {
       "500",
       "503",
     ]);
+  });
+
+  test("/openapi.json names exactly the statuses a run can end with", async () => {
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }));
+    const doc = (await as(h, null)("GET", "/openapi.json")).body as {
+      components: { schemas: Record<string, { description?: string }> };
+    };
+    const named = doc.components.schemas.RunResult?.description?.match(/whatever its status \(([^)]*)\)/)?.[1];
+    expect(named?.split(", ")).toEqual([...STATUSES]);
   });
 
   test("/run admission: each tenant's runs hold at most half the budget; past it a run waits its turn, and a full line is 503", async () => {

@@ -37,6 +37,9 @@ async function call(args: Record<string, unknown>): Promise<Answer> {
 describe("the run_code guide, statement by statement", () => {
   it("an ES module: export default a value, a Promise or an async function's result; execute picks another export", async () => {
     expect(guide).toContain("Return a value with `export default <value>`; it may be a Promise");
+    expect(guide).toContain("Without a default export it runs as a script: the call succeeds with no result");
+    expect(await call({ code: "console.log('ran');" })).toMatchObject({ status: "success", result: undefined });
+    expect((await call({ code: "console.log('ran');" })).logs.map((log) => log.args)).toEqual([["ran"]]);
     expect((await call({ code: "export default 6 * 7;" })).result).toBe(42);
     expect((await call({ code: "export default Promise.resolve(42);" })).result).toBe(42);
     expect((await call({ code: "export default async () => 42;" })).result).toBe(42);

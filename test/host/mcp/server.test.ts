@@ -115,6 +115,25 @@ describe("MCP: the run_code tool", () => {
     );
   });
 
+  it("runs a module without a default export as a script: success with its logs; a named export stays required", async () => {
+    const client = await connect();
+    const script = await call(client, { code: "console.log('hi', 1 + 1);" });
+    const answer = decoded(script);
+    expect({
+      isError: script.isError,
+      status: answer.status,
+      hasResult: "result" in answer,
+      result: answer.result,
+      logs: (answer.logs as { args: unknown[] }[]).map((log) => log.args),
+    }).toEqual({ isError: false, status: "success", hasResult: true, result: undefined, logs: [["hi", 2]] });
+    expect(textOf(script)).toContain("logs (1):\n  [log] hi 2");
+    const named = await call(client, { code: "console.log('hi');", execute: { fn: "default" } });
+    expect({ isError: named.isError, error: decoded(named).error }).toEqual({
+      isError: true,
+      error: { name: "LinkError", message: "The module does not export 'default'" },
+    });
+  });
+
   it("takes wire-encoded globals and arguments", async () => {
     const code = "export function f(m: Map<string, bigint>) { return [big, m.get('k')]; }";
     const args = [{ $t: "map", v: [["k", { $t: "bigint", v: "5" }]] }];
