@@ -130,7 +130,7 @@ describe("MCP: the run_code tool", () => {
     const named = await call(client, { code: "console.log('hi');", execute: { fn: "default" } });
     expect({ isError: named.isError, error: decoded(named).error }).toEqual({
       isError: true,
-      error: { name: "LinkError", message: "The module does not export 'default'" },
+      error: { name: "LinkError", message: "The module does not export 'default'", code: "missing_export" },
     });
   });
 
