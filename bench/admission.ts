@@ -6,8 +6,11 @@
  * other sends a trivial run every 250 ms.
  */
 import { createSandbox } from "../node/index.js";
-import { accessFrom, createHost, type Service } from "../src/host/index.js";
-import { fromWire, type JsonValue } from "../src/values/wire.js";
+import { accessFrom } from "../src/host/http/auth.js";
+import { createHost } from "../src/host/index.js";
+import type { Service } from "../src/tools/registry.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 
 const MiB = 1024 * 1024;
 const KEYS = { flood: "flood-key-0123456789abcdef", other: "other-key-0123456789abcdef" };

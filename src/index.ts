@@ -14,7 +14,8 @@ export { DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./c
 export { type NewSwc, type Swc, type SwcOptions, Transpiler } from "./core/transpile.js";
 export type * from "./core/types.js";
 export { SerializationError } from "./values/errors.js";
-export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
+export type { JsonValue } from "./values/json.js";
+export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
 
 /** Creates a sandbox runner; see {@link SandboxOptions}. */
 export const createSandbox: (settings?: SandboxOptions) => Sandbox = createCoreSandbox;

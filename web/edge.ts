@@ -4,7 +4,8 @@
  * @module
  */
 import type { CodeExecutionResult } from "../src/core/types.js";
-import { fromWire, type JsonValue } from "../src/values/wire.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 
 export type EdgeOutcome =
   | { kind: "result"; result: CodeExecutionResult; roundTripMs: number }

@@ -6,7 +6,7 @@
  * what structured clone drops (custom error names, a result that is `undefined` vs. missing).
  * @module
  */
-import type { JsonValue } from "../src/values/wire.js";
+import type { JsonValue } from "../src/values/json.js";
 
 /** A value the worker installs as a global or an import export. */
 export type HostValue = { kind: "json"; value: JsonValue } | { kind: "function"; source: string };

@@ -3,7 +3,7 @@
  * as text) and the body of the Worker's `POST /run` (data only).
  * @module
  */
-import type { JsonValue } from "../src/values/wire.js";
+import type { JsonValue } from "../src/values/json.js";
 import type { HostValue, RunPayload } from "./messages.js";
 import type { HostEntry, Session } from "./session.js";
 

@@ -5,7 +5,8 @@
  * @module
  */
 import type { CodeExecutionResult } from "../src/core/types.js";
-import { fromWire, type JsonValue } from "../src/values/wire.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 import { isReady, isRejected, isReport, isResult, newNonce, type RunPayload, type ToWorker } from "./messages.js";
 
 /** How a run in the browser ended: a result, or options the worker refused before starting. */

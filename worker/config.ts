@@ -3,7 +3,9 @@
  * or `--var` locally). A bad value is an error that names the setting, never a silent default.
  * @module
  */
-import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom, originOf } from "../src/host/index.js";
+import { type Access, accessFrom } from "../src/host/http/auth.js";
+import { originOf } from "../src/host/http/origins.js";
+import { type HttpUpstream, httpUpstreamsFrom } from "../src/tools/upstream-config.js";
 
 export interface EdgeConfig {
   access: Access;

@@ -5,7 +5,9 @@
  * @module
  */
 import { instantiate } from "../src/environment/index.js";
-import { createApp, createHost, type Quotas } from "../src/host/index.js";
+import type { Quotas } from "../src/host/admission/quotas.js";
+import { createApp } from "../src/host/http/app.js";
+import { createHost } from "../src/host/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -17,7 +19,7 @@ import { edgeSandbox } from "./sandboxes.js";
 
 export { KvObject, ProcessObject, RegistryObject };
 
-/** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
+/** Memory limit of a `/run` that sets none: a tenant's share of the admission cap, which holds two such runs. */
 const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**

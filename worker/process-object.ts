@@ -10,13 +10,9 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { instantiate } from "../src/environment/index.js";
-import {
-  type CreateProcessInput,
-  createHost,
-  type HostState,
-  type ProcessRecord,
-  type ProcessUsage,
-} from "../src/host/index.js";
+import { createHost } from "../src/host/index.js";
+import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
+import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";

@@ -7,12 +7,14 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
+import { HostError, retryLater } from "../src/host/errors.js";
+import { summaryOf } from "../src/host/http/process-routes.js";
+import { newPidTag, type ProcessFilter, type ProcessRecord, pidOf } from "../src/host/processes/storage.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */
-export interface SlotLimits {
+export interface SlotQuotas {
   maxActive: number;
   tenantMaxActive: number;
 }
@@ -52,7 +54,7 @@ export class RegistryObject extends DurableObject {
       CREATE INDEX IF NOT EXISTS processes_tenant_ref ON processes (tenant, ref);
       CREATE INDEX IF NOT EXISTS processes_active ON processes (state) WHERE state != 'idle';
     `);
-    // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
+    // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
   }
@@ -60,8 +62,8 @@ export class RegistryObject extends DurableObject {
   /**
    * Drops placeholders whose creation never finished. A Worker that restarts between `allocate` and the object's
    * first report (wrangler dev reloads, isolate restarts under load: seen in e2e/abuse.spec.ts) never calls
-   * `remove`, and its placeholder used to stay `queued` for ever, holding one of the `maxActive` slots; enough of
-   * them and every creation was 429. A creation that does finish late re-inserts its row through `index`.
+   * `remove`, and its placeholder would stay `queued` for ever, holding one of the `maxActive` slots; enough of
+   * them and every creation would be 429. A creation that does finish late re-inserts its row through `index`.
    */
   #expirePending(now: number): void {
     const before = now - PENDING_TTL_MS;
@@ -70,7 +72,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** Throws the 429 when the deployment or `tenant` has no free slot. */
-  #checkSlots(tenant: string, limits: SlotLimits): void {
+  #checkSlots(tenant: string, limits: SlotQuotas): void {
     this.#expirePending(Date.now());
     const active = (where: string, ...values: string[]) =>
       this.#sql
@@ -93,7 +95,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
-  async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
+  async allocate(tenant: string, limits: SlotQuotas): Promise<Answer<number>> {
     return answer(() => {
       this.#checkSlots(tenant, limits);
       if (this.#sql.exec("SELECT 1 FROM pid_tags WHERE tenant = ?", tenant).toArray().length === 0) {
@@ -126,7 +128,7 @@ export class RegistryObject extends DurableObject {
    * Takes a slot for running idle process `pid` again (its summary turns `queued`), refused like a creation. The
    * process object reports the run from then on; if it refuses, the caller indexes its record again.
    */
-  async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
+  async reserveRun(pid: number, limits: SlotQuotas): Promise<Answer<null>> {
     return answer(() => {
       const row = this.#sql
         .exec<{ tenant: string; state: string }>("SELECT tenant, state FROM processes WHERE pid = ?", pid)

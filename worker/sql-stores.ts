@@ -5,17 +5,14 @@
  * restart loses nothing that was acknowledged.
  * @module
  */
+import type { ProcessFilter, ProcessPatch, ProcessRecord, ProcessStore } from "../src/host/processes/storage.js";
 import {
   type KeyValueQuota,
   KeyValueQuotaError,
   type KeyValueStore,
   type KeyValueUsage,
   overQuota,
-  type ProcessFilter,
-  type ProcessPatch,
-  type ProcessRecord,
-  type ProcessStore,
-} from "../src/host/index.js";
+} from "../src/tools/kv-store.js";
 
 /** What a process object tells the registry whenever its record changes. */
 export interface RegistryIndex {
@@ -98,8 +95,8 @@ const utf8 = new TextEncoder();
 
 /**
  * The smallest string above every string that starts with `prefix`, in SQLite's order (UTF-8 bytes, which is code
- * point order): `prefix` with its last code point raised by one. `undefined` when there is none. (`prefix + U+FFFF`
- * was used before, and missed keys that continue with a character beyond U+FFFF: an emoji sorts after it in UTF-8.)
+ * point order): `prefix` with its last code point raised by one. `undefined` when there is none. Not
+ * `prefix + U+FFFF`, which keys continuing with a character beyond U+FFFF sort after (an emoji does, in UTF-8).
  */
 export function prefixEnd(prefix: string): string | undefined {
   const points = [...prefix];

@@ -14,7 +14,7 @@ import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/
 import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
 import type { GuestTape } from "../../src/values/to-host.js";
 import { Crossing } from "./crossing.js";
-import { asHostCall, nestingDepth, type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
+import { asHostCall, type Holder, nestingDepth, type Thread, threadPool, type Waiting } from "./pool.js";
 import type { CallOutcome, FromWorker, HostRequest, ToWorker } from "./protocol.js";
 
 /**
@@ -32,7 +32,7 @@ type RunMessage = Extract<ToWorker, { kind: "run" }>;
 
 let lastRun = 0;
 
-class RemoteRun implements StartedRun, Waiting, Tenant {
+class RemoteRun implements StartedRun, Waiting, Holder {
   readonly depth = nestingDepth();
   readonly ended: Promise<Ending>;
   readonly #id = nextRunId();
@@ -95,14 +95,14 @@ class RemoteRun implements StartedRun, Waiting, Tenant {
 
   start(thread: Thread): void {
     this.#thread = thread;
-    thread.tenant = this;
+    thread.holder = this;
     const wasm = this.#context.wasm().then((module) => {
       if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
       return module;
     });
     wasm.then(
       (module) => {
-        if (thread.tenant !== this) return;
+        if (thread.holder !== this) return;
         if (this.#channel.settled()) return threadPool.release(thread);
         threadPool.uses(module);
         thread.post({ ...this.#message, wasm: thread.wasmRef(module) });
@@ -112,7 +112,7 @@ class RemoteRun implements StartedRun, Waiting, Tenant {
         this.#outbox = [];
       },
       (bug: unknown) => {
-        if (thread.tenant === this) threadPool.release(thread);
+        if (thread.holder === this) threadPool.release(thread);
         this.#end(internalFailure(String(bug)));
       },
     );
@@ -160,11 +160,11 @@ class RemoteRun implements StartedRun, Waiting, Tenant {
   stop(_error: CodeExecutionError): void {
     const thread = this.#thread;
     if (thread === undefined) threadPool.withdraw(this);
-    else if (this.#posted && thread.tenant === this) {
+    else if (this.#posted && thread.holder === this) {
       clearTimeout(this.#watchdog);
       thread.stop(this.#id);
       this.#grace = setTimeout(() => {
-        if (thread.tenant === this) thread.end();
+        if (thread.holder === this) thread.end();
       }, STOP_GRACE_MS);
     }
   }
@@ -213,7 +213,7 @@ class RemoteRun implements StartedRun, Waiting, Tenant {
   /** Checks when the guest's work could have outlasted the cap plus the margin, and again until the run is over. */
   #watch(thread: Thread, inMs: number): void {
     this.#watchdog = setTimeout(() => {
-      if (thread.tenant !== this) return;
+      if (thread.holder !== this) return;
       const { cpuTimeMs } = this.#context.safetyCap;
       const left = cpuTimeMs + WATCHDOG_MARGIN_MS - thread.guestTime();
       if (left > 0) return this.#watch(thread, left);

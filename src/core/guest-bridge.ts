@@ -1,8 +1,8 @@
 /**
- * Values crossing between one run's guest and the host: the guest's single host function (calls, reports, logs,
- * settled guest promises, native-work charges), host values into the guest (host promises become guest promises
- * settled later), guest values out to the host by the guest's own encoder, and guest errors as the guest describes
- * them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
+ * The guest bridge, where values cross between one run's guest and the host: the guest's single host function
+ * (calls, reports, logs, settled guest promises, native-work charges), host values into the guest (host promises
+ * become guest promises settled later), guest values out to the host by the guest's own encoder, and guest errors as
+ * the guest describes them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
  *
  * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
  * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches
@@ -24,7 +24,7 @@ import {
 } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
-import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
+import type { BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
@@ -74,19 +74,19 @@ export class GuestBridge {
   readonly #booted: BootedInstance;
   readonly #ctx: QuickJSContext;
   readonly #core: CoreHandles;
-  readonly #tenant: Tenant;
+  readonly #holder: Holder;
   readonly #limits: Limits;
   readonly #run: RunSide;
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
   #wake: (() => void) | undefined;
 
-  /** The bridge of the run that holds `booted` as `tenant`. */
-  constructor(booted: BootedInstance, tenant: Tenant, limits: Limits, run: RunSide) {
+  /** The bridge of the run that holds `booted` as `holder`. */
+  constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
     this.#booted = booted;
     this.#ctx = booted.ctx;
     this.#core = booted.core;
-    this.#tenant = tenant;
+    this.#holder = holder;
     this.#limits = limits;
     this.#run = run;
   }
@@ -299,7 +299,7 @@ export class GuestBridge {
   #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
     this.#inflight--;
     // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
-    const held = this.#booted.heldBy(this.#tenant) && deferred.resolve.alive;
+    const held = this.#booted.heldBy(this.#holder) && deferred.resolve.alive;
     if (!held || this.#limits.stopped() || this.#limits.faulted) return;
     const ctx = this.#ctx;
     try {

@@ -18,9 +18,9 @@ export const MAX_IDLE_INSTANCES = 4;
 /** Booted instances for the runs of the sandboxes given it (see the module comment). */
 export class InstancePool {
   readonly #idle: BootedInstance[] = [];
-  /** Linear memory lent instances may grow to (their runs' caps). */
+  /** Linear memory lent instances may grow to (their runs' memory limits). */
   #lentBytes = 0;
-  #memoryBudget = Number.POSITIVE_INFINITY;
+  #memoryCap = Number.POSITIVE_INFINITY;
   /** Whether no run has taken an instance yet. */
   #first = true;
 
@@ -69,7 +69,7 @@ export class InstancePool {
    * to lent ones.
    */
   limitMemory(bytes: number): void {
-    this.#memoryBudget = bytes;
+    this.#memoryCap = bytes;
     this.#trim();
   }
 
@@ -77,12 +77,12 @@ export class InstancePool {
     return this.#idle.length;
   }
 
-  /** Drops the least recently used idle instances past the count or the memory budget. */
+  /** Drops the least recently used idle instances past the count or the memory cap. */
   #trim(): void {
     let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
     while (
       this.#idle.length > MAX_IDLE_INSTANCES ||
-      (this.#idle.length > 0 && this.#lentBytes + idleBytes > this.#memoryBudget)
+      (this.#idle.length > 0 && this.#lentBytes + idleBytes > this.#memoryCap)
     ) {
       idleBytes -= (this.#idle.shift() as BootedInstance).instance.memory.buffer.byteLength;
     }

@@ -34,7 +34,7 @@ export type HostCall = (
 ) => QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
 
 /** What the run holding the instance answers for it: the interrupt, the host function and module loading. */
-export interface Tenant {
+export interface Holder {
   poll(): boolean;
   hostCall: HostCall;
   normalize(base: string, specifier: string): string;
@@ -143,7 +143,7 @@ export class BootedInstance {
   readonly hostCall: QuickJSHandle;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
-  #tenant: Tenant | undefined;
+  #holder: Holder | undefined;
   /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
   #breakAt: number | undefined;
@@ -161,14 +161,14 @@ export class BootedInstance {
     const runtime = instance.quickjs.newRuntime();
     this.runtime = runtime;
     runtime.setMaxStackSize(MAX_STACK_BYTES);
-    runtime.setInterruptHandler(() => this.#tenant?.poll() ?? false);
+    runtime.setInterruptHandler(() => this.#holder?.poll() ?? false);
     runtime.setModuleLoader(
-      (name) => this.#tenant?.load(name) ?? { error: new Error("The instance is not lent to a run") },
-      (base, specifier) => this.#tenant?.normalize(base, specifier) ?? specifier,
+      (name) => this.#holder?.load(name) ?? { error: new Error("The instance is not lent to a run") },
+      (base, specifier) => this.#holder?.normalize(base, specifier) ?? specifier,
     );
     const ctx = runtime.newContext();
     this.ctx = ctx;
-    this.hostCall = ctx.newFunction("", (...args) => this.#tenant?.hostCall(...(args as Parameters<HostCall>)));
+    this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
     const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
     const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
@@ -207,15 +207,15 @@ export class BootedInstance {
     return booted;
   }
 
-  /** Lends the instance to a run, with its cap and a fresh `Math.random` seed staged by the caller. */
-  lend(tenant: Tenant, heapLimitBytes: number): void {
-    this.#tenant = tenant;
+  /** Lends the instance to a run, with its memory limit and a fresh `Math.random` seed staged by the caller. */
+  lend(holder: Holder, heapLimitBytes: number): void {
+    this.#holder = holder;
     this.runtime.setMemoryLimit(heapLimitBytes);
   }
 
-  /** `true` while `tenant` holds the instance. */
-  heldBy(tenant: Tenant): boolean {
-    return this.#tenant === tenant;
+  /** `true` while `holder` holds the instance. */
+  heldBy(holder: Holder): boolean {
+    return this.#holder === holder;
   }
 
   /**
@@ -248,7 +248,7 @@ export class BootedInstance {
    * below the break is rewritten (static data, the whole C stack, the heap): nothing above it was ever written.
    */
   reclaim(sound: boolean): boolean {
-    this.#tenant = undefined;
+    this.#holder = undefined;
     const { memory, growthRefused } = this.instance;
     const breakAt = this.#breakAt;
     if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)

@@ -6,7 +6,8 @@
  * @module
  */
 
-import { type JsonValue, toWire, toWireText, WireLengthError } from "../values/wire.js";
+import type { JsonValue } from "../values/json.js";
+import { toWire, toWireText, WireLengthError } from "../values/wire.js";
 import type { CodeExecutionResult } from "./types.js";
 
 /** The result's wire text, or that of a `memory` result in its place when the text would pass `maxLength`. */

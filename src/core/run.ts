@@ -10,7 +10,7 @@
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { MODE_CLONE } from "../values/tape.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
-import type { BootedInstance, BootModules, Tenant } from "./instance.js";
+import type { BootedInstance, BootModules, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, Linker } from "./linker.js";
@@ -183,7 +183,7 @@ class Run implements StartedRun {
   #lend(booted: BootedInstance): GuestBridge {
     const { meter } = booted.instance;
     if (meter !== undefined) this.#limits.meter(meter);
-    const bridge = new GuestBridge(booted, this.#tenant, this.#limits, {
+    const bridge = new GuestBridge(booted, this.#holder, this.#limits, {
       functions: this.#request.functions,
       report: this.#request.report,
       reports: this.#channel.reports,
@@ -192,7 +192,7 @@ class Run implements StartedRun {
       relay: this.#relay,
     });
     this.#bridge = bridge;
-    booted.lend(this.#tenant, this.#options.memoryLimitBytes);
+    booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
     const empty = this.#options.globals.length === 0 && Object.keys(this.#options.imports).length === 0;
@@ -212,7 +212,7 @@ class Run implements StartedRun {
   }
 
   /** What the booted instance asks of the run holding it. */
-  readonly #tenant: Tenant = {
+  readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),

@@ -1,5 +1,5 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock, transpiler, pool)
+ * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock, transpiler, pool)
  * checked once and shared by every run it starts, each run's options checked and its values encoded before a runner
  * starts it, and the one place a run's `CodeExecutionResult` is built, whichever runner ran it. The core's runner
  * gives each run a booted instance of its own, from the sandbox's pool; the next run gets it back as booted (see
@@ -16,12 +16,12 @@ import { prepareRun, type RunRequest } from "./request.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
-/** Heap cap of a run that sets no `memoryLimitBytes`. */
+/** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 /**
- * Fuel per millisecond of a CPU budget. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
+ * Fuel per millisecond of CPU time. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
  * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the budget.
+ * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the cap.
  */
 export const FUEL_PER_MS = 1_000_000;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */

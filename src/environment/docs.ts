@@ -8,7 +8,7 @@ import type { JSONSchema } from "../tools/types.js";
 import type { ToolDocsInput } from "./types.js";
 
 /** Settings the runtime documentation states as numbers. */
-export interface DocsLimits {
+export interface DocsSettings {
   defaultTimeoutMs: number;
   memoryLimitBytes: number;
   concurrency: number;
@@ -17,7 +17,7 @@ export interface DocsLimits {
   data: number;
 }
 
-export function environmentDocs(limits: DocsLimits): string {
+export function environmentDocs(limits: DocsSettings): string {
   const mib = Math.round(limits.memoryLimitBytes / 1048576);
   return `# QuickJS TypeScript environment
 

@@ -32,8 +32,8 @@ import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, FUEL_PER_MS } from "../core/
 import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
 import type { ServiceInfo } from "../tools/types.js";
 import { BudgetError, WorkBudget } from "../values/budget.js";
+import { type JsonValue, toJsonSized } from "../values/json.js";
 import { formatLine } from "./console.js";
-import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
 import { describeFailure } from "./failure.js";
 import {
@@ -296,7 +296,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     return job.stop !== undefined;
   }
 
-  /** `value` as a JSON tree within one call's budget and what the execution has left (see data.ts). */
+  /** `value` as a JSON tree within one call's budget and what the execution has left (see values/json.ts). */
   #data(job: Job, value: unknown, what: string): JsonValue {
     if (job.data.exhausted) {
       throw new BudgetError(
@@ -305,7 +305,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     }
     const budget = new WorkBudget(this.#budgets.data, what);
     try {
-      return jsonTree(value, budget, what);
+      return toJsonSized(value, budget).json ?? null;
     } finally {
       job.data.trySpend(budget.spent);
     }

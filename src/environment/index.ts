@@ -7,7 +7,7 @@
  */
 
 export { FUEL_PER_MS } from "../core/sandbox.js";
-export { type JsonValue, jsonTree } from "./data.js";
+export type { JsonValue } from "../values/json.js";
 export { exampleValue } from "./docs.js";
 export {
   DEFAULT_BUDGETS,

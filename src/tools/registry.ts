@@ -11,7 +11,7 @@
  */
 
 import { BudgetError, WorkBudget } from "../values/budget.js";
-import { JsonTooLargeError, jsonWithin } from "../values/json.js";
+import { JsonTooLargeError, jsonWithin, type SizedJson } from "../values/json.js";
 import type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition } from "./types.js";
 import { type Check, compileForeignSchema, compileSchema } from "./validate.js";
 
@@ -101,23 +101,6 @@ export class ToolScope {
   calls(name: string): number {
     return this.#calls.get(name) ?? 0;
   }
-}
-
-/** Deepest nesting of arrays and objects in JSON text, by one pass over its characters. */
-function depthOf(text: string): number {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth);
-    else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return deepest;
 }
 
 const ID = /^[A-Za-z_][\w-]{0,63}$/;
@@ -253,9 +236,9 @@ export class ToolRegistry {
         `${name} failed: quota exceeded: a run may spend at most ${scope.work.limit} units of work on tool arguments`,
       );
     if (scope.work.left === 0) throw exhausted();
-    let text: string | undefined;
+    let converted: SizedJson;
     try {
-      ({ text } = jsonWithin(raw, MAX_TOOL_ARGUMENT_BYTES, "the arguments", scope.work));
+      converted = jsonWithin(raw, MAX_TOOL_ARGUMENT_BYTES, "the arguments", scope.work);
     } catch (error) {
       if (scope.work.left === 0) throw exhausted();
       if (error instanceof JsonTooLargeError) {
@@ -268,12 +251,12 @@ export class ToolRegistry {
       // Nesting past MAX_WALK_DEPTH, a cycle: the conversion's own message.
       throw invalid(error instanceof Error ? error.message : String(error));
     }
-    const parameters: unknown = text === undefined ? undefined : JSON.parse(text);
+    const { json: parameters, depth } = converted;
     if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
       throw invalid("the arguments must be an object");
     }
-    // JSON.parse never recurses on the stack; the validator does, a few frames per level.
-    if (depthOf(text as string) > MAX_TOOL_ARGUMENT_DEPTH) {
+    // The validator recurses on the stack, a few frames per level.
+    if (depth > MAX_TOOL_ARGUMENT_DEPTH) {
       throw invalid(`the arguments are nested deeper than ${MAX_TOOL_ARGUMENT_DEPTH} levels`);
     }
     const budget = new WorkBudget(Math.min(TOOL_VALIDATION_UNITS, scope.work.left), "validating the arguments");

@@ -1,7 +1,7 @@
 /**
- * The wire format of values crossing the sandbox boundary: a JSON text (the "tape") plus a side list of binary
- * buffers and promises. Both halves parse it as data, so marshaling never runs code of the other side: guest
- * getters run inside the guest while it encodes, never on the host.
+ * The tape, the format of values crossing the sandbox boundary (the network's is the wire, `wire.ts`): a JSON text
+ * plus a side list of binary buffers and promises. Both halves parse it as data, so marshaling never runs code of
+ * the other side: guest getters run inside the guest while it encodes, never on the host.
  *
  * Grammar (`id` numbers objects in encounter order so cycles and shared references survive):
  * - JSON string, boolean, null and finite numbers other than -0 stand for themselves

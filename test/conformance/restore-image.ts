@@ -10,15 +10,15 @@ import {
   BootedInstance,
   type BootModules,
   bootModulesOf,
+  type Holder,
   type MemoryLayout,
   memoryLayout,
-  type Tenant,
 } from "../../src/core/instance.js";
 
 const MiB = 1024 * 1024;
 
 /** A tenant for driving an instance by hand: no interrupt, no host calls, no modules. */
-const idleTenant: Tenant = {
+const idleHolder: Holder = {
   poll: () => false,
   hostCall: () => undefined,
   normalize: (_base, specifier) => specifier,
@@ -56,7 +56,7 @@ function breakOf(instance: BootedInstance, layout: MemoryLayout): number {
 /** Declares the memory-level restore tests against the platform's compiled QuickJS module. */
 export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void {
   /**
-   * A restorable instance, with `boot`'s modules, lent to {@link idleTenant}; `booted` is a copy of its memory as
+   * A restorable instance, with `boot`'s modules, lent to {@link idleHolder}; `booted` is a copy of its memory as
    * booted.
    */
   async function lent(
@@ -65,7 +65,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
   ): Promise<{ instance: BootedInstance; booted: Uint8Array }> {
     const instance = await BootedInstance.boot(await wasm(), heapLimitBytes, true, boot);
     const booted = new Uint8Array(instance.instance.memory.buffer.slice(0));
-    instance.lend(idleTenant, heapLimitBytes);
+    instance.lend(idleHolder, heapLimitBytes);
     return { instance, booted };
   }
 
@@ -162,7 +162,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
       const { instance } = await lent();
       evaluate(instance, "globalThis.leak = 'SECRET'; Object.prototype.polluted = 1; Math.max = () => 42;");
       expect(instance.reclaim(true)).toBe(true);
-      instance.lend(idleTenant, 64 * MiB);
+      instance.lend(idleHolder, 64 * MiB);
       expect(evaluate(instance, "[typeof leak, ({}).polluted, Math.max(1, 2)].join()")).toBe("undefined,,2");
       expect(instance.runtime.hasPendingJob()).toBe(false);
     });

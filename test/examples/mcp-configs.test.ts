@@ -11,8 +11,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import { accessFrom, createHost } from "../../src/host/index.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import { accessFrom } from "../../src/host/http/auth.js";
+import { createHost } from "../../src/host/index.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const config = (name: string) =>

@@ -16,25 +16,19 @@
  * - an event stream nobody read: 10 MB buffered for 50 output patches, unbounded
  * - `GET /processes?limit=1` over 20,000 records: every record read and copied
  */
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import type { EnvironmentBindings, InvokeInput } from "../../src/environment/index.js";
+import { createApp } from "../../src/host/http/app.js";
+import { ProcessService, type ProcessServiceOptions } from "../../src/host/processes/process-service.js";
 import {
-  createApp,
-  KeyValueQuotaError,
-  kvService,
-  MemoryKeyValueStore,
   MemoryProcessStore,
-  memoryKeyValueStores,
   type ProcessFilter,
   type ProcessRecord,
-  ProcessService,
-  type ProcessServiceOptions,
   type ProcessStore,
-  type Tool,
-  ToolError,
-  ToolRegistry,
-  ToolScope,
-} from "../../src/host/index.js";
+} from "../../src/host/processes/storage.js";
+import { kvService, memoryKeyValueStores } from "../../src/tools/kv.js";
+import { KeyValueQuotaError, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
+import { type Tool, ToolError, ToolRegistry, ToolScope } from "../../src/tools/registry.js";
 import { deferred } from "../environment/helpers.js";
 
 /** `x = [x, x]` `steps` times: a few hundred bytes as a clone, 2^steps leaves as a tree. */
@@ -128,7 +122,7 @@ describe("output patches", () => {
     expect(svc.usage(pid)?.outputWork.spent).toBeLessThanOrEqual(16 * 262_144);
     b.emitOutput(pid, { after: 1 });
     expect((await finish()).output).toEqual({ $truncated: "output exceeded 262144 bytes: later patches were dropped" });
-    const { toJson } = await import("../../src/host/index.js");
+    const { toJson } = await import("../../src/values/json.js");
     expect(
       toJson(
         new Map<unknown, number>([
@@ -159,6 +153,19 @@ describe("output patches", () => {
     const record = await finish();
     expect(record.output).toEqual(expected);
     expect(usage?.outputBytes).toBe(utf8(JSON.stringify(record.output)));
+  });
+
+  test("a patch is converted and sized in one walk: no JSON text is made or parsed before storage", async () => {
+    const { svc, pid, b, finish } = await running();
+    const stringify = vi.spyOn(JSON, "stringify");
+    const parse = vi.spyOn(JSON, "parse");
+    b.emitOutput(pid, { a: [1, "é", new Map([["k", 2n]])], b: { c: null } } as Record<string, unknown>);
+    const calls = [stringify.mock.calls.length, parse.mock.calls.length];
+    stringify.mockRestore();
+    parse.mockRestore();
+    expect(calls).toEqual([0, 0]);
+    expect(svc.usage(pid)?.outputBytes).toBe(utf8('{"a":[1,"é",{"k":"2"}],"b":{"c":null}}'));
+    expect((await finish()).output).toEqual({ a: [1, "é", { k: "2" }], b: { c: null } });
   });
 
   test("the cap is exact in UTF-8 bytes, reckoned from the entries a patch replaces", async () => {

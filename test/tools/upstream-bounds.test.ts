@@ -17,9 +17,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
+import { createHost } from "../../src/host/index.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
+import { ToolRegistry } from "../../src/tools/registry.js";
 import {
   MAX_UPSTREAM_CALLS_PER_RUN,
   MAX_UPSTREAM_LIST_BYTES,
@@ -28,7 +29,9 @@ import {
   upstreamClient,
   upstreamService,
 } from "../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import { compileSchema } from "../../src/tools/validate.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
 const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 10_000 } });

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runCode } from "../../node/index.js";
-import { fromWire, type JsonValue, toWire } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire, toWire } from "../../src/values/wire.js";
 import { cloneDifferences } from "../conformance/structured-clone.js";
 
 /** Encodes, goes through real JSON text, decodes. */

@@ -6,9 +6,11 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createHost, MAX_RUN_MEMORY_BYTES } from "../../src/host/index.js";
+import { MAX_RUN_MEMORY_BYTES } from "../../src/host/http/run-routes.js";
+import { createHost } from "../../src/host/index.js";
 import type { CodeExecutionResult, RunCode } from "../../src/index.js";
-import { fromWire, type JsonValue } from "../../src/values/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 import wasm from "../../wasm/quickjs-fuel.wasm";
 import { unwrap } from "../../worker/rpc-refusals.js";
 import { edgeSandbox } from "../../worker/sandboxes.js";
@@ -713,7 +715,7 @@ describe("listing, event streams and kv quotas cost what they return (test/secur
 
   it("the SQLite kv store counts keys and bytes with every write, refuses past a quota, and lists by prefix exactly", async () => {
     const { SqlKeyValueStore } = await import("../../worker/sql-stores.js");
-    const { KeyValueQuotaError } = await import("../../src/host/index.js");
+    const { KeyValueQuotaError } = await import("../../src/tools/kv-store.js");
     const stub = env.KV.get(env.KV.idFromName("quota-test"));
     await runInDurableObject(stub, async (_instance, state) => {
       const store = new SqlKeyValueStore(state.storage.sql);

@@ -13,14 +13,15 @@ import { resultWire } from "../../core/result-wire.js";
 import type { CodeExecution, RunCode } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
-import { fromWire, type JsonValue } from "../../values/wire.js";
+import type { JsonValue } from "../../values/json.js";
+import { fromWire } from "../../values/wire.js";
 import { codeTooLarge, MAX_CODE_BYTES } from "../code-size.js";
 import { summarize } from "./summary.js";
 
 export interface McpServerOptions {
   runCode: RunCode;
   /**
-   * Waits for room to run with this heap cap (`undefined`: the sandbox's default) and returns its release; throws to
+   * Waits for room to run with this memory limit (`undefined`: the sandbox's default) and returns its release; throws to
    * refuse the call (the HTTP app's admission). Default: every call runs at once.
    */
   admit?: (memoryLimitBytes: number | undefined) => Promise<() => void>;
@@ -63,7 +64,7 @@ How to write the code:
   (they are not properties of \`globalThis\`).
 - Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
   \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
-- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
+- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
 
 The answer: \`status\` is success, error (an uncaught exception), link_error (a syntax error or an import that does

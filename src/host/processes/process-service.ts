@@ -18,7 +18,7 @@ import {
 import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../../tools/registry.js";
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
-import { define, jsonWithin, utf8Length } from "../../values/json.js";
+import { define, jsonWithin, type SizedJson } from "../../values/json.js";
 import { codeTooLarge } from "../code-size.js";
 import { HostError, retryLater } from "../errors.js";
 import { Environments } from "./environments.js";
@@ -43,8 +43,8 @@ export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
 const SLOT_RETRY_SECONDS = 1;
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_SUBSCRIBERS = 32;
-/** Per-process caps (see {@link OutputLimits}). */
-export const DEFAULT_OUTPUT_LIMITS: Readonly<OutputLimits> = Object.freeze({
+/** Per-process caps (see {@link OutputCaps}). */
+export const DEFAULT_OUTPUT_CAPS: Readonly<OutputCaps> = Object.freeze({
   stdoutChars: 1_048_576,
   stderrChars: 1_048_576,
   outputBytes: 262_144,
@@ -60,7 +60,7 @@ export const OUTPUT_TRUNCATED_KEY = "$truncated";
  * the run's patches have spent `outputWork` units converting to JSON (about one per character, each visit of a
  * shared reference counted). A patch costs its own size, never the output's.
  */
-export interface OutputLimits {
+export interface OutputCaps {
   stdoutChars: number;
   stderrChars: number;
   outputBytes: number;
@@ -86,9 +86,9 @@ export interface ProcessServiceOptions {
   defaultTimeoutMs?: number;
   maxTimeoutMs?: number;
   maxActiveProcesses?: number;
-  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own limit. */
+  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
-  limits?: Partial<OutputLimits>;
+  limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
   /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
@@ -157,7 +157,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
   readonly maxActivePerTenant: number;
-  readonly limits: Readonly<OutputLimits>;
+  readonly limits: Readonly<OutputCaps>;
   readonly maxSubscribers: number;
   readonly #store: ProcessStore;
   readonly #now: () => number;
@@ -177,7 +177,7 @@ export class ProcessService implements EnvironmentBindings {
     this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
     this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
-    this.limits = { ...DEFAULT_OUTPUT_LIMITS, ...options.limits };
+    this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
@@ -416,9 +416,9 @@ export class ProcessService implements EnvironmentBindings {
     const live = this.#live.get(eid);
     if (live === undefined || live.record.truncated.output) return;
     const cap = this.limits.outputBytes;
-    let text: string | undefined;
+    let converted: SizedJson;
     try {
-      ({ text } = jsonWithin(data, cap, "the output patch", live.outputWork));
+      converted = jsonWithin(data, cap, "the output patch", live.outputWork);
     } catch (error) {
       if (error instanceof BudgetError) {
         this.#truncateOutput(
@@ -433,27 +433,26 @@ export class ProcessService implements EnvironmentBindings {
       }
       return;
     }
-    const patch: unknown = text === undefined ? undefined : JSON.parse(text);
+    const { json: patch, entries: sizes } = converted;
     if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return;
     // The output's JSON is `{` + entries `"key":value` joined by commas + `}`.
-    const sizes = new Map<string, number>();
     let entries = live.outputEntries.size;
     let bytes = live.outputBytes;
-    for (const [key, value] of Object.entries(patch)) {
-      const size = utf8Length(JSON.stringify(key)) + 1 + utf8Length(JSON.stringify(value));
+    for (const [key, size] of sizes) {
       const old = live.outputEntries.get(key);
       bytes += old === undefined ? size + (entries++ === 0 ? 0 : 1) : size - old;
-      sizes.set(key, size);
     }
     if (bytes > cap) {
       this.#truncateOutput(live, `output exceeded ${cap} bytes: later patches were dropped`);
       return;
     }
     const output = live.record.output;
-    for (const [key, value] of Object.entries(patch)) define(output, key, value);
-    for (const [key, size] of sizes) live.outputEntries.set(key, size);
+    for (const [key, size] of sizes) {
+      define(output, key, patch[key]);
+      live.outputEntries.set(key, size);
+    }
     live.outputBytes = bytes;
-    this.#publish(live, { type: "output", pid: eid, patch: patch as Record<string, unknown> });
+    this.#publish(live, { type: "output", pid: eid, patch });
     this.#schedule(live);
   }
 

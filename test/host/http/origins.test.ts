@@ -8,7 +8,9 @@
 import { describe, expect, test } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import { instantiate } from "../../../src/environment/index.js";
-import { accessFrom, createHost, originOf } from "../../../src/host/index.js";
+import { accessFrom } from "../../../src/host/http/auth.js";
+import { originOf } from "../../../src/host/http/origins.js";
+import { createHost } from "../../../src/host/index.js";
 import { inThread, wasm } from "../../environment/helpers.js";
 
 const OWN = ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"];

@@ -8,7 +8,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import { createMcpServer } from "../../../src/host/mcp/server.js";
-import { fromWire, type JsonValue, toWire } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire, toWire } from "../../../src/values/wire.js";
 
 const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });

@@ -7,11 +7,13 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSandbox } from "../../../node/index.js";
-import { kvService, memoryKeyValueStores, ToolRegistry } from "../../../src/host/index.js";
 import { createMcpServer } from "../../../src/host/mcp/server.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
+import { kvService, memoryKeyValueStores } from "../../../src/tools/kv.js";
+import { ToolRegistry } from "../../../src/tools/registry.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
-import { fromWire, type JsonValue } from "../../../src/values/wire.js";
+import type { JsonValue } from "../../../src/values/json.js";
+import { fromWire } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 
 const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 300 } });

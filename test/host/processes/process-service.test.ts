@@ -5,14 +5,14 @@ import type {
   ExecutionExitState,
   ExecutionInput,
 } from "../../../src/environment/index.js";
+import { HostError } from "../../../src/host/errors.js";
+import type { ProcessEvent } from "../../../src/host/processes/events.js";
 import {
-  HostError,
-  MemoryProcessStore,
   OUTPUT_TRUNCATED_KEY,
-  type ProcessEvent,
   ProcessService,
   type ProcessServiceOptions,
-} from "../../../src/host/index.js";
+} from "../../../src/host/processes/process-service.js";
+import { MemoryProcessStore } from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
 
 type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;
