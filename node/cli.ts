@@ -3,7 +3,7 @@
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
  * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`); a module without a default
  * export runs as a script (`execute: "script"`) unless `--export` or `--args` name a call. Exits 0 on `success`,
- * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio; `runcode serve` the HTTP API.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -15,12 +15,14 @@ import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
        runcode mcp [--config servers.json]
+       runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
 JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
 default export; a module without one runs as a script, with no result. --export and --args call an export instead
 (default: default), which must then exist. Exits 0 on success, 1 when the run did not succeed, 2 on bad arguments.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
-configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
+\`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
 
 /**
  * Characters a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls (ESC and BEL
@@ -171,6 +173,10 @@ async function readStdin(): Promise<string> {
 if (process.argv[2] === "mcp") {
   const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
   await serveMcpOverStdio(values.config);
+} else if (process.argv[2] === "serve") {
+  // Loaded only here: plain runs need neither the database driver nor the HTTP server.
+  const { serveCommand } = await import("./serve/command.js");
+  await serveCommand(process.argv.slice(3));
 } else {
   await runFile();
 }

@@ -7,7 +7,9 @@
 import { instantiate } from "../src/environment/index.js";
 import type { Quotas } from "../src/host/admission/quotas.js";
 import { createApp } from "../src/host/http/app.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js";
 import { createHost } from "../src/host/index.js";
+import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -18,9 +20,6 @@ import { unwrap } from "./rpc-refusals.js";
 import { edgeSandbox } from "./sandboxes.js";
 
 export { KvObject, ProcessObject, RegistryObject };
-
-/** Memory limit of a `/run` that sets none: a tenant's share of the admission cap, which holds two such runs. */
-const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -52,11 +51,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
-  const sandbox = edgeSandbox({
-    wasm,
-    safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
-    defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-  });
+  const sandbox = edgeSandbox({ wasm, ...runSandboxOptionsOf(config) });
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
@@ -65,11 +60,8 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
     },
-    access: config.access,
+    ...appOptionsOf(config),
     quotas: registryQuotas(env, config),
-    origins: config.origins,
-    corsOrigins: config.corsOrigins,
-    mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),
   });
 }

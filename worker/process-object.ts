@@ -12,6 +12,7 @@ import { DurableObject } from "cloudflare:workers";
 import { instantiate } from "../src/environment/index.js";
 import { createHost } from "../src/host/index.js";
 import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
+import { failCutOffRuns } from "../src/host/processes/restarts.js";
 import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
@@ -47,16 +48,7 @@ export class ProcessObject extends DurableObject<Env> {
     );
     ctx.blockConcurrencyWhile(async () => {
       // A run cannot outlive the isolate that ran it: a record still active here was cut off by a restart.
-      for (const record of await store.list()) {
-        if (record.state === "idle") continue;
-        this.#pid = record.pid;
-        await store.update(record.pid, {
-          state: "idle",
-          exitState: "failed",
-          error: "The host restarted while this process ran",
-          finishedAt: Date.now(),
-        });
-      }
+      for (const pid of await failCutOffRuns(store, Date.now())) this.#pid = pid;
     });
   }
 

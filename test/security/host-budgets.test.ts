@@ -30,6 +30,7 @@ import { kvService, memoryKeyValueStores } from "../../src/tools/kv.js";
 import { KeyValueQuotaError, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
 import { type Tool, ToolError, ToolRegistry, ToolScope } from "../../src/tools/registry.js";
 import { deferred } from "../environment/helpers.js";
+import { processRecord } from "../host/processes/records.js";
 
 /** `x = [x, x]` `steps` times: a few hundred bytes as a clone, 2^steps leaves as a tree. */
 function dag(steps: number): unknown {
@@ -691,23 +692,9 @@ describe("listing", () => {
     for (let i = 0; i < 2_000; i++) {
       const pid = await store.nextPid("anonymous");
       pids.push(pid);
-      await store.create({
-        pid,
-        tenant: "anonymous",
-        state: "idle",
-        exitState: i % 2 === 0 ? "success" : "failed",
-        code: "c".repeat(1_000),
-        timeoutMs: 1,
-        output: {},
-        stdout: "",
-        stderr: "",
-        error: null,
-        truncated: { stdout: false, stderr: false, output: false },
-        runs: 1,
-        createdAt: 0,
-        startedAt: null,
-        finishedAt: null,
-      });
+      await store.create(
+        processRecord(pid, { exitState: i % 2 === 0 ? "success" : "failed", code: "c".repeat(1_000), timeoutMs: 1 }),
+      );
     }
     const svc = new ProcessService({ store });
     const app = createApp({ processes: svc, catalog: svc });

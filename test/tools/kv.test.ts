@@ -3,41 +3,6 @@ import { kvService } from "../../src/tools/kv.js";
 import { MemoryKeyValueStore } from "../../src/tools/kv-store.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 
-describe("MemoryKeyValueStore usage and prefixes", () => {
-  test("keys stay sorted, prefixes list exactly (emoji included), usage follows every write", async () => {
-    const kv = new MemoryKeyValueStore();
-    for (const key of ["b", "a😀", "a", "ab", "a\uffff"]) await kv.set(key, key.length);
-    expect(await kv.list({ prefix: "a" })).toEqual(["a", "ab", "a😀", "a\uffff"]);
-    expect(await kv.list({ prefix: "a", limit: 2 })).toEqual(["a", "ab"]);
-    expect(await kv.list({ prefix: "c" })).toEqual([]);
-    expect(await kv.usage()).toEqual({ keys: 5, bytes: 1 + 1 + 5 + 1 + 1 + 1 + 2 + 1 + 4 + 1 });
-    await kv.set("ab", "xyz");
-    expect(await kv.delete("a😀")).toBe(true);
-    expect(await kv.usage()).toEqual({ keys: 4, bytes: 2 + 2 + 2 + 5 + 4 + 1 });
-    await expect(kv.set("c", 1, { maxKeys: 4, maxBytes: 1000 })).rejects.toThrow(
-      "quota exceeded: the store may hold at most 4 keys",
-    );
-    await kv.set("ab", 1, { maxKeys: 4, maxBytes: 1000 });
-  });
-});
-
-describe("MemoryKeyValueStore", () => {
-  test("JSON values by key, sorted prefix listing, delete", async () => {
-    const kv = new MemoryKeyValueStore();
-    await kv.set("b", { n: 1 });
-    await kv.set("a/1", [1, "x"]);
-    await kv.set("a/2", null);
-    expect(await kv.get("b")).toEqual({ n: 1 });
-    expect(await kv.get("a/2")).toBeNull();
-    expect(await kv.get("none")).toBeUndefined();
-    expect(await kv.list()).toEqual(["a/1", "a/2", "b"]);
-    expect(await kv.list({ prefix: "a/", limit: 1 })).toEqual(["a/1"]);
-    expect(await kv.delete("b")).toBe(true);
-    expect(await kv.delete("b")).toBe(false);
-    await expect(kv.set("u", undefined)).rejects.toThrow("kv values must be JSON values");
-  });
-});
-
 describe("the kv service", () => {
   test("get/set/delete/list over the store, with validation and a value cap", async () => {
     const store = new MemoryKeyValueStore();

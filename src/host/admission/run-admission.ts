@@ -19,6 +19,8 @@ import { HostError, retryLater } from "../errors.js";
  * way to runs in flight.
  */
 export const RUN_MEMORY_CAP_BYTES = 72 * 1024 * 1024;
+/** Memory limit of a `/run` that sets none: a tenant's share of the cap, which holds two such runs. */
+export const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 /** Runs that may wait for room at once; past them a run is refused at once. */
 export const MAX_WAITING_RUNS = 64;
 /** How long a run may wait for room before it is refused. */

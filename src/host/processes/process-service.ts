@@ -23,6 +23,7 @@ import { codeTooLarge } from "../code-size.js";
 import { HostError, retryLater } from "../errors.js";
 import { Environments } from "./environments.js";
 import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
+import { CUT_OFF_BY_RESTART } from "./restarts.js";
 import { transition } from "./states.js";
 import {
   type HostState,
@@ -118,6 +119,8 @@ interface Live {
   outputBytes: number;
   dirty: boolean;
   saving: Promise<void> | undefined;
+  /** Ended by {@link ProcessService.cutOffAll}: it exits as a restart's cut-off run. */
+  cutOff: boolean;
   done: Promise<ProcessRecord>;
   resolve(record: ProcessRecord): void;
 }
@@ -338,6 +341,16 @@ export class ProcessService implements EnvironmentBindings {
     while (this.#live.size > 0) await Promise.all([...this.#live.values()].map((l) => l.done));
   }
 
+  /**
+   * Ends every active process as a restart would, for a host that is stopping: each is killed and exits `failed`
+   * with {@link CUT_OFF_BY_RESTART}, its final record stored. Resolves when none is active.
+   */
+  async cutOffAll(): Promise<void> {
+    for (const live of this.#live.values()) live.cutOff = true;
+    await Promise.all([...this.#live.keys()].map((pid) => this.environments.kill(pid).catch(this.#onError)));
+    await this.idle();
+  }
+
   /** What the current run of an active process has spent; `undefined` for an idle or unknown one. */
   usage(pid: number): ProcessUsage | undefined {
     const live = this.#live.get(pid);
@@ -510,6 +523,7 @@ export class ProcessService implements EnvironmentBindings {
       outputBytes: 2,
       dirty: false,
       saving: undefined,
+      cutOff: false,
       done,
       resolve,
     };
@@ -564,8 +578,9 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
   }
 
-  async #exit(live: Live, exit: ExecutionExitState, hostError?: string): Promise<void> {
+  async #exit(live: Live, ended: ExecutionExitState, endedBy?: string): Promise<void> {
     const { record } = live;
+    const [exit, hostError] = live.cutOff ? (["failed", CUT_OFF_BY_RESTART] as const) : [ended, endedBy];
     for (const stream of ["stdout", "stderr"] as const) {
       const tail = live.decoders[stream].decode();
       if (tail !== "") this.#append(live, stream, tail);

@@ -1,0 +1,91 @@
+/**
+ * A served host's settings, by the names of wrangler.toml's `[vars]`: the edge reads them from the Worker's
+ * environment (`[vars]`, secrets, `.dev.vars` or `--var` locally), `runcode serve` from its environment and flags. A
+ * bad value is an error that names the setting, never a silent default.
+ * @module
+ */
+import { type HttpUpstream, httpUpstreamsFrom } from "../tools/upstream-config.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
+import { type Access, accessFrom } from "./http/auth.js";
+import { originOf } from "./http/origins.js";
+
+export interface HostSettings {
+  access: Access;
+  /** The origins the deployment is served at (`RUNCODE_ORIGINS`): the only names it answers for. */
+  origins: string[];
+  corsOrigins: string[];
+  /** Processes active at once across the deployment. */
+  maxActive: number;
+  tenantMaxActive: number;
+  tenantRunsPerMinute: number;
+  tenantKvBytes: number;
+  /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
+  mcpServers: Record<string, HttpUpstream>;
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
+  runCpuMs: number;
+  runFuel: number;
+}
+
+/** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
+export type Settings = Partial<Record<string, unknown>>;
+
+/** `RUNCODE_MCP_SERVERS`: `{"mcpServers": {...}}` as MCP clients write it, servers by URL only. Default none. */
+function mcpServersOf(settings: Settings): Record<string, HttpUpstream> {
+  const raw = settings.RUNCODE_MCP_SERVERS;
+  if (raw === undefined || raw === "") return {};
+  let config: unknown;
+  try {
+    config = typeof raw === "string" ? JSON.parse(raw) : raw;
+  } catch (error) {
+    throw new TypeError(`RUNCODE_MCP_SERVERS is not valid JSON: ${(error as Error).message}`);
+  }
+  return httpUpstreamsFrom(config, "RUNCODE_MCP_SERVERS");
+}
+
+/** A comma-separated setting as its entries. */
+function listOf(settings: Settings, name: string): string[] {
+  return String(settings[name] ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+}
+
+function count(settings: Settings, name: string): number {
+  const raw = String(settings[name] ?? "");
+  if (!/^[1-9][0-9]{0,14}$/.test(raw))
+    throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+/** The settings of `settings`; throws a `TypeError` that names the first bad one. */
+export async function hostSettingsOf(settings: Settings): Promise<HostSettings> {
+  return {
+    access: await accessFrom({
+      apiKeys: typeof settings.RUNCODE_API_KEYS === "string" ? settings.RUNCODE_API_KEYS : undefined,
+      allowAnonymous: String(settings.RUNCODE_ALLOW_ANONYMOUS ?? "false"),
+    }),
+    origins: listOf(settings, "RUNCODE_ORIGINS").map((origin) => originOf(origin, "RUNCODE_ORIGINS")),
+    corsOrigins: listOf(settings, "RUNCODE_CORS_ORIGINS"),
+    maxActive: count(settings, "MAX_ACTIVE_PROCESSES"),
+    tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
+    tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),
+    tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
+    mcpServers: mcpServersOf(settings),
+    runCpuMs: count(settings, "RUN_CPU_MS"),
+    runFuel: count(settings, "RUN_FUEL"),
+  };
+}
+
+/** The HTTP app's options that the settings decide. */
+export const appOptionsOf = (settings: HostSettings) => ({
+  access: settings.access,
+  origins: settings.origins,
+  corsOrigins: settings.corsOrigins,
+  mcpServers: settings.mcpServers,
+});
+
+/** The `/run` sandbox's stops: CPU milliseconds and fuel from the settings, and its default heap cap. */
+export const runSandboxOptionsOf = (settings: HostSettings) => ({
+  safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
+  defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+});
