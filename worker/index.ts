@@ -6,8 +6,8 @@
  */
 import { instantiate } from "../src/environment/index.js";
 import type { Quotas } from "../src/host/admission/quotas.js";
-import { createApp } from "../src/host/http/app.js";
 import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js";
+import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
 import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
