@@ -13,13 +13,15 @@ import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
-const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
-       runcode mcp [--config servers.json]
+const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis]
+       runcode mcp [--config servers.json] [--web-apis]
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
 JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
 default export; a module without one runs as a script, with no result. --export and --args call an export instead
 (default: default), which must then exist. Exits 0 on success, 1 when the run did not succeed, 2 on bad arguments.
+--web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
+crypto.randomUUID, timers, AbortController, events).
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
 \`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
@@ -119,7 +121,7 @@ async function runFile(): Promise<void> {
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
   const safetyCap = { cpuTimeMs: timeout, fuel: timeout * FUEL_PER_MS };
-  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true });
+  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true, webApis: values["web-apis"] });
   const run = runCode(source, {
     language,
     // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
@@ -159,6 +161,7 @@ function parseFlags() {
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
+      "web-apis": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -171,8 +174,11 @@ async function readStdin(): Promise<string> {
 }
 
 if (process.argv[2] === "mcp") {
-  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
-  await serveMcpOverStdio(values.config);
+  const { values } = parseArgs({
+    args: process.argv.slice(3),
+    options: { config: { type: "string" }, "web-apis": { type: "boolean", default: false } },
+  });
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"] });
 } else if (process.argv[2] === "serve") {
   // Loaded only here: plain runs need neither the database driver nor the HTTP server.
   const { serveCommand } = await import("./serve/command.js");

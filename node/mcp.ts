@@ -1,7 +1,7 @@
 /**
- * `runcode mcp [--config file.json]`: the MCP server over standard input and output, for MCP clients that start it
- * as a command (`npx runcode mcp`). Runs use this package's in-process sandbox; the built-in `kv` service lives in
- * memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
+ * `runcode mcp [--config file.json] [--web-apis]`: the MCP server over standard input and output, for MCP clients that
+ * start it as a command (`npx runcode mcp`). Runs use this package's sandbox, with the Web APIs for `--web-apis`; the
+ * built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
  * (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools
  * become modules of the sandbox (`import { search_issues } from "github"`). Nothing but protocol messages may reach
  * standard output.
@@ -16,7 +16,7 @@ import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
 import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
-import { runCode } from "./index.js";
+import { createSandbox } from "./index.js";
 
 /** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
@@ -30,7 +30,15 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
   return upstreamsFrom(config, configPath);
 }
 
-export async function serveMcpOverStdio(configPath?: string): Promise<void> {
+/** Settings of `runcode mcp`. */
+export interface StdioMcpOptions {
+  /** A configuration file naming upstream MCP servers. */
+  configPath?: string | undefined;
+  /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
+  webApis?: boolean;
+}
+
+export async function serveMcpOverStdio({ configPath, webApis = false }: StdioMcpOptions = {}): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -42,7 +50,8 @@ export async function serveMcpOverStdio(configPath?: string): Promise<void> {
     clients.push(client);
     tools.register(await upstreamService(name, client));
   }
-  const server = createMcpServer({ runCode, tools });
+  const { runCode } = createSandbox({ webApis });
+  const server = createMcpServer({ runCode, tools, webApis });
   server.server.onclose = () => {
     for (const client of clients) void client.close();
   };

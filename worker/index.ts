@@ -47,7 +47,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm, createSandbox: edgeSandbox }) },
+    environment: { module: instantiate({ wasm, webApis: config.webApis, createSandbox: edgeSandbox }) },
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
@@ -57,6 +57,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     catalog: service,
     run: {
       runCode: sandbox.runCode,
+      webApis: config.webApis,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
     },

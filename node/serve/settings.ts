@@ -19,6 +19,7 @@ export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
   MAX_ACTIVE_PROCESSES: "256",
   RUN_CPU_MS: "2000",
   RUN_FUEL: "2500000000",
+  RUNCODE_WEB_APIS: "false",
 });
 
 /** Settings a flag can give, by name. */

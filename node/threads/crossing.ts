@@ -53,16 +53,21 @@ export class Crossing {
     }
   }
 
-  /** A guest value; throws `SerializationError` as the core's decoding does. */
-  decode(guest: GuestTape): unknown {
-    return decodeFromGuest(guest.tape, {
-      buffer: (index) => guest.buffers[index] as ArrayBuffer,
-      hostFunction: (id) => this.#functions.get(id),
-      promise: (id) =>
-        new Promise((resolve, reject) => {
-          this.#guestPromises.set(id, { resolve, reject });
-        }),
-    });
+  /** A guest value (`log`: console arguments); throws `SerializationError` as the core's decoding does. */
+  decode(guest: GuestTape, log = false): unknown {
+    return decodeFromGuest(
+      guest.tape,
+      {
+        buffer: (index) => guest.buffers[index] as ArrayBuffer,
+        hostFunction: (id) => this.#functions.get(id),
+        promise: (id) =>
+          new Promise((resolve, reject) => {
+            this.#guestPromises.set(id, { resolve, reject });
+          }),
+      },
+      undefined,
+      log,
+    );
   }
 
   /** The guest settled its promise number `id` with `value`; throws what decoding it throws. */

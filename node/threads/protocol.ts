@@ -48,6 +48,7 @@ export interface ThreadSettings {
   safetyCap: SafetyCap;
   instances: "restore" | "fresh";
   bootModules: Readonly<Record<string, string>>;
+  webApis: boolean;
 }
 
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */

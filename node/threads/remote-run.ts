@@ -71,6 +71,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
         safetyCap: context.safetyCap,
         instances: context.restore ? "restore" : "fresh",
         bootModules: context.boot.modules,
+        webApis: context.boot.webApis,
       },
       source: request.source,
       options: request.options,
@@ -128,7 +129,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
       case "log":
         if (!this.#channel.settled()) {
           const { level, timestamp } = message;
-          this.#logs.push({ level, args: this.#crossing.decode(message.args) as unknown[], timestamp });
+          this.#logs.push({ level, args: this.#crossing.decode(message.args, true) as unknown[], timestamp });
         }
         break;
       case "done": {

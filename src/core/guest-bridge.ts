@@ -1,8 +1,9 @@
 /**
  * The guest bridge, where values cross between one run's guest and the host: the guest's single host function
- * (calls, reports, logs, settled guest promises, native-work charges), host values into the guest (host promises
- * become guest promises settled later), guest values out to the host by the guest's own encoder, and guest errors as
- * the guest describes them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
+ * (calls, reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
+ * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
+ * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
+ * host: both sides parse the other's tapes as data (values/tape.ts).
  *
  * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
  * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches
@@ -19,8 +20,10 @@ import {
   OP_CHARGE,
   OP_LOG,
   OP_MARSHAL,
+  OP_RANDOM,
   OP_REPORT,
   OP_SETTLE,
+  OP_UNCAUGHT,
 } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
@@ -29,6 +32,7 @@ import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import type { CodeExecutionLog } from "./types.js";
+import { randomBytes } from "./web-apis.js";
 
 /**
  * Most host promises one run may wait on at once. Each holds a guest promise and its resolvers on the host, so a guest
@@ -80,6 +84,7 @@ export class GuestBridge {
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
   #wake: (() => void) | undefined;
+  #uncaught: Described | undefined;
 
   /** The bridge of the run that holds `booted` as `holder`. */
   constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
@@ -96,10 +101,28 @@ export class GuestBridge {
     return this.#inflight;
   }
 
-  /** Resolves when a host promise was delivered, or at {@link wake}. */
-  hostWork(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#wake = resolve;
+  /** The first exception the guest reported as nobody's to catch (a timer callback's, an event listener's). */
+  get uncaught(): Described | undefined {
+    return this.#uncaught;
+  }
+
+  /**
+   * Resolves `true` when a host promise was delivered or at {@link wake}, `false` when `ms` milliseconds passed first
+   * (on the platform's timer).
+   */
+  hostWork(ms = Number.POSITIVE_INFINITY): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer =
+        ms === Number.POSITIVE_INFINITY
+          ? undefined
+          : setTimeout(() => {
+              this.#wake = undefined;
+              resolve(false);
+            }, ms);
+      this.#wake = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        resolve(true);
+      };
     });
   }
 
@@ -129,6 +152,11 @@ export class GuestBridge {
     try {
       const op = ctx.getNumber(opHandle);
       const a = ctx.getNumber(aHandle);
+      if (op === OP_RANDOM) return ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer);
+      if (op === OP_UNCAUGHT) {
+        this.#uncaught ??= this.describe(sideHandle);
+        return undefined;
+      }
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
@@ -139,7 +167,7 @@ export class GuestBridge {
         guest === undefined ? this.#buffersOf(sideHandle) : (i: number) => guest.buffers[i] as ArrayBuffer;
       const kept: HeapMeter = { bytes: 0 };
       const undecoded = op === OP_MARSHAL || (relayed && !retained);
-      const value = undecoded ? undefined : this.#decode(tape, buffers, kept);
+      const value = undecoded ? undefined : this.#decode(tape, buffers, kept, op === OP_LOG);
       if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
       switch (op) {
         case OP_CALL:
@@ -401,7 +429,7 @@ export class GuestBridge {
     return { tape, buffers: Array.from({ length }, (_, index) => buffer(index)) };
   }
 
-  #decode(tape: string, buffer: (index: number) => ArrayBuffer, meter?: HeapMeter): unknown {
+  #decode(tape: string, buffer: (index: number) => ArrayBuffer, meter?: HeapMeter, log = false): unknown {
     return decodeFromGuest(
       tape,
       {
@@ -413,6 +441,7 @@ export class GuestBridge {
           }),
       },
       meter,
+      log,
     );
   }
 

@@ -10,7 +10,7 @@
  * @module
  */
 import { linearMemoryBytes } from "./engine.js";
-import { BootedInstance, type BootModules, NO_BOOT_MODULES } from "./instance.js";
+import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
 
 /** Most idle instances kept, across modules and memory sizes (the least recently used goes first). */
 export const MAX_IDLE_INSTANCES = 4;
@@ -33,7 +33,7 @@ export class InstancePool {
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
-    boot: BootModules = NO_BOOT_MODULES,
+    boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
     const bytes = linearMemoryBytes(heapLimitBytes);
     this.#lentBytes += bytes;

@@ -14,6 +14,8 @@ import type { MarshalInternals } from "../guest/marshal.js";
 import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import type { TimerHandles } from "./timers.js";
+import { WEB_API_SOURCES } from "./web-apis.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
 const MAX_STACK_BYTES = 512 * 1024;
@@ -46,21 +48,31 @@ export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, Qui
 };
 export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 
-/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`). */
-export interface BootModules {
-  /** Tells instances booted with the same modules from others. */
+/**
+ * What an instance evaluates at boot besides the prelude: the Web APIs when the sandbox asks for them
+ * (`SandboxOptions.webApis`), then its boot modules (`SandboxOptions.bootModules`).
+ */
+export interface Boot {
+  /** Tells instances booted alike from others. */
   key: string;
+  webApis: boolean;
   modules: Readonly<Record<string, string>>;
 }
 
-export const NO_BOOT_MODULES: BootModules = Object.freeze({ key: "", modules: Object.freeze({}) });
+export const PLAIN_BOOT: Boot = Object.freeze({ key: "", webApis: false, modules: Object.freeze({}) });
 
-/** Settings already checked, by identity: a host that makes a sandbox per execution passes the same object. */
-const bootModulesSeen = new WeakMap<object, BootModules>();
+/** Boot modules already checked, by identity: a host that makes a sandbox per execution passes the same object. */
+const bootModulesSeen = new WeakMap<object, Pick<Boot, "key" | "modules">>();
 
-/** {@link BootModules} of a sandbox's setting. */
-export function bootModulesOf(modules: Readonly<Record<string, string>> | undefined): BootModules {
-  if (modules === undefined) return NO_BOOT_MODULES;
+/** The {@link Boot} of a sandbox's settings. */
+export function bootOf(modules: Readonly<Record<string, string>> | undefined, webApis: boolean): Boot {
+  const checked = modules === undefined ? PLAIN_BOOT : checkedModules(modules);
+  return checked.key === "" && !webApis
+    ? PLAIN_BOOT
+    : { key: `${webApis ? "web" : ""}${checked.key}`, webApis, modules: checked.modules };
+}
+
+function checkedModules(modules: Readonly<Record<string, string>>): Pick<Boot, "key" | "modules"> {
   const seen = Object.isFrozen(modules) ? bootModulesSeen.get(modules) : undefined;
   if (seen !== undefined) return seen;
   const entries = Object.entries(modules);
@@ -134,7 +146,7 @@ export class BootedInstance {
   /** The module it was instantiated from (`undefined`: the variant's own). */
   readonly wasm: WebAssembly.Module | undefined;
   /** What it evaluated at boot besides the prelude. */
-  readonly boot: BootModules;
+  readonly boot: Boot;
   readonly instance: Instance;
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
@@ -143,6 +155,8 @@ export class BootedInstance {
   readonly hostCall: QuickJSHandle;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
+  /** The guest's timers, when the Web APIs are installed (see timers.ts). */
+  readonly timers: TimerHandles | undefined;
   #holder: Holder | undefined;
   /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
@@ -154,7 +168,7 @@ export class BootedInstance {
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
 
-  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: BootModules) {
+  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: Boot) {
     this.wasm = wasm;
     this.boot = boot;
     this.instance = instance;
@@ -173,6 +187,7 @@ export class BootedInstance {
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
     const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    this.timers = boot.webApis ? this.#installWebApis() : undefined;
     for (const [name, source] of Object.entries(boot.modules)) {
       const what = `Boot module '${name}'`;
       const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
@@ -196,7 +211,7 @@ export class BootedInstance {
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
-    boot: BootModules = NO_BOOT_MODULES,
+    boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
     const layout = await memoryLayout(wasm);
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
@@ -264,6 +279,24 @@ export class BootedInstance {
       else bytes.fill(0, start, Math.min(start + BLOCK, end));
     }
     return true;
+  }
+
+  /**
+   * Evaluates the Web APIs' guest halves in order (see web-apis.ts), each given the host function and the kit they
+   * share; returns the host's handles on the guest's timers.
+   */
+  #installWebApis(): TimerHandles {
+    const { ctx } = this;
+    const kit = ctx.newObject();
+    for (const [name, source] of WEB_API_SOURCES) {
+      const what = `The Web API '${name}'`;
+      const install = unwrap(ctx, ctx.evalCode(source, `${INTERNALS_MODULE}/web/${name}`, { type: "global" }), what);
+      unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall, kit]), what).dispose();
+      install.dispose();
+    }
+    const timers = { next: ctx.getProp(kit, "nextTimer"), fire: ctx.getProp(kit, "fireTimer") };
+    kit.dispose();
+    return timers;
   }
 
   /**

@@ -9,21 +9,18 @@
 
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
-import { bootModulesOf } from "./instance.js";
+import { bootOf } from "./instance.js";
 import { InstancePool } from "./instance-pool.js";
+import { FUEL_PER_MS } from "./limits.js";
 import { type Ending, internalFailure } from "./outcome.js";
 import { prepareRun, type RunRequest } from "./request.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
+export { FUEL_PER_MS };
+
 /** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
-/**
- * Fuel per millisecond of CPU time. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
- * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the cap.
- */
-export const FUEL_PER_MS = 1_000_000;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
 export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, fuel: 30_000 * FUEL_PER_MS });
 
@@ -48,7 +45,9 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
-  const boot = bootModulesOf(settings.bootModules);
+  const { webApis = false } = settings;
+  if (typeof webApis !== "boolean") throw new TypeError("createSandbox: webApis must be a boolean");
+  const boot = bootOf(settings.bootModules, webApis);
   for (const key of Object.keys(settings.safetyCap ?? {})) {
     if (!(key in DEFAULT_SAFETY_CAP))
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);

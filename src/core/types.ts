@@ -148,6 +148,13 @@ export interface SandboxOptions {
    */
   bootModules?: Readonly<Record<string, string>>;
   /**
+   * Installs the Web APIs on the sandbox's global object (contract.md §13): `URL`, `URLSearchParams`, `TextEncoder`,
+   * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, the timers, `Event`, `EventTarget`,
+   * `AbortController`, `AbortSignal` and `DOMException`. They are part of the booted image, so a run pays nothing for
+   * them. Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.
+   */
+  webApis?: boolean;
+  /**
    * Called with every `console` entry as the guest makes it (the entry is in `result.logs` too), so a host can
    * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
    */

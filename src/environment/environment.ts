@@ -106,6 +106,11 @@ export interface EnvironmentOptions {
   /** Budgets of the host's work on guest data. Default {@link DEFAULT_BUDGETS}. */
   budgets?: Partial<EnvironmentBudgets>;
   /**
+   * Gives processes the Web APIs (`URL`, `TextEncoder`, timers, `crypto.getRandomValues`, ...: the core's
+   * `SandboxOptions.webApis`); the documentation says which they have. Default `false`.
+   */
+  webApis?: boolean;
+  /**
    * How the executions' sandboxes are made: one for each timeout in use (their safety cap comes from it), reused by
    * every execution with that timeout. Default the core's `createSandbox`, the sandboxes sharing one pool, with no
    * transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
@@ -166,6 +171,7 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #maxCpuMs: number;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
+  readonly #webApis: boolean;
   readonly #jobs = new Map<number, Job>();
   readonly #queue: Job[] = [];
   readonly #encoder = new TextEncoder();
@@ -194,6 +200,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
+    const { webApis = false } = options;
+    if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
+    this.#webApis = webApis;
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -259,6 +268,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       concurrency: this.#concurrency,
       consoleLine: this.#budgets.consoleLine,
       data: this.#budgets.data,
+      webApis: this.#webApis,
     });
   }
 
@@ -426,6 +436,7 @@ class QuickJSEnvironment implements EnvironmentModule {
         ...(this.#clock === undefined ? {} : { clock: this.#clock }),
         defaultMemoryLimitBytes: this.#memoryLimitBytes,
         bootModules: RUNTIME_BOOT_MODULES,
+        webApis: this.#webApis,
         safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), fuel: timeoutMs * FUEL_PER_MS },
       });
     }

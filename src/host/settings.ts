@@ -24,6 +24,8 @@ export interface HostSettings {
   /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
   runCpuMs: number;
   runFuel: number;
+  /** Whether runs and processes have the Web APIs (`RUNCODE_WEB_APIS`). */
+  webApis: boolean;
 }
 
 /** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -50,6 +52,14 @@ function listOf(settings: Settings, name: string): string[] {
     .filter((entry) => entry !== "");
 }
 
+/** A `"true"` or `"false"` setting; absent is `"false"`. */
+function flag(settings: Settings, name: string): boolean {
+  const raw = String(settings[name] ?? "false");
+  if (raw !== "true" && raw !== "false")
+    throw new TypeError(`${name} must be "true" or "false", got ${JSON.stringify(raw)}`);
+  return raw === "true";
+}
+
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
   if (!/^[1-9][0-9]{0,14}$/.test(raw))
@@ -73,6 +83,7 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
     runFuel: count(settings, "RUN_FUEL"),
+    webApis: flag(settings, "RUNCODE_WEB_APIS"),
   };
 }
 
@@ -88,4 +99,5 @@ export const appOptionsOf = (settings: HostSettings) => ({
 export const runSandboxOptionsOf = (settings: HostSettings) => ({
   safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+  webApis: settings.webApis,
 });

@@ -5,7 +5,7 @@
  * @module
  */
 import { define, type JsonObject, type JsonValue, quotedLength } from "./json.js";
-import { ERROR_TYPES, TYPED_ARRAYS } from "./tape.js";
+import { ERROR_TYPES, missingTypedArray, TYPED_ARRAY_KINDS, TYPED_ARRAYS } from "./tape.js";
 import { MAX_RESERVED_BYTES, trackingView } from "./to-host.js";
 
 /** Options of {@link toWireText} and {@link toWire}. */
@@ -636,8 +636,11 @@ export function fromWire(json: JsonValue): unknown {
       }
       case "typedarray": {
         const kind = str(node.kind, "typed array kind");
-        const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
-        if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
+        const Ctor = TYPED_ARRAYS[kind];
+        if (Ctor === undefined) {
+          if (TYPED_ARRAY_KINDS.includes(kind)) throw new TypeError(`fromWire: ${missingTypedArray(kind)}`);
+          return malformed(`typed array kind ${kind}`);
+        }
         const buffer = bufferOf(node.buffer, "typed array buffer");
         const offset = int(node.byteOffset, "byteOffset");
         if (node.length === "auto") return keep(node, trackingView(Ctor as ViewConstructor, buffer, offset));

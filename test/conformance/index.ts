@@ -5,6 +5,7 @@
  * @module
  */
 import type { RunCode } from "../../src/core/types.js";
+import { guestCloneSuite } from "./clone-battery.js";
 import { executeSuite } from "./execute.js";
 import { freshRunsSuite } from "./fresh-runs.js";
 import { globalsSuite } from "./globals.js";
@@ -22,6 +23,7 @@ import { reportSuite } from "./report.js";
 import { resultSuite } from "./result.js";
 import { structuredCloneSuite } from "./structured-clone.js";
 import { typescriptSuite } from "./typescript.js";
+import { webApisSuite } from "./web-apis.js";
 
 export type { ConformanceOptions } from "./helpers.js";
 
@@ -35,6 +37,7 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   globalsSuite(runCode);
   marshalingSuite(runCode);
   structuredCloneSuite(runCode);
+  guestCloneSuite(runCode);
   resultSuite(runCode);
   positionsSuite(runCode);
   logsSuite(runCode);
@@ -43,4 +46,5 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   isolationSuite(runCode);
   freshRunsSuite(opts);
   typescriptSuite(runCode);
+  if (opts.sandbox !== undefined) webApisSuite(opts.sandbox);
 }

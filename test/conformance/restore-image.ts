@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  type Boot,
   BootedInstance,
-  type BootModules,
-  bootModulesOf,
+  bootOf,
   type Holder,
   type MemoryLayout,
   memoryLayout,
@@ -61,7 +61,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
    */
   async function lent(
     heapLimitBytes = 64 * MiB,
-    boot?: BootModules,
+    boot?: Boot,
   ): Promise<{ instance: BootedInstance; booted: Uint8Array }> {
     const instance = await BootedInstance.boot(await wasm(), heapLimitBytes, true, boot);
     const booted = new Uint8Array(instance.instance.memory.buffer.slice(0));
@@ -151,7 +151,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
     }
 
     it("equals the booted memory after a run wrote into a boot module's 6 MiB of zeros, longer than the C stack", async () => {
-      const boot = bootModulesOf({ state: "globalThis.state = new Uint8Array(6 << 20);" });
+      const boot = bootOf({ state: "globalThis.state = new Uint8Array(6 << 20);" }, false);
       const { instance, booted: image } = await lent(64 * MiB, boot);
       expect(evaluate(instance, "state.fill(0x53, 1 << 16, 1 << 20).indexOf(0x53)")).toBe(1 << 16);
       expect(instance.reclaim(true)).toBe(true);

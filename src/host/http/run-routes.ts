@@ -29,6 +29,8 @@ const OPTION_KEYS = new Set(["execute", "modules", "globals", "language", "memor
 /** What `POST /run` and `POST /mcp` run code with. */
 export interface RunRouteOptions {
   runCode: RunCode;
+  /** Whether `runCode`'s sandbox has the Web APIs (`SandboxOptions.webApis`), for `POST /mcp`'s guide. Default `false`. */
+  webApis?: boolean;
   /** The memory limit of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as the admission counts it. */
   defaultMemoryLimitBytes: number;
   /** Services a run may import as bare specifiers, bound to the caller's tenant. */

@@ -21,6 +21,11 @@ import { summarize } from "./summary.js";
 export interface McpServerOptions {
   runCode: RunCode;
   /**
+   * Whether `runCode`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
+   * tells the model which globals it may use. Default `false`.
+   */
+  webApis?: boolean;
+  /**
    * Waits for room to run with this memory limit (`undefined`: the sandbox's default) and returns its release; throws to
    * refuse the call (the HTTP app's admission). Default: every call runs at once.
    */
@@ -45,8 +50,16 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_TIMEOUT_MS = 60_000;
 export const MAX_MEMORY_BYTES = 64 * 1024 * 1024;
 
+const WITHOUT_WEB_APIS = `- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
+  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
+const WITH_WEB_APIS = `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
+  \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`, \`setTimeout\`,
+  \`setInterval\` (the run waits for pending timers), \`AbortController\`, \`AbortSignal\`, \`Event\`, \`EventTarget\`,
+  \`DOMException\`. No \`fetch\`, \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below
+  provides it.`;
+
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(maxMemoryBytes: number, declarations: string): string {
+function guide(maxMemoryBytes: number, declarations: string, webApis: boolean): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -62,8 +75,7 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
-  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
+${webApis ? WITH_WEB_APIS : WITHOUT_WEB_APIS}
 - Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
 
@@ -84,6 +96,7 @@ function callOf(execute: { fn?: string | undefined; args?: unknown[] | undefined
 export function createMcpServer(options: McpServerOptions): McpServer {
   const {
     runCode,
+    webApis = false,
     admit,
     tools,
     tenant,
@@ -98,7 +111,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
     { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
   );
-  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()));
+  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()), webApis);
 
   server.registerTool(
     "run_code",

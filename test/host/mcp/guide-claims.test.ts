@@ -141,3 +141,45 @@ export default [absent, typeof structuredClone, typeof queueMicrotask, fn];`,
     expect((await call({ code: "for (;;) {}", timeoutMs: 300 })).status).toBe("terminated");
   });
 });
+
+describe("the run_code guide of a sandbox with the Web APIs", () => {
+  const web = new Client({ name: "test", version: "1.0.0" });
+  let webGuide = "";
+  beforeAll(async () => {
+    const sandbox = createSandbox({ threads: false, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer({ runCode: sandbox.runCode, webApis: true }).connect(serverSide);
+    await web.connect(clientSide);
+    webGuide = (await web.listTools()).tools[0]?.description ?? "";
+  });
+  afterAll(() => web.close());
+
+  it("lists the Web APIs, which are there; the run waits for pending timers; fetch, require and process are not", async () => {
+    expect(webGuide).toContain(
+      "ECMAScript built-ins, `structuredClone`, `queueMicrotask` and these Web APIs exist: `URL`",
+    );
+    expect(webGuide).toContain("`setInterval` (the run waits for pending timers)");
+    expect(webGuide).not.toContain("Only ECMAScript built-ins");
+    const result = (await web.callTool({
+      name: "run_code",
+      arguments: {
+        code: `const out: unknown[] = [new URL("?q=1", "https://h.example/p").href, new TextEncoder().encode("é").length,
+  atob(btoa("x")), typeof crypto.randomUUID(), typeof AbortController, typeof Event, typeof DOMException,
+  [typeof fetch, typeof require, typeof process].join(" ")];
+setTimeout(() => out.push("timer"), 10);
+export default out;`,
+      },
+    })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as Answer).result).toEqual([
+      "https://h.example/p?q=1",
+      2,
+      "x",
+      "string",
+      "function",
+      "function",
+      "function",
+      "undefined undefined undefined",
+      "timer",
+    ]);
+  });
+});
