@@ -144,7 +144,10 @@ function jsonPlain(value: unknown): Set<object> {
     seen.add(v);
     const proto = Object.getPrototypeOf(v);
     const isArray = Array.isArray(v);
-    if (!isArray && proto !== Object.prototype && proto !== null && !holdsNoObjects(v)) {
+    // Not plain, and of what they hold only bytes, a time or a pattern cross: their keys (a typed array has one per
+    // element) are not walked.
+    if (holdsNoObjects(v)) return false;
+    if (!isArray && proto !== Object.prototype && proto !== null) {
       // A Map, Set, Error, class instance... reaches objects this walk does not see, which a plain subtree may share.
       shared = true;
       return false;
