@@ -64,7 +64,9 @@ export async function serve(options: ServeOptions): Promise<Served> {
     maxActiveProcesses: settings.maxActive,
     maxActivePerTenant: settings.tenantMaxActive,
     // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
-    environment: { module: instantiate({ maxCpuMs: settings.runCpuMs, concurrency: MAX_THREADS }) },
+    environment: {
+      module: instantiate({ maxCpuMs: settings.runCpuMs, concurrency: MAX_THREADS, webApis: settings.webApis }),
+    },
   });
   const runOptions = runSandboxOptionsOf(settings);
   const sandbox = createSandbox({ ...runOptions, threads: true });
@@ -89,6 +91,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     catalog: service,
     run: {
       runCode: sandbox.runCode,
+      webApis: settings.webApis,
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
     },

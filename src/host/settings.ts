@@ -95,7 +95,7 @@ export const appOptionsOf = (settings: HostSettings) => ({
   mcpServers: settings.mcpServers,
 });
 
-/** The `/run` sandbox's stops: CPU milliseconds and fuel from the settings, and its default heap cap. */
+/** The `/run` sandbox's settings: its stops (CPU milliseconds and fuel), its default heap cap, its Web APIs. */
 export const runSandboxOptionsOf = (settings: HostSettings) => ({
   safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,

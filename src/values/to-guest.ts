@@ -137,6 +137,8 @@ function jsonPlain(value: unknown): Set<object> {
         return false;
     }
     if (v === null) return true;
+    // Deeper than the encoder goes is refused by the encoder; the walk stops there, so it never overflows the stack.
+    if (depth >= MAX_DEPTH) return false;
     if (seen.has(v)) {
       shared = true;
       return false;
@@ -153,7 +155,7 @@ function jsonPlain(value: unknown): Set<object> {
       return false;
     }
     const keys = Object.keys(v);
-    let ok = depth < MAX_DEPTH;
+    let ok = true;
     if (isArray) {
       const dense = keys.length === v.length && (v.length === 0 || keys[v.length - 1] === String(v.length - 1));
       ok &&= proto === Array.prototype && dense;

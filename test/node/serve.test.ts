@@ -265,6 +265,23 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
+  it("--web-apis true (RUNCODE_WEB_APIS) gives runs and processes the Web APIs; any value but true or false is refused", async () => {
+    const server = await start(["--db", newDatabase(), "--web-apis", "true"]);
+    const { call, run, create, settled } = client(server);
+    expect(await run("export default [typeof URL, new URL('../b', 'https://h.example/a/c').href]")).toEqual({
+      status: 200,
+      result: expect.objectContaining({ status: "success", result: ["function", "https://h.example/b"] }),
+    });
+    const pid = await create("await new Promise((r) => setTimeout(r, 5));\nconsole.log(btoa('hi'));");
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe("aGk=\n");
+    expect(await server.stop("SIGTERM")).toBe(0);
+    expect(await refused([], { RUNCODE_WEB_APIS: "yes" })).toEqual({
+      code: 2,
+      output: 'runcode serve: RUNCODE_WEB_APIS must be "true" or "false", got "yes" (runcode serve --help)',
+    });
+  });
+
   it("answers only for its own names: another Host is 421, a foreign page may not POST, a CORS origin may", async () => {
     const server = await start(["--db", newDatabase(), "--cors-origins", "https://app.example"]);
     const { call } = client(server);
