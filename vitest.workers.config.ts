@@ -30,7 +30,6 @@ export default defineConfig({
   ],
   test: {
     include: ["test/workers/**/*.test.ts"],
-    setupFiles: ["test/workers/setup.ts"],
     testTimeout: 30_000,
   },
 });

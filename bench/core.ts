@@ -11,10 +11,9 @@ import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
-import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
+import { createSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
 import { BootedInstance, bootOf } from "../src/core/instance.js";
-import { createSandbox } from "../src/index.js";
 import { rawCases, runCodeCases } from "./crossing.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
@@ -26,11 +25,11 @@ const wasmModule = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
 const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource);
-const { runCode } = createSandbox({ wasm: metered });
-const fresh = createSandbox({ wasm: metered, instances: "fresh" });
-const threaded = createNodeSandbox({ wasm: metered, threads: true });
-const web = createSandbox({ wasm: metered, webApis: true });
-const webThreaded = createNodeSandbox({ wasm: metered, threads: true, webApis: true });
+const { runCode } = createSandbox({ wasm: metered, threads: false });
+const fresh = createSandbox({ wasm: metered, threads: false, instances: "fresh" });
+const threaded = createSandbox({ wasm: metered, threads: true });
+const web = createSandbox({ wasm: metered, threads: false, webApis: true });
+const webThreaded = createSandbox({ wasm: metered, threads: true, webApis: true });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -284,15 +283,15 @@ type ColdCase = "threads" | "in-thread" | "core";
 const coreSwc = `
 const { instantiate } = await import(${JSON.stringify(fileURLToPath(new URL("../swc/swc.js", import.meta.url)))});
 const swcWasm = await WebAssembly.compile(await readFile(${JSON.stringify(fileURLToPath(new URL("../swc/swc.wasm", import.meta.url)))}));
-const { useSwc } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
-useSwc(async () => () => instantiate(swcWasm));`;
+const { Transpiler } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
+const transpiler = new Transpiler(async () => (out) => instantiate(swcWasm, out));`;
 const coldScript = (entry: ColdCase) => `
 const started = performance.now();
 const { readFile } = await import("node:fs/promises");
 const { createRequire } = await import("node:module");
 const wasm = await readFile(createRequire(import.meta.url).resolve("runcode/wasm"));${entry === "core" ? coreSwc : ""}
 const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "core" ? "../src/index.js" : "../node/index.js", import.meta.url)))});
-const result = await createSandbox({ wasm${entry === "in-thread" ? ", threads: false" : ""} }).runCode(${JSON.stringify(TS_PROGRAM)});
+const result = await createSandbox({ wasm${{ threads: "", "in-thread": ", threads: false", core: ", transpiler" }[entry]} }).runCode(${JSON.stringify(TS_PROGRAM)});
 if (result.status !== "success") throw new Error(result.error?.message);
 console.log(performance.now() - started);`;
 const cold = (entry: ColdCase) =>

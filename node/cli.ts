@@ -184,7 +184,7 @@ async function runFile(): Promise<void> {
   // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
   // timeout and a bounded size. Every control character of guest text escaped.
   console.log(values.json ? printableJson(resultWireText(result, memory)) : printing.result(result));
-  if (result.status === "link_error" && result.error?.message === `The module does not export '${fn}'`) {
+  if (result.error?.code === "missing_export") {
     console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
   process.exitCode = result.status === "success" ? 0 : 1;

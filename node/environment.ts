@@ -12,9 +12,10 @@ export * from "../src/environment/index.js";
 
 /** {@link instantiateWith} with `wasm` defaulting to this package's, read and compiled once, on worker threads. */
 export function instantiate(options: EnvironmentOptions = {}): ReturnType<typeof instantiateWith> {
-  const threaded = options.clock === undefined ? { createSandbox: threadedSandbox } : {};
-  return instantiateWith({ wasm: nodeWasm, ...threaded, ...options });
+  const threads = options.clock === undefined;
+  return instantiateWith({
+    wasm: nodeWasm,
+    createSandbox: (settings) => createSandbox({ ...settings, threads }),
+    ...options,
+  });
 }
-
-const threadedSandbox: NonNullable<EnvironmentOptions["createSandbox"]> = (settings) =>
-  createSandbox({ ...settings, threads: true });

@@ -18,6 +18,7 @@ import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
 import { type Answer, answer } from "./rpc-refusals.js";
+import { edgeSandbox } from "./sandboxes.js";
 import { ObjectProcessStore } from "./sql-stores.js";
 
 /** Past a run's timeout, how long before its alarm checks that the run ended (documented in docs/edge.md). */
@@ -42,7 +43,9 @@ export class ProcessObject extends DurableObject<Env> {
         kv: kvStoreOf(env),
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
-        environment: { module: instantiate({ wasm, maxCpuMs: config.runCpuMs, webApis: config.webApis }) },
+        environment: {
+          module: instantiate({ wasm, maxCpuMs: config.runCpuMs, webApis: config.webApis, createSandbox: edgeSandbox }),
+        },
       }),
     );
     ctx.blockConcurrencyWhile(async () => {

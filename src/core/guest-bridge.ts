@@ -15,6 +15,7 @@ import { guestSlowPathsSource } from "../guest/sources.generated.js";
 import { isBridged, SerializationError, Thrown } from "../values/errors.js";
 import {
   LOG_LEVELS,
+  MODE_CLONE,
   OP_CALL,
   OP_CHARGE,
   OP_LOG,
@@ -25,7 +26,7 @@ import {
   OP_UNCAUGHT,
 } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
-import { decodeFromGuest, type HeapMeter } from "../values/to-host.js";
+import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
 import type { BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
@@ -43,6 +44,23 @@ export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 /** A guest promise and its resolvers (see `deferred` in the prelude). */
 type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
 
+/**
+ * Where the guest's values go when the host that takes them is on another thread: as the guest's own tapes, decoded
+ * there rather than here (logs and reports are decoded here too, to charge them). `call` and `report` are stand-ins
+ * of the far host's functions, marked by `bridged`: they return a value encoded there (an `Encoded`) and throw what
+ * the far function threw as a `Thrown`. Anything else any of them throws is a fault of the host.
+ */
+export interface Relay {
+  /** A call of host function number `id`. */
+  call(id: number, args: GuestTape): unknown;
+  /** A reported value: the far host keeps it and hands it to the caller's sink. */
+  report(value: GuestTape): unknown;
+  /** The guest settled its promise number `promise`, which it handed to the host. */
+  settle(promise: number, ok: boolean, value: GuestTape): void;
+  /** A `console` entry; what it throws (a run's listener on the far host), the console call throws. */
+  log(level: CodeExecutionLog["level"], timestamp: number, args: GuestTape): void;
+}
+
 /** What the bridge of one run reports to and takes from the run. */
 export interface RunSide {
   functions: FunctionTable;
@@ -52,6 +70,8 @@ export interface RunSide {
   logs: CodeExecutionLog[];
   /** The callers' log listeners, in order: the sandbox's, then the run's (`onLog` of each). */
   logListeners: ((entry: CodeExecutionLog) => void)[];
+  /** Where the guest's values go instead, when the host is on another thread. */
+  relay: Relay | undefined;
 }
 
 export class GuestBridge {
@@ -140,14 +160,22 @@ export class GuestBridge {
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
+      const { relay } = this.#run;
+      const relayed = relay !== undefined && (op === OP_CALL || op === OP_SETTLE || retained);
+      const guest = relayed ? this.#guestTape(tape, sideHandle) : undefined;
+      const buffers =
+        guest === undefined ? this.#buffersOf(sideHandle) : (i: number) => guest.buffers[i] as ArrayBuffer;
       const kept: HeapMeter = { bytes: 0 };
-      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept, op === OP_LOG);
+      const undecoded = op === OP_MARSHAL || (relayed && !retained);
+      const value = undecoded ? undefined : this.#decode(tape, buffers, kept, op === OP_LOG);
       if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
       switch (op) {
         case OP_CALL:
+          if (relayed) return this.#callHost(relay.call as HostFunction, [a, guest]);
           return this.#callHost(this.#run.functions.get(a), value as unknown[]);
         case OP_REPORT:
           this.#run.reports.push(value);
+          if (relayed) return this.#callHost(relay.report as HostFunction, [guest]);
           return this.#callHost(this.#run.report, [value], true);
         case OP_LOG: {
           const entry: CodeExecutionLog = {
@@ -156,6 +184,10 @@ export class GuestBridge {
             timestamp: Date.now(),
           };
           this.#run.logs.push(entry);
+          if (relayed) {
+            const logged = this.#apply(relay.log as HostFunction, [entry.level, entry.timestamp, guest]);
+            return "error" in logged ? logged : undefined;
+          }
           for (const listener of this.#run.logListeners) {
             const listened = this.#apply(listener as HostFunction, [entry]);
             if ("error" in listened) return listened;
@@ -171,9 +203,14 @@ export class GuestBridge {
             ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
           );
         case OP_SETTLE: {
+          const ok = ctx.getNumber(okHandle) === 1;
+          if (relayed) {
+            relay.settle(a, ok, guest as GuestTape);
+            return undefined;
+          }
           const pending = this.#guestPromises.get(a);
           this.#guestPromises.delete(a);
-          if (ctx.getNumber(okHandle) === 1) pending?.resolve(value);
+          if (ok) pending?.resolve(value);
           else pending?.reject(value);
           return undefined;
         }
@@ -317,51 +354,87 @@ export class GuestBridge {
 
   /** Guest value -> host value by the guest's encoder, in `mode` (see MODE_* in values/tape.ts). */
   toHost(handle: QuickJSHandle, mode: number): unknown {
+    const primitive = this.#primitive(handle);
+    if (primitive !== undefined) return primitive.value;
+    return this.#encode(handle, mode, (tape, side) => this.#decode(tape, this.#buffersOf(side)));
+  }
+
+  /** As {@link toHost} (structured clone), leaving the value as its tape for a host on another thread to decode. */
+  toTape(handle: QuickJSHandle): GuestTape {
+    const primitive = this.#primitive(handle);
+    if (primitive !== undefined)
+      return { tape: encodeForGuest(primitive.value, this.#run.functions).tape, buffers: [] };
+    return this.#encode(handle, MODE_CLONE, (tape, side) => this.#guestTape(tape, side));
+  }
+
+  /** A primitive read without the guest's encoder, as `{ value }`; `undefined` for what needs the encoder. */
+  #primitive(handle: QuickJSHandle): { value: unknown } | undefined {
     const ctx = this.#ctx;
     switch (ctx.typeof(handle)) {
       case "undefined":
-        return undefined;
+        return { value: undefined };
       case "number":
-        return ctx.getNumber(handle);
+        return { value: ctx.getNumber(handle) };
       case "string": {
         // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
         // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
         const text = ctx.getString(handle);
-        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return text;
-        break;
+        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return { value: text };
+        return undefined;
       }
       case "bigint":
-        return ctx.getBigInt(handle);
+        return { value: ctx.getBigInt(handle) };
       case "boolean":
-        return ctx.eq(handle, ctx.true);
+        return { value: ctx.eq(handle, ctx.true) };
       case "object":
-        if (ctx.eq(handle, ctx.null)) return null;
+        if (ctx.eq(handle, ctx.null)) return { value: null };
     }
+    return undefined;
+  }
+
+  /** Runs the guest's encoder on `handle` in `mode` and reads its tape and side list with `read`. */
+  #encode<T>(handle: QuickJSHandle, mode: number, read: (tape: string, side: QuickJSHandle) => T): T {
+    const ctx = this.#ctx;
     const modeHandle = ctx.newNumber(mode);
     const { encode } = this.#marshal();
     const pair = this.guard(() => ctx.callFunction(encode, ctx.undefined, [handle, modeHandle]));
     const tape = ctx.getProp(pair, 0);
     const side = ctx.getProp(pair, 1);
     try {
-      return this.#decode(ctx.getString(tape), side);
+      return read(ctx.getString(tape), side);
     } finally {
       for (const h of [modeHandle, pair, tape, side]) h.dispose();
     }
   }
 
-  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter, log = false): unknown {
+  /** Copies out the buffer at each index of the guest's side list as it is asked for. */
+  #buffersOf(sideHandle: QuickJSHandle): (index: number) => ArrayBuffer {
     const ctx = this.#ctx;
+    return (index) => {
+      const item = ctx.getProp(sideHandle, index);
+      const bytes = ctx.getArrayBuffer(item);
+      const copy = bytes.value.slice().buffer;
+      bytes.dispose();
+      item.dispose();
+      return copy;
+    };
+  }
+
+  /** A guest tape with every buffer of its side list copied out (the guest's side lists hold buffers only). */
+  #guestTape(tape: string, sideHandle: QuickJSHandle): GuestTape {
+    const ctx = this.#ctx;
+    const lengthHandle = ctx.getProp(sideHandle, "length");
+    const length = ctx.getNumber(lengthHandle);
+    lengthHandle.dispose();
+    const buffer = this.#buffersOf(sideHandle);
+    return { tape, buffers: Array.from({ length }, (_, index) => buffer(index)) };
+  }
+
+  #decode(tape: string, buffer: (index: number) => ArrayBuffer, meter?: HeapMeter, log = false): unknown {
     return decodeFromGuest(
       tape,
       {
-        buffer: (index) => {
-          const item = ctx.getProp(sideHandle, index);
-          const bytes = ctx.getArrayBuffer(item);
-          const copy = bytes.value.slice().buffer;
-          bytes.dispose();
-          item.dispose();
-          return copy;
-        },
+        buffer,
         hostFunction: (id) => this.#run.functions.get(id),
         promise: (id) =>
           new Promise((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
-import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+import { deferred, inThread, type Recorder, recorder, wasm } from "./helpers.js";
 
 const KV: ServiceInfo[] = [
   {
@@ -18,7 +18,7 @@ async function environment(
   bindings: Recorder,
   options: Parameters<typeof instantiate>[0] = {},
 ): Promise<EnvironmentModule> {
-  const env = instantiate({ wasm: await wasm(), ...options });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...options });
   await env.setup({ config: {}, secrets: {}, bindings });
   return env;
 }
@@ -280,6 +280,24 @@ describe("timeouts", () => {
   });
 });
 
+describe("sandboxes", () => {
+  test("one per timeout, made at its first execution and reused by every later one with that timeout", async () => {
+    const made: number[] = [];
+    const b = recorder();
+    const env = await environment(b, {
+      createSandbox: (settings) => {
+        made.push(settings.safetyCap?.cpuTimeMs as number);
+        return inThread(settings);
+      },
+    });
+    const exits = [];
+    for (const timeoutMs of [20_000, 20_000, 25_000, 20_000, 25_000]) {
+      exits.push(await env.execute({ eid: exits.length, code: "console.log(1);", options: { timeoutMs } }));
+    }
+    expect({ exits, made }).toEqual({ exits: Array(5).fill("success"), made: [20_000, 25_000] });
+  });
+});
+
 describe("kill and teardown", () => {
   test("a queued execution is canceled without running", async () => {
     const gate = deferred<unknown>();
@@ -329,7 +347,7 @@ describe("kill and teardown", () => {
   });
 
   test("execute before setup and a duplicate eid reject", async () => {
-    const env = instantiate({ wasm: await wasm() });
+    const env = instantiate({ wasm: await wasm(), createSandbox: inThread });
     await expect(env.execute({ eid: 1, code: "1" })).rejects.toThrow("call setup() first");
     await env.setup({ config: {}, secrets: {}, bindings: recorder(() => new Promise(() => {}), KV) });
     const first = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });

@@ -6,13 +6,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
-import { createSandbox } from "../../../src/index.js";
+import { createSandbox } from "../../../node/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire, toWire } from "../../../src/values/wire.js";
 import { mcpServerOf } from "./helpers.js";
 
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 2_000 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });
 let guide = "";
 
@@ -147,7 +146,7 @@ describe("the run_code guide of a sandbox with the Web APIs", () => {
   const web = new Client({ name: "test", version: "1.0.0" });
   let webGuide = "";
   beforeAll(async () => {
-    const sandbox = createSandbox({ wasm: nodeWasm, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
+    const sandbox = createSandbox({ threads: false, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await mcpServerOf(sandbox.runCode, undefined, true).connect(serverSide);
     await web.connect(clientSide);
