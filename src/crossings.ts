@@ -11,11 +11,22 @@
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
 import { isBridged, SerializationError, Thrown } from "./errors.js";
+import type { FetchSession } from "./fetch/session.js";
 import { guestSlowPathsSource } from "./guest/sources.generated.js";
 import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
-import { LOG_LEVELS, OP_CALL, OP_CHARGE, OP_LOG, OP_MARSHAL, OP_REPORT, OP_SETTLE } from "./marshal/tape.js";
+import {
+  LOG_LEVELS,
+  OP_CALL,
+  OP_CHARGE,
+  OP_FETCH,
+  OP_FETCH_ABORT,
+  OP_LOG,
+  OP_MARSHAL,
+  OP_REPORT,
+  OP_SETTLE,
+} from "./marshal/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "./marshal/to-guest.js";
 import { decodeFromGuest, type HeapMeter } from "./marshal/to-host.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
@@ -40,6 +51,8 @@ export interface RunSide {
   logs: CodeExecutionLog[];
   /** The caller's log listener, if any (see `SandboxOptions.onLog`). */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** The run's `fetch`, when the sandbox has one. */
+  fetch: FetchSession | undefined;
 }
 
 export class Crossings {
@@ -133,6 +146,11 @@ export class Crossings {
           return this.guard(() =>
             ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
           );
+        case OP_FETCH:
+          return this.#callHost(this.#run.fetch?.request, [a, value]);
+        case OP_FETCH_ABORT:
+          this.#run.fetch?.abort(a);
+          return undefined;
         case OP_SETTLE: {
           const pending = this.#guestPromises.get(a);
           this.#guestPromises.delete(a);

@@ -12,7 +12,7 @@ import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from
 import { type Instance, newInstance } from "./engine.js";
 import type { CoreInternals } from "./guest/core.js";
 import type { MarshalInternals } from "./guest/marshal.js";
-import { guestCoreSource, guestMarshalSource } from "./guest/sources.generated.js";
+import { guestCoreSource, guestFetchSource, guestMarshalSource } from "./guest/sources.generated.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
@@ -46,14 +46,22 @@ export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, Qui
 };
 export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 
-/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`). */
+/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`, `webApis`, `fetch`). */
 export interface BootModules {
   /** Tells instances booted with the same modules from others. */
   key: string;
   modules: Readonly<Record<string, string>>;
+  /** Whether the guest has `Headers`, `Request` and `Response` (guest/fetch.ts), and `fetch`. */
+  webApis: boolean;
+  fetch: boolean;
 }
 
-export const NO_BOOT_MODULES: BootModules = Object.freeze({ key: "", modules: Object.freeze({}) });
+export const NO_BOOT_MODULES: BootModules = Object.freeze({
+  key: "",
+  modules: Object.freeze({}),
+  webApis: false,
+  fetch: false,
+});
 
 /** Settings already checked, by identity: a host that makes a sandbox per execution passes the same object. */
 const bootModulesSeen = new WeakMap<object, BootModules>();
@@ -68,10 +76,21 @@ export function bootModulesOf(modules: Readonly<Record<string, string>> | undefi
     if (typeof source !== "string")
       throw new TypeError(`createSandbox: bootModules[${JSON.stringify(name)}] must be a string of module source`);
   }
-  const checked = { key: JSON.stringify(entries), modules: Object.freeze(Object.fromEntries(entries)) };
+  const checked = {
+    key: JSON.stringify(entries),
+    modules: Object.freeze(Object.fromEntries(entries)),
+    webApis: false,
+    fetch: false,
+  };
   // Only a frozen setting stays as it was checked.
   if (Object.isFrozen(modules)) bootModulesSeen.set(modules, checked);
   return checked;
+}
+
+/** `boot` with the web APIs (and `fetch`) installed too. */
+export function withWebApis(boot: BootModules, webApis: boolean, fetch: boolean): BootModules {
+  if (!webApis) return boot;
+  return { ...boot, key: `${boot.key}|${fetch ? "fetch" : "web"}`, webApis, fetch };
 }
 
 /**
@@ -173,6 +192,12 @@ export class BootedInstance {
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
     const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    if (boot.webApis) {
+      const source = ctx.evalCode(guestFetchSource, `${INTERNALS_MODULE}/fetch`, { type: "global" });
+      const installer = unwrap(ctx, source, "The web APIs");
+      const withFetch = boot.fetch ? ctx.true : ctx.false;
+      unwrap(ctx, ctx.callFunction(installer, ctx.undefined, [this.hostCall, withFetch]), "The web APIs");
+    }
     for (const [name, source] of Object.entries(boot.modules)) {
       const what = `Boot module '${name}'`;
       const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);

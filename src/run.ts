@@ -9,6 +9,8 @@
  */
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import { Crossings } from "./crossings.js";
+import type { FetchPolicy } from "./fetch/policy.js";
+import { FetchSession } from "./fetch/session.js";
 import type { BootedInstance, BootModules, Tenant } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
@@ -34,6 +36,8 @@ export interface RunContext {
   boot: BootModules;
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** See `SandboxOptions.fetch`. */
+  fetch: FetchPolicy | undefined;
 }
 
 /** What the run shares with its handle. */
@@ -58,6 +62,7 @@ export class Run {
   readonly #channel: RunChannel;
   readonly #logs: CodeExecutionLog[] = [];
   readonly #limits: Limits;
+  readonly #fetch: FetchSession | undefined;
 
   /** The booted instance while the run holds it, and the crossings into it. */
   #booted: BootedInstance | undefined;
@@ -85,6 +90,7 @@ export class Run {
       settled: () => channel.settled(),
       memoryLimitBytes: options.memoryLimitBytes,
     });
+    this.#fetch = context.fetch && new FetchSession(context.fetch, options.memoryLimitBytes);
     // Encoded now, so a value that cannot cross makes runCode throw before anything runs.
     this.#values = encodeForGuest([options.globals, options.imports], functions);
     this.#args = encodeForGuest(options.args, functions);
@@ -93,6 +99,7 @@ export class Run {
   /** Stops the run at its next chance (the handle has settled already). */
   stop(error: CodeExecutionError): void {
     this.#limits.terminate(error);
+    this.#fetch?.end();
     this.#crossings?.wake();
   }
 
@@ -114,6 +121,7 @@ export class Run {
     try {
       return await this.#execute(source);
     } finally {
+      this.#fetch?.end();
       this.#limits.release();
       const booted = this.#booted;
       this.#booted = undefined;
@@ -170,6 +178,7 @@ export class Run {
       reports: this.#channel.reports,
       logs: this.#logs,
       onLog: this.#context.onLog,
+      fetch: this.#fetch,
     });
     this.#crossings = crossings;
     booted.lend(this.#tenant, this.#options.memoryLimitBytes);

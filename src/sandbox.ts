@@ -6,7 +6,8 @@
  */
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
-import { bootModulesOf } from "./instance.js";
+import { fetchPolicyOf } from "./fetch/policy.js";
+import { bootModulesOf, withWebApis } from "./instance.js";
 import { sharedPool } from "./instance-pool.js";
 import { BOOT_PREFIX, Linker } from "./linker.js";
 import { FunctionTable } from "./marshal/to-guest.js";
@@ -35,7 +36,12 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
-  const boot = bootModulesOf(settings.bootModules);
+  const { webApis = false } = settings;
+  if (typeof webApis !== "boolean") throw new TypeError("createSandbox: webApis must be a boolean");
+  const fetch = settings.fetch === undefined ? undefined : fetchPolicyOf(settings.fetch);
+  if (fetch !== undefined && !webApis)
+    throw new TypeError("createSandbox: fetch needs webApis: true (the guest's Request, Response and Headers)");
+  const boot = withWebApis(bootModulesOf(settings.bootModules), webApis, fetch !== undefined);
   const bootNames = new Set(Object.keys(boot.modules).map((name) => BOOT_PREFIX + name));
   const context = {
     wasm: compiledModule(settings.wasm),
@@ -44,6 +50,7 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
     interrupted: settings.interrupted ?? (() => false),
     boot,
     onLog: settings.onLog,
+    fetch,
   };
   const clock = settings.clock ?? defaultClock();
   for (const key of Object.keys(settings.safetyCap ?? {})) {

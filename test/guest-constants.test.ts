@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guestCoreSource, guestMarshalSource } from "../src/guest/sources.generated.js";
+import { guestCoreSource, guestFetchSource, guestMarshalSource } from "../src/guest/sources.generated.js";
 import * as tape from "../src/marshal/tape.js";
 
 // The guest halves are shipped as source text and cannot import the tape's constants: they repeat them. A drift
@@ -10,6 +10,7 @@ describe("the guest's copies of the tape's constants", () => {
   it.each([
     ["core", guestCoreSource],
     ["marshal", guestMarshalSource],
+    ["fetch", guestFetchSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);

@@ -39,6 +39,13 @@ export const OP_MARSHAL = 4;
  * JS implementations of the guarded natives (guest/slow-paths.ts), compiled on first use. The tape is `0`.
  */
 export const OP_CHARGE = 5;
+/**
+ * A request of the guest's `fetch` (guest/fetch.ts): `a` is its number in the run, the tape its record; the host
+ * answers with a promise of the response (src/fetch/session.ts).
+ */
+export const OP_FETCH = 6;
+/** The guest's signal aborted request number `a`: the host aborts it. The tape is `null`. */
+export const OP_FETCH_ABORT = 7;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
