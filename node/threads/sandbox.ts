@@ -20,12 +20,12 @@ export function createThreadedSandbox(settings: SandboxOptions): Sandbox {
       throw new TypeError(`createSandbox: ${key} cannot cross to a worker thread; pass threads: false to use it`);
     }
   }
+  // The core's own checks of the settings, on the caller's thread.
+  createSandbox(settings);
   // The host's requests are made on the worker, by its own fetch (so a stop there aborts them at once).
   if (settings.fetch?.fetch !== undefined) {
     throw new TypeError("createSandbox: fetch.fetch cannot cross to a worker thread; pass threads: false to use it");
   }
-  // The core's own checks of the settings, on the caller's thread.
-  createSandbox(settings);
   const { wasm, clock, interrupted, onLog, ...crossing } = settings;
   const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
   const compiled = compiledModule(wasm);

@@ -88,6 +88,8 @@ export class FetchSession {
       throw controller.signal.aborted ? controller.signal.reason : error;
     } finally {
       clearTimeout(timer);
+      // Whatever is left of the exchange (a body dropped past its cap) goes too.
+      controller.abort();
       if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
     }
   };
@@ -184,8 +186,6 @@ export class FetchSession {
     const what = redirect ? "a redirect to " : "";
     if (url.protocol !== "http:" && url.protocol !== "https:")
       throw new TypeError(`fetch: ${what}${url.protocol} URLs cannot be fetched, only http: and https:`);
-    if (url.username !== "" || url.password !== "")
-      throw new TypeError(`fetch: ${what}a URL with credentials (${url.origin}) is refused: send them in a header`);
     const { allow, maxRequests } = this.#policy;
     if (!allow.allows(url)) {
       throw new TypeError(
@@ -194,6 +194,8 @@ export class FetchSession {
           : `fetch: ${what}${url.origin} is not on the sandbox's allow list`,
       );
     }
+    if (url.username !== "" || url.password !== "")
+      throw new TypeError(`fetch: ${what}a URL with credentials (${url.origin}) is refused: send them in a header`);
     if (this.#requests >= maxRequests)
       throw new RangeError(`fetch: the run made its ${maxRequests} requests (fetch.maxRequests, redirects included)`);
     this.#requests++;
