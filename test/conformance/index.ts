@@ -6,6 +6,7 @@
  */
 import type { RunCode } from "../../src/types.js";
 import { executeSuite } from "./execute.js";
+import { fetchSuite } from "./fetch.js";
 import { freshRunsSuite } from "./fresh-runs.js";
 import { globalsSuite } from "./globals.js";
 import { handleSuite } from "./handle.js";
@@ -43,4 +44,5 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   isolationSuite(runCode);
   freshRunsSuite(opts);
   typescriptSuite(runCode);
+  fetchSuite(opts);
 }
