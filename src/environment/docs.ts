@@ -13,10 +13,16 @@ export interface DocsLimits {
   /** Units (about characters) one console line, and one output patch or tool call's parameters, may take. */
   consoleLine: number;
   data: number;
+  /** The origins (and path prefixes) `fetch` reaches; none: no `fetch`. */
+  fetchAllow: readonly string[];
 }
 
 export function environmentDocs(limits: DocsLimits): string {
   const mib = Math.round(limits.memoryLimitBytes / 1048576);
+  const fetches = limits.fetchAllow.length > 0;
+  const fetchRow = fetches
+    ? `| \`fetch(url, init?)\`, \`Headers\`, \`Request\`, \`Response\` | HTTP requests to ${limits.fetchAllow.map((entry) => `\`${entry}\``).join(", ")} only (any other URL, or a redirect to one, rejects with a \`TypeError\`); responses are read whole (\`text()\`, \`json()\`, \`arrayBuffer()\`), within the host's limits on requests, bytes and time |\n`
+    : "";
   return `# QuickJS TypeScript environment
 
 Process code runs in a fresh QuickJS-WASM sandbox per execution. Nothing of the host is reachable except the
@@ -41,9 +47,9 @@ globals below.
 | \`console.warn/error(...args)\` | one line to **stderr** per call |
 | \`cyrnel.output(patch)\` | merges a **plain object** into the process output (\`Object.assign\` semantics: same key overwrites) |
 | \`cyrnel.services[serviceId].tools[toolId].invoke(parameters)\` | calls a host tool; returns a Promise of its result |
-| ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
+${fetchRow}| ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
 
-Not available: \`fetch\`, \`setTimeout\`/\`setInterval\`, \`process\`, \`require\`, \`eval\`, \`new Function\`,
+Not available: ${fetches ? "" : "`fetch`, "}\`setTimeout\`/\`setInterval\`, \`process\`, \`require\`, \`eval\`, \`new Function\`,
 \`TextEncoder\`, \`crypto\`, \`WebAssembly\`. \`Date.now()\` and \`Math.random()\` work.
 
 ### console

@@ -28,6 +28,7 @@
 
 import { BudgetError, WorkBudget } from "../budget.js";
 import { compiledModule } from "../engine.js";
+import { fetchPolicyOf } from "../fetch/policy.js";
 import {
   type CodeExecution,
   type CodeExecutionResult,
@@ -35,7 +36,7 @@ import {
   DEFAULT_MEMORY_LIMIT_BYTES,
   FUEL_PER_MS,
 } from "../index.js";
-import type { Sandbox, SandboxOptions, WasmSource } from "../types.js";
+import type { FetchOptions, Sandbox, SandboxOptions, WasmSource } from "../types.js";
 import { formatLine } from "./console.js";
 import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
@@ -115,6 +116,11 @@ export interface EnvironmentOptions {
    * threaded one, so `timeoutMs` and `kill` stop any guest work at once.
    */
   createSandbox?: (settings: SandboxOptions) => Sandbox;
+  /**
+   * Gives process code `fetch` (with `Headers`, `Request` and `Response`), reaching only the origins of `allow`, within
+   * the limits of {@link FetchOptions} per execution. Default none: no `fetch`.
+   */
+  fetch?: FetchOptions;
 }
 
 type Phase = "queued" | "running" | "done";
@@ -168,6 +174,9 @@ class QuickJSEnvironment implements EnvironmentModule {
   /** The wasm, compiled once for every execution's sandbox (see `compiledModule`). */
   readonly #wasm: () => Promise<WebAssembly.Module | undefined>;
   readonly #createSandbox: (settings: SandboxOptions) => Sandbox;
+  readonly #fetch: FetchOptions | undefined;
+  /** The origins `fetch` reaches, as normalized (none without a fetch setting). */
+  readonly #fetchAllow: readonly string[];
   #bindings: EnvironmentBindings | undefined;
   #running = 0;
   #tornDown = false;
@@ -187,6 +196,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
+    this.#fetch = options.fetch;
+    this.#fetchAllow =
+      options.fetch === undefined ? [] : fetchPolicyOf(options.fetch, "instantiate: fetch").allow.entries;
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -252,6 +264,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       concurrency: this.#concurrency,
       consoleLine: this.#budgets.consoleLine,
       data: this.#budgets.data,
+      fetchAllow: this.#fetchAllow,
     });
   }
 
@@ -355,6 +368,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
+      ...(this.#fetch === undefined ? {} : { webApis: true, fetch: this.#fetch }),
       safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), fuel: timeoutMs * FUEL_PER_MS },
     });
     const host: GuestHost = {

@@ -20,9 +20,9 @@ export class AllowList {
   /** The entries as normalized (`https://x.org/v1/`). */
   readonly entries: readonly string[];
 
-  /** Parses `entries`; a bad one throws a `TypeError` naming it as `where[index]`. */
-  constructor(entries: readonly unknown[], where: string) {
-    this.#rules = entries.map((entry, index) => ruleOf(entry, `${where}[${index}]`));
+  /** Parses `entries`; a bad one throws a `TypeError` that starts with `where(index)`, the setting it came from. */
+  constructor(entries: readonly unknown[], where: (index: number) => string) {
+    this.#rules = entries.map((entry, index) => ruleOf(entry, where(index)));
     this.entries = Object.freeze(this.#rules.map((rule) => rule.origin + (rule.path === "" ? "" : rule.path)));
   }
 
@@ -44,7 +44,7 @@ export class AllowList {
 
 function ruleOf(entry: unknown, where: string): Rule {
   const fail = (why: string): never => {
-    throw new TypeError(`createSandbox: ${where} ${why}, got ${JSON.stringify(entry)}`);
+    throw new TypeError(`${where} ${why}, got ${JSON.stringify(entry)}`);
   };
   if (typeof entry !== "string") return fail("must be an origin such as 'https://api.example.com'");
   const url = URL.canParse(entry) ? new URL(entry) : fail("is not an absolute URL");

@@ -33,23 +33,22 @@ export interface FetchPolicy extends FetchLimits {
 
 const KEYS = new Set(["allow", "fetch", ...Object.keys(DEFAULT_FETCH_LIMITS)]);
 
-/** `settings` checked, with the defaults; a bad one throws a `TypeError` naming the key. */
-export function fetchPolicyOf(settings: FetchOptions): FetchPolicy {
+/** `settings` checked, with the defaults; a bad one throws a `TypeError` naming the key as `where.key`. */
+export function fetchPolicyOf(settings: FetchOptions, where = "createSandbox: fetch"): FetchPolicy {
   if (typeof settings !== "object" || settings === null || Array.isArray(settings))
-    throw new TypeError("createSandbox: fetch must be an object { allow: [origins], ... }");
+    throw new TypeError(`${where} must be an object { allow: [origins], ... }`);
   for (const key of Object.keys(settings)) {
-    if (!KEYS.has(key))
-      throw new TypeError(`createSandbox: fetch has no setting '${key}' (it has ${[...KEYS].join(", ")})`);
+    if (!KEYS.has(key)) throw new TypeError(`${where} has no setting '${key}' (it has ${[...KEYS].join(", ")})`);
   }
   const { allow, fetch: transport = globalThis.fetch, ...limits } = settings;
   if (!Array.isArray(allow) || allow.length === 0)
-    throw new TypeError("createSandbox: fetch.allow must list at least one origin, such as 'https://api.example.com'");
+    throw new TypeError(`${where}.allow must list at least one origin, such as 'https://api.example.com'`);
   if (typeof transport !== "function")
-    throw new TypeError("createSandbox: fetch.fetch must be a function (the platform has no global fetch)");
+    throw new TypeError(`${where}.fetch must be a function (the platform has no global fetch)`);
   const checked: FetchLimits = { ...DEFAULT_FETCH_LIMITS, ...limits };
   for (const [key, value] of Object.entries(checked)) {
     if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
-      throw new TypeError(`createSandbox: fetch.${key} must be a positive integer, got ${String(value)}`);
+      throw new TypeError(`${where}.${key} must be a positive integer, got ${String(value)}`);
   }
-  return { ...checked, allow: new AllowList(allow, "fetch.allow"), transport };
+  return { ...checked, allow: new AllowList(allow, (index) => `${where}.allow[${index}]`), transport };
 }

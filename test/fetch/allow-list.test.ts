@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { AllowList } from "../../src/fetch/allow-list.js";
 
-const list = (...entries: string[]) => new AllowList(entries, "fetch.allow");
+const where = (index: number) => `createSandbox: fetch.allow[${index}]`;
+const list = (...entries: string[]) => new AllowList(entries, where);
 const allows = (allow: AllowList, url: string) => allow.allows(new URL(url));
 
 describe("an origin entry", () => {
@@ -99,7 +100,7 @@ describe("entries", () => {
       ["https://x.org/#top", 'must not have a query or fragment, got "https://x.org/#top"'],
     ];
     for (const [entry, why] of cases) {
-      expect(() => new AllowList(["https://ok.org", entry], "fetch.allow")).toThrow(
+      expect(() => new AllowList(["https://ok.org", entry], where)).toThrow(
         new TypeError(`createSandbox: fetch.allow[1] ${why}`),
       );
     }
