@@ -9,14 +9,18 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/budget.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
+import { AllowList } from "../src/fetch/allow-list.js";
 import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
-       runcode mcp [--config servers.json]
+               [--allow-fetch origin]...
+       runcode mcp [--config servers.json] [--allow-fetch origin]...
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
 JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). Exits 0 on success,
 1 when the run did not succeed, 2 on bad arguments.
+--allow-fetch gives the code \`fetch\`, reaching only that origin (\`https://api.example.com\`) or path prefix
+(\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
 
@@ -76,6 +80,16 @@ function jsonFlag(name: string, text: string): unknown {
   }
 }
 
+/** The sandbox settings of `--allow-fetch` (none: no `fetch`), or a one-line error naming the bad origin. */
+function fetchSettings(origins: string[] | undefined) {
+  if (origins === undefined) return {};
+  try {
+    return { webApis: true, fetch: { allow: new AllowList(origins, () => "--allow-fetch").entries } };
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+}
+
 async function runFile(): Promise<void> {
   let parsed: ReturnType<typeof parseFlags>;
   try {
@@ -114,7 +128,12 @@ async function runFile(): Promise<void> {
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
   const safetyCap = { cpuTimeMs: timeout, fuel: timeout * FUEL_PER_MS };
-  const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap, threads: true });
+  const { runCode } = createSandbox({
+    wasm: nodeWasm,
+    safetyCap,
+    threads: true,
+    ...fetchSettings(values["allow-fetch"]),
+  });
   const run = runCode(source, {
     language,
     execute: { fn: values.export, args },
@@ -155,6 +174,7 @@ function parseFlags() {
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
+      "allow-fetch": { type: "string", multiple: true },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -167,8 +187,11 @@ async function readStdin(): Promise<string> {
 }
 
 if (process.argv[2] === "mcp") {
-  const { values } = parseArgs({ args: process.argv.slice(3), options: { config: { type: "string" } } });
-  await serveMcpOverStdio(values.config);
+  const { values } = parseArgs({
+    args: process.argv.slice(3),
+    options: { config: { type: "string" }, "allow-fetch": { type: "string", multiple: true } },
+  });
+  await serveMcpOverStdio(values.config, fetchSettings(values["allow-fetch"]));
 } else {
   await runFile();
 }

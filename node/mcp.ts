@@ -1,7 +1,7 @@
 /**
- * `runcode mcp [--config file.json]`: the MCP server over standard input and output, for MCP clients that start it
- * as a command (`npx runcode mcp`). Runs use this package's in-process sandbox; the built-in `kv` service lives in
- * memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
+ * `runcode mcp [--config file.json] [--allow-fetch origin]...`: the MCP server over standard input and output, for
+ * MCP clients that start it as a command (`npx runcode mcp`). Runs use this package's sandbox, with `fetch` reaching
+ * the origins of `--allow-fetch`; the built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
  * (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools
  * become modules of the sandbox (`import { search_issues } from "github"`). Nothing but protocol messages may reach
  * standard output.
@@ -15,7 +15,8 @@ import { kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index
 import { createMcpServer } from "../src/mcp/server.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/mcp/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/mcp/upstream-config.js";
-import { runCode } from "./index.js";
+import type { SandboxOptions } from "../src/types.js";
+import { createSandbox } from "./index.js";
 
 /** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
@@ -29,7 +30,11 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
   return upstreamsFrom(config, configPath);
 }
 
-export async function serveMcpOverStdio(configPath?: string): Promise<void> {
+/** Serves MCP on standard input and output; `sandbox` is the runs' settings (`--allow-fetch`'s `webApis` and `fetch`). */
+export async function serveMcpOverStdio(
+  configPath?: string,
+  sandbox: Pick<SandboxOptions, "webApis" | "fetch"> = {},
+): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -41,7 +46,9 @@ export async function serveMcpOverStdio(configPath?: string): Promise<void> {
     clients.push(client);
     tools.register(await upstreamService(name, client));
   }
-  const server = createMcpServer({ runCode, tools });
+  const { runCode } = createSandbox(sandbox);
+  const fetchAllow = sandbox.fetch?.allow;
+  const server = createMcpServer({ runCode, tools, ...(fetchAllow === undefined ? {} : { fetchAllow }) });
   server.server.onclose = () => {
     for (const client of clients) void client.close();
   };

@@ -3,7 +3,9 @@
  * or `--var` locally). A bad value is an error that names the setting, never a silent default.
  * @module
  */
+import { AllowList } from "../src/fetch/allow-list.js";
 import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom, originOf } from "../src/host/index.js";
+import type { FetchOptions } from "../src/types.js";
 
 export interface EdgeConfig {
   access: Access;
@@ -20,6 +22,8 @@ export interface EdgeConfig {
   /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
   runCpuMs: number;
   runFuel: number;
+  /** The guest's `fetch` (`RUNCODE_FETCH_ALLOW`), in `/run`, `/mcp` and processes; none without it. */
+  fetch: FetchOptions | undefined;
 }
 
 /** The settings as strings, whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -46,6 +50,13 @@ function listOf(settings: Settings, name: string): string[] {
     .filter((entry) => entry !== "");
 }
 
+/** `RUNCODE_FETCH_ALLOW`: the origins (and path prefixes) guest code may fetch, comma-separated. Default none. */
+function fetchOf(settings: Settings): FetchOptions | undefined {
+  const entries = listOf(settings, "RUNCODE_FETCH_ALLOW");
+  if (entries.length === 0) return undefined;
+  return { allow: new AllowList(entries, (index) => `RUNCODE_FETCH_ALLOW entry ${index + 1}`).entries };
+}
+
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
   if (!/^[1-9][0-9]{0,14}$/.test(raw))
@@ -69,5 +80,6 @@ export async function configOf(env: Env): Promise<EdgeConfig> {
     mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
     runFuel: count(settings, "RUN_FUEL"),
+    fetch: fetchOf(settings),
   };
 }

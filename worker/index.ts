@@ -56,7 +56,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm }) },
+    environment: { module: instantiate({ wasm, ...(config.fetch && { fetch: config.fetch }) }) },
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
@@ -64,6 +64,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     wasm,
     safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
     defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+    ...(config.fetch && { webApis: true, fetch: config.fetch }),
   });
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
@@ -72,6 +73,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
       runCode: sandbox.runCode,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
+      ...(config.fetch && { fetchAllow: config.fetch.allow }),
     },
     access: config.access,
     quotas: registryQuotas(env, config),

@@ -45,7 +45,9 @@ export class ProcessObject extends DurableObject<Env> {
         kv: kvStoreOf(env),
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
-        environment: { module: instantiate({ wasm, maxCpuMs: config.runCpuMs }) },
+        environment: {
+          module: instantiate({ wasm, maxCpuMs: config.runCpuMs, ...(config.fetch && { fetch: config.fetch }) }),
+        },
       }),
     );
     ctx.blockConcurrencyWhile(async () => {

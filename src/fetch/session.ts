@@ -166,7 +166,8 @@ export class FetchSession {
         if (signal.aborted) throw signal.reason;
         throw new TypeError(`fetch: ${hop.url.origin} failed: ${reasonOf(error)}`);
       }
-      if (response.type === "opaqueredirect") {
+      // Browsers answer a redirect of redirect: "manual" with an opaque response (Workers' types do not list it).
+      if ((response.type as string) === "opaqueredirect") {
         throw new TypeError(
           `fetch: ${hop.url.origin} redirects, and this platform's fetch hides where to, so it cannot be checked against the allow list`,
         );
@@ -272,7 +273,7 @@ export class FetchSession {
  * its body; credentials stay with their origin.
  */
 function redirected(hop: Hop, status: number, location: string): Hop {
-  const url = URL.canParse(location, hop.url) ? new URL(location, hop.url) : undefined;
+  const url = URL.canParse(location, hop.url.href) ? new URL(location, hop.url.href) : undefined;
   if (url === undefined)
     throw new TypeError(`fetch: ${hop.url.origin} redirects to ${JSON.stringify(quoted(location))}, not a URL`);
   let { method, headers, body } = hop;

@@ -124,6 +124,7 @@ export function addMcpRoutes(
         tenant,
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
+        ...(options.fetchAllow === undefined ? {} : { fetchAllow: options.fetchAllow }),
       });
       return preEncoded(await answered(await serveMcpRequest(c.req.raw, body, server)));
     } finally {

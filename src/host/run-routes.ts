@@ -34,6 +34,8 @@ export interface RunRouteOptions {
   tools?: ToolRegistry;
   /** The budget of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
   admission?: Partial<AdmissionLimits>;
+  /** The origins `runCode`'s sandbox lets guest code fetch, which `POST /mcp`'s guide names. Default none. */
+  fetchAllow?: readonly string[];
 }
 
 /** Largest `POST /run` body. */

@@ -38,6 +38,11 @@ export interface McpServerOptions {
   maxMemoryBytes?: number;
   /** Longest `structuredContent`, in characters of JSON; past it a `memory` result says so. */
   maxAnswerChars?: number;
+  /**
+   * The origins `runCode`'s sandbox lets guest code fetch (its `fetch.allow`), for the guide to name. Default none: the
+   * guide says there is no `fetch`.
+   */
+  fetchAllow?: readonly string[];
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -45,7 +50,13 @@ export const MAX_TIMEOUT_MS = 60_000;
 export const MAX_MEMORY_BYTES = 64 * 1024 * 1024;
 
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(maxMemoryBytes: number, declarations: string): string {
+function guide(maxMemoryBytes: number, declarations: string, fetchAllow: readonly string[]): string {
+  const fetches = fetchAllow.length > 0;
+  const fetchLine = fetches
+    ? `- \`fetch(url, init?)\` (with \`Headers\`, \`Request\` and \`Response\`) reaches only ${fetchAllow.map((entry) => `\`${entry}\``).join(", ")}:
+  any other URL, or a redirect to one, rejects with a TypeError. Read a response whole: \`await res.json()\`, \`text()\`.
+`
+    : "";
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -60,7 +71,7 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
+${fetchLine}- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist${fetches ? " besides" : ""}: no ${fetches ? "" : "`fetch`, "}timers, \`require\`,
   \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
 - Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
   (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
@@ -90,13 +101,14 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     maxTimeoutMs = MAX_TIMEOUT_MS,
     maxMemoryBytes = MAX_MEMORY_BYTES,
     maxAnswerChars = maxMemoryBytes,
+    fetchAllow = [],
   } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
     { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
   );
-  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()));
+  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()), fetchAllow);
 
   server.registerTool(
     "run_code",

@@ -30,7 +30,7 @@ function network(routes: Record<string, () => Response>) {
       headers: [...new Headers(init.headers)],
       body: body === null || body === undefined ? null : new TextDecoder().decode(body as ArrayBuffer),
       redirect: init.redirect,
-      credentials: init.credentials,
+      credentials: (init as { credentials?: string }).credentials,
     });
     const route = routes[new URL(url).pathname];
     return route === undefined ? new Response("not found", { status: 404 }) : route();

@@ -129,6 +129,26 @@ export default [absent, typeof structuredClone, typeof queueMicrotask, fn];`,
     ]);
   });
 
+  it("with a fetch setting: fetch reaches only the origins the guide names", async () => {
+    const allow = ["https://api.example.com"];
+    const fetch = async () => Response.json({ temperature: 21 });
+    const sandbox = createSandbox({ wasm: nodeWasm, webApis: true, fetch: { allow, fetch } });
+    const fetching = new Client({ name: "test", version: "1.0.0" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer({ runCode: sandbox.runCode, fetchAllow: allow }).connect(serverSide);
+    await fetching.connect(clientSide);
+    const described = (await fetching.listTools()).tools[0]?.description ?? "";
+    expect(described).toContain(
+      "`fetch(url, init?)` (with `Headers`, `Request` and `Response`) reaches only `https://api.example.com`:\n  any other URL, or a redirect to one, rejects with a TypeError.",
+    );
+    expect(described).toContain("exist besides: no timers,");
+    const code = `const res = await fetch("https://api.example.com/weather");
+export default [(await res.json()).temperature, await fetch("https://evil.com/").catch((e) => e.name)];`;
+    const result = (await fetching.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as Answer).result).toEqual([21, "TypeError"]);
+    await fetching.close();
+  });
+
   it("past the memory cap the status is memory; past timeoutMs it is terminated", async () => {
     expect(guide).toContain("past them the status is `memory` or `terminated`");
     expect(
