@@ -46,8 +46,8 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const OP_MARSHAL = 4;
-  const OP_FETCH = 6;
-  const OP_FETCH_ABORT = 7;
+  const OP_FETCH = 8;
+  const OP_FETCH_ABORT = 9;
   const MODE_CLONE = 0;
 
   const G = globalThis as unknown as Record<string, unknown>;
