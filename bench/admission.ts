@@ -8,7 +8,8 @@
 import { nodeWasm } from "../node/index.js";
 import { accessFrom, createHost, type Service } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
-import { fromWire, type JsonValue } from "../src/wire.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 
 const MiB = 1024 * 1024;
 const KEYS = { flood: "flood-key-0123456789abcdef", other: "other-key-0123456789abcdef" };

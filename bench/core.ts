@@ -12,7 +12,7 @@ import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
 import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
-import { newInstance } from "../src/engine.js";
+import { newInstance } from "../src/core/engine.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 

@@ -7,7 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { nodeWasm } from "../node/index.js";
-import { newInstance } from "../src/engine.js";
+import { newInstance } from "../src/core/engine.js";
 import { createSandbox } from "../src/index.js";
 import { printTable, ratio, sample, summarize } from "./stats.js";
 

@@ -21,7 +21,7 @@ const TOKEN = "bench-token-0123456789";
 // The tests' upstream server, loaded from the source tree (the bench runs from dist/, which does not hold it).
 const { serveCalcOverHttp } = (await import(
   new URL("../../test/mcp/fixtures/calc-server.mjs", import.meta.url).href
-)) as typeof import("../test/mcp/fixtures/calc-server.mjs");
+)) as typeof import("../test/host/mcp/fixtures/calc-server.mjs");
 const calc = await serveCalcOverHttp(0, TOKEN);
 const { app: bridged } = await createHost({
   app: {

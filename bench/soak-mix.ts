@@ -1,5 +1,5 @@
 /** The mix of the soak (bench/soak.ts and its short version in test/security/soak.test.ts): every status. */
-import type { CodeExecution, CodeExecutionStatus, RunCode } from "../src/types.js";
+import type { CodeExecution, CodeExecutionStatus, RunCode } from "../src/core/types.js";
 
 const js = { language: "javascript" } as const;
 const never = () => new Promise(() => {});

@@ -5,8 +5,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type APIRequestContext, expect, test } from "@playwright/test";
-import { fromWire, type JsonValue } from "../src/wire.js";
-import { serveCalcOverHttp } from "../test/mcp/fixtures/calc-server.mjs";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
+import { serveCalcOverHttp } from "../test/host/mcp/fixtures/calc-server.mjs";
 import { bearer, CALC_PORT, CALC_TOKEN, KEYS } from "./helpers.js";
 
 test.use({ extraHTTPHeaders: bearer("alpha") });

@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { toWire } from "../src/wire.js";
+import { toWire } from "../src/values/wire.js";
 import { ignored, KEYS, loadExample, openPlayground, selection, settledStatus, typeCode } from "./helpers.js";
 
 test.beforeEach(async ({ page }) => {

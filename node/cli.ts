@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 /**
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
- * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`). Exits 0 on `success`,
+ * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`); a module without a default
+ * export runs as a script (`execute: "script"`) unless `--export` or `--args` name a call. Exits 0 on `success`,
  * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { MAX_WALK_DEPTH, WorkBudget } from "../src/budget.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
 import { AllowList } from "../src/fetch/allow-list.js";
+import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
@@ -17,8 +18,9 @@ const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args J
                [--allow-fetch origin]...
        runcode mcp [--config servers.json] [--allow-fetch origin]...
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
-JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). Exits 0 on success,
-1 when the run did not succeed, 2 on bad arguments.
+JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
+default export; a module without one runs as a script, with no result. --export and --args call an export instead
+(default: default), which must then exist. Exits 0 on success, 1 when the run did not succeed, 2 on bad arguments.
 --allow-fetch gives the code \`fetch\`, reaching only that origin (\`https://api.example.com\`) or path prefix
 (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
@@ -103,8 +105,9 @@ async function runFile(): Promise<void> {
     return;
   }
   const [file = "-"] = positionals;
-  const args = jsonFlag("args", values.args);
+  const args = values.args === undefined ? [] : jsonFlag("args", values.args);
   if (!Array.isArray(args)) usageError("--args must be a JSON array");
+  const fn = values.export ?? "default";
   const globals = jsonFlag("globals", values.globals);
   if (typeof globals !== "object" || globals === null || Array.isArray(globals)) {
     usageError("--globals must be a JSON object");
@@ -136,7 +139,8 @@ async function runFile(): Promise<void> {
   });
   const run = runCode(source, {
     language,
-    execute: { fn: values.export, args },
+    // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
+    execute: values.export === undefined && values.args === undefined ? "script" : { fn, args },
     globals: globals as Record<string, unknown>,
     ...(file === "-" ? {} : { filename: file }),
     ...(values.memory === undefined ? {} : { memoryLimitBytes: Number(values.memory) }),
@@ -155,10 +159,8 @@ async function runFile(): Promise<void> {
         : `... [output truncated: printing budget of ${FORMAT_BUDGET} units spent]`,
   });
   console.log(printable(inspect(result, printing)));
-  if (result.status === "link_error" && result.error?.message === `The module does not export '${values.export}'`) {
-    console.error(
-      `runcode: ${file === "-" ? "the module" : file} has no export '${values.export}': add \`export default ...\` or pass --export <name>`,
-    );
+  if (result.status === "link_error" && result.error?.message === `The module does not export '${fn}'`) {
+    console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
   process.exitCode = result.status === "success" ? 0 : 1;
 }
@@ -169,8 +171,8 @@ function parseFlags() {
     options: {
       js: { type: "boolean", default: false },
       ts: { type: "boolean", default: false },
-      export: { type: "string", default: "default" },
-      args: { type: "string", default: "[]" },
+      export: { type: "string" },
+      args: { type: "string" },
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },

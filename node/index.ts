@@ -6,9 +6,9 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { createSandbox as createCoreSandbox } from "../src/sandbox.js";
-import { useSwc } from "../src/transpile.js";
-import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/types.js";
+import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
+import { useSwc } from "../src/core/transpile.js";
+import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/core/types.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 

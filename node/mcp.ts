@@ -11,11 +11,11 @@ import { readFile } from "node:fs/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { SandboxOptions } from "../src/core/types.js";
 import { kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index.js";
-import { createMcpServer } from "../src/mcp/server.js";
-import { httpTransport, upstreamClient, upstreamService } from "../src/mcp/upstream.js";
-import { type Upstream, upstreamsFrom } from "../src/mcp/upstream-config.js";
-import type { SandboxOptions } from "../src/types.js";
+import { createMcpServer } from "../src/host/mcp/server.js";
+import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
+import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
 import { createSandbox } from "./index.js";
 
 /** The upstream servers of a configuration file. */

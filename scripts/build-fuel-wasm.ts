@@ -3,7 +3,7 @@
  * (the pinned `@swc/wasm-typescript`), each with a fuel counter, an exported mutable i32 global `fuel` that every
  * function entry and loop iteration decrements by one, every `memory.copy`/`memory.fill` by one per 32 bytes (before
  * it runs) and every call of a host import by a flat 50; when it drops below zero the code calls the import
- * `fuel.out`, which refills it or throws (see src/limits.ts and src/transpile.ts).
+ * `fuel.out`, which refills it or throws (see src/core/limits.ts and src/core/transpile.ts).
  * QuickJS polls for interrupts only at bytecode calls and back-edges, so a native such as a BigInt multiply or a
  * regex replace over megabytes is one poll whatever it costs, and SWC never polls (its parser's worst case, chains
  * of `<`, is quadratic); the counter sees their own loops.
@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
-import { METER } from "../src/engine.js";
+import { METER } from "../src/core/engine.js";
 
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
 const HOST_CALL_FUEL = 50;

@@ -5,15 +5,16 @@
  * a loader. The Node entry (`node/index.ts`) hands in the wasm compiled once from disk.
  * @module
  */
-import { createSandbox } from "./sandbox.js";
-import type { CodeExecution, CodeExecutionOptions } from "./types.js";
+import { createSandbox } from "./core/sandbox.js";
+import type { CodeExecution, CodeExecutionOptions } from "./core/types.js";
 
-export { SerializationError } from "./errors.js";
-export { MAX_HOST_CALLS_IN_FLIGHT } from "./run.js";
-export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./sandbox.js";
-export { type Swc, type SwcOptions, useSwc } from "./transpile.js";
-export type * from "./types.js";
-export { fromWire, type JsonValue, toWire, toWireText, WireLengthError, type WireOptions } from "./wire.js";
+export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
+export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./core/sandbox.js";
+export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
+export type * from "./core/types.js";
+export { SerializationError } from "./values/errors.js";
+export type { JsonValue } from "./values/json.js";
+export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
 
 let shared: ReturnType<typeof createSandbox> | undefined;
 

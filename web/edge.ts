@@ -3,8 +3,9 @@
  * is `toWire(CodeExecutionResult)`. A deployment asks for an API key; the local edge host (`npm start`) does not.
  * @module
  */
-import type { CodeExecutionResult } from "../src/types.js";
-import { fromWire, type JsonValue } from "../src/wire.js";
+import type { CodeExecutionResult } from "../src/core/types.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 
 export type EdgeOutcome =
   | { kind: "result"; result: CodeExecutionResult; roundTripMs: number }

@@ -3,7 +3,7 @@
  * thread never runs user code; it only renders what the worker (or `POST /run`) answers.
  * @module
  */
-import type { CodeExecutionError, CodeExecutionResult } from "../src/types.js";
+import type { CodeExecutionError, CodeExecutionResult } from "../src/core/types.js";
 import { runOnEdge } from "./edge.js";
 import { CodeEditor } from "./editor.js";
 import { EXAMPLES } from "./examples.js";

@@ -2,11 +2,11 @@
  * The protocol between the playground page and its sandbox Web Worker. Every message has a `type` and the nonce
  * of the request it belongs to; the page makes a fresh random nonce per request and ignores anything whose nonce
  * is not the one it is waiting for, so stale messages of a stopped run and messages forged inside the worker (user
- * host functions run there) never reach the UI. Values cross as `toWire` JSON (see `src/wire.ts`), which keeps
+ * host functions run there) never reach the UI. Values cross as `toWire` JSON (see `src/values/wire.ts`), which keeps
  * what structured clone drops (custom error names, a result that is `undefined` vs. missing).
  * @module
  */
-import type { JsonValue } from "../src/wire.js";
+import type { JsonValue } from "../src/values/json.js";
 
 /** A value the worker installs as a global or an import export. */
 export type HostValue = { kind: "json"; value: JsonValue } | { kind: "function"; source: string };
@@ -15,7 +15,7 @@ export type HostValue = { kind: "json"; value: JsonValue } | { kind: "function";
 export interface RunPayload {
   source: string;
   options: {
-    execute?: { fn?: string; args?: unknown[] };
+    execute?: { fn?: string; args?: unknown[] } | "script";
     modules?: Record<string, string>;
     language?: "javascript" | "typescript";
     memoryLimitBytes?: number;

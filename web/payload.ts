@@ -3,7 +3,7 @@
  * as text) and the body of the Worker's `POST /run` (data only).
  * @module
  */
-import type { JsonValue } from "../src/wire.js";
+import type { JsonValue } from "../src/values/json.js";
 import type { HostValue, RunPayload } from "./messages.js";
 import type { HostEntry, Session } from "./session.js";
 
@@ -52,10 +52,11 @@ export function toPayload(session: Session): RunPayload {
   const [entry, ...rest] = session.files;
   if (entry === undefined) throw new InputError("there is no entry file");
   const options: RunPayload["options"] = { language: session.language };
-  const fn = session.executeFn.trim();
+  const fn = session.executeFn.trim() === "" ? "default" : session.executeFn.trim();
   const args = session.executeArgs.trim() === "" ? [] : parseJson(session.executeArgs, "execute args");
   if (!Array.isArray(args)) throw new InputError("execute args: must be a JSON array");
-  if (fn !== "default" || args.length > 0) options.execute = { fn: fn === "" ? "default" : fn, args };
+  // Pasted code is mostly a script: unless the user names a call, a module without a default export still runs.
+  options.execute = fn === "default" && args.length === 0 ? "script" : { fn, args };
   if (rest.length > 0) options.modules = Object.fromEntries(rest.map((f) => [f.name, unfence(f.source).code]));
   if (session.filename.trim() !== "") options.filename = session.filename.trim();
   if (session.memoryLimitBytes.trim() !== "") {

@@ -4,8 +4,9 @@
  * reach the engine's interrupt handler).
  * @module
  */
-import type { CodeExecutionResult } from "../src/types.js";
-import { fromWire, type JsonValue } from "../src/wire.js";
+import type { CodeExecutionResult } from "../src/core/types.js";
+import type { JsonValue } from "../src/values/json.js";
+import { fromWire } from "../src/values/wire.js";
 import { isReady, isRejected, isReport, isResult, newNonce, type RunPayload, type ToWorker } from "./messages.js";
 
 /** How a run in the browser ended: a result, or options the worker refused before starting. */

@@ -4,9 +4,10 @@
  * @module
  */
 
+import type { CodeExecutionOptions } from "../src/core/types.js";
 import { createSandbox } from "../src/index.js";
-import type { CodeExecutionOptions } from "../src/types.js";
-import { type JsonValue, toWire } from "../src/wire.js";
+import type { JsonValue } from "../src/values/json.js";
+import { toWire } from "../src/values/wire.js";
 import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
 import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
 import "./swc.js";

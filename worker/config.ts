@@ -5,7 +5,7 @@
  */
 import { AllowList } from "../src/fetch/allow-list.js";
 import { type Access, accessFrom, type HttpUpstream, httpUpstreamsFrom, originOf } from "../src/host/index.js";
-import type { FetchOptions } from "../src/types.js";
+import type { FetchOptions } from "../src/core/types.js";
 
 export interface EdgeConfig {
   access: Access;

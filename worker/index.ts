@@ -5,19 +5,19 @@
  * @module
  */
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
+import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
+import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp, createHost, type Quotas } from "../src/host/index.js";
-import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/run-admission.js";
 import { createSandbox, useSwc } from "../src/index.js";
-import { sharedPool } from "../src/instance-pool.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
-import { unwrap } from "./answers.js";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { ProcessObject } from "./process-object.js";
 import { edgeProcesses } from "./processes.js";
 import { RegistryObject } from "./registry.js";
+import { unwrap } from "./rpc-refusals.js";
 
 export { KvObject, ProcessObject, RegistryObject };
 

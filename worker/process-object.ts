@@ -18,9 +18,9 @@ import {
   type ProcessUsage,
 } from "../src/host/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
-import { type Answer, answer } from "./answers.js";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
+import { type Answer, answer } from "./rpc-refusals.js";
 import { ObjectProcessStore } from "./sql-stores.js";
 
 /** Past a run's timeout, how long before its alarm checks that the run ended (documented in docs/edge.md). */

@@ -5,8 +5,8 @@
  * @module
  */
 import { HostError, type ProcessBackend } from "../src/host/index.js";
-import { unwrap } from "./answers.js";
 import type { SlotLimits } from "./registry.js";
+import { unwrap } from "./rpc-refusals.js";
 
 export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {
   const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));

@@ -9,7 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
 import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
-import { type Answer, answer } from "./answers.js";
+import { type Answer, answer } from "./rpc-refusals.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */
 export interface SlotLimits {

@@ -1,5 +1,5 @@
 /**
- * One run's values between two threads, as the core's tapes (src/marshal/tape.ts): each side encodes with
+ * One run's values between two threads, as the core's tapes (src/values/tape.ts): each side encodes with
  * `encodeForGuest` and decodes with `decodeFromGuest`, so a value arrives exactly as the in-thread core would hand
  * it over. Host functions live on the caller's thread; the worker holds stand-ins numbered as the caller's
  * `FunctionTable` numbers them. A promise crosses as a key and is settled by a later message. The host's encoder
@@ -7,8 +7,8 @@
  * all come from the guest, stacks are put back, as they hold the guest's user frames only.
  * @module
  */
-import { encodeForGuest, FunctionTable, type HostFunction } from "../../src/marshal/to-guest.js";
-import { decodeFromGuest } from "../../src/marshal/to-host.js";
+import { encodeForGuest, FunctionTable, type HostFunction } from "../../src/values/to-guest.js";
+import { decodeFromGuest } from "../../src/values/to-host.js";
 import type { Crossed, FunctionShape } from "./protocol.js";
 
 /** Posts the settlement of a promise this side handed over. */

@@ -3,7 +3,12 @@
  * `SharedArrayBuffer` both read. Values never cross as themselves: they cross as the core's tapes (see crossing.ts).
  * @module
  */
-import type { CodeExecutionError, CodeExecutionOptions, CodeExecutionStatus, SandboxOptions } from "../../src/types.js";
+import type {
+  CodeExecutionError,
+  CodeExecutionOptions,
+  CodeExecutionStatus,
+  SandboxOptions,
+} from "../../src/core/types.js";
 
 /** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
 export const SIGNAL_BYTES = 24;
@@ -52,6 +57,7 @@ export type ThreadSettings = Omit<SandboxOptions, "wasm" | "clock" | "interrupte
 /** Options of a run that cross as they are; the rest (values, functions) crosses as {@link Crossed}. */
 export type PlainOptions = Pick<CodeExecutionOptions, "modules" | "language" | "memoryLimitBytes" | "filename"> & {
   fn: string;
+  script: boolean;
 };
 
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */

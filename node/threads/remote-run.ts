@@ -6,9 +6,9 @@
  * run's own cap stops polling code on time; this stops native work that never polls).
  * @module
  */
-import { Execution } from "../../src/execution.js";
-import type { ResolvedOptions } from "../../src/options.js";
-import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/types.js";
+import { Execution } from "../../src/core/execution.js";
+import type { ResolvedOptions } from "../../src/core/options.js";
+import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/core/types.js";
 import { Crossing } from "./crossing.js";
 import { asHostCall, nestingDepth, type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
 import { type Answer, type Crossed, type FromWorker, REPORT, type ThreadSettings, type ToWorker } from "./protocol.js";
@@ -61,13 +61,13 @@ export class RemoteRun implements Waiting, Tenant {
     this.#started = started;
     this.#report = options.report;
     this.#sandbox = sandbox;
-    const { fn, modules, language, memoryLimitBytes, filename } = options;
+    const { fn, script, modules, language, memoryLimitBytes, filename } = options;
     this.#request = {
       kind: "run",
       run: this.#id,
       settings: sandbox.settings,
       source,
-      options: { fn, modules, language, memoryLimitBytes, filename },
+      options: { fn, script, modules, language, memoryLimitBytes, filename },
       // Encoded now, as the core does, so a value that cannot cross makes runCode throw before anything runs.
       values: this.#crossing.encode([options.globals, options.imports]),
       args: this.#crossing.encode(options.args),
@@ -170,7 +170,7 @@ export class RemoteRun implements Waiting, Tenant {
       const left = cpuTimeMs + WATCHDOG_MARGIN_MS - thread.guestTime();
       if (left > 0) return this.#watch(thread, left);
       thread.end();
-      // The core's own words for its CPU cap (src/limits.ts).
+      // The core's own words for its CPU cap (src/core/limits.ts).
       const message = `Execution stopped by the safety cap after ${cpuTimeMs} ms of CPU time`;
       this.#settle({ status: "terminated", error: { name: "TerminatedError", message } });
     }, inMs);

@@ -4,11 +4,11 @@
  * Options are validated and values encoded on the caller's thread, so `runCode` throws exactly where the core's does.
  * @module
  */
-import { compiledModule } from "../../src/engine.js";
-import { Linker } from "../../src/linker.js";
-import { resolveOptions } from "../../src/options.js";
-import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "../../src/sandbox.js";
-import type { CodeExecutionOptions, Sandbox, SandboxOptions } from "../../src/types.js";
+import { compiledModule } from "../../src/core/engine.js";
+import { Linker } from "../../src/core/linker.js";
+import { resolveOptions } from "../../src/core/options.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "../../src/core/sandbox.js";
+import type { CodeExecutionOptions, Sandbox, SandboxOptions } from "../../src/core/types.js";
 import { RemoteRun, type ThreadedSandbox } from "./remote-run.js";
 
 /** Settings that are functions of the caller's thread: a worker cannot call them while guest code runs. */

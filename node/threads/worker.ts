@@ -6,10 +6,10 @@
  * @module
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { bridged, SerializationError, Thrown } from "../../src/errors.js";
-import { createSandbox } from "../../src/sandbox.js";
-import { useSwc } from "../../src/transpile.js";
-import type { CodeExecution, CodeExecutionResult } from "../../src/types.js";
+import { createSandbox } from "../../src/core/sandbox.js";
+import { useSwc } from "../../src/core/transpile.js";
+import type { CodeExecution, CodeExecutionResult } from "../../src/core/types.js";
+import { bridged, SerializationError, Thrown } from "../../src/values/errors.js";
 import { loadSwc } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import {
@@ -86,10 +86,10 @@ async function run(request: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       onLog: bridged((entry) => post({ kind: "log", run: id, entry: crossing.encode(entry) })),
     });
     const [globals, imports] = crossing.decode(request.values) as [Record<string, unknown>, never];
-    const { fn, ...options } = request.options;
+    const { fn, script, ...options } = request.options;
     const execution = sandbox.runCode(request.source, {
       ...options,
-      execute: { fn, args: crossing.decode(request.args) as unknown[] },
+      execute: script ? "script" : { fn, args: crossing.decode(request.args) as unknown[] },
       globals,
       imports,
       report: bridged((value: unknown) => call(id, crossing, REPORT, [value])),

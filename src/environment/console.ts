@@ -8,7 +8,7 @@
  * host walk a part twice. The formatter's own work, which shared references multiply, is what the budget bounds.
  * @module
  */
-import { MAX_WALK_DEPTH, type WorkBudget } from "../budget.js";
+import { MAX_WALK_DEPTH, type WorkBudget } from "../values/budget.js";
 import { LOG_MARK } from "./guest.js";
 import { functionLabel, MAX_STRING, makeInspect, Verbatim } from "./inspect.js";
 

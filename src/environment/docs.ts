@@ -3,7 +3,9 @@
  * (`generateToolDocs`, rendered from the tool's JSON Schemas with an example call that validates against them).
  * @module
  */
-import type { JSONSchema, ToolDocsInput } from "./types.js";
+
+import type { JSONSchema } from "../tools/types.js";
+import type { ToolDocsInput } from "./types.js";
 
 /** Settings the runtime documentation states as numbers. */
 export interface DocsLimits {

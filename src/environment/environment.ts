@@ -26,19 +26,21 @@
  * @module
  */
 
-import { BudgetError, WorkBudget } from "../budget.js";
-import { compiledModule } from "../engine.js";
+import { compiledModule } from "../core/engine.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, FUEL_PER_MS } from "../core/sandbox.js";
+import type {
+  CodeExecution,
+  CodeExecutionResult,
+  FetchOptions,
+  Sandbox,
+  SandboxOptions,
+  WasmSource,
+} from "../core/types.js";
 import { fetchPolicyOf } from "../fetch/policy.js";
-import {
-  type CodeExecution,
-  type CodeExecutionResult,
-  createSandbox,
-  DEFAULT_MEMORY_LIMIT_BYTES,
-  FUEL_PER_MS,
-} from "../index.js";
-import type { FetchOptions, Sandbox, SandboxOptions, WasmSource } from "../types.js";
+import type { ServiceInfo } from "../tools/types.js";
+import { BudgetError, WorkBudget } from "../values/budget.js";
+import { type JsonValue, toJsonSized } from "../values/json.js";
 import { formatLine } from "./console.js";
-import { type JsonValue, jsonTree } from "./data.js";
 import { environmentDocs, toolDocs } from "./docs.js";
 import { describeFailure } from "./failure.js";
 import {
@@ -57,7 +59,6 @@ import type {
   EnvironmentSetupContext,
   ExecutionExitState,
   ExecutionInput,
-  ServiceInfo,
   ToolDocsInput,
 } from "./types.js";
 
@@ -302,7 +303,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     return job.stop !== undefined;
   }
 
-  /** `value` as a JSON tree within one call's budget and what the execution has left (see data.ts). */
+  /** `value` as a JSON tree within one call's budget and what the execution has left (see values/json.ts). */
   #data(job: Job, value: unknown, what: string): JsonValue {
     if (job.data.exhausted) {
       throw new BudgetError(
@@ -311,7 +312,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     }
     const budget = new WorkBudget(this.#budgets.data, what);
     try {
-      return jsonTree(value, budget, what);
+      return toJsonSized(value, budget).json ?? null;
     } finally {
       job.data.trySpend(budget.spent);
     }

@@ -7,8 +7,9 @@
  * description is at most about {@link MAX_MESSAGE_CHARS} + 20 KB long.
  * @module
  */
-import type { CodeExecutionError } from "../index.js";
-import { parseFrame } from "../positions.js";
+
+import { parseFrame } from "../core/positions.js";
+import type { CodeExecutionError } from "../core/types.js";
 
 /** Characters of the error's message kept in the description (the rest is counted). */
 export const MAX_MESSAGE_CHARS = 10_000;

@@ -12,7 +12,7 @@
  * intrinsic it uses when applied, before user code runs.
  * @module
  */
-import { BOOT_PREFIX } from "../linker.js";
+import { BOOT_PREFIX } from "../core/linker.js";
 
 /** Host functions the runtime module takes from `cyrnel.__host` (and deletes from it). */
 export interface GuestHost {

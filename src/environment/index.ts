@@ -6,8 +6,8 @@
  * @module
  */
 
-export { FUEL_PER_MS } from "../sandbox.js";
-export { type JsonValue, jsonTree } from "./data.js";
+export { FUEL_PER_MS } from "../core/sandbox.js";
+export type { JsonValue } from "../values/json.js";
 export { exampleValue } from "./docs.js";
 export {
   DEFAULT_BUDGETS,

@@ -11,7 +11,7 @@
  * thrown exception; regexes and string scans only see text already cut to {@link MAX_STRING} characters.
  * @module
  */
-import { BudgetError, stringifyWithin, WorkBudget } from "../budget.js";
+import { BudgetError, stringifyWithin, WorkBudget } from "../values/budget.js";
 
 /** Units one `inspect` or `format` call may spend when the caller passes no budget. */
 export const FORMAT_BUDGET = 1_000_000;

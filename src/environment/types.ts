@@ -3,9 +3,9 @@
  * TypeScript types, shared by the environment module and the process host.
  * @module
  */
+import type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition } from "../tools/types.js";
 
-/** A JSON Schema document (draft 2020-12 as the tool registry validates it). */
-export type JSONSchema = Record<string, unknown>;
+export type { InvokeInput, JSONSchema, ServiceInfo, ToolDefinition };
 
 /** What every module receives at setup. */
 export interface ModuleSetupContext {
@@ -19,15 +19,6 @@ export interface Module {
   teardown(): Promise<void>;
 }
 
-/** A tool call coming out of user code. */
-export interface InvokeInput {
-  serviceId: string;
-  toolId: string;
-  parameters: Record<string, unknown>;
-  /** The execution that makes the call (runcode's environment always passes it), so hosts can charge per-run quotas. */
-  eid?: number;
-}
-
 /** States an environment reports; `idle` and `terminating` are the host's own. */
 export const EXECUTION_STATES = ["queued", "running"] as const;
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
@@ -35,23 +26,6 @@ export type ExecutionState = (typeof EXECUTION_STATES)[number];
 /** The final word of `execute`. */
 export const EXECUTION_EXIT_STATES = ["failed", "success", "timeout", "canceled"] as const;
 export type ExecutionExitState = (typeof EXECUTION_EXIT_STATES)[number];
-
-/** One tool as the host describes it. */
-export interface ToolDefinition {
-  id: string;
-  name: string;
-  description: string;
-  inputSchema: JSONSchema;
-  outputSchema: JSONSchema;
-}
-
-/** One service (a named group of tools) as tool discovery returns it. */
-export interface ServiceInfo {
-  id: string;
-  name: string;
-  description: string;
-  tools: ToolDefinition[];
-}
 
 /**
  * The host's callback surface (docs/environment.md). `emitStdout`/`emitStderr` take raw UTF-8 bytes (a Node

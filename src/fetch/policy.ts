@@ -3,7 +3,7 @@
  * defaults, and the platform's fetch the host makes the requests with.
  * @module
  */
-import type { FetchOptions, FetchTransport } from "../types.js";
+import type { FetchOptions, FetchTransport } from "../core/types.js";
 import { AllowList } from "./allow-list.js";
 
 /** The limits of `SandboxOptions.fetch` a host leaves out. */

@@ -8,7 +8,7 @@
  * browser host runs in never reach the network.
  * @module
  */
-import type { FetchTransport } from "../types.js";
+import type { FetchTransport } from "../core/types.js";
 import { type FetchPolicy, MAX_REDIRECTS } from "./policy.js";
 
 /** A response as the guest receives it. */
@@ -70,7 +70,7 @@ export class FetchSession {
     this.#memoryLimitBytes = memoryLimitBytes;
   }
 
-  /** The guest's request number `id` (see OP_FETCH in marshal/tape.ts). */
+  /** The guest's request number `id` (see OP_FETCH in values/tape.ts). */
   readonly request = async (id: unknown, record: unknown): Promise<GuestResponse> => {
     if (this.#ended) throw new TypeError("fetch: the run has ended");
     if (typeof id !== "number") throw malformed();

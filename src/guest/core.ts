@@ -7,11 +7,11 @@
  * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestCore` must not close over anything in
  * this file, and once user code has run no function here may touch a global, a prototype method or the iteration
  * protocol (all are the guest's to change).
- * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
+ * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
 
-/** The single host function the guest may call: `(op, a, tape, side, ok) => value` (see marshal/tape.ts). */
+/** The single host function the guest may call: `(op, a, tape, side, ok) => value` (see values/tape.ts). */
 export type HostCall = (op: number, a: number, tape: string, side: unknown[], ok?: number) => unknown;
 
 type Fn = (...args: never[]) => unknown;
@@ -127,7 +127,7 @@ export interface CoreInternals {
   intrinsics: Intrinsics;
   /**
    * Put the decoded globals, the imports and the phase mark where the globals script and the internals module
-   * read them once (the phase module of linker.ts calls the mark when evaluation begins), seed `Math.random`
+   * read them once (the phase module of core/linker.ts calls the mark when evaluation begins), seed `Math.random`
    * for this run, and say whether the engine meters its own work (then the clock checks of native work are off).
    */
   stage(

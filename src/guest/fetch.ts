@@ -7,7 +7,7 @@
  * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestFetch` must not close over anything in
  * this file. It captures at boot what it calls later (constructors, `JSON`, the marshaler), so user code replacing
  * globals does not change how these classes work; they are the guest's own, and the host trusts nothing they send.
- * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
+ * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
 import type { HostCall } from "./core.js";

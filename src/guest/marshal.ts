@@ -1,11 +1,11 @@
 /**
- * The guest's marshaling half: guest values <-> tapes (see `../marshal/tape.ts`). Compiled on a run's first
+ * The guest's marshaling half: guest values <-> tapes (see `../values/tape.ts`). Compiled on a run's first
  * object crossing, possibly after user code has run, so it reaches nothing global: every intrinsic comes from the
  * core prelude's capture (`Intrinsics`). Guest getters, proxies and `toJSON` run here, inside the guest, never on
  * the host; `toJSON` is never called at all.
  *
  * Shipped as source text: `guestMarshal` must not close over anything in this file.
- * The constants it repeats from `../marshal/tape.ts` are checked against it by `test/guest-constants.test.ts`.
+ * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
 import type { HostCall, Intrinsics } from "./core.js";

@@ -4,8 +4,9 @@
  * bounds the host work one source can cost before the run's own limits apply (with a frozen clock too).
  * @module
  */
+
+import { utf8Length } from "../values/json.js";
 import { HostError } from "./errors.js";
-import { utf8Length } from "./json.js";
 
 /** Largest code a client may send, in UTF-8 bytes. */
 export const MAX_CODE_BYTES = 100 * 1024;

@@ -7,36 +7,14 @@
  * @module
  */
 import type { EnvironmentModule, ModuleSetupContext } from "../environment/types.js";
-import { type AppOptions, createApp } from "./app.js";
-import { type KvLimits, kvService, memoryKeyValueStores } from "./kv.js";
-import { ProcessService, type ProcessServiceOptions } from "./process-service.js";
-import { type KeyValueStore, MemoryProcessStore, type ProcessStore } from "./storage.js";
-import { type Service, ToolRegistry } from "./tools.js";
+import { type KvLimits, kvService, memoryKeyValueStores } from "../tools/kv.js";
+import type { KeyValueStore } from "../tools/kv-store.js";
+import { type Service, ToolRegistry } from "../tools/registry.js";
+import { type AppOptions, createApp } from "./http/app.js";
+import { ProcessService, type ProcessServiceOptions } from "./processes/process-service.js";
+import { MemoryProcessStore, type ProcessStore } from "./processes/storage.js";
 
-export { linearMemoryBytes } from "../engine.js";
-export {
-  type HttpUpstream,
-  httpUpstreamsFrom,
-  type StdioUpstream,
-  type Upstream,
-  upstreamsFrom,
-} from "../mcp/upstream-config.js";
-export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./app.js";
-export {
-  type Access,
-  type AccessSettings,
-  ANONYMOUS_TENANT,
-  accessFrom,
-  MIN_API_KEY_LENGTH,
-  tenantOf,
-} from "./auth.js";
-export { readBytesWithin, readTextWithin } from "./body.js";
-export type { Catalog } from "./catalog-routes.js";
-export { MAX_CODE_BYTES } from "./code-size.js";
-export { Environments } from "./environments.js";
-export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
-export { EVENT_STREAM_BUFFER_BYTES, eventStream, type Watchable } from "./events.js";
-export { DEFAULT_JSON_UNITS, toJson, UNITS_PER_JSON_BYTE } from "./json.js";
+export { linearMemoryBytes } from "../core/engine.js";
 export {
   KV_MAX_CALLS_PER_RUN,
   KV_MAX_KEY_LENGTH,
@@ -46,44 +24,10 @@ export {
   type KvLimits,
   kvService,
   memoryKeyValueStores,
-} from "./kv.js";
-export { originOf } from "./origins.js";
-export { type ProcessBackend, summaryOf } from "./process-routes.js";
+} from "../tools/kv.js";
+export * from "../tools/kv-store.js";
 export {
-  type CreateProcessInput,
-  DEFAULT_EXECUTION_TIMEOUT_MS,
-  DEFAULT_MAX_ACTIVE_PROCESSES,
-  DEFAULT_MAX_SUBSCRIBERS,
-  DEFAULT_OUTPUT_LIMITS,
-  MAX_EXECUTION_TIMEOUT_MS,
-  OUTPUT_TRUNCATED_KEY,
-  type OutputLimits,
-  type ProcessEvent,
-  type ProcessListener,
-  ProcessService,
-  type ProcessServiceOptions,
-  type ProcessUsage,
-} from "./process-service.js";
-export {
-  type Bucket,
-  DEFAULT_RUNS_PER_MINUTE,
-  MemoryQuotas,
-  type Quotas,
-  rateLimited,
-  takeToken,
-} from "./quotas.js";
-export {
-  type AdmissionLimits,
-  MAX_ADMISSION_WAIT_MS,
-  MAX_WAITING_RUNS,
-  RUN_MEMORY_BUDGET_BYTES,
-  RunAdmission,
-} from "./run-admission.js";
-export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./run-routes.js";
-export * as schemas from "./schemas.js";
-export { isActive, transition } from "./states.js";
-export * from "./storage.js";
-export {
+  ANONYMOUS_TENANT,
   DEFAULT_TOOL_WORK_PER_RUN,
   MAX_TOOL_ARGUMENT_BYTES,
   MAX_TOOL_ARGUMENT_DEPTH,
@@ -96,8 +40,70 @@ export {
   ToolRegistry,
   type ToolRegistryOptions,
   ToolScope,
-} from "./tools.js";
-export { type Check, compileSchema, DEFAULT_VALIDATION_UNITS, UNITS_PER_READ } from "./validate.js";
+} from "../tools/registry.js";
+export {
+  type HttpUpstream,
+  httpUpstreamsFrom,
+  type StdioUpstream,
+  type Upstream,
+  upstreamsFrom,
+} from "../tools/upstream-config.js";
+export { type Check, compileSchema, DEFAULT_VALIDATION_UNITS, UNITS_PER_READ } from "../tools/validate.js";
+export { DEFAULT_JSON_UNITS, toJson, UNITS_PER_JSON_BYTE } from "../values/json.js";
+export {
+  type Bucket,
+  DEFAULT_RUNS_PER_MINUTE,
+  MemoryQuotas,
+  type Quotas,
+  rateLimited,
+  takeToken,
+} from "./admission/quotas.js";
+export {
+  type AdmissionLimits,
+  MAX_ADMISSION_WAIT_MS,
+  MAX_WAITING_RUNS,
+  RUN_MEMORY_BUDGET_BYTES,
+  RunAdmission,
+} from "./admission/run-admission.js";
+export { MAX_CODE_BYTES } from "./code-size.js";
+export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
+export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./http/app.js";
+export {
+  type Access,
+  type AccessSettings,
+  accessFrom,
+  MIN_API_KEY_LENGTH,
+  tenantOf,
+} from "./http/auth.js";
+export { readBytesWithin, readTextWithin } from "./http/body.js";
+export type { Catalog } from "./http/catalog-routes.js";
+export { originOf } from "./http/origins.js";
+export { type ProcessBackend, summaryOf } from "./http/process-routes.js";
+export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./http/run-routes.js";
+export * as schemas from "./http/schemas.js";
+export { Environments } from "./processes/environments.js";
+export {
+  EVENT_STREAM_BUFFER_BYTES,
+  eventStream,
+  type ProcessEvent,
+  type ProcessListener,
+  type Watchable,
+} from "./processes/events.js";
+export {
+  type CreateProcessInput,
+  DEFAULT_EXECUTION_TIMEOUT_MS,
+  DEFAULT_MAX_ACTIVE_PROCESSES,
+  DEFAULT_MAX_SUBSCRIBERS,
+  DEFAULT_OUTPUT_LIMITS,
+  MAX_EXECUTION_TIMEOUT_MS,
+  OUTPUT_TRUNCATED_KEY,
+  type OutputLimits,
+  ProcessService,
+  type ProcessServiceOptions,
+  type ProcessUsage,
+} from "./processes/process-service.js";
+export { isActive, transition } from "./processes/states.js";
+export * from "./processes/storage.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;

@@ -1,7 +1,7 @@
 /// <reference types="vite/client" />
 
+import type { SandboxOptions } from "../../src/core/types.js";
 import { createSandbox } from "../../src/index.js";
-import type { SandboxOptions } from "../../src/types.js";
 import "../../web/swc.js";
 import wasmUrl from "../../wasm/quickjs-fuel.wasm?url";
 import { conformance } from "../conformance/index.js";

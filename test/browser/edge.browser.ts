@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { toWire } from "../../src/wire.js";
+import { toWire } from "../../src/values/wire.js";
 import { runOnEdge } from "../../web/edge.js";
 
 /** Stubs `fetch` with one answer and records what the page sent. */

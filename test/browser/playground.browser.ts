@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toWire } from "../../src/wire.js";
+import { toWire } from "../../src/values/wire.js";
 import { isHello, isReady, isReport, isResult, isRun, type ToWorker } from "../../web/messages.js";
 import { InputError, toEdgeBody, toPayload, unfence } from "../../web/payload.js";
 import { SandboxRunner } from "../../web/runner.js";
@@ -180,6 +180,20 @@ describe("payload and session", () => {
     expect(dropped).toEqual(["global greet (a function)", "import fs.read"]);
   });
 
+  it("runs the entry as a script unless the user names a call", () => {
+    const session = defaultSession();
+    expect(toPayload(session).options.execute).toBe("script");
+    session.executeFn = " ";
+    session.executeArgs = "";
+    expect(toPayload(session).options.execute).toBe("script");
+    session.executeFn = "default";
+    session.executeArgs = "[1]";
+    expect(toPayload(session).options.execute).toEqual({ fn: "default", args: [1] });
+    session.executeFn = "main";
+    session.executeArgs = "[]";
+    expect(toPayload(session).options.execute).toEqual({ fn: "main", args: [] });
+  });
+
   it("runs the code inside a pasted answer's first Markdown fence, on the editor's own lines", () => {
     const answer =
       "Here is the code:\n\n```ts\nconst a: number = 1;\nexport default a;\n```\n\nIt returns 1.\n```js\nx\n```";
@@ -219,5 +233,27 @@ describe("payload and session", () => {
     expect(await decodeShare("#s=AAAA")).toBe(undefined);
     expect(await decodeShare("#other")).toBe(undefined);
     expect(parseSession({ ...session, language: "python" })).toBe(undefined);
+  });
+});
+
+describe("the sandbox worker", () => {
+  it("runs a script without a default export to success, its logs kept", async () => {
+    const runner = new SandboxRunner(
+      () => new Worker(new URL("../../web/sandbox.worker.ts", import.meta.url), { type: "module" }),
+      false,
+    );
+    await runner.ready;
+    const session = defaultSession();
+    session.files[0] = { name: "main.ts", source: "const n: number = input.length;\nconsole.log('items', n);" };
+    const outcome = await runner.run(toPayload(session));
+    if (outcome.kind !== "result") throw new Error(`refused: ${outcome.message}`);
+    const { status, result, error, logs } = outcome.result;
+    expect({ status, hasResult: "result" in outcome.result, result, error }).toEqual({
+      status: "success",
+      hasResult: true,
+      result: undefined,
+      error: undefined,
+    });
+    expect(logs.map(({ level, args }) => ({ level, args }))).toEqual([{ level: "log", args: ["items", 3] }]);
   });
 });

@@ -1,6 +1,6 @@
 /** §3.1 execute and §5.1 the configured export. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function executeSuite(runCode: RunCode): void {
@@ -154,6 +154,53 @@ export function executeSuite(runCode: RunCode): void {
     it("a class as the default export cannot be called and is an error (TypeError)", async () => {
       const error = await fails(runCode, "error", "export default class A {}");
       expect(error.name).toBe("TypeError");
+    });
+
+    describe("execute: 'script'", () => {
+      it("a module without a default export succeeds with result undefined, its logs and reports kept", async () => {
+        const r = await runCode("console.log('hi', 1);\nreport({ n: 2 });", { execute: "script" });
+        expect({ status: r.status, hasResult: "result" in r, result: r.result, error: r.error }).toEqual({
+          status: "success",
+          hasResult: true,
+          result: undefined,
+          error: undefined,
+        });
+        expect(r.logs.map(({ level, args }) => ({ level, args }))).toEqual([{ level: "log", args: ["hi", 1] }]);
+        expect(r.reports).toEqual([{ n: 2 }]);
+      });
+
+      it("named exports alone give no result", async () => {
+        expect(await ok(runCode, "export const x = 1;\nexport function f() { return 2; }", { execute: "script" })).toBe(
+          undefined,
+        );
+      });
+
+      it("a default export is still the result, a function called with no arguments", async () => {
+        expect(await ok(runCode, "export default 42", { execute: "script" })).toBe(42);
+        expect(await ok(runCode, "export default async (...a) => a.length + 1", { execute: "script" })).toBe(1);
+      });
+
+      it("awaits top-level await, then runs the jobs left queued as a default export's run would", async () => {
+        const source = `await null;
+Promise.resolve().then(() => console.log("a")).then(() => console.log("b"));
+(async () => { for (let i = 0; i < 3; i++) await null; console.log("c"); })();`;
+        const logs = async (options: CodeExecutionOptions) =>
+          (
+            await runCode(source + (options.execute === "script" ? "" : "\nexport default undefined"), options)
+          ).logs.map((log) => log.args[0]);
+        expect(await logs({ execute: "script" })).toEqual(["a", "b", "c"]);
+        expect(await logs({})).toEqual(["a", "b", "c"]);
+      });
+
+      it("a throw is an error, a syntax error or an unresolved import a link_error", async () => {
+        const thrown = await fails(runCode, "error", "console.log(1);\nthrow new RangeError('top');", {
+          execute: "script",
+        });
+        expect({ name: thrown.name, message: thrown.message }).toEqual({ name: "RangeError", message: "top" });
+        expect((await fails(runCode, "link_error", "let = ;", { execute: "script" })).name).toBe("SyntaxError");
+        const missing = await fails(runCode, "link_error", "import { x } from 'nowhere';", { execute: "script" });
+        expect(missing.specifier).toBe("nowhere");
+      });
     });
 
     it("passes undefined args as present arguments", async () => {

@@ -4,7 +4,7 @@
  * it refuses to make, are checked on the injected side.
  */
 import { describe, expect, it } from "vitest";
-import type { FetchOptions, RunCode } from "../../src/types.js";
+import type { FetchOptions, RunCode } from "../../src/core/types.js";
 import { type ConformanceOptions, ok } from "./helpers.js";
 
 const API = "https://api.example.com";

@@ -9,7 +9,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/types.js";
+import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/core/types.js";
 import { type ConformanceOptions, sleep } from "./helpers.js";
 
 const MiB = 1024 * 1024;

@@ -1,6 +1,6 @@
 /** §3.4 globals: free identifiers at module scope, never on globalThis. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionOptions, RunCode } from "../../src/types.js";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { fails, nameAndMessage, ok, thrown } from "./helpers.js";
 
 export function globalsSuite(runCode: RunCode): void {

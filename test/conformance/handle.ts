@@ -1,6 +1,6 @@
 /** §2.2 The CodeExecution handle: awaitable, terminatable, live reports. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecution, RunCode } from "../../src/types.js";
+import type { CodeExecution, RunCode } from "../../src/core/types.js";
 import { deferred, never, now, sleep } from "./helpers.js";
 
 export function handleSuite(runCode: RunCode): void {

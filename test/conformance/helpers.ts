@@ -10,7 +10,7 @@ import type {
   CodeExecutionStatus,
   RunCode,
   SandboxOptions,
-} from "../../src/types.js";
+} from "../../src/core/types.js";
 
 /** Settings of the conformance suite for one host. */
 export interface ConformanceOptions {

@@ -1,6 +1,6 @@
 /** §3.2 imports: bare specifiers backed by host objects. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function importsSuite(runCode: RunCode): void {

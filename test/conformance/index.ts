@@ -4,7 +4,7 @@
  * (and, optionally, a sandbox factory).
  * @module
  */
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { executeSuite } from "./execute.js";
 import { fetchSuite } from "./fetch.js";
 import { freshRunsSuite } from "./fresh-runs.js";

@@ -1,6 +1,6 @@
 /** §6.1-§6.3, §6.6-§6.8 and §8: what the sandbox does not have, and fresh runs. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 const ABSENT = [

@@ -1,6 +1,6 @@
 /** §6.4 runaway execution and §6.5 memory caps. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { type ConformanceOptions, ok, sleep } from "./helpers.js";
 
 const MiB = 1024 * 1024;

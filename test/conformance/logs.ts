@@ -1,6 +1,6 @@
 /** §4.3 CodeExecutionLog: the capturing console. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, now, ok } from "./helpers.js";
 
 export function logsSuite(runCode: RunCode): void {

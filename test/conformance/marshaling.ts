@@ -1,6 +1,6 @@
 /** §3.5 bridged value marshaling, both directions. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { arr, fails, nameAndMessage, ok, rec, thrown } from "./helpers.js";
 
 /** Host value -> guest (as an argument) -> host (as the result). */

@@ -1,6 +1,6 @@
 /** §3.3 modules: relative ES modules supplied as source. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function modulesSuite(runCode: RunCode): void {

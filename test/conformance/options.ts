@@ -1,11 +1,11 @@
 /** §3 CodeExecutionOptions validation, §2.1 the source parameter. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionOptions, RunCode } from "../../src/types.js";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { nameAndMessage, ok, STATUSES, thrown } from "./helpers.js";
 
 const invalid: [string, Record<string, unknown>, string][] = [
   ["an unknown key", { foo: 1 }, "foo"],
-  ["execute as a string", { execute: "x" }, "execute"],
+  ["execute as a string other than 'script'", { execute: "Script" }, "execute"],
   ["execute.fn as a number", { execute: { fn: 1 } }, "execute.fn"],
   ["execute.args as a string", { execute: { args: "x" } }, "execute.args"],
   ["an unknown execute key", { execute: { fn: "default", argz: [] } }, "argz"],

@@ -1,6 +1,6 @@
 /** §4.2 CodeExecutionError positions: 1-based, in the original source, per module. */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { expectNoHostPaths, fails } from "./helpers.js";
 
 export function positionsSuite(runCode: RunCode): void {

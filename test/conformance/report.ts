@@ -1,6 +1,6 @@
 /** §5.2 bridge reports: the built-in report global. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecution, RunCode } from "../../src/types.js";
+import type { CodeExecution, RunCode } from "../../src/core/types.js";
 import { ok } from "./helpers.js";
 
 export function reportSuite(runCode: RunCode): void {

@@ -13,7 +13,7 @@ import {
   type MemoryLayout,
   memoryLayout,
   type Tenant,
-} from "../../src/instance.js";
+} from "../../src/core/instance.js";
 
 const MiB = 1024 * 1024;
 

@@ -1,6 +1,6 @@
 /** §4 CodeExecutionResult and §4.1 status values. */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionResult, RunCode } from "../../src/types.js";
+import type { CodeExecutionResult, RunCode } from "../../src/core/types.js";
 import { STATUSES } from "./helpers.js";
 
 function expectCommonShape(r: CodeExecutionResult): void {

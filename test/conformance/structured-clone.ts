@@ -46,7 +46,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import type { CodeExecutionOptions, RunCode } from "../../src/types.js";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { HOST_PATH_MARKERS, nameAndMessage, ok, thrown } from "./helpers.js";
 
 /** ES2024 buffer members (the project's `lib` is ES2023). */

@@ -1,7 +1,7 @@
 /** §7 TypeScript support: types erased, not checked. */
 import { describe, expect, it } from "vitest";
-import { TRANSPILE_BASE_FUEL, TRANSPILE_FUEL_PER_CHAR } from "../../src/transpile.js";
-import type { RunCode } from "../../src/types.js";
+import { TRANSPILE_BASE_FUEL, TRANSPILE_FUEL_PER_CHAR } from "../../src/core/transpile.js";
+import type { RunCode } from "../../src/core/types.js";
 import { fails, ok } from "./helpers.js";
 
 export function typescriptSuite(runCode: RunCode): void {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { WorkBudget } from "../../src/budget.js";
 import { FORMAT_BUDGET, MAX_STRING, makeInspect, truncationMarker } from "../../src/environment/index.js";
+import { WorkBudget } from "../../src/values/budget.js";
 
 const { inspect, format } = makeInspect();
 

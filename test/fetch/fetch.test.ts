@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import type { FetchOptions, RunCode, SandboxOptions } from "../../src/types.js";
+import type { FetchOptions, RunCode, SandboxOptions } from "../../src/core/types.js";
 import { type LoopbackServer, startServer } from "./server.js";
 
 let a: LoopbackServer;

@@ -6,10 +6,10 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
+import { rewriteStack } from "../../src/core/positions.js";
+import { MAX_HOST_CALLS_IN_FLIGHT } from "../../src/core/run.js";
 import { SerializationError } from "../../src/index.js";
-import { decodeFromGuest } from "../../src/marshal/to-host.js";
-import { rewriteStack } from "../../src/positions.js";
-import { MAX_HOST_CALLS_IN_FLIGHT } from "../../src/run.js";
+import { decodeFromGuest } from "../../src/values/to-host.js";
 import { attack, outcome, runCode, sandbox } from "./helpers.js";
 
 /** Builds `x = [x, x]` forty times: 41 arrays that expand to 2^40 leaves when walked as a tree. */

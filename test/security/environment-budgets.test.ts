@@ -7,7 +7,6 @@
  * bound that only catches a hang).
  */
 import { describe, expect, it } from "vitest";
-import { WorkBudget } from "../../src/budget.js";
 import {
   DEFAULT_BUDGETS,
   type EnvironmentOptions,
@@ -16,6 +15,7 @@ import {
   MAX_TOOL_ID_LENGTH,
   truncationMarker,
 } from "../../src/environment/index.js";
+import { WorkBudget } from "../../src/values/budget.js";
 import { type Recorder, recorder, wasm } from "../environment/helpers.js";
 
 /** Generous: only a hang (minutes, before these fixes) goes past it. */

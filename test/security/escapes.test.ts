@@ -4,8 +4,8 @@
  * right after (see `attack` in helpers.ts).
  */
 import { describe, expect, it } from "vitest";
+import type { CodeExecutionOptions, RunCode } from "../../src/core/types.js";
 import { SerializationError } from "../../src/index.js";
-import type { CodeExecutionOptions, RunCode } from "../../src/types.js";
 import { ATTEMPT, attack, capped, disabled, HOST_MARKERS, outcome, runCode, sandbox } from "./helpers.js";
 
 const FN = disabled("Function");

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import { sharedPool } from "../../src/instance-pool.js";
-import { STOP_GRACE_FUEL } from "../../src/limits.js";
-import type { RunCode } from "../../src/types.js";
+import { sharedPool } from "../../src/core/instance-pool.js";
+import { STOP_GRACE_FUEL } from "../../src/core/limits.js";
+import type { RunCode } from "../../src/core/types.js";
 import { outcome, sandbox } from "./helpers.js";
 
 const FUEL = 20_000_000;

@@ -5,8 +5,8 @@
  */
 import { expect } from "vitest";
 import { nodeWasm, runCode } from "../../node/index.js";
+import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/core/types.js";
 import { createSandbox } from "../../src/index.js";
-import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/types.js";
 
 export { runCode };
 
@@ -115,7 +115,11 @@ export async function attack(
   source: string,
   options: CodeExecutionOptions = {},
 ): Promise<CodeExecutionResult> {
-  const bridged = { globals: options.globals, imports: options.imports, args: options.execute?.args };
+  const bridged = {
+    globals: options.globals,
+    imports: options.imports,
+    args: typeof options.execute === "object" ? options.execute.args : undefined,
+  };
   const before = snapshotHost(bridged);
   const result = await run(source, { language: "javascript", ...options });
   expect(snapshotHost(bridged)).toEqual(before);

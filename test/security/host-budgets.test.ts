@@ -16,7 +16,7 @@
  * - an event stream nobody read: 10 MB buffered for 50 output patches, unbounded
  * - `GET /processes?limit=1` over 20,000 records: every record read and copied
  */
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import type { EnvironmentBindings, InvokeInput } from "../../src/environment/index.js";
 import {
   createApp,
@@ -159,6 +159,19 @@ describe("output patches", () => {
     const record = await finish();
     expect(record.output).toEqual(expected);
     expect(usage?.outputBytes).toBe(utf8(JSON.stringify(record.output)));
+  });
+
+  test("a patch is converted and sized in one walk: no JSON text is made or parsed before storage", async () => {
+    const { svc, pid, b, finish } = await running();
+    const stringify = vi.spyOn(JSON, "stringify");
+    const parse = vi.spyOn(JSON, "parse");
+    b.emitOutput(pid, { a: [1, "é", new Map([["k", 2n]])], b: { c: null } } as Record<string, unknown>);
+    const calls = [stringify.mock.calls.length, parse.mock.calls.length];
+    stringify.mockRestore();
+    parse.mockRestore();
+    expect(calls).toEqual([0, 0]);
+    expect(svc.usage(pid)?.outputBytes).toBe(utf8('{"a":[1,"é",{"k":"2"}],"b":{"c":null}}'));
+    expect((await finish()).output).toEqual({ a: [1, "é", { k: "2" }], b: { c: null } });
   });
 
   test("the cap is exact in UTF-8 bytes, reckoned from the entries a patch replaces", async () => {

@@ -7,7 +7,7 @@
  * nothing a program can observe: `this` coercion, one `length` read, the same Proxy traps, the same function shapes.
  */
 import { describe, expect, it } from "vitest";
-import type { RunCode } from "../../src/types.js";
+import type { RunCode } from "../../src/core/types.js";
 import { ATTEMPT, attack, capped, outcome, runCode } from "./helpers.js";
 
 const CAP_MS = 300;

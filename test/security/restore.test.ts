@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { compiledModule } from "../../src/engine.js";
-import type { BootedInstance } from "../../src/instance.js";
-import { InstancePool, MAX_IDLE_INSTANCES } from "../../src/instance-pool.js";
+import { compiledModule } from "../../src/core/engine.js";
+import type { BootedInstance } from "../../src/core/instance.js";
+import { InstancePool, MAX_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
 import { restoreImageSuite } from "../conformance/restore-image.js";
 
 const MiB = 1024 * 1024;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import { TRANSPILE_BASE_FUEL, TRANSPILE_FUEL_PER_CHAR } from "../../src/transpile.js";
+import { TRANSPILE_BASE_FUEL, TRANSPILE_FUEL_PER_CHAR } from "../../src/core/transpile.js";
 
 /** An enum beside 12 nested `async (x, async (`: 259 bytes that held the compiler's parser for tens of seconds. */
 const NESTED_ASYNC = `enum E { A }\nlet x = ${"async (x, async (".repeat(12)}${")".repeat(12)};\nexport default E.A;\n`;

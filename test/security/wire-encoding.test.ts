@@ -1,5 +1,5 @@
 /**
- * The wire encoding (`src/wire.ts`) against values a guest or a client controls (SECURITY.md, "The HTTP API"):
+ * The wire encoding (`src/values/wire.ts`) against values a guest or a client controls (SECURITY.md, "The HTTP API"):
  * `POST /run` encodes whatever a run left and decodes whatever a client sent, so any length and any depth must
  * work without recursion, shared references must not multiply the text, and `maxLength` must hold exactly.
  */
@@ -7,8 +7,9 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { runCode } from "../../node/index.js";
 import type { CodeExecutionResult } from "../../src/index.js";
-import { MAX_RESERVED_BYTES } from "../../src/marshal/to-host.js";
-import { fromWire, type JsonValue, toWire, toWireText, WireLengthError } from "../../src/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { MAX_RESERVED_BYTES } from "../../src/values/to-host.js";
+import { fromWire, toWire, toWireText, WireLengthError } from "../../src/values/wire.js";
 
 const roundTrip = (value: unknown): unknown => fromWire(JSON.parse(toWireText(value)) as JsonValue);
 
@@ -208,6 +209,39 @@ describe("wire: bounded size", () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("deep values are written by the loop exactly as JSON.stringify writes their encoding, within maxLength", () => {
+    // 150 arrays around a value: past the depth up to which toWireText hands the encoding to JSON.stringify.
+    const deep = (value: unknown) => {
+      let out: unknown = value;
+      for (let i = 0; i < 150; i++) out = [out];
+      return out;
+    };
+    fc.assert(
+      fc.property(withShared, (value) => {
+        const text = toWireText(deep(value));
+        expect(text).toBe(JSON.stringify(toWire(deep(value))));
+        expect(toWireText(deep(value), { maxLength: text.length })).toBe(text);
+        expect(() => toWireText(deep(value), { maxLength: text.length - 1 })).toThrow(WireLengthError);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("toWire builds the encoding as data: no JSON text is written or parsed", () => {
+    const stringify = vi.spyOn(JSON, "stringify");
+    const parse = vi.spyOn(JSON, "parse");
+    const json = toWire({ a: [1, "é", new Map([["$k", 2n]])], d: new Date(0), u: undefined });
+    const calls = [stringify.mock.calls.length, parse.mock.calls.length];
+    stringify.mockRestore();
+    parse.mockRestore();
+    expect(calls).toEqual([0, 0]);
+    expect(json).toEqual({
+      a: [1, "é", { $t: "map", v: [["$k", { $t: "bigint", v: "2" }]] }],
+      d: { $t: "date", v: 0 },
+      u: { $t: "undefined" },
+    });
   });
 
   it("a buffer over maxLength is refused before its base64 is made", () => {

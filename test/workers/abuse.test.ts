@@ -8,9 +8,10 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createHost, MAX_RUN_MEMORY_BYTES } from "../../src/host/index.js";
 import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
-import { fromWire, type JsonValue } from "../../src/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 import wasm from "../../wasm/quickjs-fuel.wasm";
-import { unwrap } from "../../worker/answers.js";
+import { unwrap } from "../../worker/rpc-refusals.js";
 import { CHUNK_BYTES, countingBody } from "../security/counting-body.js";
 import { api, BASE } from "./client.js";
 

@@ -1,7 +1,8 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ProcessRecord } from "../../src/host/index.js";
-import { fromWire, type JsonValue } from "../../src/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 import { api, KEYS } from "./client.js";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>

@@ -1,5 +1,5 @@
 import { instantiate } from "../../dist/swc/swc.js";
-import { useSwc } from "../../src/transpile.js";
+import { useSwc } from "../../src/core/transpile.js";
 import swcWasm from "../../wasm/swc-fuel.wasm";
 
 // The tests that import the core, not the Worker, get SWC as the Worker gives it.

@@ -5,7 +5,8 @@
  */
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { fromWire, type JsonValue } from "../../src/wire.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 import { as } from "./client.js";
 
 const alpha = as("alpha");

@@ -1,0 +1,165 @@
+/**
+ * QuickJS wasm instances, each with its own linear memory, whose `maximum` is the real memory cap (QuickJS's own
+ * limit counts allocations, not bytes, in these builds).
+ * @module
+ */
+import variant from "@jitl/quickjs-wasmfile-release-sync";
+import { type EmscriptenModuleLoader, type QuickJSEmscriptenModule, QuickJSWASMModule } from "quickjs-emscripten-core";
+import type { WasmSource } from "./types.js";
+
+const PAGE = 65_536;
+/** The build needs at least 16 MiB of linear memory to start. */
+const INITIAL_PAGES = 256;
+/**
+ * Linear memory the engine needs besides the heap QuickJS counts: static data, the C stack and allocator slack
+ * (measured: see docs/performance.md).
+ */
+export const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
+
+/** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
+export function linearMemoryBytes(heapLimitBytes: number): number {
+  return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
+}
+
+/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
+export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
+
+/** The program name the engine sees: Emscripten's own default, which it uses wherever it finds no script path. */
+const PROGRAM = "./this.program";
+
+/** The most fuel the counter holds. */
+const FULL_COUNTER = 0x7fff_ffff;
+
+/**
+ * Fuel the engine (and SWC) gets at a time: each refill reads the stops and the clock, so a stop lands inside
+ * natives too (100,000 units is ~0.1-0.6 ms of work).
+ */
+export const FUEL_QUANTUM = 100_000;
+
+/**
+ * The metered engine's fuel counter (see scripts/build-fuel-wasm.ts): the engine spends from `counter` and calls
+ * `onEmpty` when it drops below zero, which refills it or throws.
+ */
+export class Meter {
+  onEmpty: () => void = () => this.idle();
+
+  constructor(readonly counter: WebAssembly.Global) {}
+
+  /** Full, and refilled whenever it runs out: how an instance no run holds (booting, probing, idle) spends. */
+  idle(): void {
+    this.onEmpty = () => this.idle();
+    this.counter.value = FULL_COUNTER;
+  }
+}
+
+export interface Instance {
+  quickjs: QuickJSWASMModule;
+  /** `undefined` for an engine built without the meter. */
+  meter: Meter | undefined;
+  /** The Emscripten module under it (its allocator is probed once: see core/instance.ts). */
+  emscripten: QuickJSEmscriptenModule;
+  memory: WebAssembly.Memory;
+  /** Bytes the memory may grow to. */
+  maxBytes: number;
+  /** `true` once the engine asked for more memory than `maxBytes` allows. */
+  growthRefused: boolean;
+}
+
+/** Resolves a {@link WasmSource} to a compiled module once; `undefined` means "let the variant load it". */
+export function compiledModule(source: WasmSource | undefined): () => Promise<WebAssembly.Module | undefined> {
+  let compiled: Promise<WebAssembly.Module | undefined> | undefined;
+  const compile = async () => {
+    if (source === undefined || source instanceof WebAssembly.Module) return source;
+    const loaded = typeof source === "function" ? await source() : source;
+    if (loaded instanceof WebAssembly.Module) return loaded;
+    // Cloudflare Workers have no WebAssembly.compile at all: there the module must arrive compiled.
+    const { compile: compileBytes } = WebAssembly as unknown as {
+      compile?: (bytes: BufferSource) => Promise<WebAssembly.Module>;
+    };
+    if (compileBytes === undefined)
+      throw new TypeError("This platform cannot compile wasm: pass a compiled WebAssembly.Module");
+    return compileBytes(loaded as BufferSource);
+  };
+  return () => {
+    compiled ??= compile();
+    return compiled;
+  };
+}
+
+/**
+ * Emscripten's instantiation hook, synchronous: `WebAssembly.instantiate` waits for a task of the event loop, which
+ * costs more than the instantiation itself (measured: ~1 ms of idle time per run in Node).
+ */
+function instantiateSync(wasmModule: WebAssembly.Module, metered: (meter: Meter) => void) {
+  return (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => {
+    let meter: Meter | undefined;
+    // An engine built without the meter neither imports this nor exports the counter.
+    const hook = { [METER.hook]: () => meter?.onEmpty() };
+    const instance = new WebAssembly.Instance(wasmModule, { ...imports, [METER.module]: hook });
+    const counter = instance.exports[METER.counter];
+    if (counter instanceof WebAssembly.Global) {
+      meter = new Meter(counter);
+      metered(meter);
+    }
+    receive(instance);
+    return instance.exports;
+  };
+}
+
+/**
+ * The variant's Emscripten loader and FFI class, imported once. `newQuickJSWASMModuleFromVariant` imports them
+ * again for every module it makes, which measured ~1.5 ms of a 3 ms instance.
+ */
+let parts:
+  | Promise<[Awaited<ReturnType<typeof variant.importModuleLoader>>, Awaited<ReturnType<typeof variant.importFFI>>]>
+  | undefined;
+
+/** A fresh instance whose linear memory can hold `heapLimitBytes` of heap and no more. */
+export async function newInstance(
+  wasmModule: WebAssembly.Module | undefined,
+  heapLimitBytes: number,
+): Promise<Instance> {
+  parts ??= Promise.all([variant.importModuleLoader(), variant.importFFI()]);
+  const [imported, FFI] = await parts;
+  const loader = (
+    "default" in imported ? imported.default : imported
+  ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
+  const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
+  let meter: Meter | undefined;
+  // The environment strings the engine copies into its heap at start name the program: in Node, the main script's
+  // path. Its length moved every later allocation, and with them the engine's work (fuel) on hash chains keyed by
+  // address: the same everywhere, so fuel is the same on every host.
+  const settings = { wasmMemory: memory, thisProgram: PROGRAM };
+  const emscripten = await loader(
+    wasmModule === undefined
+      ? settings
+      : {
+          ...settings,
+          instantiateWasm: instantiateSync(wasmModule, (made) => {
+            meter = made;
+          }),
+        },
+  );
+  emscripten.type = "sync";
+  const instance: Instance = {
+    quickjs: new QuickJSWASMModule(emscripten, new FFI(emscripten)),
+    meter,
+    emscripten,
+    memory,
+    maxBytes: pages * PAGE,
+    growthRefused: false,
+  };
+  // The allocator asks the memory to grow and takes a refusal as "out of memory": note it, so a failure that
+  // follows is reported as `memory` even when the heap stopped short of the maximum.
+  const grow = memory.grow.bind(memory);
+  memory.grow = (delta: number) => {
+    try {
+      return grow(delta);
+    } catch (refused) {
+      instance.growthRefused = true;
+      throw refused;
+    }
+  };
+  return instance;
+}

@@ -1,0 +1,404 @@
+/**
+ * Values crossing between one run's guest and the host: the guest's single host function (calls, reports, logs,
+ * settled guest promises, native-work charges), host values into the guest (host promises become guest promises
+ * settled later), guest values out to the host by the guest's own encoder, and guest errors as the guest describes
+ * them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
+ *
+ * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
+ * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches
+ * the instance once the run no longer holds it.
+ * @module
+ */
+import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
+import type { FetchSession } from "../fetch/session.js";
+import { guestSlowPathsSource } from "../guest/sources.generated.js";
+import { isBridged, SerializationError, Thrown } from "../values/errors.js";
+import {
+  LOG_LEVELS,
+  OP_CALL,
+  OP_CHARGE,
+  OP_FETCH,
+  OP_FETCH_ABORT,
+  OP_LOG,
+  OP_MARSHAL,
+  OP_REPORT,
+  OP_SETTLE,
+} from "../values/tape.js";
+import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
+import { decodeFromGuest, type HeapMeter } from "../values/to-host.js";
+import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
+import type { Limits } from "./limits.js";
+import { INTERNALS_MODULE } from "./linker.js";
+import { type Described, GuestFailure, type Stop } from "./outcome.js";
+import type { CodeExecutionLog } from "./types.js";
+
+/**
+ * Most host promises one run may wait on at once. Each holds a guest promise and its resolvers on the host, so a guest
+ * loop that calls an async bridge without awaiting would otherwise queue host work without end; past it a call throws
+ * in the guest without reaching the bridge.
+ */
+export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
+
+/** A guest promise and its resolvers (see `deferred` in the prelude). */
+type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
+
+/** What the bridge of one run reports to and takes from the run. */
+export interface RunSide {
+  functions: FunctionTable;
+  /** The caller's report sink, if any. */
+  report: HostFunction | undefined;
+  reports: unknown[];
+  logs: CodeExecutionLog[];
+  /** The caller's log listener, if any (see `SandboxOptions.onLog`). */
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** The run's `fetch`, when the sandbox has one. */
+  fetch: FetchSession | undefined;
+}
+
+export class GuestBridge {
+  readonly #booted: BootedInstance;
+  readonly #ctx: QuickJSContext;
+  readonly #core: CoreHandles;
+  readonly #tenant: Tenant;
+  readonly #limits: Limits;
+  readonly #run: RunSide;
+  readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+  #inflight = 0;
+  #wake: (() => void) | undefined;
+
+  /** The bridge of the run that holds `booted` as `tenant`. */
+  constructor(booted: BootedInstance, tenant: Tenant, limits: Limits, run: RunSide) {
+    this.#booted = booted;
+    this.#ctx = booted.ctx;
+    this.#core = booted.core;
+    this.#tenant = tenant;
+    this.#limits = limits;
+    this.#run = run;
+  }
+
+  /** Host promises the guest waits on. */
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  /** Resolves when a host promise was delivered, or at {@link wake}. */
+  hostWork(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#wake = resolve;
+    });
+  }
+
+  /** Lets a run waiting on {@link hostWork} look again (it was stopped). */
+  wake(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Enters the VM (see `Limits.enter`); a guest error becomes a {@link GuestFailure}. */
+  guard(call: () => VmCallResult<QuickJSHandle>): QuickJSHandle {
+    const result = this.#limits.enter(call);
+    if (result.error !== undefined) throw new GuestFailure(this.describe(result.error));
+    return result.value;
+  }
+
+  /** The single host function of the guest; see OP_* in values/tape.ts. */
+  readonly hostCall = (
+    opHandle: QuickJSHandle,
+    aHandle: QuickJSHandle,
+    tapeHandle: QuickJSHandle,
+    sideHandle: QuickJSHandle,
+    okHandle: QuickJSHandle,
+  ): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined => {
+    const ctx = this.#ctx;
+    try {
+      const op = ctx.getNumber(opHandle);
+      const a = ctx.getNumber(aHandle);
+      const retained = op === OP_LOG || op === OP_REPORT;
+      if (retained && this.#limits.stop !== undefined) return this.#stopped();
+      const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
+      const kept: HeapMeter = { bytes: 0 };
+      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept);
+      if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
+      switch (op) {
+        case OP_CALL:
+          return this.#callHost(this.#run.functions.get(a), value as unknown[]);
+        case OP_REPORT:
+          this.#run.reports.push(value);
+          return this.#callHost(this.#run.report, [value], true);
+        case OP_LOG: {
+          const entry: CodeExecutionLog = {
+            level: LOG_LEVELS[a] ?? "log",
+            args: value as unknown[],
+            timestamp: Date.now(),
+          };
+          this.#run.logs.push(entry);
+          const listener = this.#run.onLog;
+          if (listener === undefined) return undefined;
+          const listened = this.#apply(listener as HostFunction, [entry]);
+          return "error" in listened ? listened : undefined;
+        }
+        case OP_MARSHAL:
+          return this.#marshal().object.dup();
+        case OP_CHARGE:
+          // `a` polls' worth of native work (the guest's estimate, see guest/core.ts).
+          if (a >= 0) return this.#limits.charge(a) ? ctx.true : ctx.false;
+          return this.guard(() =>
+            ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
+          );
+        case OP_FETCH:
+          return this.#callHost(this.#run.fetch?.request, [a, value]);
+        case OP_FETCH_ABORT:
+          this.#run.fetch?.abort(a);
+          return undefined;
+        case OP_SETTLE: {
+          const pending = this.#guestPromises.get(a);
+          this.#guestPromises.delete(a);
+          if (ctx.getNumber(okHandle) === 1) pending?.resolve(value);
+          else pending?.reject(value);
+          return undefined;
+        }
+      }
+      return undefined;
+    } catch (fault) {
+      if (fault instanceof GuestFailure) return { error: this.#guestError(new Error(fault.described.message)) };
+      // Our own VM calls failed (stack or memory exhausted mid-call): the instance is no longer trustworthy.
+      this.#limits.fault(fault);
+      return undefined;
+    }
+  };
+
+  /** What a log or report of a stopped run gets: the stop's message, thrown in the guest. */
+  #stopped(): VmCallResult<QuickJSHandle> {
+    return { error: this.#guestError(new Error((this.#limits.stop as Stop).error.message)) };
+  }
+
+  /**
+   * Calls a host function with cloned arguments; its outcome goes back to the guest. A sink's (`report`, `onLog`)
+   * plain return is ignored (only a promise is awaited by the guest).
+   */
+  #callHost(
+    fn: HostFunction | undefined,
+    args: unknown[],
+    sink = false,
+  ): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined {
+    if (fn === undefined) return undefined;
+    if (this.#inflight >= MAX_HOST_CALLS_IN_FLIGHT) {
+      const message = `${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`;
+      return { error: this.#guestError(new RangeError(message)) };
+    }
+    const applied = this.#apply(fn, args);
+    if ("error" in applied) return applied;
+    const { returned } = applied;
+    if (sink && !(returned instanceof Promise)) return undefined;
+    let encoded: Encoded;
+    try {
+      encoded = encodeForGuest(returned, this.#run.functions);
+    } catch (error) {
+      return { error: this.#guestError(error) };
+    }
+    return this.toGuestResult(encoded);
+  }
+
+  /** Calls the caller's `fn`: what it throws is the guest's error; what a bridge's crossing throws, a fault. */
+  #apply(fn: HostFunction, args: unknown[]): { returned: unknown } | { error: QuickJSHandle } {
+    try {
+      return { returned: Reflect.apply(fn, undefined, args) };
+    } catch (error) {
+      if (!isBridged(fn)) return { error: this.#guestError(error) };
+      if (error instanceof Thrown) return { error: this.#guestError(error.value) };
+      throw error;
+    }
+  }
+
+  /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */
+  #guestError(error: unknown): QuickJSHandle {
+    let encoded: Encoded;
+    try {
+      // An Error crosses as name and message only (see values/to-guest.ts).
+      encoded = encodeForGuest(error, this.#run.functions);
+    } catch {
+      encoded = encodeForGuest(String(error), this.#run.functions);
+    }
+    return this.toGuest(encoded);
+  }
+
+  /** Encoded host value -> guest value (host promises become guest promises the host settles later). */
+  toGuest(encoded: Encoded): QuickJSHandle {
+    const result = this.toGuestResult(encoded);
+    if (result.error !== undefined) throw new GuestFailure(this.describe(result.error));
+    return result.value;
+  }
+
+  /** As {@link toGuest}, leaving a guest error (the decoder ran out of stack or memory) to the caller. */
+  toGuestResult(encoded: Encoded): VmCallResult<QuickJSHandle> {
+    const ctx = this.#ctx;
+    const primitive = encoded.side.length === 0 ? primitiveHandle(ctx, encoded.tape) : undefined;
+    if (primitive !== undefined) return { value: primitive };
+    const { decode } = this.#marshal();
+    const side = encoded.side.map((item) => {
+      if (item.kind === "buffer") return ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer);
+      const deferred = this.#newDeferred();
+      this.#inflight++;
+      item.promise.then(
+        (value) => this.#deliver(deferred, value, true),
+        (reason) => this.#deliver(deferred, reason, false),
+      );
+      return deferred.promise;
+    });
+    const tape = ctx.newString(encoded.tape);
+    try {
+      return this.#limits.enter(() => ctx.callFunction(decode, ctx.undefined, [tape, ...side]));
+    } finally {
+      tape.dispose();
+      for (const handle of side) handle.dispose();
+    }
+  }
+
+  /** A guest promise and its resolvers, made by the prelude (the library's `newPromise` breaks when memory grows). */
+  #newDeferred(): Deferred {
+    const ctx = this.#ctx;
+    const made = this.guard(() => ctx.callFunction(this.#core.deferred, ctx.undefined, []));
+    const deferred = {
+      promise: ctx.getProp(made, "promise"),
+      resolve: ctx.getProp(made, "resolve"),
+      reject: ctx.getProp(made, "reject"),
+    };
+    made.dispose();
+    return deferred;
+  }
+
+  /** A host promise settled: settle its guest promise and let the pump go on. */
+  #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
+    this.#inflight--;
+    // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
+    const held = this.#booted.heldBy(this.#tenant) && deferred.resolve.alive;
+    if (!held || this.#limits.stopped() || this.#limits.faulted) return;
+    const ctx = this.#ctx;
+    try {
+      let result: VmCallResult<QuickJSHandle>;
+      try {
+        result = ok
+          ? this.toGuestResult(encodeForGuest(value, this.#run.functions))
+          : { error: this.#guestError(value) };
+      } catch (error) {
+        if (!(error instanceof SerializationError)) throw error;
+        result = { error: this.#guestError(error) };
+      }
+      const handle = result.error ?? result.value;
+      const settle = result.error === undefined ? deferred.resolve : deferred.reject;
+      const settled = this.#limits.enter(() => ctx.callFunction(settle, ctx.undefined, [handle]));
+      (settled.error ?? settled.value).dispose();
+      for (const h of [handle, deferred.resolve, deferred.reject]) h.dispose();
+    } catch (fault) {
+      if (!(fault instanceof GuestFailure)) this.#limits.fault(fault);
+    }
+    this.wake();
+  }
+
+  /** Guest value -> host value by the guest's encoder, in `mode` (see MODE_* in values/tape.ts). */
+  toHost(handle: QuickJSHandle, mode: number): unknown {
+    const ctx = this.#ctx;
+    switch (ctx.typeof(handle)) {
+      case "undefined":
+        return undefined;
+      case "number":
+        return ctx.getNumber(handle);
+      case "string": {
+        // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
+        // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
+        const text = ctx.getString(handle);
+        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return text;
+        break;
+      }
+      case "bigint":
+        return ctx.getBigInt(handle);
+      case "boolean":
+        return ctx.eq(handle, ctx.true);
+      case "object":
+        if (ctx.eq(handle, ctx.null)) return null;
+    }
+    const modeHandle = ctx.newNumber(mode);
+    const { encode } = this.#marshal();
+    const pair = this.guard(() => ctx.callFunction(encode, ctx.undefined, [handle, modeHandle]));
+    const tape = ctx.getProp(pair, 0);
+    const side = ctx.getProp(pair, 1);
+    try {
+      return this.#decode(ctx.getString(tape), side);
+    } finally {
+      for (const h of [modeHandle, pair, tape, side]) h.dispose();
+    }
+  }
+
+  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter): unknown {
+    const ctx = this.#ctx;
+    return decodeFromGuest(
+      tape,
+      {
+        buffer: (index) => {
+          const item = ctx.getProp(sideHandle, index);
+          const bytes = ctx.getArrayBuffer(item);
+          const copy = bytes.value.slice().buffer;
+          bytes.dispose();
+          item.dispose();
+          return copy;
+        },
+        hostFunction: (id) => this.#run.functions.get(id),
+        promise: (id) =>
+          new Promise((resolve, reject) => {
+            this.#guestPromises.set(id, { resolve, reject });
+          }),
+      },
+      meter,
+    );
+  }
+
+  /** Reads a guest error through the guest's own describer (no guest code runs on the host). */
+  describe(errorHandle: QuickJSHandle): Described {
+    const ctx = this.#ctx;
+    try {
+      const json = this.#limits.enter(() => ctx.callFunction(this.#core.describeError, ctx.undefined, [errorHandle]));
+      if (json.error !== undefined) {
+        json.error.dispose();
+        return { thrown: null };
+      }
+      const text = ctx.getString(json.value);
+      json.value.dispose();
+      const parsed = JSON.parse(text) as Described;
+      if ("thrown" in parsed) parsed.thrown = decodeFromGuest(JSON.stringify(parsed.thrown), noSide);
+      return parsed;
+    } catch (fault) {
+      if (this.#limits.faulted) throw fault;
+      return { thrown: null };
+    }
+  }
+
+  /** The marshaling half, booted with the instance (see guest/marshal.ts). */
+  #marshal(): MarshalHandles {
+    return this.#booted.marshal;
+  }
+}
+
+const noSide = {
+  buffer: () => new ArrayBuffer(0),
+  hostFunction: () => undefined,
+  promise: () => Promise.resolve(),
+};
+
+/** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
+const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
+
+/** The tapes of primitives (see values/tape.ts) become handles without the guest's decoder. */
+function primitiveHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | undefined {
+  if (tape === '["a",0,[]]') return ctx.newArray();
+  if (tape.startsWith("[")) {
+    if (tape === '["u"]') return ctx.undefined;
+    if (tape.startsWith('["b",')) return ctx.newBigInt(BigInt(JSON.parse(tape)[1] as string));
+    if (tape.startsWith('["n",')) return ctx.newNumber(Number(JSON.parse(tape)[1] === "-0" ? -0 : JSON.parse(tape)[1]));
+    return undefined;
+  }
+  const value = JSON.parse(tape) as string | number | boolean | null;
+  if (typeof value === "string") return UNSAFE_FOR_C_STRINGS.test(value) ? undefined : ctx.newString(value);
+  if (typeof value === "number") return ctx.newNumber(value);
+  return value === null ? ctx.null : value ? ctx.true : ctx.false;
+}

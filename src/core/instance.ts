@@ -1,0 +1,363 @@
+/**
+ * A booted instance: a wasm instance with its QuickJS runtime and context and the whole prelude evaluated (the core
+ * and the marshaling half), lent to one run at a time. Booting records the linear memory; after a run the image is
+ * written back, so the next run starts from exactly the booted state without a new instance or the prelude again.
+ *
+ * Lifetimes: handles made at boot live as long as the instance (they point into the image); handles a run makes
+ * point into memory the restore rewrites, so they die with the run, are never disposed one by one and are never
+ * used again (the run that made them checks that it still holds the instance).
+ * @module
+ */
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
+import type { CoreInternals } from "../guest/core.js";
+import type { MarshalInternals } from "../guest/marshal.js";
+import { guestCoreSource, guestFetchSource, guestMarshalSource } from "../guest/sources.generated.js";
+import { type Instance, newInstance } from "./engine.js";
+import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+
+/** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
+const MAX_STACK_BYTES = 512 * 1024;
+/** Granularity of the booted image: blocks that were all zero at boot are kept as nothing and zeroed on restore. */
+const BLOCK = 64 * 1024;
+/** The allocation that reveals the allocator's break (see {@link memoryLayout}). */
+const PROBE_BYTES = 8 * 1024 * 1024;
+/** Static data, where the break lives, is within the first pages; the probe compares this much. */
+const PROBE_SCAN_BYTES = 1024 * 1024;
+
+/** The single host function of the guest (see OP_* in values/tape.ts). */
+export type HostCall = (
+  op: QuickJSHandle,
+  a: QuickJSHandle,
+  tape: QuickJSHandle,
+  side: QuickJSHandle,
+  ok: QuickJSHandle,
+) => QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
+
+/** What the run holding the instance answers for it: the interrupt, the host function and module loading. */
+export interface Tenant {
+  poll(): boolean;
+  hostCall: HostCall;
+  normalize(base: string, specifier: string): string;
+  load(name: string): string | { error: Error };
+}
+
+export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, QuickJSHandle> & {
+  intrinsics: QuickJSHandle;
+};
+export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
+
+/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`, `webApis`, `fetch`). */
+export interface BootModules {
+  /** Tells instances booted with the same modules from others. */
+  key: string;
+  modules: Readonly<Record<string, string>>;
+  /** Whether the guest has `Headers`, `Request` and `Response` (guest/fetch.ts), and `fetch`. */
+  webApis: boolean;
+  fetch: boolean;
+}
+
+export const NO_BOOT_MODULES: BootModules = Object.freeze({
+  key: "",
+  modules: Object.freeze({}),
+  webApis: false,
+  fetch: false,
+});
+
+/** Settings already checked, by identity: a host that makes a sandbox per execution passes the same object. */
+const bootModulesSeen = new WeakMap<object, BootModules>();
+
+/** {@link BootModules} of a sandbox's setting. */
+export function bootModulesOf(modules: Readonly<Record<string, string>> | undefined): BootModules {
+  if (modules === undefined) return NO_BOOT_MODULES;
+  const seen = Object.isFrozen(modules) ? bootModulesSeen.get(modules) : undefined;
+  if (seen !== undefined) return seen;
+  const entries = Object.entries(modules);
+  for (const [name, source] of entries) {
+    if (typeof source !== "string")
+      throw new TypeError(`createSandbox: bootModules[${JSON.stringify(name)}] must be a string of module source`);
+  }
+  const checked = {
+    key: JSON.stringify(entries),
+    modules: Object.freeze(Object.fromEntries(entries)),
+    webApis: false,
+    fetch: false,
+  };
+  // Only a frozen setting stays as it was checked.
+  if (Object.isFrozen(modules)) bootModulesSeen.set(modules, checked);
+  return checked;
+}
+
+/** `boot` with the web APIs (and `fetch`) installed too. */
+export function withWebApis(boot: BootModules, webApis: boolean, fetch: boolean): BootModules {
+  if (!webApis) return boot;
+  return { ...boot, key: `${boot.key}|${fetch ? "fetch" : "web"}`, webApis, fetch };
+}
+
+/**
+ * Where a compiled module's memory can be written, measured once on a throwaway instance: below the allocator's break
+ * (the heap, and static data under it) and below the C stack's top. A run's writes all land below the break: the
+ * break is the allocator's high-water mark (it never comes down, even when what it bounds is freed) and the stack,
+ * which grows down from its top, lies below where the heap starts.
+ */
+export interface MemoryLayout {
+  /** Byte offset of the allocator's break in static data. */
+  breakAt: number;
+  /** The C stack pointer at rest: the stack is below it. */
+  stackTop: number;
+}
+
+/** Each compiled module's layout, probed once (`undefined`: not found or not as above, never restore). */
+const layouts = new WeakMap<object, Promise<MemoryLayout | undefined>>();
+const VARIANT_KEY = {};
+
+/**
+ * The {@link MemoryLayout} of `wasm`. The break is the word of static data that an allocation on a throwaway instance
+ * moves from below its end to above it, that stays there when the allocation is freed, and that is the highest such
+ * (the allocator's other words that bound it, such as the top chunk, come back down or hold sizes). The stack's top
+ * is where the library puts a string argument on the stack: just below the stack pointer, 16-byte aligned; the
+ * function called returns the address it was given.
+ */
+export function memoryLayout(wasm: WebAssembly.Module | undefined): Promise<MemoryLayout | undefined> {
+  const key = wasm ?? VARIANT_KEY;
+  let layout = layouts.get(key);
+  if (layout === undefined) {
+    layout = newInstance(wasm, 2 * PROBE_BYTES).then(({ emscripten, memory }) => {
+      const argumentAt = emscripten.cwrap("QTS_ArgvGetJSValueConstPointer", "number", ["string", "number"]);
+      const stackTop = (argumentAt("", 0) as number) + 16;
+      const before = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+      const at = emscripten._malloc(PROBE_BYTES);
+      const end = at + PROBE_BYTES;
+      const grown = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+      emscripten._free(at);
+      const after = new Int32Array(memory.buffer, 0, PROBE_SCAN_BYTES / 4);
+      let breakAt: number | undefined;
+      let highest = 0;
+      for (let i = 0; i < after.length; i++) {
+        const value = after[i] as number;
+        const bounds = (before[i] as number) < end && value >= end && value <= memory.buffer.byteLength;
+        if (bounds && grown[i] === value && value > highest) {
+          highest = value;
+          breakAt = i * 4;
+        }
+      }
+      // The stack must lie below the heap as it started: then below the break whatever the heap does.
+      if (breakAt === undefined || stackTop > (before[breakAt / 4] as number)) return undefined;
+      return { breakAt, stackTop };
+    });
+    layouts.set(key, layout);
+  }
+  return layout;
+}
+
+export class BootedInstance {
+  /** The module it was instantiated from (`undefined`: the variant's own). */
+  readonly wasm: WebAssembly.Module | undefined;
+  /** What it evaluated at boot besides the prelude. */
+  readonly boot: BootModules;
+  readonly instance: Instance;
+  readonly runtime: QuickJSRuntime;
+  readonly ctx: QuickJSContext;
+  readonly core: CoreHandles;
+  /** The guest's host function, bound to whichever run holds the instance. */
+  readonly hostCall: QuickJSHandle;
+  /** The marshaling half (see guest/marshal.ts). */
+  readonly marshal: MarshalHandles;
+  #tenant: Tenant | undefined;
+  /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
+  #image: (Uint8Array | undefined)[] = [];
+  #breakAt: number | undefined;
+  #bootedBreak = 0;
+  /** QuickJS's count of the booted heap (runtime, context, prelude). */
+  #bootedHeapBytes = 0;
+  #bootedLength = 0;
+  /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
+  #bootedFingerprint = "";
+
+  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: BootModules) {
+    this.wasm = wasm;
+    this.boot = boot;
+    this.instance = instance;
+    const runtime = instance.quickjs.newRuntime();
+    this.runtime = runtime;
+    runtime.setMaxStackSize(MAX_STACK_BYTES);
+    runtime.setInterruptHandler(() => this.#tenant?.poll() ?? false);
+    runtime.setModuleLoader(
+      (name) => this.#tenant?.load(name) ?? { error: new Error("The instance is not lent to a run") },
+      (base, specifier) => this.#tenant?.normalize(base, specifier) ?? specifier,
+    );
+    const ctx = runtime.newContext();
+    this.ctx = ctx;
+    this.hostCall = ctx.newFunction("", (...args) => this.#tenant?.hostCall(...(args as Parameters<HostCall>)));
+    const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
+    const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
+    const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
+    this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    if (boot.webApis) {
+      const source = ctx.evalCode(guestFetchSource, `${INTERNALS_MODULE}/fetch`, { type: "global" });
+      const installer = unwrap(ctx, source, "The web APIs");
+      const withFetch = boot.fetch ? ctx.true : ctx.false;
+      unwrap(ctx, ctx.callFunction(installer, ctx.undefined, [this.hostCall, withFetch]), "The web APIs");
+    }
+    for (const [name, source] of Object.entries(boot.modules)) {
+      const what = `Boot module '${name}'`;
+      const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
+      const jobs = runtime.executePendingJobs();
+      const state = ctx.getPromiseState(evaluated);
+      const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
+      if (error !== undefined) unwrap(ctx, { error }, what);
+      if (state.type === "pending") throw new Error(`${what} awaits what nothing at boot can settle`);
+    }
+    const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
+    const factory = unwrap(ctx, source);
+    const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, [this.core.intrinsics, this.hostCall]));
+    this.marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
+  }
+
+  /**
+   * A booted instance whose memory can hold `heapLimitBytes` of heap, with `boot`'s modules evaluated; `restorable`
+   * records its image.
+   */
+  static async boot(
+    wasm: WebAssembly.Module | undefined,
+    heapLimitBytes: number,
+    restorable: boolean,
+    boot: BootModules = NO_BOOT_MODULES,
+  ): Promise<BootedInstance> {
+    const layout = await memoryLayout(wasm);
+    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
+    booted.#complete();
+    if (layout === undefined) return booted;
+    booted.#measure(layout.breakAt);
+    if (restorable) booted.#record();
+    return booted;
+  }
+
+  /** Lends the instance to a run, with its cap and a fresh `Math.random` seed staged by the caller. */
+  lend(tenant: Tenant, heapLimitBytes: number): void {
+    this.#tenant = tenant;
+    this.runtime.setMemoryLimit(heapLimitBytes);
+  }
+
+  /** `true` while `tenant` holds the instance. */
+  heldBy(tenant: Tenant): boolean {
+    return this.#tenant === tenant;
+  }
+
+  /**
+   * The heap's high-water mark while lent: the booted heap plus what the run's allocations added to the allocator's
+   * footprint (its break only grows, so this is a true peak, read without touching the VM). Where the break is not
+   * known, QuickJS's own count of the live heap (a walk of every object); `undefined` when even that fails (out of
+   * memory).
+   */
+  heapBytes(): number | undefined {
+    const { memory } = this.instance;
+    if (this.#breakAt !== undefined) {
+      const reached = new Int32Array(memory.buffer, this.#breakAt, 1)[0] as number;
+      return this.#bootedHeapBytes + Math.max(0, reached - this.#bootedBreak);
+    }
+    try {
+      const usage = this.runtime.computeMemoryUsage();
+      const used = this.ctx.getProp(usage, "memory_used_size");
+      const bytes = this.ctx.getNumber(used);
+      used.dispose();
+      usage.dispose();
+      return bytes;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Takes the instance back from its run. A `sound` instance (no host fault, no abort) that did not grow and whose
+   * library state is as booted gets its booted memory back and returns `true`; any other is for dropping. Everything
+   * below the break is rewritten (static data, the whole C stack, the heap): nothing above it was ever written.
+   */
+  reclaim(sound: boolean): boolean {
+    this.#tenant = undefined;
+    const { memory, growthRefused } = this.instance;
+    const breakAt = this.#breakAt;
+    if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
+      return false; // (an instance booted without an image has a #bootedLength of 0)
+    if (this.#fingerprint() !== this.#bootedFingerprint) return false;
+    const bytes = new Uint8Array(memory.buffer);
+    const reached = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
+    if (reached < this.#bootedBreak || reached > bytes.length) return false;
+    const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
+    for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
+      const block = this.#image[i];
+      if (block !== undefined) bytes.set(block, start);
+      else bytes.fill(0, start, Math.min(start + BLOCK, end));
+    }
+    return true;
+  }
+
+  /**
+   * Makes now what the library would otherwise make on first use: its handles then point into the image, and every
+   * instance, restorable or not, starts its runs from the same heap, so a program spends the same fuel on each (a
+   * pool's first run, on an instance booted for it alone, spent 1% less when this and the marshaling half were made
+   * on first use).
+   */
+  #complete(): void {
+    // Handles the library caches on its objects.
+    void this.ctx.global;
+    this.ctx.newBigInt(0n).dispose();
+    this.runtime.computeMemoryUsage().dispose();
+  }
+
+  /** Where the heap stands at boot, for {@link heapBytes}. */
+  #measure(breakAt: number): void {
+    const usage = this.runtime.computeMemoryUsage();
+    const used = this.ctx.getProp(usage, "memory_used_size");
+    this.#bootedHeapBytes = this.ctx.getNumber(used);
+    used.dispose();
+    usage.dispose();
+    this.#breakAt = breakAt;
+    this.#bootedBreak = new Int32Array(this.instance.memory.buffer, breakAt, 1)[0] as number;
+  }
+
+  /** Records the memory up to the allocator's break (above it, memory was never written). */
+  #record(): void {
+    const { memory } = this.instance;
+    this.#bootedLength = memory.buffer.byteLength;
+    this.#bootedFingerprint = this.#fingerprint();
+    const bytes = new Uint8Array(memory.buffer);
+    const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
+    for (let start = 0; start < end; start += BLOCK) {
+      const block = bytes.subarray(start, Math.min(start + BLOCK, end));
+      this.#image.push(allZero(block) ? undefined : block.slice());
+    }
+  }
+
+  /**
+   * The library's JS-side state that must match the memory: host references (functions), contexts and the handles
+   * it caches on its objects. A run that changed any of it (it should not be able to) makes the instance unfit.
+   */
+  #fingerprint(): string {
+    const { hostRefs, contextMap } = this.runtime as unknown as {
+      hostRefs: { nextId: number; freelist: unknown[]; groups: Map<unknown, Map<unknown, unknown>> };
+      contextMap: Map<unknown, unknown>;
+    };
+    const refs = [...hostRefs.groups.values()].reduce((sum, group) => sum + group.size, 0);
+    return [
+      hostRefs.nextId,
+      hostRefs.freelist.length,
+      refs,
+      contextMap.size,
+      Object.keys(this.runtime).length,
+      Object.keys(this.ctx).length,
+    ].join();
+  }
+}
+
+/** Whether a block (whole words, word-aligned) holds only zeros. */
+function allZero(block: Uint8Array): boolean {
+  const words = new Int32Array(block.buffer, block.byteOffset, block.byteLength / 4);
+  for (let i = 0; i < words.length; i++) if (words[i] !== 0) return false;
+  return true;
+}
+
+function unwrap(ctx: QuickJSContext, result: VmCallResult<QuickJSHandle>, what = "The prelude"): QuickJSHandle {
+  if (result.error === undefined) return result.value;
+  const error = ctx.dump(result.error);
+  throw new Error(`${what} failed to boot: ${JSON.stringify(error)}`);
+}

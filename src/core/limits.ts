@@ -1,0 +1,240 @@
+/**
+ * What stops one run, and the accounting behind it: the caller's terminate and an outside stop, the safety cap
+ * (guest CPU time and fuel, the engine's metered work), the bytes of logs and reports the host keeps for the run,
+ * and faults of the host (an exception out of a VM call leaves the instance untrustworthy). The run asks here at
+ * every yield point; the engine asks through the interrupt handler and, metered, whenever its fuel runs out.
+ * @module
+ */
+import { FUEL_QUANTUM, type Meter } from "./engine.js";
+import { type Stop, Stopped } from "./outcome.js";
+import type { CodeExecutionError, SafetyCap } from "./types.js";
+
+export interface LimitSettings {
+  safetyCap: SafetyCap;
+  clock: () => number;
+  /** An outside stop (see `SandboxOptions.interrupted`). */
+  interrupted: () => boolean;
+  /** `true` once the handle settled (terminated by the caller): everything after is ignored. */
+  settled: () => boolean;
+  memoryLimitBytes: number;
+}
+
+/**
+ * Bookkeeping the host adds to each log entry and report it keeps, on top of its tape's length. Logs and reports
+ * live in host memory, out of reach of the run's capped linear memory: without a budget a guest printing the same
+ * 1 MB string in a loop made the host hold 800 MB in two seconds of guest time.
+ */
+const RETAINED_ENTRY_BYTES = 64;
+
+/**
+ * Fuel a stopped run may spend to end on its own, at the engine's next interrupt poll (every ~10,000 bytecode
+ * calls or back-edges: ~50,000 units in a tight loop), before the hard stop. A native that never polls takes the
+ * hard stop.
+ */
+export const STOP_GRACE_FUEL = 1_000_000;
+/**
+ * Fuel an interrupt poll stands for where the engine has no meter (a wasm built without it): the work between two
+ * polls ranged from ~20,000 to unbounded units (a native call is one tick whatever it does), so there fuel is no
+ * bound on native work.
+ */
+export const UNMETERED_POLL_FUEL = 50_000;
+
+/** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
+class FuelHardStop extends Error {}
+
+const CALLER_TERMINATED: CodeExecutionError = Object.freeze({
+  name: "TerminatedError",
+  message: "Execution terminated by the caller",
+});
+
+export class Limits {
+  readonly #settings: LimitSettings;
+  #stop: Stop | undefined;
+  #faulted = false;
+  #fault: unknown;
+  /** Fuel spent up to the last grant, and the grant (the counter's value when it was made). */
+  #fuel = 0;
+  #granted = 0;
+  #meter: Meter | undefined;
+  /** Whether the run spends its stop's grace. */
+  #stopping = false;
+  #cpuMs = 0;
+  #sliceStart = 0;
+  #depth = 0;
+  #retained = 0;
+
+  constructor(settings: LimitSettings) {
+    this.#settings = settings;
+  }
+
+  /** Why the host stopped the run, if it did. */
+  get stop(): Stop | undefined {
+    return this.#stop;
+  }
+
+  /** The first host exception out of a VM call, if any. */
+  get hostFault(): unknown {
+    return this.#fault;
+  }
+
+  get faulted(): boolean {
+    return this.#faulted;
+  }
+
+  /** The caller's terminate (the handle has settled already). */
+  terminate(error: CodeExecutionError): void {
+    this.#stop ??= { kind: "terminated", error };
+  }
+
+  /** Records a host exception; the first one is the run's. */
+  fault(error: unknown): void {
+    if (this.#faulted) return;
+    this.#faulted = true;
+    this.#fault = error;
+  }
+
+  /** Whether the run must stop at this yield point (an outside stop is taken as the caller's terminate). */
+  stopped(): boolean {
+    if (this.#stop === undefined && this.#settings.interrupted())
+      this.#stop = { kind: "terminated", error: CALLER_TERMINATED };
+    return this.#stop !== undefined || this.#settings.settled();
+  }
+
+  /** Throws {@link Stopped} when the run must stop. */
+  check(): void {
+    if (this.stopped()) throw new Stopped();
+  }
+
+  /**
+   * Enters the VM: accounts guest time for the safety cap and turns a host exception into a fault of the run, which
+   * is thrown again on the way out (also when it happened in a nested host call and the VM returned normally).
+   */
+  enter<T>(call: () => T): T {
+    if (this.#depth++ === 0) this.#sliceStart = this.#settings.clock();
+    let result: T | undefined;
+    try {
+      result = call();
+    } catch (fault) {
+      this.fault(fault);
+    } finally {
+      if (--this.#depth === 0) this.#cpuMs += this.#settings.clock() - this.#sliceStart;
+    }
+    if (this.#faulted) throw this.#fault;
+    return result as T;
+  }
+
+  /** The engine's work so far, in units of fuel. */
+  get fuelUsed(): number {
+    return this.#meter === undefined ? this.#fuel : this.#fuel + this.#granted - (this.#meter.counter.value as number);
+  }
+
+  /** Fuel the run has left under its safety cap. */
+  get fuelLeft(): number {
+    return this.#settings.safetyCap.fuel - this.fuelUsed;
+  }
+
+  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript). */
+  spend(units: number): void {
+    this.#fuel += units;
+  }
+
+  /** Makes `meter` spend for this run until {@link release}. */
+  meter(meter: Meter): void {
+    this.#meter = meter;
+    meter.onEmpty = this.#refuel;
+    this.#granted = Math.min(FUEL_QUANTUM, this.#settings.safetyCap.fuel);
+    meter.counter.value = this.#granted;
+  }
+
+  /** Gives the meter back (see `Meter.idle`), with the fuel the run spent recorded. */
+  release(): void {
+    const meter = this.#meter;
+    if (meter === undefined) return;
+    this.#fuel = this.fuelUsed;
+    this.#meter = undefined;
+    meter.idle();
+  }
+
+  /** The interrupt handler: polled about every 10,000 guest calls or loop iterations. */
+  readonly poll = (): boolean => {
+    if (this.#meter === undefined) this.#fuel += UNMETERED_POLL_FUEL;
+    return this.#mustStop();
+  };
+
+  /** Throws {@link Stopped} when the run must stop, its safety cap included: after work the host did for it. */
+  checkSpent(): void {
+    if (this.#mustStop()) throw new Stopped();
+  }
+
+  /**
+   * Native work the guest estimated (see "Native work" in guest/core.ts), then one poll. A metered engine counts
+   * that work itself; elsewhere it is fuel at the poll's rate.
+   */
+  charge(polls: number): boolean {
+    if (this.#meter === undefined) this.#fuel += Math.max(0, polls - 1) * UNMETERED_POLL_FUEL;
+    return this.poll();
+  }
+
+  /** Whether the run must stop: stopped, faulted or past its safety cap (recorded as its stop). */
+  #mustStop(): boolean {
+    if (this.stopped() || this.#faulted) return true;
+    const { fuel, cpuTimeMs } = this.#settings.safetyCap;
+    // The meter also runs out in VM calls outside a slice (reading a promise's state, making a value): no guest time.
+    const slice = this.#depth > 0 ? this.#settings.clock() - this.#sliceStart : 0;
+    const cpuMs = this.#cpuMs + slice;
+    const outOfFuel = this.fuelUsed > fuel;
+    if (outOfFuel || cpuMs > cpuTimeMs) {
+      const spent = outOfFuel ? `${fuel} units of fuel` : `${cpuTimeMs} ms of CPU time`;
+      this.#stop = {
+        kind: "terminated",
+        error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
+      };
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * The meter ran out. A run that must stop first gets a grace to end at the engine's next interrupt poll; once
+   * that is spent the hard stop is thrown through the engine, and again at every later check (the counter stays
+   * below zero), so a bridged call that turns it into a guest exception cannot keep the run going.
+   */
+  readonly #refuel = (): void => {
+    const { fuel } = this.#settings.safetyCap;
+    if (this.#stopping) {
+      this.#grant(-1);
+      this.fault(new FuelHardStop("The run did not end within its stop's grace"));
+      throw this.#fault;
+    }
+    if (this.#mustStop()) {
+      this.#stopping = true;
+      this.#grant(STOP_GRACE_FUEL);
+    } else this.#grant(Math.min(FUEL_QUANTUM, fuel - this.fuelUsed));
+  };
+
+  /** Sets the counter to `units`, what was spent of the last grant added to `#fuel`. */
+  #grant(units: number): void {
+    const { counter } = this.#meter as Meter;
+    this.#fuel += this.#granted - (counter.value as number);
+    this.#granted = units;
+    counter.value = units;
+  }
+
+  /**
+   * Counts a log entry or report the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
+   * (the entry is dropped, and so is every later one: the guest's call throws until the interrupt stops it).
+   */
+  retain(bytes: number): boolean {
+    const { memoryLimitBytes } = this.#settings;
+    this.#retained += bytes + RETAINED_ENTRY_BYTES;
+    if (this.#retained <= memoryLimitBytes) return true;
+    this.#stop ??= {
+      kind: "memory",
+      error: {
+        name: "MemoryError",
+        message: `The run's logs and reports exceeded memoryLimitBytes (${memoryLimitBytes}): the host keeps them for the run`,
+      },
+    };
+    return false;
+  }
+}

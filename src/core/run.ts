@@ -1,0 +1,284 @@
+/**
+ * One run on a booted instance to its `CodeExecutionResult`: the instance taken from the pool and lent to the run,
+ * staged globals and imports, the entry module, the selected export, the result, the instance given back. What
+ * stops the run is `core/limits.ts`, what crosses between guest and host `core/guest-bridge.ts`, how it ended `core/outcome.ts`.
+ * Nothing the run makes in the instance is disposed piecemeal: the pool restores the instance's booted memory or
+ * drops it whole, which also survives the engine states in which disposal aborts (after running out of memory or
+ * overflowing the host stack).
+ * @module
+ */
+import type { QuickJSHandle } from "quickjs-emscripten-core";
+import type { FetchPolicy } from "../fetch/policy.js";
+import { FetchSession } from "../fetch/session.js";
+import { MODE_CLONE } from "../values/tape.js";
+import { type Encoded, encodeForGuest, type FunctionTable } from "../values/to-guest.js";
+import { GuestBridge } from "./guest-bridge.js";
+import type { BootedInstance, BootModules, Tenant } from "./instance.js";
+import type { InstancePool } from "./instance-pool.js";
+import { Limits } from "./limits.js";
+import { INTERNALS_MODULE, type Linker } from "./linker.js";
+import type { ResolvedOptions } from "./options.js";
+import { GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
+
+export { MAX_HOST_CALLS_IN_FLIGHT } from "./guest-bridge.js";
+
+/** What a run needs from its sandbox. */
+export interface RunContext {
+  wasm: () => Promise<WebAssembly.Module | undefined>;
+  instances: InstancePool;
+  /** Whether the instance goes back to the pool restored (`false`: booted for this run only). */
+  restore: boolean;
+  safetyCap: SafetyCap;
+  clock: () => number;
+  /** An outside stop (see `SandboxOptions.interrupted`). */
+  interrupted: () => boolean;
+  boot: BootModules;
+  /** See `SandboxOptions.onLog`. */
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** See `SandboxOptions.fetch`. */
+  fetch: FetchPolicy | undefined;
+}
+
+/** What the run shares with its handle. */
+export interface RunChannel {
+  reports: unknown[];
+  /** `true` once the handle settled (terminated by the caller): everything after is ignored. */
+  settled(): boolean;
+}
+
+type Ending = Pick<CodeExecutionResult, "status" | "result" | "error">;
+
+/** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
+const STAGE_KEY = "runcode:stage";
+
+export class Run {
+  readonly #options: ResolvedOptions;
+  readonly #context: RunContext;
+  readonly #linker: Linker;
+  readonly #functions: FunctionTable;
+  readonly #values: Encoded;
+  readonly #args: Encoded;
+  readonly #channel: RunChannel;
+  readonly #logs: CodeExecutionLog[] = [];
+  readonly #limits: Limits;
+  readonly #fetch: FetchSession | undefined;
+
+  /** The booted instance while the run holds it, and the bridge into it. */
+  #booted: BootedInstance | undefined;
+  #bridge: GuestBridge | undefined;
+  /** `false` once a step failed in a way that leaves the instance unfit for another run. */
+  #sound = true;
+  #peakBytes = 0;
+
+  constructor(
+    options: ResolvedOptions,
+    context: RunContext,
+    linker: Linker,
+    functions: FunctionTable,
+    channel: RunChannel,
+  ) {
+    this.#options = options;
+    this.#context = context;
+    this.#linker = linker;
+    this.#functions = functions;
+    this.#channel = channel;
+    this.#limits = new Limits({
+      safetyCap: context.safetyCap,
+      clock: context.clock,
+      interrupted: context.interrupted,
+      settled: () => channel.settled(),
+      memoryLimitBytes: options.memoryLimitBytes,
+    });
+    this.#fetch = context.fetch && new FetchSession(context.fetch, options.memoryLimitBytes);
+    // Encoded now, so a value that cannot cross makes runCode throw before anything runs.
+    this.#values = encodeForGuest([options.globals, options.imports], functions);
+    this.#args = encodeForGuest(options.args, functions);
+  }
+
+  /** Stops the run at its next chance (the handle has settled already). */
+  stop(error: CodeExecutionError): void {
+    this.#limits.terminate(error);
+    this.#fetch?.end();
+    this.#bridge?.wake();
+  }
+
+  get logs(): CodeExecutionLog[] {
+    return this.#logs;
+  }
+
+  /** The engine's work so far (see `SafetyCap.fuel`). */
+  get fuelUsed(): number {
+    return this.#limits.fuelUsed;
+  }
+
+  get peakBytes(): number | undefined {
+    return this.#peakBytes === 0 ? undefined : this.#peakBytes;
+  }
+
+  /** Runs to the end; never throws. */
+  async execute(source: string): Promise<Ending> {
+    try {
+      return await this.#execute(source);
+    } finally {
+      this.#fetch?.end();
+      this.#limits.release();
+      const booted = this.#booted;
+      this.#booted = undefined;
+      if (booted !== undefined) this.#context.instances.give(booted, this.#sound && !this.#limits.faulted);
+    }
+  }
+
+  async #execute(source: string): Promise<Ending> {
+    try {
+      await this.#linker.prepare();
+      // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a
+      // worker thread, the check starts the slice the watchdog counts).
+      this.#limits.check();
+      const entry = this.#limits.enter(() => this.#linker.entry(source, this.#limits));
+      this.#limits.checkSpent();
+      if (typeof entry !== "string") return { status: "link_error", error: entry };
+      const { wasm, instances, restore, boot } = this.#context;
+      const module = await wasm();
+      this.#limits.check();
+      this.#booted = await instances.take(module, this.#options.memoryLimitBytes, restore, boot);
+      this.#limits.check();
+      const { ctx, core } = this.#booted;
+      const bridge = this.#lend(this.#booted);
+      const namespace = await this.#settle(
+        bridge.guard(() => ctx.evalCode(entry, this.#linker.entryName, { type: "module" })),
+      );
+      const fn = ctx.newString(this.#options.fn);
+      const exported = bridge.guard(() => ctx.callFunction(core.hasExport, ctx.undefined, [namespace, fn]));
+      // A script without a default export goes on as if it ended with `export default undefined`: the same jobs
+      // run before the result is taken.
+      if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true) && !this.#options.script) {
+        const message = `The module does not export '${this.#options.fn}'`;
+        return { status: "link_error", error: { name: "LinkError", message } };
+      }
+      const args = bridge.toGuest(this.#args);
+      const selected = bridge.guard(() => ctx.callFunction(core.runExport, ctx.undefined, [namespace, fn, args]));
+      const value = await this.#settle(selected);
+      const result = bridge.toHost(value, MODE_CLONE);
+      this.#sample();
+      return { status: "success", result };
+    } catch (caught) {
+      if (!(caught instanceof GuestFailure || caught instanceof Stopped)) this.#sound = false;
+      const outcome = this.#outcome(caught);
+      if (outcome.status === "error" || outcome.status === "link_error") this.#sample();
+      return outcome;
+    }
+  }
+
+  /** Lends the instance to this run: its hooks, meter, cap, `Math.random` seed, staged values and global bindings. */
+  #lend(booted: BootedInstance): GuestBridge {
+    const { meter } = booted.instance;
+    if (meter !== undefined) this.#limits.meter(meter);
+    const bridge = new GuestBridge(booted, this.#tenant, this.#limits, {
+      functions: this.#functions,
+      report: this.#options.report,
+      reports: this.#channel.reports,
+      logs: this.#logs,
+      onLog: this.#context.onLog,
+      fetch: this.#fetch,
+    });
+    this.#bridge = bridge;
+    booted.lend(this.#tenant, this.#options.memoryLimitBytes);
+    const { ctx, core } = booted;
+    // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
+    const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
+    const values = empty ? undefined : bridge.toGuest(this.#values);
+    const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
+    // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
+    const seed = seedWords().map((word) => ctx.newNumber(word | 0));
+    const stage = [...staged, ctx.newString(STAGE_KEY), ...seed, meter === undefined ? ctx.false : ctx.true];
+    bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
+    const key = JSON.stringify(STAGE_KEY);
+    const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
+    bridge.guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
+    const names = [...new Set(["console", "report", ...Object.keys(this.#options.globals)])];
+    const bindings = `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
+    bridge.guard(() => ctx.evalCode(bindings, `${INTERNALS_MODULE}/globals`, { type: "global" }));
+    return bridge;
+  }
+
+  /** What the booted instance asks of the run holding it. */
+  readonly #tenant: Tenant = {
+    poll: () => this.#limits.poll(),
+    hostCall: (...args) => this.#bridge?.hostCall(...args),
+    normalize: (base, specifier) => this.#linker.normalize(base, specifier),
+    load: (name) => this.#linker.load(name, this.#limits),
+  };
+
+  /** Pumps jobs until `handle` settles; waits for the host when only host work can move it on. */
+  async #settle(handle: QuickJSHandle): Promise<QuickJSHandle> {
+    const { ctx, runtime } = this.#booted as BootedInstance;
+    const bridge = this.#bridge as GuestBridge;
+    for (;;) {
+      this.#limits.check();
+      const state = ctx.getPromiseState(handle);
+      if (state.type === "fulfilled") return state.value;
+      if (state.type === "rejected") throw new GuestFailure(bridge.describe(state.error));
+      const ran = this.#limits.enter(() => runtime.executePendingJobs());
+      if (ran.error !== undefined) throw new GuestFailure(bridge.describe(ran.error));
+      if (ran.value > 0) continue;
+      if (bridge.inflight === 0) {
+        throw new GuestFailure({
+          name: "DeadlockError",
+          message: "The run awaits a promise that nothing can settle: no job is queued and no host call is pending",
+        });
+      }
+      await bridge.hostWork();
+    }
+  }
+
+  /** Records the heap's high-water mark for `memoryUsedBytes` (see `BootedInstance#heapBytes`). */
+  #sample(): void {
+    if (this.#booted === undefined || this.#limits.faulted) return;
+    this.#peakBytes = Math.max(this.#peakBytes, this.#booted.heapBytes() ?? 0);
+  }
+
+  /** Classifies how the run ended (core/outcome.ts). */
+  #outcome(caught: unknown): Ending {
+    return outcomeOf(
+      {
+        stop: this.#limits.stop,
+        hostFault: this.#limits.faulted ? this.#limits.hostFault : undefined,
+        instance: this.#booted?.instance,
+        memoryLimitBytes: this.#options.memoryLimitBytes,
+        linker: this.#linker,
+        evaluating: () => this.#evaluating(),
+        notePeak: (bytes) => {
+          this.#peakBytes = Math.max(this.#peakBytes, bytes);
+        },
+      },
+      caught,
+    );
+  }
+
+  /** Whether user code started evaluating (see the phase module in core/linker.ts). */
+  #evaluating(): boolean {
+    const booted = this.#booted;
+    if (booted === undefined || this.#bridge === undefined) return false;
+    const { ctx, core } = booted;
+    const started = this.#limits.enter(() => ctx.callFunction(core.evaluating, ctx.undefined, []));
+    const value =
+      started.error === undefined && ctx.typeof(started.value) === "boolean" && ctx.eq(started.value, ctx.true);
+    (started.error ?? started.value).dispose();
+    return value;
+  }
+}
+
+/** Seeds of Math.random, drawn from the platform's cryptographic source (never the clock: see guest/core.ts) in batches. */
+const seeds = new Uint32Array(256);
+let seedsUsed = seeds.length;
+
+/** Four fresh words of seed, never handed out twice. */
+function seedWords(): number[] {
+  if (seedsUsed === seeds.length) {
+    crypto.getRandomValues(seeds);
+    seedsUsed = 0;
+  }
+  seedsUsed += 4;
+  return Array.from(seeds.subarray(seedsUsed - 4, seedsUsed));
+}

@@ -1,0 +1,185 @@
+/**
+ * The caller-facing contract of `runCode` (spec: contract.md §2-§4, §12), plus the host-level settings of a
+ * sandbox runner.
+ * @module
+ */
+
+/** Options of one run (contract.md §3). Unknown keys are rejected with a `TypeError`. */
+export interface CodeExecutionOptions {
+  /**
+   * Export to run and arguments for it when it is a function. Default `{ fn: 'default', args: [] }`. `'script'`:
+   * the default export when the module has one, else the module runs for its effects and succeeds with no result.
+   */
+  execute?: { fn?: string; args?: unknown[] } | "script";
+  /** Bare specifier -> named exports of a synthetic module (`default` key = default export). */
+  imports?: Record<string, Record<string, unknown>>;
+  /** Relative specifier from the graph root (`'./lib/x.js'`) -> module source (JS or TS). */
+  modules?: Record<string, string>;
+  /** Identifier -> value, visible as free identifiers in every module, never on `globalThis`. */
+  globals?: Record<string, unknown>;
+  /** Source language of the entry and of every module. Default `'typescript'` (types erased, not checked). */
+  language?: "javascript" | "typescript";
+  /** Cap on the sandbox heap in bytes; exceeding it settles with `status: 'memory'`. */
+  memoryLimitBytes?: number;
+  /** Name of the entry module in stacks and errors. Default `'<runCode>'`. */
+  filename?: string;
+  /** Host-side sink called synchronously for every value the guest passes to `report`. */
+  report?: (value: unknown) => void;
+}
+
+/** The five outcomes of a run (contract.md §4.1). */
+export type CodeExecutionStatus = "success" | "error" | "memory" | "terminated" | "link_error";
+
+/** What went wrong, with positions in the caller's original source (contract.md §4.2). */
+export interface CodeExecutionError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** Module specifier that failed to link, when applicable. */
+  specifier?: string;
+  /** Module the position below belongs to: `filename` for the entry, the `modules` key otherwise. */
+  filename?: string;
+  /** 1-based line in the original source. */
+  line?: number;
+  /** 1-based column in the original source. */
+  column?: number;
+}
+
+/** One captured `console.*` call (contract.md §4.3). */
+export interface CodeExecutionLog {
+  level: "log" | "info" | "warn" | "error" | "debug";
+  args: unknown[];
+  /** `Date.now()` of the host when the guest made the call. */
+  timestamp: number;
+}
+
+/** The value a run settles with. A run never rejects: its outcome is this value. */
+export interface CodeExecutionResult {
+  status: CodeExecutionStatus;
+  /** The selected export's final value; present only on `success`. */
+  result?: unknown;
+  reports: unknown[];
+  logs: CodeExecutionLog[];
+  /** Present iff `status` is not `'success'`. */
+  error?: CodeExecutionError;
+  /** Milliseconds from the `runCode()` call to settlement. */
+  durationMs: number;
+  /**
+   * The engine's work the run spent (see `SafetyCap.fuel`): the same for the same program on every run and thread
+   * mode. Absent when the run ended from outside its thread (a worker ended by a stop).
+   */
+  fuelUsed?: number;
+  /** Peak heap of the sandbox in bytes, as the engine counts it. */
+  memoryUsedBytes?: number;
+}
+
+/** The handle `runCode` returns at once (contract.md §2.2). */
+export interface CodeExecution extends PromiseLike<CodeExecutionResult> {
+  /** Stop the run; idempotent. Settles with `status: 'terminated'` and `reason` in `error.message`. */
+  terminate(reason?: string): void;
+  /** `true` until the handle settles. */
+  readonly running: boolean;
+  /** Live, append-only view of the values reported so far. */
+  readonly reports: readonly unknown[];
+}
+
+/** The shape every host of the core exposes. */
+export type RunCode = (source: string, options?: CodeExecutionOptions) => CodeExecution;
+
+/**
+ * Where the QuickJS wasm comes from. A compiled module is the fast path (and the only one on Workers); bytes or a
+ * loader of either are compiled once per sandbox; `undefined` lets the variant's own loader fetch and compile it
+ * for every run (works in Node and browsers, slower).
+ */
+export type WasmSource =
+  | WebAssembly.Module
+  | ArrayBuffer
+  | Uint8Array
+  | (() => Promise<WebAssembly.Module | ArrayBuffer | Uint8Array>);
+
+/** The runtime's own stop for runaway code (contract.md §6.4). Whichever limit is reached first fires. */
+export interface SafetyCap {
+  /** Milliseconds of guest execution (time spent awaiting the host does not count). */
+  cpuTimeMs: number;
+  /**
+   * Units of the engine's own work (one per function entry or loop iteration inside the engine, one per 32 bytes it
+   * copies or fills, 50 per call into the host), metered inside the wasm, so it holds inside natives and where clocks
+   * stand still during synchronous work, as on deployed Cloudflare Workers. Deterministic: the same program spends
+   * the same fuel on every run. See docs/limits.md for CPU time per unit.
+   */
+  fuel: number;
+}
+
+/** Host-level settings of a sandbox runner. */
+export interface SandboxOptions {
+  /** The QuickJS wasm; see {@link WasmSource}. */
+  wasm?: WasmSource;
+  /** Heap cap of a run that sets no `memoryLimitBytes`. */
+  defaultMemoryLimitBytes?: number;
+  /** The runtime's own stop for runaway code; partial settings keep the other default. */
+  safetyCap?: Partial<SafetyCap>;
+  /** Monotonic milliseconds used for `durationMs` and the safety cap. Default `performance.now`. */
+  clock?: () => number;
+  /**
+   * `"restore"` (default): a run gets an instance booted once, whose memory is written back to the booted image
+   * after every run. `"fresh"`: every run boots a new instance (slower; for comparison).
+   */
+  instances?: "restore" | "fresh";
+  /**
+   * Read with every interrupt poll and at every yield point: once it returns `true` the run stops as `terminated`,
+   * native work included at its next poll. For a flag another thread sets (a run on a worker thread cannot receive
+   * messages while guest code runs synchronously).
+   */
+  interrupted?: () => boolean;
+  /**
+   * ES modules evaluated once when an instance boots and kept in its booted image, so that runs pay neither their
+   * compile nor their evaluation: every module of a run can import one as `runcode:boot/<name>`. They import
+   * nothing; what they hold is as booted at the start of every run (a run's changes go with the restore).
+   */
+  bootModules?: Readonly<Record<string, string>>;
+  /**
+   * Called with every `console` entry as the guest makes it (the entry is in `result.logs` too), so a host can
+   * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
+   */
+  onLog?: (entry: CodeExecutionLog) => void;
+  /**
+   * Installs the web APIs in the guest: `Headers`, `Request` and `Response` (and `fetch` when {@link fetch} is set),
+   * as properties of `globalThis`. Default `false`: only ECMAScript built-ins.
+   */
+  webApis?: boolean;
+  /**
+   * Gives the guest `fetch`, reaching only the origins (and path prefixes) of `allow` (needs `webApis: true`). Without
+   * it `fetch` does not exist in the guest.
+   */
+  fetch?: FetchOptions;
+}
+
+/** The platform's `fetch`, as the host calls it: always with a URL string and `redirect: "manual"`. */
+export type FetchTransport = (url: string, init: RequestInit) => Promise<Response>;
+
+/** The guest's `fetch` (`SandboxOptions.fetch`): what it may reach, and how much of it one run may use. */
+export interface FetchOptions {
+  /**
+   * Origins the guest may fetch (`https://api.example.com`), each optionally narrowed to a path prefix
+   * (`https://x.org/v1/` covers `/v1/` and below; `https://x.org/v1` also `/v1` itself). Every other URL, and every
+   * redirect to one, is refused with a `TypeError` naming its origin, and never reaches the network.
+   */
+  allow: readonly string[];
+  /** The fetch the host makes requests with. Default the platform's global `fetch`. */
+  fetch?: FetchTransport;
+  /** Requests one run may make, each redirect followed counted as one. Default 50. */
+  maxRequests?: number;
+  /** Largest request body in bytes. Default 1 MiB. */
+  maxRequestBytes?: number;
+  /** Largest response body in bytes, counted as it streams in. Default 8 MiB. */
+  maxResponseBytes?: number;
+  /** Largest request URL plus headers, and response status text plus headers, in bytes. Default 64 KiB. */
+  maxHeaderBytes?: number;
+  /** Milliseconds from a request to the last byte of its response, redirects included. Default 10,000. */
+  timeoutMs?: number;
+}
+
+/** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */
+export interface Sandbox {
+  runCode: RunCode;
+}

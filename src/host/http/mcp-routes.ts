@@ -1,0 +1,135 @@
+/**
+ * `POST /mcp`: runcode's MCP server (src/mcp) over Streamable HTTP, stateless: every request gets a server made for
+ * its tenant, answers JSON and closes. The body is read by the app's JSON middleware within its limit (the SDK's
+ * transport would read it whole); each `tools/call` counts against the tenant's rate (so does a request that reaches
+ * upstream servers), and its run waits in the same admission as `POST /run`. The app refuses a foreign `Host` or
+ * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
+ * transport refuses is answered as every refusal is, `{error: {code, message}}`.
+ * @module
+ */
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { ToolRegistry } from "../../tools/registry.js";
+import { connectHttpUpstreams } from "../../tools/upstream.js";
+import type { HttpUpstream } from "../../tools/upstream-config.js";
+import type { RunAdmission } from "../admission/run-admission.js";
+import { HostError, type HostErrorCode } from "../errors.js";
+import { serveMcpRequest } from "../mcp/http.js";
+import { createMcpServer } from "../mcp/server.js";
+import type { Catalog } from "./catalog-routes.js";
+import { jsonBody } from "./json-body.js";
+import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
+import { MAX_RUN_BODY_BYTES, type RunRouteOptions } from "./run-routes.js";
+
+const JsonRpc = z
+  .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
+  .openapi("JsonRpcMessage", { description: "A JSON-RPC 2.0 message of the Model Context Protocol, or a batch." });
+
+const route = createRoute(
+  secured(
+    {
+      method: "post",
+      path: "/mcp",
+      summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
+      request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
+      responses: {
+        200: { description: "The JSON-RPC response", content: { "application/json": { schema: JsonRpc } } },
+        202: { description: "A notification or response was accepted" },
+        ...errorResponses(
+          "invalid_json",
+          "invalid_request",
+          "not_acceptable",
+          "payload_too_large",
+          "unsupported_media_type",
+          "rate_limited",
+        ),
+      },
+    },
+    jsonBody("POST /mcp", MAX_RUN_BODY_BYTES),
+  ),
+);
+
+const methodOf = (message: unknown) => (message as { method?: unknown } | null)?.method;
+
+/**
+ * The codes of what the SDK's transport refuses (its JSON-RPC error bodies): an `Accept` without both JSON and event
+ * streams, a body that is not JSON, a message that is not JSON-RPC, two `initialize` in one batch, an unsupported
+ * `MCP-Protocol-Version`. Any other refusal would be a fault of this route.
+ */
+const TRANSPORT_REFUSALS: Partial<Record<number, HostErrorCode>> = {
+  400: "invalid_request",
+  406: "not_acceptable",
+  415: "unsupported_media_type",
+};
+
+/** `response` if the transport answered, else its refusal in the app's error shape. */
+async function answered(response: Response): Promise<Response> {
+  if (response.status < 400) return response;
+  const text = await response.text();
+  let message = text;
+  try {
+    message = String((JSON.parse(text) as { error: { message: unknown } }).error.message);
+  } catch {}
+  throw new HostError(TRANSPORT_REFUSALS[response.status] ?? "internal", message.slice(0, 500));
+}
+
+/**
+ * Adds `POST /mcp` to `app`: runs through `options`, admitted by `admission`. The tools of `mcpServers` are
+ * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
+ * lists or calls tools, and one that cannot be reached is left out of that request.
+ */
+export function addMcpRoutes(
+  app: OpenAPIHono<AppEnv>,
+  options: RunRouteOptions,
+  admission: RunAdmission,
+  catalog: Catalog,
+  mcpServers: Record<string, HttpUpstream> = {},
+): void {
+  const bridged = Object.keys(mcpServers).length > 0;
+  app.openapi(route, async (c) => {
+    const body = c.get("body");
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    // The transport answers a batch once each id has an answer: the calls behind a repeated id were left running
+    // after the answer, holding their admission for ever on the edge.
+    const ids = new Set<unknown>();
+    for (const message of messages) {
+      const { method, id } = (message ?? {}) as { method?: unknown; id?: unknown };
+      if (method === undefined || id === undefined) continue;
+      if (ids.has(id))
+        throw new HostError("invalid_request", `The batch repeats the request id ${JSON.stringify(id).slice(0, 100)}`);
+      ids.add(id);
+    }
+    const methods = messages.map(methodOf);
+    const reachesUpstreams = bridged && (methods.includes("tools/call") || methods.includes("tools/list"));
+    // Every call in a batch is a run, and a request that reaches upstream servers costs them three exchanges each:
+    // both count against the tenant's rate, one token apiece.
+    const tokens = methods.filter((method) => method === "tools/call").length + (reachesUpstreams ? 1 : 0);
+    for (let i = 0; i < tokens; i++) await c.get("quotas").admit(c.get("tenant"));
+    // Whatever ends this request releases every run it admitted and stops every wait for admission.
+    const ended = new AbortController();
+    const signal = AbortSignal.any([c.req.raw.signal, ended.signal]);
+    const tenant = c.get("tenant");
+    const admit = (memoryLimitBytes: number | undefined) =>
+      admission.admit(memoryLimitBytes ?? options.defaultMemoryLimitBytes, tenant, signal);
+    const upstreams = reachesUpstreams ? await connectHttpUpstreams(mcpServers) : undefined;
+    try {
+      if (upstreams !== undefined && upstreams.failed.length > 0)
+        console.warn(`POST /mcp: upstream MCP servers left out: ${upstreams.failed.join("; ")}`);
+      const tools =
+        upstreams === undefined
+          ? options.tools
+          : (options.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
+      const server = createMcpServer({
+        runCode: options.runCode,
+        admit,
+        tenant,
+        environmentDocs: () => catalog.environments.docs(),
+        ...(tools === undefined ? {} : { tools }),
+        ...(options.fetchAllow === undefined ? {} : { fetchAllow: options.fetchAllow }),
+      });
+      return preEncoded(await answered(await serveMcpRequest(c.req.raw, body, server)));
+    } finally {
+      ended.abort(new HostError("internal", "The request ended"));
+      await upstreams?.close();
+    }
+  });
+}

@@ -1,0 +1,263 @@
+/**
+ * The process routes: create, list (a page at a time), read, follow, signal and delete processes. Every process
+ * belongs to the tenant that created it: another tenant's pid answers 404 exactly as an unknown one does, and a
+ * listing shows the caller's processes only.
+ * @module
+ */
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { codeTooLarge } from "../code-size.js";
+import { HostError } from "../errors.js";
+import type { CreateProcessInput } from "../processes/process-service.js";
+import type { HostState, ProcessFilter, ProcessRecord } from "../processes/storage.js";
+import { jsonBody } from "./json-body.js";
+import { type AppEnv, errorResponses, preEncoded, secured } from "./route-context.js";
+import {
+  CreateProcessRequest,
+  ListProcessesQuery,
+  PID_PATTERN,
+  PidParameter,
+  ProcessPage,
+  ProcessRecordSchema,
+  ProcessState,
+} from "./schemas.js";
+
+/** What the process routes ask of processes: the `ProcessService` in one process, Durable Objects on the edge. */
+export interface ProcessBackend {
+  /** Throws a `HostError` (429 `too_many_processes`, `tenant_too_many_processes`) when no slot is free. */
+  create(input: CreateProcessInput & { tenant: string }): Promise<{ pid: number; state: HostState }>;
+  /**
+   * `tenant`'s process `pid`. A backend that keeps each process in an object of its own finds out whose the pid is
+   * first: another tenant's pid, like an unknown one, creates and reads no object.
+   */
+  get(pid: number, tenant: string): Promise<ProcessRecord | undefined>;
+  list(filter: ProcessFilter): Promise<ProcessRecord[]>;
+  events(pid: number): Promise<ReadableStream<Uint8Array> | undefined>;
+  kill(pid: number): Promise<{ pid: number; state: HostState }>;
+  run(pid: number): Promise<{ pid: number; state: HostState }>;
+  delete(pid: number): Promise<void>;
+}
+
+/** Largest `POST /processes` body when the app is given none. */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+/** A UTF-16 code unit of a surrogate pair without its other half (`u` mode matches only unpaired ones). */
+const LONE_SURROGATE = /\p{Cs}/u;
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const text = (description: string) => ({ description, content: { "text/plain": { schema: z.string() } } });
+const pidErrors = errorResponses("invalid_pid", "not_found");
+
+/** The fields of a record a list shows (no code, streams or output, nor the tenant: the caller is the tenant). */
+export function summaryOf(
+  r: ProcessRecord,
+): Omit<ProcessRecord, "tenant" | "code" | "output" | "stdout" | "stderr" | "truncated"> {
+  const { tenant: _n, code: _c, output: _o, stdout: _s, stderr: _e, truncated: _t, ...summary } = r;
+  return summary;
+}
+
+/** The record a client sees: everything but the tenant. */
+const visible = ({ tenant: _n, ...record }: ProcessRecord) => record;
+
+function pidOf(c: Context): number {
+  const raw = c.req.param("pid") ?? "";
+  if (!PID_PATTERN.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new HostError("invalid_pid", `pid must be a positive integer, got ${JSON.stringify(raw.slice(0, 40))}`);
+  }
+  // The router decodes the segment: `%31` would be pid 1. A pid is written in digits, or it names no process.
+  if (new URL(c.req.url).pathname.split("/")[2] !== raw) throw new HostError("not_found", "No such process");
+  return Number(raw);
+}
+
+/** Adds the process routes to `app`, over `processes`. */
+export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBackend, maxBodyBytes: number): void {
+  /** The caller's process: 404 for an unknown pid and for another tenant's, alike. */
+  const owned = async (c: Context<AppEnv>): Promise<ProcessRecord> => {
+    const pid = pidOf(c);
+    const tenant = c.get("tenant");
+    const found = await processes.get(pid, tenant);
+    if (found === undefined || found.tenant !== tenant) throw new HostError("not_found", `No process ${pid}`);
+    return found;
+  };
+
+  app.openapi(
+    createRoute(
+      secured(
+        {
+          method: "post",
+          path: "/processes",
+          summary: "Create and start a process",
+          request: { body: { required: true, content: { "application/json": { schema: CreateProcessRequest } } } },
+          responses: {
+            201: json(ProcessState, "Created; the process is queued"),
+            ...errorResponses(
+              "invalid_json",
+              "invalid_request",
+              "payload_too_large",
+              "unsupported_media_type",
+              "too_many_processes",
+              "tenant_too_many_processes",
+              "rate_limited",
+            ),
+          },
+        },
+        jsonBody("POST /processes", maxBodyBytes),
+      ),
+    ),
+    async (c) => {
+      const input = c.req.valid("json");
+      const tooLarge = codeTooLarge("code", [input.code]);
+      if (tooLarge !== undefined) throw tooLarge;
+      // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
+      // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
+      for (const field of ["code", "ref"] as const) {
+        const value = input[field];
+        const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
+        if (lone !== null) {
+          const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
+          throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
+        }
+      }
+      // The environment compiles code as a C string: a raw NUL cut it there, so `1 // \0 throw x` ran as `1` and a
+      // NUL in a string literal was a SyntaxError. Refused until the engine takes NUL (write `\0` in strings).
+      if (input.code.includes("\0")) {
+        throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
+      }
+      const tenant = c.get("tenant");
+      await c.get("quotas").admit(tenant);
+      const created = await processes.create({ ...input, tenant });
+      return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
+    },
+  );
+
+  app.openapi(
+    createRoute(
+      secured({
+        method: "get",
+        path: "/processes",
+        summary: "List the caller's processes, ascending by pid, a page at a time",
+        request: { query: ListProcessesQuery },
+        responses: { 200: json(ProcessPage, "A page of summaries"), ...errorResponses("invalid_request") },
+      }),
+    ),
+    async (c) => {
+      const { limit, after, ...rest } = c.req.valid("query");
+      const pageSize = limit === undefined ? 100 : Number(limit);
+      const filter: ProcessFilter = { ...rest, tenant: c.get("tenant"), limit: pageSize };
+      if (after !== undefined) filter.after = Number(after);
+      const page = await processes.list(filter);
+      const last = page.at(-1);
+      const next = page.length === pageSize && last !== undefined ? String(last.pid) : null;
+      return c.json({ processes: page.map(summaryOf), next }, 200);
+    },
+  );
+
+  const read = { method: "get", request: { params: PidParameter } } as const;
+  app.openapi(
+    createRoute(
+      secured({
+        ...read,
+        path: "/processes/{pid}",
+        summary: "A process's record",
+        responses: { 200: json(ProcessRecordSchema, "The record"), ...pidErrors },
+      }),
+    ),
+    async (c) => c.json(visible(await owned(c)) as z.infer<typeof ProcessRecordSchema>, 200),
+  );
+  for (const stream of ["code", "stdout", "stderr"] as const) {
+    app.openapi(
+      createRoute(
+        secured({
+          ...read,
+          path: `/processes/{pid}/${stream}`,
+          summary: `A process's ${stream}`,
+          responses: { 200: text(`The ${stream}`), ...pidErrors },
+        }),
+      ),
+      async (c) => c.text((await owned(c))[stream], 200),
+    );
+  }
+  app.openapi(
+    createRoute(
+      secured({
+        ...read,
+        path: "/processes/{pid}/output",
+        summary: "A process's merged output",
+        responses: { 200: json(z.record(z.string(), z.unknown()), "The output"), ...pidErrors },
+      }),
+    ),
+    async (c) => c.json((await owned(c)).output, 200),
+  );
+  app.openapi(
+    createRoute(
+      secured({
+        method: "get",
+        path: "/processes/{pid}/events",
+        summary: "Follow a process: a snapshot, then every event until exit (Server-Sent Events)",
+        request: { params: PidParameter },
+        responses: {
+          200: { description: "The event stream", content: { "text/event-stream": { schema: z.string() } } },
+          ...pidErrors,
+          ...errorResponses("too_many_subscribers"),
+        },
+      }),
+    ),
+    async (c) => {
+      const { pid } = await owned(c);
+      // Hono answers HEAD with the GET route minus its body, and a body dropped that way is never cancelled: the
+      // subscription it made stayed until the process exited. HEAD gets the headers and subscribes to nothing.
+      if (c.req.method === "HEAD") return preEncoded(new Response(null, { status: 200, headers: SSE_HEADERS }));
+      const stream = await processes.events(pid);
+      if (stream === undefined) throw new HostError("not_found", `No process ${pid}`);
+      return preEncoded(new Response(stream, { status: 200, headers: SSE_HEADERS }));
+    },
+  );
+
+  const signal = (name: "kill" | "run", summary: string, refusals: Parameters<typeof errorResponses>) =>
+    createRoute(
+      secured({
+        method: "post",
+        path: `/processes/{pid}/signals/${name}`,
+        summary,
+        request: { params: PidParameter },
+        responses: { 202: json(ProcessState, "Accepted"), ...pidErrors, ...errorResponses(...refusals) },
+      }),
+    );
+  app.openapi(signal("kill", "Stop a queued or running process", ["process_not_active"]), async (c) => {
+    const { pid } = await owned(c);
+    const killed = await processes.kill(pid);
+    return c.json({ pid: killed.pid, state: killed.state }, 202);
+  });
+  app.openapi(
+    signal("run", "Run an idle process again", [
+      "process_active",
+      "too_many_processes",
+      "tenant_too_many_processes",
+      "rate_limited",
+    ]),
+    async (c) => {
+      const { pid } = await owned(c);
+      await c.get("quotas").admit(c.get("tenant"));
+      const queued = await processes.run(pid);
+      return c.json({ pid: queued.pid, state: queued.state }, 202);
+    },
+  );
+  app.openapi(
+    createRoute(
+      secured({
+        method: "delete",
+        path: "/processes/{pid}",
+        summary: "Delete an idle process",
+        request: { params: PidParameter },
+        responses: { 204: { description: "Deleted" }, ...pidErrors, ...errorResponses("process_active") },
+      }),
+    ),
+    async (c) => {
+      const { pid } = await owned(c);
+      await processes.delete(pid);
+      return c.body(null, 204);
+    },
+  );
+}

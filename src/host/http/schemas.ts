@@ -1,0 +1,125 @@
+/**
+ * The HTTP API's request and response shapes as zod schemas: the same objects validate requests and, through the
+ * route definitions, make `GET /openapi.json`.
+ * @module
+ */
+import { z } from "@hono/zod-openapi";
+import { EXECUTION_EXIT_STATES } from "../../environment/types.js";
+import { MAX_EXECUTION_TIMEOUT_MS } from "../processes/process-service.js";
+import { HOST_STATES } from "../processes/storage.js";
+
+/** A pid in a path or a cursor: a positive integer of at most 16 digits. */
+export const PID_PATTERN = /^[1-9][0-9]{0,15}$/;
+
+export const CreateProcessRequest = z
+  .strictObject({
+    code: z.string().openapi({ description: "The process code: a TypeScript ES module (at most 100 KB of UTF-8)." }),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_EXECUTION_TIMEOUT_MS)
+      .optional()
+      .openapi({ description: "Milliseconds the process may run. Default 30000." }),
+    ref: z.string().min(1).max(256).optional().openapi({ description: "A caller's label, usable as a list filter." }),
+  })
+  .openapi("CreateProcessRequest", { description: "A process to create and start." });
+
+export const ListProcessesQuery = z.strictObject({
+  state: z.enum(HOST_STATES).optional(),
+  exitState: z.enum(EXECUTION_EXIT_STATES).optional(),
+  ref: z.string().min(1).max(256).optional(),
+  limit: z
+    .string()
+    .regex(/^(?:[1-9][0-9]{0,2}|1000)$/)
+    .optional()
+    .openapi({ description: "1-1000, default 100." }),
+  after: z
+    .string()
+    .regex(PID_PATTERN)
+    .optional()
+    .openapi({ description: "The `next` cursor of the previous page: only processes with a higher pid." }),
+});
+
+export const PidParameter = z.object({
+  pid: z.string().openapi({ param: { name: "pid", in: "path" }, description: "A process id.", example: "1" }),
+});
+
+export const ProcessSummary = z
+  .object({
+    pid: z.number().int().min(1),
+    ref: z.string().optional(),
+    state: z.enum(HOST_STATES),
+    exitState: z.enum(EXECUTION_EXIT_STATES).nullable(),
+    error: z.string().nullable(),
+    timeoutMs: z.number().int(),
+    runs: z.number().int(),
+    createdAt: z.number(),
+    startedAt: z.number().nullable(),
+    finishedAt: z.number().nullable(),
+  })
+  .openapi("ProcessSummary");
+
+export const ProcessPage = z
+  .object({
+    processes: z.array(ProcessSummary),
+    next: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `after` for the next page; `null` when this page is the last." }),
+  })
+  .openapi("ProcessPage");
+
+export const ProcessRecordSchema = ProcessSummary.extend({
+  code: z.string(),
+  output: z.record(z.string(), z.unknown()),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.object({ stdout: z.boolean(), stderr: z.boolean(), output: z.boolean() }),
+}).openapi("ProcessRecord");
+
+export const ProcessState = z.object({ pid: z.number().int(), state: z.enum(HOST_STATES) }).openapi("ProcessState");
+
+export const ErrorResponse = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .openapi("Error", { description: "Every refusal: a stable `code` (see the route's responses) and a message." });
+
+const ToolDefinitionSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    inputSchema: z.record(z.string(), z.unknown()),
+    outputSchema: z.record(z.string(), z.unknown()),
+  })
+  .openapi("ToolDefinition");
+
+export const ServiceList = z
+  .object({
+    services: z.array(
+      z
+        .object({ id: z.string(), name: z.string(), description: z.string(), tools: z.array(ToolDefinitionSchema) })
+        .openapi("ServiceInfo"),
+    ),
+  })
+  .openapi("ServiceList");
+
+export const ToolParameters = z.object({
+  serviceId: z.string().openapi({ param: { name: "serviceId", in: "path" } }),
+  toolId: z.string().openapi({ param: { name: "toolId", in: "path" } }),
+});
+
+export const RunRequest = z
+  .object({
+    source: z.string().openapi({ description: "JavaScript or TypeScript: a script or an ES module." }),
+    options: z.record(z.string(), z.unknown()).optional().openapi({
+      description:
+        "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
+    }),
+  })
+  .openapi("RunRequest");
+
+export const RunResult = z.record(z.string(), z.unknown()).openapi("RunResult", {
+  description:
+    "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, memory, terminated, link_error).",
+});

@@ -1,0 +1,618 @@
+/**
+ * The process service: the host's side of every process. It assigns pids, keeps the state machine, implements
+ * `EnvironmentBindings` (stdout/stderr decoded by one streaming UTF-8 decoder per stream, output merged with
+ * `Object.assign` semantics, caps on all three), persists records through the {@link ProcessStore} port and
+ * publishes events to subscribers (the SSE endpoint).
+ *
+ * A running process lives in memory (its record is the freshest view, so it is readable while running); every
+ * change is written through to the store, coalesced, and the final write lands before the process counts as idle.
+ * @module
+ */
+
+import {
+  type EnvironmentBindings,
+  EXECUTION_EXIT_STATES,
+  type ExecutionExitState,
+  type ExecutionState,
+} from "../../environment/types.js";
+import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../../tools/registry.js";
+import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
+import { BudgetError, WorkBudget } from "../../values/budget.js";
+import { define, jsonWithin, type SizedJson } from "../../values/json.js";
+import { codeTooLarge } from "../code-size.js";
+import { HostError, retryLater } from "../errors.js";
+import { Environments } from "./environments.js";
+import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
+import { transition } from "./states.js";
+import {
+  type HostState,
+  matches,
+  type ProcessFilter,
+  type ProcessPatch,
+  type ProcessRecord,
+  type ProcessStore,
+} from "./storage.js";
+
+/** Timeout of a process that sets none. */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
+/** Longest timeout a process may ask for. */
+export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
+/** Processes queued, running or terminating at once; more are refused (HTTP 429). */
+export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
+/** Seconds a refusal for want of a free slot asks the client to wait. */
+const SLOT_RETRY_SECONDS = 1;
+/** Event streams one process may have open at once; more are refused (HTTP 429). */
+export const DEFAULT_MAX_SUBSCRIBERS = 32;
+/** Per-process caps (see {@link OutputLimits}). */
+export const DEFAULT_OUTPUT_LIMITS: Readonly<OutputLimits> = Object.freeze({
+  stdoutChars: 1_048_576,
+  stderrChars: 1_048_576,
+  outputBytes: 262_144,
+  outputWork: 67_108_864,
+});
+/** The key a truncated output gets, with a message for a value. */
+export const OUTPUT_TRUNCATED_KEY = "$truncated";
+
+/**
+ * Caps per process and run. Over a stream cap the text is cut and a marker line is appended once
+ * (`[stdout truncated: more than N characters]`); later chunks are dropped. An output patch that would make the
+ * merged output's JSON larger than `outputBytes` is dropped and `output.$truncated` says so; so is every patch once
+ * the run's patches have spent `outputWork` units converting to JSON (about one per character, each visit of a
+ * shared reference counted). A patch costs its own size, never the output's.
+ */
+export interface OutputLimits {
+  stdoutChars: number;
+  stderrChars: number;
+  outputBytes: number;
+  outputWork: number;
+}
+
+/** What the current run of an active process has spent, for monitoring and tests. */
+export interface ProcessUsage {
+  /** Units spent converting output patches, of `limit`. */
+  outputWork: { spent: number; limit: number };
+  /** Units spent converting and validating tool arguments, of `limit`. */
+  toolWork: { spent: number; limit: number };
+  /** Bytes of the merged output's JSON text. */
+  outputBytes: number;
+  /** Open event streams. */
+  subscribers: number;
+}
+
+export interface ProcessServiceOptions {
+  store: ProcessStore;
+  /** The tools processes can call. Default: an empty registry. */
+  tools?: ToolRegistry;
+  defaultTimeoutMs?: number;
+  maxTimeoutMs?: number;
+  maxActiveProcesses?: number;
+  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own limit. */
+  maxActivePerTenant?: number;
+  limits?: Partial<OutputLimits>;
+  /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
+  maxSubscribers?: number;
+  /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
+  now?: () => number;
+  /** Called with failures that have no caller to go to (a store write behind a binding). */
+  onError?: (error: unknown) => void;
+}
+
+export interface CreateProcessInput {
+  code: string;
+  timeoutMs?: number | undefined;
+  ref?: string | undefined;
+  /** Whose process it is. Default {@link ANONYMOUS_TENANT}. */
+  tenant?: string;
+}
+
+interface Live {
+  record: ProcessRecord;
+  decoders: { stdout: TextDecoder; stderr: TextDecoder };
+  listeners: Set<ProcessListener>;
+  /** What this run's tool calls may spend. */
+  tools: ToolScope;
+  /** What this run's output patches may spend. */
+  outputWork: WorkBudget;
+  /** UTF-8 bytes of each output entry's `"key":value`, and of the whole output's JSON. */
+  outputEntries: Map<string, number>;
+  outputBytes: number;
+  dirty: boolean;
+  saving: Promise<void> | undefined;
+  done: Promise<ProcessRecord>;
+  resolve(record: ProcessRecord): void;
+}
+
+const mutable = (r: ProcessRecord): ProcessPatch => ({
+  state: r.state,
+  exitState: r.exitState,
+  output: r.output,
+  stdout: r.stdout,
+  stderr: r.stderr,
+  error: r.error,
+  truncated: r.truncated,
+  runs: r.runs,
+  timeoutMs: r.timeoutMs,
+  startedAt: r.startedAt,
+  finishedAt: r.finishedAt,
+});
+const fresh = (): Pick<
+  ProcessRecord,
+  "exitState" | "output" | "stdout" | "stderr" | "error" | "truncated" | "startedAt" | "finishedAt"
+> => ({
+  exitState: null,
+  output: {},
+  stdout: "",
+  stderr: "",
+  error: null,
+  truncated: { stdout: false, stderr: false, output: false },
+  startedAt: null,
+  finishedAt: null,
+});
+
+export class ProcessService implements EnvironmentBindings {
+  /** Where executions go: activate an environment here. */
+  readonly environments: Environments;
+  readonly tools: ToolRegistry;
+  readonly defaultTimeoutMs: number;
+  readonly maxTimeoutMs: number;
+  readonly maxActiveProcesses: number;
+  readonly maxActivePerTenant: number;
+  readonly limits: Readonly<OutputLimits>;
+  readonly maxSubscribers: number;
+  readonly #store: ProcessStore;
+  readonly #now: () => number;
+  readonly #onError: (error: unknown) => void;
+  readonly #live = new Map<number, Live>();
+  /** Slots held by creations and re-runs between their checks and their launch, by tenant. */
+  readonly #reserved = new Map<string, number>();
+  /** Pids being run again, from their checks to their launch. */
+  readonly #starting = new Set<number>();
+  /** Tool calls that name no process while several of one tenant are active share this scope until none is. */
+  #sharedScope: ToolScope | undefined;
+
+  constructor(options: ProcessServiceOptions) {
+    this.#store = options.store;
+    this.tools = options.tools ?? new ToolRegistry();
+    this.defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS;
+    this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
+    this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
+    this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
+    this.limits = { ...DEFAULT_OUTPUT_LIMITS, ...options.limits };
+    this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
+    this.#now = options.now ?? Date.now;
+    this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
+    this.environments = new Environments(this, this.#onError);
+  }
+
+  // ---- the API -------------------------------------------------------------------------------------------------
+
+  /** Creates a process and starts it; resolves with the `queued` record before the code runs. */
+  async create(input: CreateProcessInput): Promise<ProcessRecord> {
+    if (typeof input.code !== "string") throw new HostError("invalid_request", "code must be a string");
+    const tooLarge = codeTooLarge("code", [input.code]);
+    if (tooLarge !== undefined) throw tooLarge;
+    const timeoutMs = input.timeoutMs ?? this.defaultTimeoutMs;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > this.maxTimeoutMs) {
+      throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${this.maxTimeoutMs}`);
+    }
+    const tenant = input.tenant ?? ANONYMOUS_TENANT;
+    const release = this.#reserve(tenant);
+    try {
+      const now = this.#now();
+      const record: ProcessRecord = {
+        pid: await this.#store.nextPid(tenant),
+        tenant,
+        ...(input.ref === undefined ? {} : { ref: input.ref }),
+        state: "queued",
+        code: input.code,
+        timeoutMs,
+        ...fresh(),
+        runs: 1,
+        createdAt: now,
+      };
+      await this.#store.create(record);
+      this.#launch(record);
+      return structuredClone(record);
+    } finally {
+      release();
+    }
+  }
+
+  /** The record, live while the process runs; `undefined` when there is none. */
+  async get(pid: number): Promise<ProcessRecord | undefined> {
+    const live = this.#live.get(pid);
+    return live !== undefined ? structuredClone(live.record) : this.#store.get(pid);
+  }
+
+  /**
+   * Matching records, ascending by pid, as the store and the active processes show them. Costs what it returns: the
+   * store is asked for `limit` records plus one per active process (whose stored copy may lag and match no longer),
+   * never for all of them.
+   */
+  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+    const { limit } = filter;
+    const asked = limit === undefined ? undefined : limit + this.#live.size;
+    const stored = await this.#store.list(asked === undefined ? filter : { ...filter, limit: asked });
+    // With a full page, records past its last pid are unknown here: active ones beyond it must wait for a page.
+    const last = asked !== undefined && stored.length >= asked ? (stored.at(-1) as ProcessRecord).pid : Infinity;
+    const found = new Map<number, ProcessRecord>();
+    for (const record of stored) {
+      const live = this.#live.get(record.pid);
+      const current = live === undefined ? record : structuredClone(live.record);
+      if (matches(current, filter)) found.set(record.pid, current);
+    }
+    for (const [pid, live] of this.#live) {
+      if (!found.has(pid) && pid <= last && matches(live.record, filter)) found.set(pid, structuredClone(live.record));
+    }
+    const out = [...found.values()].sort((a, b) => a.pid - b.pid);
+    return limit === undefined ? out : out.slice(0, limit);
+  }
+
+  /** Runs an idle process again (output, stdout, stderr and error start empty). */
+  async run(pid: number): Promise<ProcessRecord> {
+    if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is not idle`);
+    const record = await this.#store.get(pid);
+    if (record === undefined) throw new HostError("not_found", `No process ${pid}`);
+    if (this.#live.has(pid) || this.#starting.has(pid) || record.state !== "idle") {
+      throw new HostError("process_active", `Process ${pid} is not idle`);
+    }
+    const release = this.#reserve(record.tenant);
+    // Until the launch, a second `run` of this pid finds it starting (the store still says idle).
+    this.#starting.add(pid);
+    try {
+      const next: ProcessRecord = { ...record, ...fresh(), state: "queued", runs: record.runs + 1 };
+      await this.#store.update(pid, mutable(next));
+      this.#launch(next);
+      return structuredClone(next);
+    } finally {
+      this.#starting.delete(pid);
+      release();
+    }
+  }
+
+  /** Asks the environment to stop a queued or running process; a running one becomes `terminating`. */
+  async kill(pid: number): Promise<ProcessRecord> {
+    const live = this.#live.get(pid);
+    if (live === undefined) {
+      if ((await this.#store.get(pid)) === undefined) throw new HostError("not_found", `No process ${pid}`);
+      throw new HostError("process_not_active", `Process ${pid} is idle`);
+    }
+    if (live.record.state === "running") this.#setState(live, "terminating");
+    try {
+      await this.environments.kill(pid);
+    } catch (error) {
+      this.#onError(error);
+    }
+    return structuredClone(live.record);
+  }
+
+  /** Deletes an idle process. */
+  async delete(pid: number): Promise<void> {
+    if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is active: kill it first`);
+    const record = await this.#store.get(pid);
+    if (record === undefined) throw new HostError("not_found", `No process ${pid}`);
+    if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is active: kill it first`);
+    await this.#store.delete(pid);
+  }
+
+  /**
+   * Calls `listener` at once with a `snapshot` of the record, then with every event until `exit`. Returns the
+   * unsubscribe function, or `undefined` when there is no such process. An idle process gets only its snapshot.
+   * Throws `too_many_subscribers` when the process has {@link maxSubscribers} listeners already.
+   */
+  async watch(pid: number, listener: ProcessListener): Promise<{ unsubscribe(): void; ended: boolean } | undefined> {
+    const subscribe = (live: Live) => {
+      if (live.listeners.size >= this.maxSubscribers) {
+        throw new HostError(
+          "too_many_subscribers",
+          `Process ${pid} has ${this.maxSubscribers} event streams open already: close one first`,
+        );
+      }
+      listener({ type: "snapshot", pid, record: structuredClone(live.record) });
+      live.listeners.add(listener);
+      return { unsubscribe: () => live.listeners.delete(listener), ended: false };
+    };
+    const live = this.#live.get(pid);
+    if (live !== undefined) return subscribe(live);
+    const record = await this.#store.get(pid);
+    const now = this.#live.get(pid);
+    if (now !== undefined) return subscribe(now);
+    if (record === undefined) return undefined;
+    listener({ type: "snapshot", pid, record });
+    return { unsubscribe: () => {}, ended: true };
+  }
+
+  /** {@link watch} as a stream of Server-Sent Events; `undefined` when there is no such process. */
+  events(pid: number): Promise<ReadableStream<Uint8Array> | undefined> {
+    return eventStream(this, pid);
+  }
+
+  /** The record once the process is idle (at once for an idle one). */
+  async wait(pid: number): Promise<ProcessRecord | undefined> {
+    const live = this.#live.get(pid);
+    return live === undefined ? this.#store.get(pid) : live.done;
+  }
+
+  /** Resolves when no process is active. */
+  async idle(): Promise<void> {
+    while (this.#live.size > 0) await Promise.all([...this.#live.values()].map((l) => l.done));
+  }
+
+  /** What the current run of an active process has spent; `undefined` for an idle or unknown one. */
+  usage(pid: number): ProcessUsage | undefined {
+    const live = this.#live.get(pid);
+    if (live === undefined) return undefined;
+    const { outputWork, tools } = live;
+    return {
+      outputWork: { spent: Math.min(outputWork.spent, outputWork.limit), limit: outputWork.limit },
+      toolWork: { spent: Math.min(tools.work.spent, tools.work.limit), limit: tools.work.limit },
+      outputBytes: live.outputBytes,
+      subscribers: live.listeners.size,
+    };
+  }
+
+  /** Processes queued, running or terminating. */
+  get activeCount(): number {
+    return this.#live.size;
+  }
+
+  // ---- EnvironmentBindings ---------------------------------------------------------------------------------------
+
+  /**
+   * Runs a tool call, charged to its process's run: the one `input.eid` names when the environment passes it, else
+   * the only active process; with several active and no `eid`, they share one scope until none is active, and only
+   * while they all belong to one tenant (a call nobody can attribute never reaches a tenant's data).
+   */
+  invokeTool(input: InvokeInput): Promise<unknown> {
+    const { eid } = input;
+    let live = eid === undefined ? undefined : this.#live.get(eid);
+    if (live === undefined && eid === undefined && this.#live.size === 1) live = this.#live.values().next().value;
+    if (live !== undefined) return this.tools.invoke(input, live.tools);
+    const tenants = new Set([...this.#live.values()].map((l) => l.record.tenant));
+    const [tenant] = tenants;
+    if (tenants.size !== 1 || tenant === undefined) {
+      return Promise.reject(
+        new ToolError(
+          "tool_failed",
+          "The tool call names no active process, and no single tenant owns the active ones",
+        ),
+      );
+    }
+    if (this.#sharedScope?.tenant !== tenant) this.#sharedScope = this.tools.scope(tenant);
+    return this.tools.invoke(input, this.#sharedScope);
+  }
+
+  async listServices(): Promise<ServiceInfo[]> {
+    return this.tools.list();
+  }
+
+  setState(eid: number, data: ExecutionState): void {
+    const live = this.#live.get(eid);
+    if (live === undefined || (data !== "queued" && data !== "running")) return;
+    this.#setState(live, data);
+  }
+
+  setError(eid: number, data: string): void {
+    const live = this.#live.get(eid);
+    if (live === undefined) return;
+    live.record.error = String(data).slice(0, 65_536);
+    this.#schedule(live);
+  }
+
+  emitStdout(eid: number, data: Uint8Array): void {
+    this.#emitText(eid, "stdout", data);
+  }
+
+  emitStderr(eid: number, data: Uint8Array): void {
+    this.#emitText(eid, "stderr", data);
+  }
+
+  /**
+   * Merges a patch into the output. The patch is converted within the run's `outputWork` and the output cap (a patch
+   * of shared references stops there, unexpanded), and the merged size is reckoned from the sizes of the entries it
+   * replaces: a patch costs its own size, never the whole output's. Keys are defined, never assigned.
+   */
+  emitOutput(eid: number, data: Record<string, unknown>): void {
+    const live = this.#live.get(eid);
+    if (live === undefined || live.record.truncated.output) return;
+    const cap = this.limits.outputBytes;
+    let converted: SizedJson;
+    try {
+      converted = jsonWithin(data, cap, "the output patch", live.outputWork);
+    } catch (error) {
+      if (error instanceof BudgetError) {
+        this.#truncateOutput(
+          live,
+          live.outputWork.left === 0
+            ? `output patches needed more than ${live.outputWork.limit} units of work: later patches were dropped`
+            : `output exceeded ${cap} bytes: later patches were dropped`,
+        );
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        this.#append(live, "stderr", `[output patch dropped: ${message}]\n`);
+      }
+      return;
+    }
+    const { json: patch, entries: sizes } = converted;
+    if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return;
+    // The output's JSON is `{` + entries `"key":value` joined by commas + `}`.
+    let entries = live.outputEntries.size;
+    let bytes = live.outputBytes;
+    for (const [key, size] of sizes) {
+      const old = live.outputEntries.get(key);
+      bytes += old === undefined ? size + (entries++ === 0 ? 0 : 1) : size - old;
+    }
+    if (bytes > cap) {
+      this.#truncateOutput(live, `output exceeded ${cap} bytes: later patches were dropped`);
+      return;
+    }
+    const output = live.record.output;
+    for (const [key, size] of sizes) {
+      define(output, key, patch[key]);
+      live.outputEntries.set(key, size);
+    }
+    live.outputBytes = bytes;
+    this.#publish(live, { type: "output", pid: eid, patch });
+    this.#schedule(live);
+  }
+
+  // ---- internals -----------------------------------------------------------------------------------------------
+
+  /** Holds a slot for `tenant` until the returned release (by then the process is live or was refused). */
+  #reserve(tenant: string): () => void {
+    let reserved = 0;
+    for (const count of this.#reserved.values()) reserved += count;
+    if (this.#live.size + reserved >= this.maxActiveProcesses) {
+      throw retryLater(
+        "too_many_processes",
+        `${this.maxActiveProcesses} processes are active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
+      );
+    }
+    let tenantActive = this.#reserved.get(tenant) ?? 0;
+    for (const live of this.#live.values()) if (live.record.tenant === tenant) tenantActive++;
+    if (tenantActive >= this.maxActivePerTenant) {
+      throw retryLater(
+        "tenant_too_many_processes",
+        `This tenant has ${this.maxActivePerTenant} processes active already: wait for one to finish`,
+        SLOT_RETRY_SECONDS,
+      );
+    }
+    this.#reserved.set(tenant, (this.#reserved.get(tenant) ?? 0) + 1);
+    return () => {
+      const left = (this.#reserved.get(tenant) ?? 1) - 1;
+      if (left === 0) this.#reserved.delete(tenant);
+      else this.#reserved.set(tenant, left);
+    };
+  }
+
+  /** Drops this and every later patch of the run; `output.$truncated` says why. */
+  #truncateOutput(live: Live, message: string): void {
+    const { output, truncated } = live.record;
+    truncated.output = true;
+    define(output, OUTPUT_TRUNCATED_KEY, message);
+    this.#publish(live, { type: "output", pid: live.record.pid, patch: { [OUTPUT_TRUNCATED_KEY]: message } });
+    this.#schedule(live);
+  }
+
+  #launch(record: ProcessRecord): void {
+    let resolve!: (record: ProcessRecord) => void;
+    const done = new Promise<ProcessRecord>((r) => {
+      resolve = r;
+    });
+    const live: Live = {
+      record,
+      decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
+      listeners: new Set(),
+      tools: this.tools.scope(record.tenant),
+      outputWork: new WorkBudget(this.limits.outputWork, "output patches"),
+      outputEntries: new Map(),
+      outputBytes: 2,
+      dirty: false,
+      saving: undefined,
+      done,
+      resolve,
+    };
+    this.#live.set(record.pid, live);
+    const input = { eid: record.pid, code: record.code, options: { timeoutMs: record.timeoutMs } };
+    Promise.resolve()
+      .then(() => this.environments.execute(input))
+      .then(
+        (exit) =>
+          (EXECUTION_EXIT_STATES as readonly unknown[]).includes(exit)
+            ? this.#exit(live, exit)
+            : this.#exit(live, "failed", `The environment returned an invalid exit state: ${String(exit)}`),
+        (error: unknown) => this.#exit(live, "failed", error instanceof Error ? error.message : String(error)),
+      )
+      .catch(this.#onError);
+  }
+
+  #setState(live: Live, state: HostState): void {
+    if (transition(live.record.state, state) !== "apply") return;
+    live.record.state = state;
+    if (state === "running") live.record.startedAt = this.#now();
+    this.#publish(live, { type: "state", pid: live.record.pid, state, exitState: live.record.exitState });
+    this.#schedule(live);
+  }
+
+  #emitText(eid: number, stream: "stdout" | "stderr", data: Uint8Array): void {
+    const live = this.#live.get(eid);
+    if (live === undefined || !(data instanceof Uint8Array) || live.record.truncated[stream]) return;
+    // Decode no more than can land: a UTF-16 unit takes at most 3 bytes, and one unit past the room cuts the stream.
+    const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
+    const most = 3 * (Math.max(0, cap - live.record[stream].length) + 2);
+    const text = live.decoders[stream].decode(data.length > most ? data.subarray(0, most) : data, { stream: true });
+    if (text !== "") this.#append(live, stream, text);
+  }
+
+  /** Appends to a stream within its cap (a marker line once, then nothing) and publishes what was appended. */
+  #append(live: Live, stream: "stdout" | "stderr", text: string): void {
+    const { record } = live;
+    if (record.truncated[stream]) return;
+    const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
+    let added = text;
+    const room = cap - record[stream].length;
+    if (text.length > room) {
+      let cut = Math.max(0, room);
+      // Never split a surrogate pair.
+      if (cut > 0 && /[\uD800-\uDBFF]/.test(text.charAt(cut - 1))) cut--;
+      added = `${text.slice(0, cut)}\n[${stream} truncated: more than ${cap} characters]\n`;
+      record.truncated[stream] = true;
+    }
+    record[stream] += added;
+    this.#publish(live, { type: stream, pid: record.pid, data: added });
+    this.#schedule(live);
+  }
+
+  async #exit(live: Live, exit: ExecutionExitState, hostError?: string): Promise<void> {
+    const { record } = live;
+    for (const stream of ["stdout", "stderr"] as const) {
+      const tail = live.decoders[stream].decode();
+      if (tail !== "") this.#append(live, stream, tail);
+    }
+    if (hostError !== undefined) record.error = hostError;
+    if (exit === "failed" && record.error === null) record.error = "The process failed without an error message";
+    record.state = "idle";
+    record.exitState = exit;
+    record.finishedAt = this.#now();
+    this.#schedule(live);
+    await live.saving;
+    this.#live.delete(record.pid);
+    if (this.#live.size === 0) this.#sharedScope = undefined;
+    this.#publish(live, { type: "state", pid: record.pid, state: "idle", exitState: exit });
+    this.#publish(live, { type: "exit", pid: record.pid, exitState: exit, error: record.error });
+    live.listeners.clear();
+    live.resolve(structuredClone(record));
+  }
+
+  #publish(live: Live, event: ProcessEvent): void {
+    for (const listener of [...live.listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.#onError(error);
+      }
+    }
+  }
+
+  /** Writes the record through to the store, coalescing changes made while a write is in flight. */
+  #schedule(live: Live): void {
+    live.dirty = true;
+    live.saving ??= this.#save(live);
+  }
+
+  async #save(live: Live): Promise<void> {
+    // First let the caller keep the promise (and more changes pile up): the loop's end and `finally` stay atomic.
+    await null;
+    try {
+      while (live.dirty) {
+        live.dirty = false;
+        await this.#store.update(live.record.pid, mutable(live.record));
+      }
+    } catch (error) {
+      this.#onError(error);
+    } finally {
+      live.saving = undefined;
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The tape, the format of values crossing the sandbox boundary (the network's is the wire, `wire.ts`): a JSON text
+ * plus a side list of binary buffers and promises. Both halves parse it as data, so marshaling never runs code of
+ * the other side: guest getters run inside the guest while it encodes, never on the host.
+ *
+ * Grammar (`id` numbers objects in encounter order so cycles and shared references survive):
+ * - JSON string, boolean, null and finite numbers other than -0 stand for themselves
+ * - `["u"]` undefined, `["n","NaN"|"Infinity"|"-Infinity"|"-0"]`, `["b","<decimal>"]` bigint
+ * - `["r",id]` a reference to an object already encoded
+ * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
+ * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
+ * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
+ *   is `null` when the error has no own `message`, `cause` is there when it has an own `cause`; `stack` holds user
+ *   frames only and is `""` from the host (whose stacks never cross)
+ * - `["B",id,side(,maxByteLength)]` ArrayBuffer, resizable when `maxByteLength` is there;
+ *   `["t",id,kind,buffer,byteOffset,length]` typed array; `["v",id,buffer,byteOffset,byteLength]` DataView; a
+ *   `length`/`byteLength` of `"auto"` tracks a resizable buffer. Detached buffers and out-of-bounds views never cross
+ * - `["f",fnId,name,length]` a host function; `["p",id,side]` a promise (host to guest: a guest promise the host
+ *   settles later; guest to host: the guest promise's number, settled through the settle operation)
+ * @module
+ */
+
+/** Structured clone, as for results, reports and the guest's own `structuredClone`. */
+export const MODE_CLONE = 0;
+/** Arguments of a host function: structured clone plus promises and the host's own functions. */
+export const MODE_CALL = 1;
+/** Console arguments: never fails; what cannot be cloned is described as a string. */
+export const MODE_LOG = 2;
+
+/** Operations the guest asks of the host through its single host function. */
+export const OP_CALL = 0;
+export const OP_REPORT = 1;
+export const OP_LOG = 2;
+export const OP_SETTLE = 3;
+export const OP_MARSHAL = 4;
+/**
+ * Native work the guest did (see "Native work" in guest/core.ts): `a >= 0` is that work in interrupt polls, which
+ * the host counts and checks against the safety cap, answering `true` when the run must stop; `a < 0` asks for the
+ * JS implementations of the guarded natives (guest/slow-paths.ts), compiled on first use. The tape is `0`.
+ */
+export const OP_CHARGE = 5;
+/**
+ * A request of the guest's `fetch` (guest/fetch.ts): `a` is its number in the run, the tape its record; the host
+ * answers with a promise of the response (src/fetch/session.ts).
+ */
+export const OP_FETCH = 8;
+/** The guest's signal aborted request number `a`: the host aborts it. The tape is `null`. */
+export const OP_FETCH_ABORT = 9;
+
+/** Console methods in the order the guest numbers them. */
+export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
+
+/** Typed array constructors by the name the tape carries. */
+export const TYPED_ARRAYS: Readonly<
+  Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView>
+> = Object.freeze({
+  __proto__: null,
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+} as unknown as Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView>);
+
+/** Standard error constructors by name; other names arrive as `Error` with the name kept. */
+export const ERROR_TYPES: Readonly<Record<string, ErrorConstructor>> = Object.freeze({
+  __proto__: null,
+  Error,
+  EvalError,
+  RangeError,
+  ReferenceError,
+  SyntaxError,
+  TypeError,
+  URIError,
+} as unknown as Record<string, ErrorConstructor>);

@@ -1,0 +1,202 @@
+/**
+ * Host values -> tape (see `tape.ts`). Runs on the host over the caller's own values; everything that is not
+ * structured-cloneable data, a function or a promise raises `SerializationError`.
+ * @module
+ */
+import { SerializationError } from "./errors.js";
+
+/** A binary buffer or a host promise the tape refers to by index. */
+export type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
+
+export interface Encoded {
+  tape: string;
+  side: SideItem[];
+}
+
+/** A function of the caller's, callable from the guest. */
+export type HostFunction = (...args: unknown[]) => unknown;
+
+/** Host functions handed to one run, numbered so the guest's stand-ins can call them back. */
+export class FunctionTable {
+  readonly #ids = new Map<HostFunction, number>();
+  readonly #functions: HostFunction[] = [];
+
+  idOf(fn: HostFunction): number {
+    let id = this.#ids.get(fn);
+    if (id === undefined) {
+      id = this.#functions.push(fn) - 1;
+      this.#ids.set(fn, id);
+    }
+    return id;
+  }
+
+  get(id: number): HostFunction | undefined {
+    return this.#functions[id];
+  }
+}
+
+/** Deeper host data is refused rather than risking the host's own stack. */
+export const MAX_DEPTH = 1000;
+
+/** ES2024 members of ArrayBuffer (the project's `lib` is ES2023); all optional where a platform lacks them. */
+type Buffer2024 = ArrayBuffer & { resizable?: boolean; maxByteLength?: number; resize?(length: number): void };
+type View = ArrayBufferView & { length?: number; BYTES_PER_ELEMENT?: number };
+
+const detachedGetter = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "detached")?.get;
+const typedArrayAt = Object.getPrototypeOf(Uint8Array.prototype).at as (this: ArrayBufferView, i: number) => unknown;
+
+function throws(fn: () => unknown): boolean {
+  try {
+    fn();
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** Node 20 has no `detached`: there only a detached buffer refuses to be viewed. */
+function isDetached(buffer: ArrayBuffer): boolean {
+  if (detachedGetter !== undefined) return detachedGetter.call(buffer) === true;
+  return buffer.byteLength === 0 && throws(() => new Uint8Array(buffer));
+}
+
+/** A view out of its buffer's bounds (or over a detached one) is what structured clone refuses. */
+function inBounds(view: View): boolean {
+  return !throws(() =>
+    view instanceof DataView ? view.byteLength : typedArrayAt.call(view, Number.NEGATIVE_INFINITY),
+  );
+}
+
+/**
+ * Whether a view's length tracks its resizable buffer. JavaScript has no way to ask; the platform's structured
+ * clone keeps the property, so a clone of the view (never the caller's buffer) is resized: grown by what adds one
+ * element to a tracking view, or, at its maximum, shrunk by one byte past the view's last whole element, which
+ * puts a fixed-length view out of bounds and leaves a tracking one in.
+ */
+function tracksLength(view: View, probeBudget: { bytes: number }): boolean {
+  const buffer = view.buffer as Buffer2024;
+  if (buffer.resizable !== true) return false;
+  const dataView = view instanceof DataView;
+  const element = dataView ? 1 : (view.BYTES_PER_ELEMENT as number);
+  const size = (v: View) => (v instanceof DataView ? v.byteLength : (v.length as number));
+  const count = size(view);
+  const length = buffer.byteLength;
+  const rest = (length - view.byteOffset) % element;
+  // A view that ends before the buffer's last whole element is fixed-length.
+  if (view.byteOffset + count * element !== length - rest) return false;
+  // Each probe copies the whole buffer: many views of one big buffer would copy it once per view.
+  probeBudget.bytes -= length;
+  if (probeBudget.bytes < 0) {
+    throw new SerializationError(
+      `Telling whether views track their resizable buffers would copy more than ${MAX_PROBE_BYTES} bytes: too many views of large resizable buffers`,
+    );
+  }
+  const probe = structuredClone(view) as View;
+  const copy = probe.buffer as Buffer2024;
+  const grow = element - rest;
+  if ((buffer.maxByteLength as number) - length >= grow) {
+    copy.resize?.(length + grow);
+    return size(probe) !== count;
+  }
+  // No size of this buffer tells an empty fixed view from an empty tracking one: they behave the same.
+  if (count === 0) return false;
+  copy.resize?.(length - rest - 1);
+  return inBounds(probe);
+}
+
+/** Bytes the resize probes of one value may copy (see `tracksLength`). */
+const MAX_PROBE_BYTES = 256 * 1024 * 1024;
+
+export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
+  const ids = new Map<object, number>();
+  const probeBudget = { bytes: MAX_PROBE_BYTES };
+  const side: SideItem[] = [];
+  let depth = 0;
+  const toSide = (item: SideItem) => side.push(item) - 1;
+  const pairs = (list: [unknown, unknown][]) => list.map(([k, v]) => `${enc(k)},${enc(v)}`).join(",");
+
+  const enc = (v: unknown): string => {
+    switch (typeof v) {
+      case "string":
+        return JSON.stringify(v);
+      case "number":
+        if (Number.isNaN(v)) return '["n","NaN"]';
+        if (v === Number.POSITIVE_INFINITY) return '["n","Infinity"]';
+        if (v === Number.NEGATIVE_INFINITY) return '["n","-Infinity"]';
+        return Object.is(v, -0) ? '["n","-0"]' : String(v);
+      case "boolean":
+        return v ? "true" : "false";
+      case "undefined":
+        return '["u"]';
+      case "bigint":
+        return `["b","${v}"]`;
+      case "symbol":
+        throw new SerializationError(`${String(v)} cannot be cloned: symbols do not cross the sandbox boundary`);
+      case "function":
+        return `["f",${functions.idOf(v as HostFunction)},${JSON.stringify(v.name)},${v.length}]`;
+    }
+    if (v === null) return "null";
+    const seen = ids.get(v as object);
+    if (seen !== undefined) return `["r",${seen}]`;
+    const id = ids.size;
+    ids.set(v as object, id);
+    if (++depth > MAX_DEPTH) throw new SerializationError(`Value is nested deeper than ${MAX_DEPTH} levels`);
+    try {
+      return object(v as object, id);
+    } finally {
+      depth--;
+    }
+  };
+
+  const object = (v: object, id: number): string => {
+    if (Array.isArray(v)) {
+      const keys = Object.keys(v);
+      if (keys.length === v.length && (v.length === 0 || keys[v.length - 1] === String(v.length - 1))) {
+        return `["a",${id},[${v.map(enc).join(",")}]]`;
+      }
+      return `["A",${id},${v.length},[${pairs(keys.map((k) => [k, (v as unknown as Record<string, unknown>)[k]]))}]]`;
+    }
+    const proto = Object.getPrototypeOf(v);
+    if (proto === Object.prototype || proto === null) {
+      return `["o",${id},[${pairs(Object.entries(v))}]]`;
+    }
+    if (v instanceof Date) return `["d",${id},${enc(v.getTime())}]`;
+    if (v instanceof Map) return `["m",${id},[${pairs([...v])}]]`;
+    if (v instanceof Set) return `["s",${id},[${[...v].map(enc).join(",")}]]`;
+    if (v instanceof RegExp) return `["x",${id},${JSON.stringify(v.source)},${JSON.stringify(v.flags)}]`;
+    if (v instanceof ArrayBuffer) {
+      if (isDetached(v)) throw new SerializationError("A detached ArrayBuffer cannot be cloned");
+      const buffer = v as Buffer2024;
+      const side = toSide({ kind: "buffer", bytes: new Uint8Array(v.slice(0)) });
+      return buffer.resizable === true ? `["B",${id},${side},${buffer.maxByteLength}]` : `["B",${id},${side}]`;
+    }
+    if (ArrayBuffer.isView(v)) {
+      const view = v as View;
+      const kind = v instanceof DataView ? "DataView" : Object.prototype.toString.call(v).slice(8, -1);
+      if (!inBounds(view)) throw new SerializationError(`A ${kind} out of its buffer's bounds cannot be cloned`);
+      const length = tracksLength(view, probeBudget)
+        ? '"auto"'
+        : view instanceof DataView
+          ? view.byteLength
+          : view.length;
+      if (v instanceof DataView) return `["v",${id},${enc(v.buffer)},${v.byteOffset},${length}]`;
+      return `["t",${id},"${kind}",${enc(view.buffer)},${view.byteOffset},${length}]`;
+    }
+    if (v instanceof Promise) return `["p",${id},${toSide({ kind: "promise", promise: v })}]`;
+    if (v instanceof Error) {
+      // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
+      // The host's stack never crosses.
+      const message = Object.getOwnPropertyDescriptor(v, "message");
+      const cause = Object.getOwnPropertyDescriptor(v, "cause");
+      const said = message !== undefined && "value" in message ? JSON.stringify(String(message.value)) : "null";
+      const caused = cause !== undefined && "value" in cause ? `,${enc(cause.value)}` : "";
+      return `["e",${id},${JSON.stringify(String(v.name))},${said},""${caused}]`;
+    }
+    const name = (proto as { constructor?: { name?: string } }).constructor?.name || "Object";
+    throw new SerializationError(
+      `An instance of ${name} cannot be cloned: only plain objects, arrays, Map, Set, Date, RegExp, Error, ArrayBuffer, typed arrays, functions and promises cross into the sandbox`,
+    );
+  };
+
+  return { tape: enc(value), side };
+}

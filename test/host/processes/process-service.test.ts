@@ -1,0 +1,294 @@
+import { describe, expect, test } from "vitest";
+import type {
+  EnvironmentBindings,
+  EnvironmentModule,
+  ExecutionExitState,
+  ExecutionInput,
+} from "../../../src/environment/index.js";
+import {
+  HostError,
+  MemoryProcessStore,
+  OUTPUT_TRUNCATED_KEY,
+  type ProcessEvent,
+  ProcessService,
+  type ProcessServiceOptions,
+} from "../../../src/host/index.js";
+import { deferred } from "../../environment/helpers.js";
+
+type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;
+
+/** An environment module whose `execute` is a script; `kill` resolves the pending kill promise of that eid. */
+function scripted(script: Script) {
+  let bindings!: EnvironmentBindings;
+  const kills = new Map<number, ReturnType<typeof deferred<void>>>();
+  const killed = (eid: number) => {
+    if (!kills.has(eid)) kills.set(eid, deferred<void>());
+    return (kills.get(eid) as ReturnType<typeof deferred<void>>).promise;
+  };
+  const calls: string[] = [];
+  const module: EnvironmentModule = {
+    setup: async (context) => {
+      bindings = context.bindings;
+      calls.push("setup");
+    },
+    teardown: async () => {
+      calls.push("teardown");
+    },
+    execute: (input) => script(input, bindings),
+    kill: async (eid) => {
+      calls.push(`kill ${eid}`);
+      killed(eid);
+      kills.get(eid)?.resolve();
+    },
+    generateDocs: async () => "docs",
+    generateToolDocs: async () => "tool docs",
+  };
+  return { module, killed, calls };
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+async function service(script: Script, options: Partial<ProcessServiceOptions> = {}) {
+  const store = new MemoryProcessStore();
+  const svc = new ProcessService({ store, onError: (e) => expect.fail(String(e)), ...options });
+  const env = scripted(script);
+  await svc.environments.activate("test", env.module);
+  return { svc, store, env };
+}
+
+describe("ProcessService", () => {
+  test("a run: pid, queued record, decoded streams (split characters), merged output, events, final record stored", async () => {
+    const gate = deferred<void>();
+    const { svc, store } = await service(async ({ eid }, b) => {
+      b.setState(eid, "queued");
+      b.setState(eid, "running");
+      await gate.promise;
+      const euro = bytes("€");
+      b.emitStdout(eid, bytes("price: "));
+      b.emitStdout(eid, euro.slice(0, 1));
+      b.emitStdout(eid, euro.slice(1, 2));
+      b.emitStderr(eid, bytes("é").slice(0, 1));
+      b.emitStdout(eid, euro.slice(2));
+      b.emitStderr(eid, bytes("é").slice(1));
+      b.emitOutput(eid, { a: 1, keep: true });
+      b.emitOutput(eid, { a: 2, when: new Date(0), ["__proto__"]: { polluted: true } } as Record<string, unknown>);
+      return "success";
+    });
+    const created = await svc.create({ code: "c", ref: "r1" });
+    const { pid } = created;
+    expect(created).toMatchObject({ state: "queued", exitState: null, ref: "r1", timeoutMs: 30_000, runs: 1 });
+    const events: ProcessEvent[] = [];
+    const watching = await svc.watch(pid, (e) => events.push(e));
+    expect(watching?.ended).toBe(false);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await svc.get(pid))?.state).toBe("running");
+    gate.resolve();
+    const final = await svc.wait(pid);
+    expect(final).toMatchObject({
+      state: "idle",
+      exitState: "success",
+      stdout: "price: €",
+      stderr: "é",
+      error: null,
+      output: { a: 2, keep: true, when: "1970-01-01T00:00:00.000Z" },
+    });
+    expect(Object.getPrototypeOf(final?.output)).toBe(Object.prototype);
+    expect(Object.keys(final?.output ?? {})).toEqual(["a", "keep", "when", "__proto__"]);
+    expect(await store.get(pid)).toEqual(final);
+    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running", stdout: "" } });
+    expect(events.map((e) => (e.type === "stdout" || e.type === "stderr" ? `${e.type}:${e.data}` : e.type))).toEqual([
+      "snapshot",
+      "stdout:price: ",
+      "stdout:€",
+      "stderr:é",
+      "output",
+      "output",
+      "state",
+      "exit",
+    ]);
+    expect(events.at(-1)).toEqual({ type: "exit", pid, exitState: "success", error: null });
+  });
+
+  test("duplicate and nonsensical setState calls do not land", async () => {
+    const seen: string[] = [];
+    const { svc } = await service(async ({ eid }, b) => {
+      const state = async () => seen.push((await svc.get(eid))?.state ?? "?");
+      b.setState(eid, "running");
+      b.setState(eid, "running");
+      await state();
+      b.setState(eid, "queued");
+      await state();
+      b.setState(eid, "idle" as "queued");
+      await state();
+      return "success";
+    });
+    await svc.create({ code: "c" });
+    await svc.idle();
+    expect(seen).toEqual(["running", "running", "running"]);
+    const { svc: late } = await service(async () => "success");
+    const { pid } = await late.create({ code: "c" });
+    await late.idle();
+    late.setState(pid, "running");
+    late.emitStdout(pid, bytes("late"));
+    expect(await late.get(pid)).toMatchObject({ state: "idle", stdout: "" });
+  });
+
+  test("failed runs record the error; a throwing or lying environment and no environment count as failed", async () => {
+    const { svc } = await service(async ({ eid, code }, b) => {
+      if (code === "throw") throw new Error("environment broke");
+      if (code === "lie") return "weird" as ExecutionExitState;
+      if (code === "silent") return "failed";
+      b.setError(eid, "TypeError: x (at line 1, column 2)");
+      return "failed";
+    });
+    for (const code of ["error", "throw", "lie", "silent"]) await svc.create({ code });
+    await svc.idle();
+    expect((await svc.list()).map((r) => [r.exitState, r.error])).toEqual([
+      ["failed", "TypeError: x (at line 1, column 2)"],
+      ["failed", "environment broke"],
+      ["failed", "The environment returned an invalid exit state: weird"],
+      ["failed", "The process failed without an error message"],
+    ]);
+    const bare = new ProcessService({ store: new MemoryProcessStore() });
+    const { pid } = await bare.create({ code: "x" });
+    expect(await bare.wait(pid)).toMatchObject({ exitState: "failed", error: "No environment is active" });
+  });
+
+  test("stdout, stderr and output are capped with a marker", async () => {
+    const { svc } = await service(
+      async ({ eid }, b) => {
+        b.emitStdout(eid, bytes("12345678"));
+        b.emitStdout(eid, bytes("90abc"));
+        b.emitStdout(eid, bytes("more"));
+        b.emitStderr(eid, bytes("x😀y"));
+        b.emitOutput(eid, { a: "1234" });
+        b.emitOutput(eid, { b: "x".repeat(100) });
+        b.emitOutput(eid, { c: 1 });
+        return "success";
+      },
+      { limits: { stdoutChars: 10, stderrChars: 2, outputBytes: 40 } },
+    );
+    const r = await svc.wait((await svc.create({ code: "c" })).pid);
+    expect(r?.stdout).toBe("1234567890\n[stdout truncated: more than 10 characters]\n");
+    expect(r?.stderr).toBe("x\n[stderr truncated: more than 2 characters]\n");
+    expect(r?.output).toEqual({
+      a: "1234",
+      [OUTPUT_TRUNCATED_KEY]: "output exceeded 40 bytes: later patches were dropped",
+    });
+    expect(r?.truncated).toEqual({ stdout: true, stderr: true, output: true });
+  });
+
+  test("kill: running -> terminating -> idle/canceled; queued -> idle/canceled; idle and unknown refused", async () => {
+    const { svc, env } = await service(async ({ eid, code }, b) => {
+      if (code === "run") b.setState(eid, "running");
+      await env.killed(eid);
+      return "canceled";
+    });
+    const running = (await svc.create({ code: "run" })).pid;
+    const queued = (await svc.create({ code: "queue" })).pid;
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await svc.kill(running)).state).toBe("terminating");
+    expect((await svc.kill(queued)).state).toBe("queued");
+    expect(await svc.wait(running)).toMatchObject({ state: "idle", exitState: "canceled", error: null });
+    expect(await svc.wait(queued)).toMatchObject({ state: "idle", exitState: "canceled" });
+    expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
+    await expect(svc.kill(running)).rejects.toMatchObject({ code: "process_not_active" });
+    await expect(svc.kill(9)).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  test("active limit, re-run of an idle process, delete rules, pids ascending and never reused", async () => {
+    const gate = deferred<void>();
+    const { svc } = await service(
+      async ({ eid }, b) => {
+        b.emitStdout(eid, bytes(`run of ${eid}`));
+        await gate.promise;
+        return "success";
+      },
+      { maxActiveProcesses: 2 },
+    );
+    const first = (await svc.create({ code: "a" })).pid;
+    const second = (await svc.create({ code: "b", timeoutMs: 500 })).pid;
+    const refused = (await svc.create({ code: "c" }).catch((e: unknown) => e)) as HostError;
+    expect(refused).toBeInstanceOf(HostError);
+    expect([refused.code, refused.status, refused.message]).toEqual([
+      "too_many_processes",
+      429,
+      "2 processes are active already: wait for one to finish",
+    ]);
+    await expect(svc.delete(first)).rejects.toMatchObject({ code: "process_active" });
+    await expect(svc.run(first)).rejects.toMatchObject({ code: "process_active" });
+    gate.resolve();
+    await svc.idle();
+    const again = await svc.run(second);
+    expect(again).toMatchObject({ pid: second, state: "queued", stdout: "", exitState: null, runs: 2, timeoutMs: 500 });
+    expect(await svc.wait(second)).toMatchObject({ exitState: "success", stdout: `run of ${second}`, runs: 2 });
+    await svc.delete(first);
+    expect(await svc.get(first)).toBeUndefined();
+    await expect(svc.delete(first)).rejects.toMatchObject({ code: "not_found" });
+    await expect(svc.run(first)).rejects.toMatchObject({ code: "not_found" });
+    expect([second - first, (await svc.create({ code: "d" })).pid - second]).toEqual([1, 1]);
+  });
+
+  test("create validates its input without storing anything", async () => {
+    const { svc, store } = await service(async () => "success");
+    await expect(svc.create({ code: "x".repeat(102_401) })).rejects.toMatchObject({ code: "payload_too_large" });
+    await expect(svc.create({ code: "x", timeoutMs: 0 })).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(svc.create({ code: 1 as unknown as string })).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await store.list()).toEqual([]);
+  });
+});
+
+describe("environment activation", () => {
+  test("at most one active; the previous drains: keeps its executions and kills, torn down after the last", async () => {
+    const store = new MemoryProcessStore();
+    const svc = new ProcessService({ store });
+    const gate = deferred<void>();
+    const a = scripted(async ({ eid }, b) => {
+      b.setState(eid, "running");
+      await Promise.race([gate.promise, a.killed(eid)]);
+      return "success";
+    });
+    const b = scripted(async () => "success");
+    await svc.environments.activate("a", a.module);
+    const one = (await svc.create({ code: "1" })).pid;
+    const two = (await svc.create({ code: "2" })).pid;
+    await new Promise((r) => setTimeout(r, 5));
+    await svc.environments.activate("b", b.module);
+    expect(svc.environments.active).toBe("b");
+    expect(svc.environments.draining).toEqual(["a"]);
+    expect(await svc.wait((await svc.create({ code: "3" })).pid)).toMatchObject({ exitState: "success" });
+    expect(a.calls).toEqual(["setup"]);
+    await svc.kill(one);
+    expect(await svc.wait(one)).toMatchObject({ exitState: "success" });
+    expect(a.calls).toEqual(["setup", `kill ${one}`]);
+    gate.resolve();
+    await svc.wait(two);
+    await svc.environments.drained();
+    expect(a.calls).toEqual(["setup", `kill ${one}`, "teardown"]);
+    expect(svc.environments.draining).toEqual([]);
+    expect(b.calls).toEqual(["setup"]);
+    expect(await svc.environments.docs()).toBe("docs");
+    await svc.environments.close();
+    expect(b.calls).toEqual(["setup", "teardown"]);
+    expect(svc.environments.active).toBeUndefined();
+  });
+
+  test("a failing setup leaves the previous environment active", async () => {
+    const svc = new ProcessService({ store: new MemoryProcessStore() });
+    const a = scripted(async () => "success");
+    await svc.environments.activate("a", a.module);
+    const broken = { ...scripted(async () => "success").module, setup: async () => Promise.reject(new Error("no")) };
+    await expect(svc.environments.activate("broken", broken)).rejects.toThrow("no");
+    expect(svc.environments.active).toBe("a");
+    expect(a.calls).toEqual(["setup"]);
+  });
+
+  test("an idle process with no draining environment is torn down at once", async () => {
+    const svc = new ProcessService({ store: new MemoryProcessStore() });
+    const a = scripted(async () => "success");
+    await svc.environments.activate("a", a.module);
+    await svc.environments.activate("b", scripted(async () => "success").module);
+    await svc.environments.drained();
+    expect(a.calls).toEqual(["setup", "teardown"]);
+  });
+});
