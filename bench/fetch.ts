@@ -31,7 +31,7 @@ const direct = (path: string, read: "text" | "arrayBuffer") => async () => {
 };
 /** One run making the same 20 requests. */
 const guest = (sandbox: typeof inThread, path: string, read: "text" | "arrayBuffer") => async () => {
-  const source = `for (let i = 0; i < ${REQUESTS}; i++) await (await fetch("${origin}${path}")).${read}();`;
+  const source = `for (let i = 0; i < ${REQUESTS}; i++) await (await fetch("${origin}${path}")).${read}();\nexport default 0;`;
   const result = await sandbox.runCode(source, { language: "javascript" });
   if (result.status !== "success") throw new Error(`bench run failed: ${JSON.stringify(result.error)}`);
 };

@@ -85,11 +85,12 @@ export class FetchSession {
     try {
       return await this.#follow(request, controller.signal);
     } catch (error) {
-      throw controller.signal.aborted ? controller.signal.reason : error;
-    } finally {
-      clearTimeout(timer);
+      if (controller.signal.aborted) throw controller.signal.reason;
       // Whatever is left of the exchange (a body dropped past its cap) goes too.
       controller.abort();
+      throw error;
+    } finally {
+      clearTimeout(timer);
       if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
     }
   };

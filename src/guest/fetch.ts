@@ -64,7 +64,7 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
   const ArrayBufferCtor = ArrayBuffer;
   const { isView } = ArrayBuffer;
   const { fromCharCode } = String;
-  const { trunc } = Math;
+  const { trunc, min } = Math;
   const { isFinite: finite } = Number;
   const parseJson = JSON.parse;
   const stringify = JSON.stringify;
@@ -115,60 +115,70 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     }
     return out.slice(0, n);
   };
-  /** Code units gathered before they become a string: `fromCharCode` takes them as arguments. */
+  /** Code units (or bytes) that become a string at once: `fromCharCode` takes them as arguments. */
   const CHUNK = 8192;
+  const NON_ASCII = /[\x80-\xff]/;
   const utf8Decode = (bytes: Uint8Array): string => {
     let text = "";
     const units: number[] = [];
+    const flush = () => {
+      text += apply(fromCharCode, undefined, units) as string;
+      units.length = 0;
+    };
     const n = bytes.length;
     // A byte order mark is not text.
     let i = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
     while (i < n) {
       const b = bytes[i] as number;
-      let c = b;
+      if (b < 0x80) {
+        // A run of ASCII becomes text natively, a chunk at a time (byte by byte took 140 ns a byte).
+        if (units.length > 0) flush();
+        const end = min(i + CHUNK, n);
+        const latin = apply(fromCharCode, undefined, bytes.subarray(i, end) as unknown as number[]) as string;
+        const high = latin.search(NON_ASCII);
+        text += high < 0 ? latin : latin.slice(0, high);
+        i = high < 0 ? end : i + high;
+        continue;
+      }
+      let c = 0xfffd;
+      let need = 0;
+      let lower = 0x80;
+      let upper = 0xbf;
       i++;
-      if (b >= 0x80) {
-        let need = 0;
-        let lower = 0x80;
-        let upper = 0xbf;
-        if (b >= 0xc2 && b <= 0xdf) {
-          need = 1;
-          c = b & 0x1f;
-        } else if (b >= 0xe0 && b <= 0xef) {
-          need = 2;
-          c = b & 0xf;
-          if (b === 0xe0) lower = 0xa0;
-          if (b === 0xed) upper = 0x9f;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-          need = 3;
-          c = b & 0x7;
-          if (b === 0xf0) lower = 0x90;
-          if (b === 0xf4) upper = 0x8f;
+      if (b >= 0xc2 && b <= 0xdf) {
+        need = 1;
+        c = b & 0x1f;
+      } else if (b >= 0xe0 && b <= 0xef) {
+        need = 2;
+        c = b & 0xf;
+        if (b === 0xe0) lower = 0xa0;
+        if (b === 0xed) upper = 0x9f;
+      } else if (b >= 0xf0 && b <= 0xf4) {
+        need = 3;
+        c = b & 0x7;
+        if (b === 0xf0) lower = 0x90;
+        if (b === 0xf4) upper = 0x8f;
+      }
+      for (; need > 0; need--) {
+        const next = i < n ? (bytes[i] as number) : -1;
+        if (next < lower || next > upper) {
+          // The byte that broke the sequence starts the next one.
+          c = 0xfffd;
+          break;
         }
-        if (need === 0) c = 0xfffd;
-        for (; need > 0; need--) {
-          const next = i < n ? (bytes[i] as number) : -1;
-          if (next < lower || next > upper) {
-            // The byte that broke the sequence starts the next one.
-            c = 0xfffd;
-            break;
-          }
-          c = (c << 6) | (next & 0x3f);
-          lower = 0x80;
-          upper = 0xbf;
-          i++;
-        }
+        c = (c << 6) | (next & 0x3f);
+        lower = 0x80;
+        upper = 0xbf;
+        i++;
       }
       if (c >= 0x10000) {
         units[units.length] = 0xd800 + ((c - 0x10000) >> 10);
         units[units.length] = 0xdc00 + ((c - 0x10000) & 0x3ff);
       } else units[units.length] = c;
-      if (units.length >= CHUNK) {
-        text += apply(fromCharCode, undefined, units) as string;
-        units.length = 0;
-      }
+      if (units.length >= CHUNK) flush();
     }
-    return text + (apply(fromCharCode, undefined, units) as string);
+    flush();
+    return text;
   };
 
   // Headers: a list of lowercase names and values, in the order they were added.
@@ -189,6 +199,8 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
   };
 
   let listOf: (headers: Headers) => [string, string][];
+  /** Headers holding `list` as it is: the host's, already lowercase and valid. */
+  let headersOf: (list: [string, string][]) => Headers;
   class Headers {
     #list: [string, string][] = [];
 
@@ -290,6 +302,11 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
 
     static {
       listOf = (headers) => headers.#list;
+      headersOf = (list) => {
+        const headers = new Headers();
+        headers.#list = list;
+        return headers;
+      };
     }
   }
   defineProperty(Headers.prototype, iteratorSymbol, {
@@ -588,7 +605,7 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
         const response = new Response();
         response.#status = record.status;
         response.#statusText = record.statusText;
-        response.#headers = new Headers(record.headers);
+        response.#headers = headersOf(record.headers);
         response.#type = "basic";
         response.#url = record.url;
         response.#redirected = record.redirected;

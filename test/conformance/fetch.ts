@@ -219,6 +219,13 @@ export function fetchSuite(options: ConformanceOptions): void {
       ]);
     });
 
+    it("decodes long text whole: ASCII runs, and sequences across every chunk boundary", async () => {
+      const source = `const texts = ["a".repeat(8191) + "é" + "b".repeat(9000) + "😀c", "漢字".repeat(10000), "x".repeat(20000)];
+        const decoded = await Promise.all(texts.map((t) => new Response(t).text()));
+        export default decoded.map((d, i) => d === texts[i]);`;
+      expect(await ok(webApis, source)).toEqual([true, true, true]);
+    });
+
     it("clones with its body, and refuses to clone a used one", async () => {
       const source = `const r = new Response("body", { status: 202 });
         const c = r.clone();
