@@ -22,6 +22,8 @@ export default defineConfig({
           RUNCODE_API_KEYS: "alpha:alpha-test-key-0123456789abcdef,beta:beta-test-key-0123456789abcdef",
           // The name test/workers/client.ts sends requests to.
           RUNCODE_ORIGINS: "http://runcode.test",
+          // Runs and processes have the Web APIs (test/workers/api.test.ts).
+          RUNCODE_WEB_APIS: "true",
         },
       },
     }),

@@ -6,8 +6,10 @@
  * other sends a trivial run every 250 ms.
  */
 import { nodeWasm } from "../node/index.js";
-import { accessFrom, createHost, type Service } from "../src/host/index.js";
+import { accessFrom } from "../src/host/http/auth.js";
+import { createHost } from "../src/host/index.js";
 import { createSandbox } from "../src/index.js";
+import type { Service } from "../src/tools/registry.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
 

@@ -13,7 +13,9 @@ import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } f
 import ts from "typescript";
 import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
+import { BootedInstance, bootOf } from "../src/core/instance.js";
 import { createSandbox } from "../src/index.js";
+import { rawCases, runCodeCases } from "./crossing.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 /** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
@@ -27,6 +29,8 @@ const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Ar
 const { runCode } = createSandbox({ wasm: metered });
 const fresh = createSandbox({ wasm: metered, instances: "fresh" });
 const threaded = createNodeSandbox({ wasm: metered, threads: true });
+const web = createSandbox({ wasm: metered, webApis: true });
+const webThreaded = createNodeSandbox({ wasm: metered, threads: true, webApis: true });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -134,6 +138,9 @@ const cases: Record<string, (i: number) => unknown> = {
   "runCode trivial JS on a worker thread": () => threaded.runCode("export default 1+1", { language: "javascript" }),
   "runCode 1,000 bridged calls": () => runCode(BRIDGED_CALLS, bridged),
   "runCode 1,000 bridged calls on a worker thread": () => threaded.runCode(BRIDGED_CALLS, bridged),
+  "runCode trivial JS, webApis: true": () => web.runCode("export default 1+1", { language: "javascript" }),
+  "runCode trivial JS on a worker thread, webApis: true": () =>
+    webThreaded.runCode("export default 1+1", { language: "javascript" }),
 };
 // Warm up: JIT, the TypeScript compiler's first load, caches.
 for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
@@ -162,7 +169,9 @@ const [
   trivialThreaded,
   bridgedCalls,
   bridgedThreaded,
-] = rows as Tuple<14, Summary>;
+  trivialWeb,
+  trivialWebThreaded,
+] = rows as Tuple<16, Summary>;
 console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
 printTable(rows);
 console.log();
@@ -180,6 +189,52 @@ ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, progra
 console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
 console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${tsEnums.p50.toFixed(2)} ms`);
 ratio("array-method loop: runCode / raw engine (guards + runCode's fixed cost)", guardedLoop, rawLoop);
+ratio("runCode trivial JS: webApis: true / without", trivialWeb, trivial);
+ratio("runCode trivial JS on a worker thread: webApis: true / without", trivialWebThreaded, trivialThreaded);
+
+// The Web APIs are booted into the image: what an instance's boot and its booted heap take with them, and what their
+// guest code costs where a run uses it.
+const boots = { plain: [] as number[], web: [] as number[] };
+const heaps = { plain: 0, web: 0 };
+for (let i = 0; i < 40; i++) {
+  for (const kind of ["plain", "web"] as const) {
+    const started = performance.now();
+    const booted = await BootedInstance.boot(metered, 64 << 20, true, bootOf(undefined, kind === "web"));
+    boots[kind].push(performance.now() - started);
+    heaps[kind] = booted.heapBytes() ?? 0;
+  }
+}
+const perCall = async (expression: string) => {
+  const source = (body: string) => `for (let i = 0; i < 1000; i++) ${body};\nexport default 0`;
+  const run = await web.runCode(source(expression), { language: "javascript" });
+  const empty = await web.runCode(source(""), { language: "javascript" });
+  return `${(((run.fuelUsed ?? 0) - (empty.fuelUsed ?? 0)) / 1000).toFixed(0)} units of fuel`;
+};
+console.log();
+printTable([summarize("boot an instance", boots.plain), summarize("boot an instance, webApis: true", boots.web)]);
+console.log(`${"booted heap, without / with webApis".padEnd(60)} ${heaps.plain} / ${heaps.web} bytes`);
+console.log(
+  `${"new URL('https://example.com/a?b#c')".padEnd(60)} ${await perCall("new URL('https://example.com/a?b#c')")}`,
+);
+console.log(
+  `${"new TextEncoder().encode('hello, world')".padEnd(60)} ${await perCall("new TextEncoder().encode('hello, world')")}`,
+);
+
+// Values and host calls crossing, each beside its bare-engine floor (interleaved, fewer runs: the data case is long).
+const crossing = { ...rawCases(ready), ...runCodeCases(runCode) };
+for (const fn of Object.values(crossing)) for (let i = 0; i < 5; i++) await fn();
+const crossingTimes = new Map<string, number[]>(Object.keys(crossing).map((k) => [k, []]));
+for (let round = 0; round < 8; round++) {
+  for (const [label, fn] of Object.entries(crossing)) crossingTimes.get(label)?.push(...(await sample(5, fn)));
+}
+const crossingRows = [...crossingTimes].map(([label, t]) => summarize(label, t));
+const [rawData, rawCalls, rawAsync, data, calls, asyncCalls] = crossingRows as Tuple<6, Summary>;
+console.log();
+printTable(crossingRows);
+ratio("1.1 MB in and out: runCode / raw engine", data, rawData, "<= 1.5x");
+ratio("1,000 sync host calls: runCode / raw engine", calls, rawCalls, "<= 2x");
+ratio("1,000 awaited async host calls: runCode / raw engine", asyncCalls, rawAsync);
+ratio("trivial run: runCode / raw engine", trivial, floorRuntime, "<= 2x");
 
 // Stops on a worker thread: from terminate() to the worker reporting the run over (its next interrupt poll saw the
 // flag) or exiting (ended after the grace: native work that never polls). Run by run, so each event is the stop's.

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runCode } from "../node/index.js";
+import { load, ready, requests } from "./http-load.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const PORT = 8799;
@@ -17,7 +18,6 @@ const CONNECTIONS = 10;
 const RUN_REQUESTS = 3_000;
 const PROCESSES = 200;
 const PROCESS_CONNECTIONS = 4;
-const TIME_LIMIT_MS = 60_000;
 const TRIVIAL = "export default 1 + 1";
 /** The host runs as deployed: with an API key, and room in the tenant's rate and slots for the whole load. */
 const KEY = "bench-key-0123456789abcdef";
@@ -28,26 +28,6 @@ const VARS = [
   "RUNCODE_TENANT_RUNS_PER_MINUTE:1000000",
   "RUNCODE_TENANT_MAX_ACTIVE:256",
 ];
-
-/** Runs `total` calls of `fn` over `connections` concurrent loops, stopping early at the time limit. */
-async function load(total: number, connections: number, fn: () => Promise<boolean>) {
-  const times: number[] = [];
-  let failures = 0;
-  let next = 0;
-  const started = performance.now();
-  const worker = async () => {
-    while (next < total && performance.now() - started < TIME_LIMIT_MS) {
-      next++;
-      const t = performance.now();
-      const ok = await fn().catch(() => false);
-      times.push(performance.now() - t);
-      if (!ok) failures++;
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, worker));
-  const seconds = (performance.now() - started) / 1000;
-  return { times, failures, perSecond: times.length / seconds };
-}
 
 function startServer(persist: string): ChildProcess {
   const vars = VARS.flatMap((v) => ["--var", v]);
@@ -63,55 +43,12 @@ function startServer(persist: string): ChildProcess {
   );
 }
 
-async function ready(): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${BASE}/openapi.json`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error("wrangler dev did not start");
-}
-
-const postRun = async () => {
-  const response = await fetch(`${BASE}/run`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...AUTH },
-    body: JSON.stringify({ source: TRIVIAL, options: { language: "javascript" } }),
-  });
-  const body = (await response.json()) as { status?: string };
-  return response.ok && body.status === "success";
-};
-
-/** The floor of an API request here: authenticated, one registry call (as `/run`'s rate), nothing run. */
-const listOne = async () => {
-  const response = await fetch(`${BASE}/processes?limit=1`, { headers: AUTH });
-  await response.arrayBuffer();
-  return response.ok;
-};
-
-/** Create, wait for idle through the event stream, read stdout. */
-const fullProcess = async () => {
-  const created = await fetch(`${BASE}/processes`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...AUTH },
-    body: JSON.stringify({ code: "console.log('done')", ref: "bench" }),
-  });
-  if (created.status !== 201) return false;
-  const { pid } = (await created.json()) as { pid: number };
-  const events = await (await fetch(`${BASE}/processes/${pid}/events`, { headers: AUTH })).text();
-  const stdout = await (await fetch(`${BASE}/processes/${pid}/stdout`, { headers: AUTH })).text();
-  return events.includes("success") && stdout === "done\n";
-};
+const { postRun, listOne, fullProcess, listed } = requests(BASE, AUTH);
 
 const persist = mkdtempSync(join(tmpdir(), "runcode-bench-"));
 const server = startServer(persist);
 try {
-  await ready();
+  await ready(BASE, "wrangler dev");
   for (let i = 0; i < 50; i++) await postRun();
   for (let i = 0; i < 5; i++) await fullProcess();
   for (let i = 0; i < 50; i++) await runCode(TRIVIAL, { language: "javascript" });
@@ -123,9 +60,7 @@ try {
   const floor = await load(RUN_REQUESTS, CONNECTIONS, listOne);
   const run = await load(RUN_REQUESTS, CONNECTIONS, postRun);
   const processes = await load(PROCESSES, PROCESS_CONNECTIONS, fullProcess);
-  const listed = (await (await fetch(`${BASE}/processes?ref=bench&limit=1000`, { headers: AUTH })).json()) as {
-    processes: { exitState: string }[];
-  };
+  const recorded = await listed();
 
   const rows: Summary[] = [
     inProcess,
@@ -147,7 +82,7 @@ try {
     `${"POST /run requests, non-2xx or failed".padEnd(60)} ${run.times.length}, ${run.failures}  (target 0 failed, >= 800 req/s, p50 < 5 ms)`,
   );
   console.log(`${"processes run, failed".padEnd(60)} ${processes.times.length}, ${processes.failures}`);
-  const lost = 5 + processes.times.length - listed.processes.length;
+  const lost = 5 + processes.times.length - recorded;
   console.log(`${"process records lost (created but not listed)".padEnd(60)} ${lost}`);
 } finally {
   if (server.pid !== undefined) process.kill(-server.pid, "SIGTERM");

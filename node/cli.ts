@@ -3,28 +3,33 @@
  * `runcode [file]`: runs a JavaScript or TypeScript module (a file, or standard input) in a fresh sandbox and
  * prints the `CodeExecutionResult` (guest text escaped, bounded in size and by `--timeout`); a module without a default
  * export runs as a script (`execute: "script"`) unless `--export` or `--args` name a call. Exits 0 on `success`,
- * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio.
+ * 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio; `runcode serve` the HTTP API.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import type { FetchOptions } from "../src/core/types.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
 import { AllowList } from "../src/fetch/allow-list.js";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, FUEL_PER_MS, nodeWasm } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
-const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms]
+const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis]
                [--allow-fetch origin]...
-       runcode mcp [--config servers.json] [--allow-fetch origin]...
+       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
+       runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox and prints the result: standard input when the file is \`-\` or absent;
 JavaScript for .js, .mjs and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the
 default export; a module without one runs as a script, with no result. --export and --args call an export instead
 (default: default), which must then exist. Exits 0 on success, 1 when the run did not succeed, 2 on bad arguments.
---allow-fetch gives the code \`fetch\`, reaching only that origin (\`https://api.example.com\`) or path prefix
-(\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
+--web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
+crypto.randomUUID, timers, AbortController, events).
+--allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
+path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
-configuration's "mcpServers" (as MCP clients write them) become modules the code can import.`;
+configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
+\`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
 
 /**
  * Characters a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls (ESC and BEL
@@ -82,11 +87,11 @@ function jsonFlag(name: string, text: string): unknown {
   }
 }
 
-/** The sandbox settings of `--allow-fetch` (none: no `fetch`), or a one-line error naming the bad origin. */
-function fetchSettings(origins: string[] | undefined) {
-  if (origins === undefined) return {};
+/** The fetch setting of `--allow-fetch` (none: no `fetch`), or a one-line error naming the bad origin. */
+function fetchOf(origins: string[] | undefined): FetchOptions | undefined {
+  if (origins === undefined) return undefined;
   try {
-    return { webApis: true, fetch: { allow: new AllowList(origins, () => "--allow-fetch").entries } };
+    return { allow: new AllowList(origins, () => "--allow-fetch").entries };
   } catch (error) {
     return usageError((error as Error).message);
   }
@@ -131,11 +136,13 @@ async function runFile(): Promise<void> {
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
   const safetyCap = { cpuTimeMs: timeout, fuel: timeout * FUEL_PER_MS };
+  const fetch = fetchOf(values["allow-fetch"]);
   const { runCode } = createSandbox({
     wasm: nodeWasm,
     safetyCap,
     threads: true,
-    ...fetchSettings(values["allow-fetch"]),
+    webApis: values["web-apis"] || fetch !== undefined,
+    ...(fetch === undefined ? {} : { fetch }),
   });
   const run = runCode(source, {
     language,
@@ -177,6 +184,7 @@ function parseFlags() {
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
       "allow-fetch": { type: "string", multiple: true },
+      "web-apis": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -191,9 +199,18 @@ async function readStdin(): Promise<string> {
 if (process.argv[2] === "mcp") {
   const { values } = parseArgs({
     args: process.argv.slice(3),
-    options: { config: { type: "string" }, "allow-fetch": { type: "string", multiple: true } },
+    options: {
+      config: { type: "string" },
+      "web-apis": { type: "boolean", default: false },
+      "allow-fetch": { type: "string", multiple: true },
+    },
   });
-  await serveMcpOverStdio(values.config, fetchSettings(values["allow-fetch"]));
+  const fetch = fetchOf(values["allow-fetch"]);
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch });
+} else if (process.argv[2] === "serve") {
+  // Loaded only here: plain runs need neither the database driver nor the HTTP server.
+  const { serveCommand } = await import("./serve/command.js");
+  await serveCommand(process.argv.slice(3));
 } else {
   await runFile();
 }

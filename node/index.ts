@@ -21,7 +21,7 @@ useSwc(loadSwc);
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = async () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
 
-/** Whether Node's sandboxes run on worker threads when `threads` is not given (see README, "Worker threads"). */
+/** Whether Node's sandboxes run on worker threads when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
 export const THREADS_BY_DEFAULT = true;
 
 /** Settings of Node's sandbox runner. */

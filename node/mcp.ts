@@ -1,7 +1,8 @@
 /**
- * `runcode mcp [--config file.json] [--allow-fetch origin]...`: the MCP server over standard input and output, for
- * MCP clients that start it as a command (`npx runcode mcp`). Runs use this package's sandbox, with `fetch` reaching
- * the origins of `--allow-fetch`; the built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
+ * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]...`: the MCP server over standard input and
+ * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs use this package's sandbox, with the
+ * Web APIs for `--web-apis`, and `fetch` reaching the origins of `--allow-fetch`; the
+ * built-in `kv` service lives in memory for as long as the server does. The configuration names upstream MCP servers in the format MCP clients use
  * (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools
  * become modules of the sandbox (`import { search_issues } from "github"`). Nothing but protocol messages may reach
  * standard output.
@@ -11,9 +12,10 @@ import { readFile } from "node:fs/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import type { SandboxOptions } from "../src/core/types.js";
-import { kvService, memoryKeyValueStores, ToolRegistry } from "../src/host/index.js";
+import type { FetchOptions } from "../src/core/types.js";
 import { createMcpServer } from "../src/host/mcp/server.js";
+import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
+import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
 import { createSandbox } from "./index.js";
@@ -30,11 +32,17 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
   return upstreamsFrom(config, configPath);
 }
 
-/** Serves MCP on standard input and output; `sandbox` is the runs' settings (`--allow-fetch`'s `webApis` and `fetch`). */
-export async function serveMcpOverStdio(
-  configPath?: string,
-  sandbox: Pick<SandboxOptions, "webApis" | "fetch"> = {},
-): Promise<void> {
+/** Settings of `runcode mcp`. */
+export interface StdioMcpOptions {
+  /** A configuration file naming upstream MCP servers. */
+  configPath?: string | undefined;
+  /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
+  webApis?: boolean;
+  /** Gives runs `fetch` (`SandboxOptions.fetch`), and the Web APIs with it. */
+  fetch?: FetchOptions | undefined;
+}
+
+export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: StdioMcpOptions = {}): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -46,9 +54,14 @@ export async function serveMcpOverStdio(
     clients.push(client);
     tools.register(await upstreamService(name, client));
   }
-  const { runCode } = createSandbox(sandbox);
-  const fetchAllow = sandbox.fetch?.allow;
-  const server = createMcpServer({ runCode, tools, ...(fetchAllow === undefined ? {} : { fetchAllow }) });
+  const web = webApis || fetch !== undefined;
+  const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
+  const server = createMcpServer({
+    runCode,
+    tools,
+    webApis: web,
+    ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
+  });
   server.server.onclose = () => {
     for (const client of clients) void client.close();
   };

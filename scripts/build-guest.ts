@@ -1,5 +1,5 @@
 /**
- * Builds the guest's source text: the TypeScript guest functions (src/guest/core.ts, marshal.ts, slow-paths.ts, fetch.ts)
+ * Builds the guest's source text: the TypeScript guest functions (src/guest/core.ts, marshal.ts, slow-paths.ts, web-*.ts)
  * compiled once, without comments, into the string constants of src/guest/sources.generated.ts, which the runtime
  * evaluates in every context. Fixed text rather than each bundler's `fn.toString()`: the engine's fuel depends on
  * where things sit in its memory, so the same program spends exactly the same fuel on every platform only if every
@@ -16,7 +16,13 @@ const GUEST = [
   ["guestCoreSource", "guestCore", "core.ts"],
   ["guestMarshalSource", "guestMarshal", "marshal.ts"],
   ["guestSlowPathsSource", "guestSlowPaths", "slow-paths.ts"],
-  ["guestFetchSource", "guestFetch", "fetch.ts"],
+  ["guestWebKitSource", "guestWebKit", "web-kit.ts"],
+  ["guestWebTimersSource", "guestWebTimers", "web-timers.ts"],
+  ["guestWebEventsSource", "guestWebEvents", "web-events.ts"],
+  ["guestWebTextSource", "guestWebText", "web-text.ts"],
+  ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
+  ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
+  ["guestWebFetchSource", "guestWebFetch", "web-fetch.ts"],
 ] as const;
 
 /** `fn` of the TypeScript module `source`, compiled, as an expression evaluating to the function. */

@@ -12,6 +12,7 @@ export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
 export { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS } from "./core/sandbox.js";
 export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
 export type * from "./core/types.js";
+export { MAX_PENDING_TIMERS } from "./core/web-apis.js";
 export { SerializationError } from "./values/errors.js";
 export type { JsonValue } from "./values/json.js";
 export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";

@@ -45,6 +45,7 @@ const ui = {
   language: $<HTMLSelectElement>("language"),
   filename: $<HTMLInputElement>("filename"),
   memory: $<HTMLInputElement>("memory"),
+  webApis: $<HTMLInputElement>("web-apis"),
   globals: $("globals"),
   imports: $("imports"),
   addGlobal: $<HTMLButtonElement>("add-global"),
@@ -199,6 +200,7 @@ const SCALAR_OPTIONS = [
   ["language", "language", () => ui.language],
   ["filename", "filename", () => ui.filename],
   ["memoryLimitBytes", "memoryLimitBytes", () => ui.memory],
+  ["webApis", "webApis", () => ui.webApis],
 ] as const;
 
 /** The options that differ from a fresh session's, each marked beside its control. */
@@ -220,6 +222,7 @@ function renderOptions(): void {
   ui.language.value = session.language;
   ui.filename.value = session.filename;
   ui.memory.value = session.memoryLimitBytes;
+  ui.webApis.checked = session.webApis;
   renderEntries(ui.globals, session.globals, false);
   renderEntries(ui.imports, session.imports, true);
   markChangedOptions();
@@ -244,6 +247,11 @@ bind(ui.executeArgs, (v) => (session.executeArgs = v));
 bind(ui.language, (v) => (session.language = v === "javascript" ? "javascript" : "typescript"));
 bind(ui.filename, (v) => (session.filename = v));
 bind(ui.memory, (v) => (session.memoryLimitBytes = v));
+ui.webApis.addEventListener("change", () => {
+  session.webApis = ui.webApis.checked;
+  markChangedOptions();
+  changed();
+});
 ui.options.addEventListener("submit", (event) => event.preventDefault());
 // A field's error goes as soon as what the user typed parses.
 ui.options.addEventListener("input", () => {
@@ -575,7 +583,7 @@ let benchRun: Promise<unknown> | undefined;
 (window as unknown as { runcode: object }).runcode = {
   ignored: () => runner.ignored,
   runRaw: async (source: string, language: "javascript" | "typescript" = "javascript") => {
-    const run = runner.run({ source, options: { language }, globals: {}, imports: {} });
+    const run = runner.run({ source, options: { language }, globals: {}, imports: {}, webApis: false });
     benchRun = run;
     const outcome = await run;
     if (outcome.kind === "rejected") return { status: "rejected", worker: 0, roundTrip: 0 };

@@ -23,6 +23,8 @@ export interface RunPayload {
   };
   globals: Record<string, HostValue>;
   imports: Record<string, Record<string, HostValue>>;
+  /** Run in the worker's sandbox with the Web APIs. */
+  webApis: boolean;
 }
 
 /** Page -> worker: answer with `ready` once the engine is warm. */
@@ -80,8 +82,14 @@ export const isHello = (data: unknown): data is HelloMessage => hasNonce(data, "
 /** `true` for a well-formed `run`. */
 export function isRun(data: unknown): data is RunMessage {
   if (!hasNonce(data, "run") || !isRecord(data.payload)) return false;
-  const { source, options, globals, imports } = data.payload;
-  return typeof source === "string" && isRecord(options) && isRecord(globals) && isRecord(imports);
+  const { source, options, globals, imports, webApis } = data.payload;
+  return (
+    typeof source === "string" &&
+    isRecord(options) &&
+    isRecord(globals) &&
+    isRecord(imports) &&
+    typeof webApis === "boolean"
+  );
 }
 
 /** `true` for a well-formed `ready` answering `nonce`. */

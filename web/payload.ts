@@ -78,10 +78,13 @@ export function toPayload(session: Session): RunPayload {
     imports[specifier] = namespace;
     namespace[i.name.trim()] = hostValue(i, `import ${i.specifier} ${i.name}`);
   }
-  return { source: unfence(entry.source).code, options, globals, imports };
+  return { source: unfence(entry.source).code, options, globals, imports, webApis: session.webApis };
 }
 
-/** The `POST /run` body: data-only options. Function globals and all imports stay behind, and are named. */
+/**
+ * The `POST /run` body: data-only options. Function globals, all imports and the Web APIs setting (the edge host's
+ * `RUNCODE_WEB_APIS` decides) stay behind, and are named.
+ */
 export function toEdgeBody(payload: RunPayload): { body: { source: string; options: object }; dropped: string[] } {
   const dropped: string[] = [];
   const globals: Record<string, JsonValue> = {};
@@ -91,6 +94,7 @@ export function toEdgeBody(payload: RunPayload): { body: { source: string; optio
   }
   for (const [specifier, namespace] of Object.entries(payload.imports))
     for (const name of Object.keys(namespace)) dropped.push(`import ${specifier}.${name}`);
+  if (payload.webApis) dropped.push("webApis (the edge host's RUNCODE_WEB_APIS decides)");
   const options: Record<string, unknown> = { ...payload.options };
   if (Object.keys(globals).length > 0) options.globals = globals;
   return { body: { source: payload.source, options }, dropped };

@@ -18,7 +18,10 @@ interface WorkerScope {
 }
 const scope = self as unknown as WorkerScope;
 
-const sandbox = createSandbox({ wasm: () => WebAssembly.compileStreaming(fetch(wasmUrl)) });
+// One compiled module for both sandboxes: the one with the Web APIs boots its own instances on its first run.
+const compiled = WebAssembly.compileStreaming(fetch(wasmUrl));
+const sandbox = createSandbox({ wasm: () => compiled });
+const webSandbox = createSandbox({ wasm: () => compiled, webApis: true });
 const warm = (async () => {
   const started = performance.now();
   await sandbox.runCode("export default 1", { language: "javascript" });
@@ -88,7 +91,7 @@ scope.addEventListener("message", (event) => {
   let run: PromiseLike<unknown>;
   try {
     const report = (value: unknown) => scope.postMessage({ type: "report", nonce, value: wire(value) });
-    run = sandbox.runCode(payload.source, options(payload, report));
+    run = (payload.webApis ? webSandbox : sandbox).runCode(payload.source, options(payload, report));
   } catch (error) {
     const { name, message } = error as Error;
     scope.postMessage({ type: "rejected", nonce, name: String(name), message: String(message) });

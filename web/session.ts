@@ -32,6 +32,8 @@ export interface Session {
   executeArgs: string;
   globals: HostEntry[];
   imports: HostEntry[];
+  /** Runs in the browser get the Web APIs (`createSandbox({ webApis: true })`). */
+  webApis: boolean;
 }
 
 export const STORAGE_KEY = "runcode.playground.session";
@@ -53,6 +55,7 @@ export function defaultSession(): Session {
     executeArgs: "[]",
     globals: [{ specifier: "", name: "input", kind: "json", text: "[1, 2, 3]" }],
     imports: [],
+    webApis: false,
   };
 }
 
@@ -88,6 +91,9 @@ export function parseSession(value: unknown): Session | undefined {
   if (s.language !== "typescript" && s.language !== "javascript") return undefined;
   for (const key of ["filename", "memoryLimitBytes", "executeFn", "executeArgs"] as const)
     if (!isString(s[key])) return undefined;
+  // Sessions saved before the setting existed have none: off.
+  const webApis = s.webApis ?? false;
+  if (typeof webApis !== "boolean") return undefined;
   return {
     version: 1,
     files,
@@ -98,6 +104,7 @@ export function parseSession(value: unknown): Session | undefined {
     executeArgs: s.executeArgs as string,
     globals,
     imports,
+    webApis,
   };
 }
 

@@ -7,8 +7,11 @@
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
-import { RUN_MEMORY_BUDGET_BYTES } from "../src/host/admission/run-admission.js";
-import { createApp, createHost, type Quotas } from "../src/host/index.js";
+import type { Quotas } from "../src/host/admission/quotas.js";
+import { RUN_DEFAULT_MEMORY_BYTES, RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
+import { createApp } from "../src/host/http/app.js";
+import { createHost } from "../src/host/index.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
 import { createSandbox, useSwc } from "../src/index.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import swcWasm from "../wasm/swc-fuel.wasm";
@@ -24,11 +27,8 @@ export { KvObject, ProcessObject, RegistryObject };
 // TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/).
 useSwc(async () => (out) => instantiateSwc(swcWasm, out));
 
-// Idle booted instances (16 MiB each) and the runs in flight share the admission's budget of the 128 MB isolate.
-sharedPool.limitMemory(RUN_MEMORY_BUDGET_BYTES);
-
-/** Heap cap of a `/run` that sets none: a tenant's share of the admission budget, which holds two such runs. */
-const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
+// Idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB isolate.
+sharedPool.limitMemory(RUN_MEMORY_CAP_BYTES);
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -56,30 +56,23 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm, ...(config.fetch && { fetch: config.fetch }) }) },
+    environment: { module: instantiate({ wasm, webApis: config.webApis, ...fetchOptionOf(config) }) },
   });
   // Deployed Workers freeze clocks during synchronous work, so fuel is what stops runaway code there, natives
   // included; `[limits] cpu_ms` in wrangler.toml is the platform's backstop.
-  const sandbox = createSandbox({
-    wasm,
-    safetyCap: { cpuTimeMs: config.runCpuMs, fuel: config.runFuel },
-    defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
-    ...(config.fetch && { webApis: true, fetch: config.fetch }),
-  });
+  const sandbox = createSandbox({ wasm, ...runSandboxOptionsOf(config) });
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
     run: {
       runCode: sandbox.runCode,
+      ...runWebOf(config),
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
       ...(config.fetch && { fetchAllow: config.fetch.allow }),
     },
-    access: config.access,
+    ...appOptionsOf(config),
     quotas: registryQuotas(env, config),
-    origins: config.origins,
-    corsOrigins: config.corsOrigins,
-    mcpServers: config.mcpServers,
     fallback: (request) => env.ASSETS.fetch(request),
   });
 }

@@ -5,7 +5,8 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import { ANONYMOUS_TENANT, type KeyValueQuota, type KeyValueStore, type KeyValueUsage } from "../src/host/index.js";
+import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../src/tools/kv-store.js";
+import { ANONYMOUS_TENANT } from "../src/tools/registry.js";
 import { type KeyValueRefusal, refusalError, SqlKeyValueStore } from "./sql-stores.js";
 
 /** The store over RPC. `put` answers a quota refusal as a value, which `kvStoreOf` throws as a `KeyValueQuotaError`. */

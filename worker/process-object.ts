@@ -10,13 +10,11 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { instantiate } from "../src/environment/index.js";
-import {
-  type CreateProcessInput,
-  createHost,
-  type HostState,
-  type ProcessRecord,
-  type ProcessUsage,
-} from "../src/host/index.js";
+import { createHost } from "../src/host/index.js";
+import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
+import { failCutOffRuns } from "../src/host/processes/restarts.js";
+import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
+import { fetchOptionOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
@@ -46,22 +44,13 @@ export class ProcessObject extends DurableObject<Env> {
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: {
-          module: instantiate({ wasm, maxCpuMs: config.runCpuMs, ...(config.fetch && { fetch: config.fetch }) }),
+          module: instantiate({ wasm, maxCpuMs: config.runCpuMs, webApis: config.webApis, ...fetchOptionOf(config) }),
         },
       }),
     );
     ctx.blockConcurrencyWhile(async () => {
       // A run cannot outlive the isolate that ran it: a record still active here was cut off by a restart.
-      for (const record of await store.list()) {
-        if (record.state === "idle") continue;
-        this.#pid = record.pid;
-        await store.update(record.pid, {
-          state: "idle",
-          exitState: "failed",
-          error: "The host restarted while this process ran",
-          finishedAt: Date.now(),
-        });
-      }
+      for (const pid of await failCutOffRuns(store, Date.now())) this.#pid = pid;
     });
   }
 

@@ -4,11 +4,12 @@
  * answers errors.
  * @module
  */
-import { HostError, type ProcessBackend } from "../src/host/index.js";
-import type { SlotLimits } from "./registry.js";
+import { HostError } from "../src/host/errors.js";
+import type { ProcessBackend } from "../src/host/http/process-routes.js";
+import type { SlotQuotas } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
 
-export function edgeProcesses(env: Env, limits: SlotLimits): ProcessBackend {
+export function edgeProcesses(env: Env, limits: SlotQuotas): ProcessBackend {
   const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
   const processObject = (pid: number) => env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
   return {

@@ -7,12 +7,15 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ProcessFilter, ProcessRecord } from "../src/host/index.js";
-import { HostError, newPidTag, pidOf, rateLimited, retryLater, summaryOf, takeToken } from "../src/host/index.js";
+import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
+import { HostError, retryLater } from "../src/host/errors.js";
+import { summaryOf } from "../src/host/http/process-routes.js";
+import { newPidTag, type ProcessFilter, type ProcessRecord, pidOf } from "../src/host/processes/storage.js";
+import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 
 /** What a creation may take: slots across the deployment and per tenant. */
-export interface SlotLimits {
+export interface SlotQuotas {
   maxActive: number;
   tenantMaxActive: number;
 }
@@ -30,7 +33,7 @@ export class RegistryObject extends DurableObject {
     super(ctx, env);
     this.#sql = ctx.storage.sql;
     this.#sql.exec(`
-      CREATE TABLE IF NOT EXISTS pid_tags (tenant TEXT PRIMARY KEY, tag INTEGER NOT NULL UNIQUE, count INTEGER NOT NULL);
+      ${PID_TAGS_TABLE};
       CREATE TABLE IF NOT EXISTS processes (
         pid INTEGER PRIMARY KEY, ref TEXT, state TEXT NOT NULL, exit_state TEXT, summary TEXT NOT NULL
       );
@@ -42,17 +45,14 @@ export class RegistryObject extends DurableObject {
     if (!columns.some((c) => c.name === "tenant")) {
       this.#sql.exec("ALTER TABLE processes ADD COLUMN tenant TEXT NOT NULL DEFAULT 'anonymous'");
     }
-    // Every listing names its tenant: each index leads with it (and ends in the rowid, the pid, for the order).
+    // Indexes from before tenants, replaced by ones that lead with the tenant.
     this.#sql.exec(`
       DROP INDEX IF EXISTS processes_state;
       DROP INDEX IF EXISTS processes_exit_state;
       DROP INDEX IF EXISTS processes_ref;
-      CREATE INDEX IF NOT EXISTS processes_tenant_state ON processes (tenant, state);
-      CREATE INDEX IF NOT EXISTS processes_tenant_exit_state ON processes (tenant, exit_state);
-      CREATE INDEX IF NOT EXISTS processes_tenant_ref ON processes (tenant, ref);
-      CREATE INDEX IF NOT EXISTS processes_active ON processes (state) WHERE state != 'idle';
+      ${PROCESS_INDEXES}
     `);
-    // Placeholders left behind before `pending` existed (no object ever reported them: no createdAt) expire too.
+    // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
   }
@@ -60,8 +60,8 @@ export class RegistryObject extends DurableObject {
   /**
    * Drops placeholders whose creation never finished. A Worker that restarts between `allocate` and the object's
    * first report (wrangler dev reloads, isolate restarts under load: seen in e2e/abuse.spec.ts) never calls
-   * `remove`, and its placeholder used to stay `queued` for ever, holding one of the `maxActive` slots; enough of
-   * them and every creation was 429. A creation that does finish late re-inserts its row through `index`.
+   * `remove`, and its placeholder would stay `queued` for ever, holding one of the `maxActive` slots; enough of
+   * them and every creation would be 429. A creation that does finish late re-inserts its row through `index`.
    */
   #expirePending(now: number): void {
     const before = now - PENDING_TTL_MS;
@@ -70,7 +70,7 @@ export class RegistryObject extends DurableObject {
   }
 
   /** Throws the 429 when the deployment or `tenant` has no free slot. */
-  #checkSlots(tenant: string, limits: SlotLimits): void {
+  #checkSlots(tenant: string, limits: SlotQuotas): void {
     this.#expirePending(Date.now());
     const active = (where: string, ...values: string[]) =>
       this.#sql
@@ -93,22 +93,10 @@ export class RegistryObject extends DurableObject {
   }
 
   /** A new pid for `tenant`; refused (429 with `Retry-After`) when the deployment or the tenant has no free slot. */
-  async allocate(tenant: string, limits: SlotLimits): Promise<Answer<number>> {
+  async allocate(tenant: string, limits: SlotQuotas): Promise<Answer<number>> {
     return answer(() => {
       this.#checkSlots(tenant, limits);
-      if (this.#sql.exec("SELECT 1 FROM pid_tags WHERE tenant = ?", tenant).toArray().length === 0) {
-        const tag = newPidTag(
-          (taken) => this.#sql.exec("SELECT 1 FROM pid_tags WHERE tag = ?", taken).toArray().length > 0,
-        );
-        this.#sql.exec("INSERT INTO pid_tags (tenant, tag, count) VALUES (?, ?, 0)", tenant, tag);
-      }
-      const { tag, count } = this.#sql
-        .exec<{ tag: number; count: number }>(
-          "UPDATE pid_tags SET count = count + 1 WHERE tenant = ? RETURNING tag, count",
-          tenant,
-        )
-        .one();
-      const pid = pidOf(tag, count);
+      const pid = this.#nextPid(tenant);
       // Counted as active until its object reports the real record (or the creation is withdrawn).
       const placeholder = JSON.stringify({ pid, state: "queued", exitState: null });
       this.#sql.exec(
@@ -122,11 +110,24 @@ export class RegistryObject extends DurableObject {
     });
   }
 
+  /** `tenant`'s next pid (this method runs in one synchronous step: one transaction). */
+  #nextPid(tenant: string): number {
+    for (;;) {
+      const [claim, count] = nextPidStatements(
+        tenant,
+        newPidTag(() => false),
+      );
+      this.#sql.exec(claim.sql, ...claim.args);
+      const row = this.#sql.exec<{ tag: number; count: number }>(count.sql, ...count.args).toArray()[0];
+      if (row !== undefined) return pidOf(row.tag, row.count);
+    }
+  }
+
   /**
    * Takes a slot for running idle process `pid` again (its summary turns `queued`), refused like a creation. The
    * process object reports the run from then on; if it refuses, the caller indexes its record again.
    */
-  async reserveRun(pid: number, limits: SlotLimits): Promise<Answer<null>> {
+  async reserveRun(pid: number, limits: SlotQuotas): Promise<Answer<null>> {
     return answer(() => {
       const row = this.#sql
         .exec<{ tenant: string; state: string }>("SELECT tenant, state FROM processes WHERE pid = ?", pid)
@@ -184,37 +185,10 @@ export class RegistryObject extends DurableObject {
     this.#sql.exec("DELETE FROM processes WHERE pid = ?", pid);
   }
 
-  /**
-   * Summaries matching `filter`, ascending by pid, at most `limit`, each with its tenant. Values are bound
-   * parameters, never spliced into SQL; only the conditions given are written, so SQLite walks an index of the
-   * filtered columns in pid order (each index ends in the rowid, the pid) and stops at the limit instead of testing
-   * every row.
-   */
+  /** Summaries matching `filter`, ascending by pid, at most `limit`, each with its tenant. */
   async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
-    const conditions: string[] = [];
-    const values: (string | number)[] = [];
-    if (filter.after !== undefined) {
-      conditions.push("pid > ?");
-      values.push(filter.after);
-    }
-    for (const [column, value] of [
-      ["tenant", filter.tenant],
-      ["state", filter.state],
-      ["exit_state", filter.exitState],
-      ["ref", filter.ref],
-    ] as const) {
-      if (value === undefined) continue;
-      conditions.push(`${column} = ?`);
-      values.push(value);
-    }
-    const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
-    const rows = this.#sql
-      .exec<{ tenant: string; summary: string }>(
-        `SELECT tenant, summary FROM processes ${where} ORDER BY pid LIMIT ?`,
-        ...values,
-        filter.limit ?? -1,
-      )
-      .toArray();
+    const { sql, args } = processListStatement("tenant, summary", filter);
+    const rows = this.#sql.exec<{ tenant: string; summary: string }>(sql, ...args).toArray();
     return rows.map((row) => ({ ...(JSON.parse(row.summary) as ProcessRecord), tenant: row.tenant }));
   }
 }

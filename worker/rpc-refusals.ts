@@ -4,7 +4,7 @@
  * Worker throws them again as the same `HostError`.
  * @module
  */
-import { HostError, type HostErrorCode, isHostError } from "../src/host/index.js";
+import { HostError, type HostErrorCode, isHostError } from "../src/host/errors.js";
 
 export type Answer<T> =
   | { value: T }

@@ -5,17 +5,14 @@
  * restart loses nothing that was acknowledged.
  * @module
  */
+import type { ProcessFilter, ProcessPatch, ProcessRecord, ProcessStore } from "../src/host/processes/storage.js";
+import { kvStatements, type Statement } from "../src/host/sqlite.js";
 import {
   type KeyValueQuota,
   KeyValueQuotaError,
   type KeyValueStore,
   type KeyValueUsage,
-  overQuota,
-  type ProcessFilter,
-  type ProcessPatch,
-  type ProcessRecord,
-  type ProcessStore,
-} from "../src/host/index.js";
+} from "../src/tools/kv-store.js";
 
 /** What a process object tells the registry whenever its record changes. */
 export interface RegistryIndex {
@@ -94,25 +91,8 @@ export class ObjectProcessStore implements ProcessStore {
   }
 }
 
-const utf8 = new TextEncoder();
-
-/**
- * The smallest string above every string that starts with `prefix`, in SQLite's order (UTF-8 bytes, which is code
- * point order): `prefix` with its last code point raised by one. `undefined` when there is none. (`prefix + U+FFFF`
- * was used before, and missed keys that continue with a character beyond U+FFFF: an emoji sorts after it in UTF-8.)
- */
-export function prefixEnd(prefix: string): string | undefined {
-  const points = [...prefix];
-  while (points.length > 0) {
-    const last = (points.pop() as string).codePointAt(0) as number;
-    if (last < 0x10ffff) {
-      // Surrogate code points are not characters (and UTF-8 has none): skip over them.
-      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
-      return points.join("") + String.fromCodePoint(next);
-    }
-  }
-  return undefined;
-}
+/** The object's whole tables are its tenant's store. */
+const statements = kvStatements({ kv: {}, usage: { id: 1 } });
 
 /** A write the store refused, as a value: it crosses RPC intact, where a thrown error would lose its fields. */
 export interface KeyValueRefusal {
@@ -135,14 +115,11 @@ export class SqlKeyValueStore implements KeyValueStore {
       "CREATE TABLE IF NOT EXISTS kv_usage (id INTEGER PRIMARY KEY CHECK (id = 1), keys INTEGER NOT NULL, bytes INTEGER NOT NULL)",
     );
     // Stores made before the usage row existed are counted once, here.
-    if (sql.exec("SELECT 1 FROM kv_usage").toArray().length === 0) {
-      sql.exec(`INSERT INTO kv_usage (id, keys, bytes) SELECT 1, count(*),
-        coalesce(sum(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM kv`);
-    }
+    this.#run(statements.seedUsage());
   }
 
   async get(key: string): Promise<unknown> {
-    const row = this.#sql.exec<{ value: string }>("SELECT value FROM kv WHERE key = ?", key).toArray()[0];
+    const row = this.#run<{ value: string }>(statements.get(key))[0];
     return row === undefined ? undefined : JSON.parse(row.value);
   }
 
@@ -154,58 +131,26 @@ export class SqlKeyValueStore implements KeyValueStore {
 
   /** Writes unless the write would take the store past `quota`; returns the refusal then, `null` when written. */
   setWithin(key: string, value: unknown, quota?: KeyValueQuota): KeyValueRefusal | null {
-    const text = JSON.stringify(value);
-    if (text === undefined) throw new TypeError("kv values must be JSON values");
-    const keyBytes = utf8.encode(key).length;
-    const size = keyBytes + utf8.encode(text).length;
-    const old = this.#sql
-      .exec<{ bytes: number }>("SELECT length(CAST(value AS BLOB)) AS bytes FROM kv WHERE key = ?", key)
-      .toArray()[0];
-    const oldSize = old === undefined ? undefined : keyBytes + old.bytes;
-    const refusal = overQuota(this.usageNow(), oldSize, size, quota);
-    if (refusal !== undefined) return { quota: refusal.quota, limit: refusal.limit, wouldBe: refusal.wouldBe };
-    this.#sql.exec(
-      "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-      key,
-      text,
-    );
-    this.#sql.exec(
-      "UPDATE kv_usage SET keys = keys + ?, bytes = bytes + ? WHERE id = 1",
-      old === undefined ? 1 : 0,
-      size - (oldSize ?? 0),
-    );
+    const old = this.#run<{ bytes: number }>(statements.valueBytes(key))[0]?.bytes;
+    const decided = statements.write(key, value, old, this.usageNow(), quota);
+    if ("refusal" in decided) {
+      const { quota: which, limit, wouldBe } = decided.refusal;
+      return { quota: which, limit, wouldBe };
+    }
+    for (const statement of decided.statements) this.#run(statement);
     return null;
   }
 
   async delete(key: string): Promise<boolean> {
-    const row = this.#sql
-      .exec<{ bytes: number }>(
-        "DELETE FROM kv WHERE key = ? RETURNING length(CAST(key AS BLOB)) + length(CAST(value AS BLOB)) AS bytes",
-        key,
-      )
-      .toArray()[0];
+    const row = this.#run<{ bytes: number }>(statements.delete(key))[0];
     if (row === undefined) return false;
-    this.#sql.exec("UPDATE kv_usage SET keys = keys - 1, bytes = bytes - ? WHERE id = 1", row.bytes);
+    this.#run(statements.count(-1, -row.bytes));
     return true;
   }
 
   /** Keys from the primary-key index, at most `limit` of them read. */
   async list(options: { prefix?: string; limit?: number } = {}): Promise<string[]> {
-    const prefix = options.prefix ?? "";
-    const end = prefixEnd(prefix);
-    const limit = options.limit ?? -1;
-    // Two statements, not `(?2 IS NULL OR key < ?2)`: with the OR, the scan ran past the prefix to the table's end.
-    const rows = (
-      end === undefined
-        ? this.#sql.exec<{ key: string }>("SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT ?", prefix, limit)
-        : this.#sql.exec<{ key: string }>(
-            "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
-            prefix,
-            end,
-            limit,
-          )
-    ).toArray();
-    return rows.map((row) => row.key);
+    return this.#run<{ key: string }>(statements.keys(options.prefix ?? "", options.limit ?? -1)).map((row) => row.key);
   }
 
   async usage(): Promise<KeyValueUsage> {
@@ -213,7 +158,11 @@ export class SqlKeyValueStore implements KeyValueStore {
   }
 
   usageNow(): KeyValueUsage {
-    return this.#sql.exec<{ keys: number; bytes: number }>("SELECT keys, bytes FROM kv_usage WHERE id = 1").one();
+    return this.#run<{ keys: number; bytes: number }>(statements.usage())[0] as KeyValueUsage;
+  }
+
+  #run<T extends Record<string, SqlStorageValue>>({ sql, args }: Statement): T[] {
+    return this.#sql.exec<T>(sql, ...args).toArray();
   }
 }
 

@@ -40,7 +40,7 @@ export class Crossing {
 
   /** Encodes `value`; throws `SerializationError` as the core does for what cannot cross. */
   encode(value: unknown): Crossed {
-    const encoded = encodeForGuest(value, this.#functions);
+    const encoded = encodeForGuest(value, this.#functions, { json: false });
     const { side } = encoded;
     const tape =
       this.#makeStub !== undefined && encoded.tape.includes('["e",') ? withStacks(encoded.tape, value) : encoded.tape;

@@ -78,7 +78,7 @@ const moduleIds = new WeakMap<WebAssembly.Module, number>();
 let nextModule = 0;
 
 /** What a run on a thread hears from it. */
-export interface Tenant {
+export interface Holder {
   /** How deep the run is nested (see {@link nestingDepth}). */
   readonly depth: number;
   receive(message: Exclude<FromWorker, { kind: "ready" }>): void;
@@ -94,7 +94,7 @@ export class Thread {
   readonly #answers: MessagePort;
   /** Numbers of the compiled wasm modules this worker holds. */
   readonly #modules = new Set<number>();
-  tenant: Tenant | undefined;
+  holder: Holder | undefined;
   alive = true;
   /** Whether the worker started; one that could not (its script failed to load) is not replaced in a loop. */
   started = false;
@@ -117,7 +117,7 @@ export class Thread {
     });
     this.#worker.on("message", (message: FromWorker) => {
       if (message.kind !== "ready") {
-        this.tenant?.receive(message);
+        this.holder?.receive(message);
         return;
       }
       this.started = true;
@@ -130,9 +130,9 @@ export class Thread {
     this.#worker.on("exit", () => {
       const why = this.#crash === undefined ? "" : `: ${String(this.#crash)}`;
       this.exitReason = `The worker thread running the code exited${why}`;
-      if (this.alive) this.tenant?.lost(this.exitReason);
+      if (this.alive) this.holder?.lost(this.exitReason);
       this.alive = false;
-      this.tenant = undefined;
+      this.holder = undefined;
       onExit();
     });
   }
@@ -178,7 +178,7 @@ export class Thread {
   /** Ends the worker at once, wherever its code is; the pool replaces it once it has exited. */
   end(): void {
     this.alive = false;
-    this.tenant = undefined;
+    this.holder = undefined;
     void this.#worker.terminate();
   }
 }
@@ -232,7 +232,7 @@ class ThreadPool {
 
   /** A thread whose run is over, fit for the next: the next run takes the thread that ran last (the warmest). */
   release(thread: Thread, warm = true): void {
-    thread.tenant = undefined;
+    thread.holder = undefined;
     if (!thread.alive) return;
     thread.hold(false);
     if (warm) this.#idle.push(thread);
@@ -251,7 +251,7 @@ class ThreadPool {
    */
   #dispatch(): void {
     const held = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
-    for (const thread of this.#threads) if (thread.tenant !== undefined) (held[thread.tenant.depth] as number)++;
+    for (const thread of this.#threads) if (thread.holder !== undefined) (held[thread.holder.depth] as number)++;
     let unserved = 0;
     for (let i = 0; i < this.#queue.length; i++) {
       const run = this.#queue[i] as Waiting;

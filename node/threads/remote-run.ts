@@ -10,7 +10,7 @@ import { Execution } from "../../src/core/execution.js";
 import type { ResolvedOptions } from "../../src/core/options.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/core/types.js";
 import { Crossing } from "./crossing.js";
-import { asHostCall, nestingDepth, type Tenant, type Thread, threadPool, type Waiting } from "./pool.js";
+import { asHostCall, type Holder, nestingDepth, type Thread, threadPool, type Waiting } from "./pool.js";
 import { type Answer, type Crossed, type FromWorker, REPORT, type ThreadSettings, type ToWorker } from "./protocol.js";
 
 /**
@@ -34,7 +34,7 @@ type Outcome = Pick<CodeExecutionResult, "status" | "result" | "error" | "memory
 
 let lastRun = 0;
 
-export class RemoteRun implements Waiting, Tenant {
+export class RemoteRun implements Waiting, Holder {
   readonly depth = nestingDepth();
   readonly #id = nextRunId();
   readonly #started: number;
@@ -78,10 +78,10 @@ export class RemoteRun implements Waiting, Tenant {
 
   start(thread: Thread): void {
     this.#thread = thread;
-    thread.tenant = this;
+    thread.holder = this;
     this.#sandbox.wasm().then(
       (module) => {
-        if (thread.tenant !== this) return;
+        if (thread.holder !== this) return;
         if (!this.execution.running) return threadPool.release(thread);
         threadPool.uses(module);
         thread.post({ ...this.#request, wasm: thread.wasmRef(module) });
@@ -91,7 +91,7 @@ export class RemoteRun implements Waiting, Tenant {
         this.#outbox = [];
       },
       (bug: unknown) => {
-        if (thread.tenant === this) threadPool.release(thread);
+        if (thread.holder === this) threadPool.release(thread);
         this.#settle({ status: "error", error: { name: "InternalError", message: String(bug) } });
       },
     );
@@ -165,7 +165,7 @@ export class RemoteRun implements Waiting, Tenant {
   /** Checks when the guest's work could have outlasted the cap plus the margin, and again until the run is over. */
   #watch(thread: Thread, inMs: number): void {
     this.#watchdog = setTimeout(() => {
-      if (thread.tenant !== this) return;
+      if (thread.holder !== this) return;
       const { cpuTimeMs } = this.#sandbox;
       const left = cpuTimeMs + WATCHDOG_MARGIN_MS - thread.guestTime();
       if (left > 0) return this.#watch(thread, left);
@@ -191,11 +191,11 @@ export class RemoteRun implements Waiting, Tenant {
   #terminate(error: CodeExecutionError): CodeExecutionResult {
     const thread = this.#thread;
     if (thread === undefined) threadPool.withdraw(this);
-    else if (this.#posted && thread.tenant === this) {
+    else if (this.#posted && thread.holder === this) {
       clearTimeout(this.#watchdog);
       thread.stop(this.#id);
       this.#grace = setTimeout(() => {
-        if (thread.tenant === this) thread.end();
+        if (thread.holder === this) thread.end();
       }, STOP_GRACE_MS);
     }
     return this.#result({ status: "terminated", error });

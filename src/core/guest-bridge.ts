@@ -1,8 +1,9 @@
 /**
- * Values crossing between one run's guest and the host: the guest's single host function (calls, reports, logs,
- * settled guest promises, native-work charges), host values into the guest (host promises become guest promises
- * settled later), guest values out to the host by the guest's own encoder, and guest errors as the guest describes
- * them. Nothing of the guest runs on the host: both sides parse the other's tapes as data (values/tape.ts).
+ * The guest bridge, where values cross between one run's guest and the host: the guest's single host function
+ * (calls, reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
+ * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
+ * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
+ * host: both sides parse the other's tapes as data (values/tape.ts).
  *
  * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
  * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches
@@ -21,16 +22,19 @@ import {
   OP_FETCH_ABORT,
   OP_LOG,
   OP_MARSHAL,
+  OP_RANDOM,
   OP_REPORT,
   OP_SETTLE,
+  OP_UNCAUGHT,
 } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { decodeFromGuest, type HeapMeter } from "../values/to-host.js";
-import type { BootedInstance, CoreHandles, MarshalHandles, Tenant } from "./instance.js";
+import type { BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import type { CodeExecutionLog } from "./types.js";
+import { randomBytes } from "./web-apis.js";
 
 /**
  * Most host promises one run may wait on at once. Each holds a guest promise and its resolvers on the host, so a guest
@@ -59,19 +63,20 @@ export class GuestBridge {
   readonly #booted: BootedInstance;
   readonly #ctx: QuickJSContext;
   readonly #core: CoreHandles;
-  readonly #tenant: Tenant;
+  readonly #holder: Holder;
   readonly #limits: Limits;
   readonly #run: RunSide;
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
   #wake: (() => void) | undefined;
+  #uncaught: Described | undefined;
 
-  /** The bridge of the run that holds `booted` as `tenant`. */
-  constructor(booted: BootedInstance, tenant: Tenant, limits: Limits, run: RunSide) {
+  /** The bridge of the run that holds `booted` as `holder`. */
+  constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
     this.#booted = booted;
     this.#ctx = booted.ctx;
     this.#core = booted.core;
-    this.#tenant = tenant;
+    this.#holder = holder;
     this.#limits = limits;
     this.#run = run;
   }
@@ -81,10 +86,28 @@ export class GuestBridge {
     return this.#inflight;
   }
 
-  /** Resolves when a host promise was delivered, or at {@link wake}. */
-  hostWork(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#wake = resolve;
+  /** The first exception the guest reported as nobody's to catch (a timer callback's, an event listener's). */
+  get uncaught(): Described | undefined {
+    return this.#uncaught;
+  }
+
+  /**
+   * Resolves `true` when a host promise was delivered or at {@link wake}, `false` when `ms` milliseconds passed first
+   * (on the platform's timer).
+   */
+  hostWork(ms = Number.POSITIVE_INFINITY): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer =
+        ms === Number.POSITIVE_INFINITY
+          ? undefined
+          : setTimeout(() => {
+              this.#wake = undefined;
+              resolve(false);
+            }, ms);
+      this.#wake = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        resolve(true);
+      };
     });
   }
 
@@ -114,11 +137,16 @@ export class GuestBridge {
     try {
       const op = ctx.getNumber(opHandle);
       const a = ctx.getNumber(aHandle);
+      if (op === OP_RANDOM) return ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer);
+      if (op === OP_UNCAUGHT) {
+        this.#uncaught ??= this.describe(sideHandle);
+        return undefined;
+      }
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
       const kept: HeapMeter = { bytes: 0 };
-      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept);
+      const value = op === OP_MARSHAL ? undefined : this.#decode(tape, sideHandle, kept, op === OP_LOG);
       if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
       switch (op) {
         case OP_CALL:
@@ -272,7 +300,7 @@ export class GuestBridge {
   #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
     this.#inflight--;
     // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
-    const held = this.#booted.heldBy(this.#tenant) && deferred.resolve.alive;
+    const held = this.#booted.heldBy(this.#holder) && deferred.resolve.alive;
     if (!held || this.#limits.stopped() || this.#limits.faulted) return;
     const ctx = this.#ctx;
     try {
@@ -330,7 +358,7 @@ export class GuestBridge {
     }
   }
 
-  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter): unknown {
+  #decode(tape: string, sideHandle: QuickJSHandle, meter?: HeapMeter, log = false): unknown {
     const ctx = this.#ctx;
     return decodeFromGuest(
       tape,
@@ -350,6 +378,7 @@ export class GuestBridge {
           }),
       },
       meter,
+      log,
     );
   }
 

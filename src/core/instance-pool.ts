@@ -10,16 +10,16 @@
  * @module
  */
 import { linearMemoryBytes } from "./engine.js";
-import { BootedInstance, type BootModules, NO_BOOT_MODULES } from "./instance.js";
+import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
 
 /** Most idle instances kept, across modules and memory sizes (the least recently used goes first). */
 export const MAX_IDLE_INSTANCES = 4;
 
 export class InstancePool {
   readonly #idle: BootedInstance[] = [];
-  /** Linear memory lent instances may grow to (their runs' caps). */
+  /** Linear memory lent instances may grow to (their runs' memory limits). */
   #lentBytes = 0;
-  #memoryBudget = Number.POSITIVE_INFINITY;
+  #memoryCap = Number.POSITIVE_INFINITY;
   /** Whether no run has taken an instance yet. */
   #first = true;
 
@@ -32,7 +32,7 @@ export class InstancePool {
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
-    boot: BootModules = NO_BOOT_MODULES,
+    boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
     const bytes = linearMemoryBytes(heapLimitBytes);
     this.#lentBytes += bytes;
@@ -68,7 +68,7 @@ export class InstancePool {
    * to lent ones.
    */
   limitMemory(bytes: number): void {
-    this.#memoryBudget = bytes;
+    this.#memoryCap = bytes;
     this.#trim();
   }
 
@@ -76,12 +76,12 @@ export class InstancePool {
     return this.#idle.length;
   }
 
-  /** Drops the least recently used idle instances past the count or the memory budget. */
+  /** Drops the least recently used idle instances past the count or the memory cap. */
   #trim(): void {
     let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
     while (
       this.#idle.length > MAX_IDLE_INSTANCES ||
-      (this.#idle.length > 0 && this.#lentBytes + idleBytes > this.#memoryBudget)
+      (this.#idle.length > 0 && this.#lentBytes + idleBytes > this.#memoryCap)
     ) {
       idleBytes -= (this.#idle.shift() as BootedInstance).instance.memory.buffer.byteLength;
     }

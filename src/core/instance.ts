@@ -11,9 +11,11 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import type { CoreInternals } from "../guest/core.js";
 import type { MarshalInternals } from "../guest/marshal.js";
-import { guestCoreSource, guestFetchSource, guestMarshalSource } from "../guest/sources.generated.js";
+import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import type { TimerHandles } from "./timers.js";
+import { WEB_API_SOURCES } from "./web-apis.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
 const MAX_STACK_BYTES = 512 * 1024;
@@ -34,7 +36,7 @@ export type HostCall = (
 ) => QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
 
 /** What the run holding the instance answers for it: the interrupt, the host function and module loading. */
-export interface Tenant {
+export interface Holder {
   poll(): boolean;
   hostCall: HostCall;
   normalize(base: string, specifier: string): string;
@@ -46,29 +48,39 @@ export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, Qui
 };
 export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
 
-/** What an instance evaluates at boot besides the prelude (see `SandboxOptions.bootModules`, `webApis`, `fetch`). */
-export interface BootModules {
-  /** Tells instances booted with the same modules from others. */
+/**
+ * What an instance evaluates at boot besides the prelude: the Web APIs when the sandbox asks for them
+ * (`SandboxOptions.webApis`), with `fetch` among them when it has a fetch setting, then its boot modules
+ * (`SandboxOptions.bootModules`).
+ */
+export interface Boot {
+  /** Tells instances booted alike from others. */
   key: string;
-  modules: Readonly<Record<string, string>>;
-  /** Whether the guest has `Headers`, `Request` and `Response` (guest/fetch.ts), and `fetch`. */
   webApis: boolean;
   fetch: boolean;
+  modules: Readonly<Record<string, string>>;
 }
 
-export const NO_BOOT_MODULES: BootModules = Object.freeze({
+export const PLAIN_BOOT: Boot = Object.freeze({
   key: "",
-  modules: Object.freeze({}),
   webApis: false,
   fetch: false,
+  modules: Object.freeze({}),
 });
 
-/** Settings already checked, by identity: a host that makes a sandbox per execution passes the same object. */
-const bootModulesSeen = new WeakMap<object, BootModules>();
+/** Boot modules already checked, by identity: a host that makes a sandbox per execution passes the same object. */
+const bootModulesSeen = new WeakMap<object, Pick<Boot, "key" | "modules">>();
 
-/** {@link BootModules} of a sandbox's setting. */
-export function bootModulesOf(modules: Readonly<Record<string, string>> | undefined): BootModules {
-  if (modules === undefined) return NO_BOOT_MODULES;
+/** The {@link Boot} of a sandbox's settings (`fetch` only with `webApis`). */
+export function bootOf(modules: Readonly<Record<string, string>> | undefined, webApis: boolean, fetch = false): Boot {
+  const checked = modules === undefined ? PLAIN_BOOT : checkedModules(modules);
+  const web = webApis ? (fetch ? "web+fetch" : "web") : "";
+  return checked.key === "" && !webApis
+    ? PLAIN_BOOT
+    : { key: `${web}${checked.key}`, webApis, fetch: webApis && fetch, modules: checked.modules };
+}
+
+function checkedModules(modules: Readonly<Record<string, string>>): Pick<Boot, "key" | "modules"> {
   const seen = Object.isFrozen(modules) ? bootModulesSeen.get(modules) : undefined;
   if (seen !== undefined) return seen;
   const entries = Object.entries(modules);
@@ -76,21 +88,10 @@ export function bootModulesOf(modules: Readonly<Record<string, string>> | undefi
     if (typeof source !== "string")
       throw new TypeError(`createSandbox: bootModules[${JSON.stringify(name)}] must be a string of module source`);
   }
-  const checked = {
-    key: JSON.stringify(entries),
-    modules: Object.freeze(Object.fromEntries(entries)),
-    webApis: false,
-    fetch: false,
-  };
+  const checked = { key: JSON.stringify(entries), modules: Object.freeze(Object.fromEntries(entries)) };
   // Only a frozen setting stays as it was checked.
   if (Object.isFrozen(modules)) bootModulesSeen.set(modules, checked);
   return checked;
-}
-
-/** `boot` with the web APIs (and `fetch`) installed too. */
-export function withWebApis(boot: BootModules, webApis: boolean, fetch: boolean): BootModules {
-  if (!webApis) return boot;
-  return { ...boot, key: `${boot.key}|${fetch ? "fetch" : "web"}`, webApis, fetch };
 }
 
 /**
@@ -153,7 +154,7 @@ export class BootedInstance {
   /** The module it was instantiated from (`undefined`: the variant's own). */
   readonly wasm: WebAssembly.Module | undefined;
   /** What it evaluated at boot besides the prelude. */
-  readonly boot: BootModules;
+  readonly boot: Boot;
   readonly instance: Instance;
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
@@ -162,7 +163,9 @@ export class BootedInstance {
   readonly hostCall: QuickJSHandle;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
-  #tenant: Tenant | undefined;
+  /** The guest's timers, when the Web APIs are installed (see timers.ts). */
+  readonly timers: TimerHandles | undefined;
+  #holder: Holder | undefined;
   /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
   #breakAt: number | undefined;
@@ -173,31 +176,26 @@ export class BootedInstance {
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
 
-  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: BootModules) {
+  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: Boot) {
     this.wasm = wasm;
     this.boot = boot;
     this.instance = instance;
     const runtime = instance.quickjs.newRuntime();
     this.runtime = runtime;
     runtime.setMaxStackSize(MAX_STACK_BYTES);
-    runtime.setInterruptHandler(() => this.#tenant?.poll() ?? false);
+    runtime.setInterruptHandler(() => this.#holder?.poll() ?? false);
     runtime.setModuleLoader(
-      (name) => this.#tenant?.load(name) ?? { error: new Error("The instance is not lent to a run") },
-      (base, specifier) => this.#tenant?.normalize(base, specifier) ?? specifier,
+      (name) => this.#holder?.load(name) ?? { error: new Error("The instance is not lent to a run") },
+      (base, specifier) => this.#holder?.normalize(base, specifier) ?? specifier,
     );
     const ctx = runtime.newContext();
     this.ctx = ctx;
-    this.hostCall = ctx.newFunction("", (...args) => this.#tenant?.hostCall(...(args as Parameters<HostCall>)));
+    this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
     const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
     const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
-    if (boot.webApis) {
-      const source = ctx.evalCode(guestFetchSource, `${INTERNALS_MODULE}/fetch`, { type: "global" });
-      const installer = unwrap(ctx, source, "The web APIs");
-      const withFetch = boot.fetch ? ctx.true : ctx.false;
-      unwrap(ctx, ctx.callFunction(installer, ctx.undefined, [this.hostCall, withFetch]), "The web APIs");
-    }
+    this.timers = boot.webApis ? this.#installWebApis() : undefined;
     for (const [name, source] of Object.entries(boot.modules)) {
       const what = `Boot module '${name}'`;
       const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
@@ -221,7 +219,7 @@ export class BootedInstance {
     wasm: WebAssembly.Module | undefined,
     heapLimitBytes: number,
     restorable: boolean,
-    boot: BootModules = NO_BOOT_MODULES,
+    boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
     const layout = await memoryLayout(wasm);
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
@@ -232,15 +230,15 @@ export class BootedInstance {
     return booted;
   }
 
-  /** Lends the instance to a run, with its cap and a fresh `Math.random` seed staged by the caller. */
-  lend(tenant: Tenant, heapLimitBytes: number): void {
-    this.#tenant = tenant;
+  /** Lends the instance to a run, with its memory limit and a fresh `Math.random` seed staged by the caller. */
+  lend(holder: Holder, heapLimitBytes: number): void {
+    this.#holder = holder;
     this.runtime.setMemoryLimit(heapLimitBytes);
   }
 
-  /** `true` while `tenant` holds the instance. */
-  heldBy(tenant: Tenant): boolean {
-    return this.#tenant === tenant;
+  /** `true` while `holder` holds the instance. */
+  heldBy(holder: Holder): boolean {
+    return this.#holder === holder;
   }
 
   /**
@@ -273,7 +271,7 @@ export class BootedInstance {
    * below the break is rewritten (static data, the whole C stack, the heap): nothing above it was ever written.
    */
   reclaim(sound: boolean): boolean {
-    this.#tenant = undefined;
+    this.#holder = undefined;
     const { memory, growthRefused } = this.instance;
     const breakAt = this.#breakAt;
     if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
@@ -289,6 +287,29 @@ export class BootedInstance {
       else bytes.fill(0, start, Math.min(start + BLOCK, end));
     }
     return true;
+  }
+
+  /**
+   * Evaluates the Web APIs' guest halves in order (see web-apis.ts), each given the host function and the kit they
+   * share, and `fetch` when the sandbox has a fetch setting; returns the host's handles on the guest's timers.
+   */
+  #installWebApis(): TimerHandles {
+    const { ctx } = this;
+    const kit = ctx.newObject();
+    for (const [name, source] of WEB_API_SOURCES) {
+      const what = `The Web API '${name}'`;
+      const install = unwrap(ctx, ctx.evalCode(source, `${INTERNALS_MODULE}/web/${name}`, { type: "global" }), what);
+      unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall, kit]), what).dispose();
+      install.dispose();
+    }
+    if (this.boot.fetch) {
+      const installFetch = ctx.getProp(kit, "installFetch");
+      unwrap(ctx, ctx.callFunction(installFetch, ctx.undefined, []), "The Web API 'fetch'").dispose();
+      installFetch.dispose();
+    }
+    const timers = { next: ctx.getProp(kit, "nextTimer"), fire: ctx.getProp(kit, "fireTimer") };
+    kit.dispose();
+    return timers;
   }
 
   /**

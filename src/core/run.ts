@@ -13,12 +13,13 @@ import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
 import { type Encoded, encodeForGuest, type FunctionTable } from "../values/to-guest.js";
 import { GuestBridge } from "./guest-bridge.js";
-import type { BootedInstance, BootModules, Tenant } from "./instance.js";
+import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, type Linker } from "./linker.js";
 import type { ResolvedOptions } from "./options.js";
 import { GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import { Timers } from "./timers.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
 
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./guest-bridge.js";
@@ -33,7 +34,7 @@ export interface RunContext {
   clock: () => number;
   /** An outside stop (see `SandboxOptions.interrupted`). */
   interrupted: () => boolean;
-  boot: BootModules;
+  boot: Boot;
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
   /** See `SandboxOptions.fetch`. */
@@ -67,6 +68,8 @@ export class Run {
   /** The booted instance while the run holds it, and the bridge into it. */
   #booted: BootedInstance | undefined;
   #bridge: GuestBridge | undefined;
+  /** The guest's timers, when the sandbox has the Web APIs. */
+  #timers: Timers | undefined;
   /** `false` once a step failed in a way that leaves the instance unfit for another run. */
   #sound = true;
   #peakBytes = 0;
@@ -159,6 +162,7 @@ export class Run {
       const args = bridge.toGuest(this.#args);
       const selected = bridge.guard(() => ctx.callFunction(core.runExport, ctx.undefined, [namespace, fn, args]));
       const value = await this.#settle(selected);
+      await this.#drain();
       const result = bridge.toHost(value, MODE_CLONE);
       this.#sample();
       return { status: "success", result };
@@ -174,7 +178,7 @@ export class Run {
   #lend(booted: BootedInstance): GuestBridge {
     const { meter } = booted.instance;
     if (meter !== undefined) this.#limits.meter(meter);
-    const bridge = new GuestBridge(booted, this.#tenant, this.#limits, {
+    const bridge = new GuestBridge(booted, this.#holder, this.#limits, {
       functions: this.#functions,
       report: this.#options.report,
       reports: this.#channel.reports,
@@ -183,7 +187,10 @@ export class Run {
       fetch: this.#fetch,
     });
     this.#bridge = bridge;
-    booted.lend(this.#tenant, this.#options.memoryLimitBytes);
+    if (booted.timers !== undefined) {
+      this.#timers = new Timers(booted.timers, booted.ctx, bridge, this.#limits, this.#context.clock);
+    }
+    booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
     const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
@@ -203,25 +210,67 @@ export class Run {
   }
 
   /** What the booted instance asks of the run holding it. */
-  readonly #tenant: Tenant = {
+  readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
     load: (name) => this.#linker.load(name, this.#limits),
   };
 
-  /** Pumps jobs until `handle` settles; waits for the host when only host work can move it on. */
+  /** Pumps jobs until `handle` settles; waits for the host or a timer when only they can move it on. */
   async #settle(handle: QuickJSHandle): Promise<QuickJSHandle> {
-    const { ctx, runtime } = this.#booted as BootedInstance;
+    const { ctx } = this.#booted as BootedInstance;
     const bridge = this.#bridge as GuestBridge;
     for (;;) {
-      this.#limits.check();
+      this.#turn();
       const state = ctx.getPromiseState(handle);
       if (state.type === "fulfilled") return state.value;
       if (state.type === "rejected") throw new GuestFailure(bridge.describe(state.error));
-      const ran = this.#limits.enter(() => runtime.executePendingJobs());
-      if (ran.error !== undefined) throw new GuestFailure(bridge.describe(ran.error));
-      if (ran.value > 0) continue;
+      if (this.#runJobs() > 0) continue;
+      await this.#idle();
+    }
+  }
+
+  /**
+   * After the export settled: the timers that keep the run going (contract.md §13.4) fire as they come due, until
+   * none is left.
+   */
+  async #drain(): Promise<void> {
+    const timers = this.#timers;
+    if (timers === undefined) return;
+    for (;;) {
+      this.#turn();
+      if (this.#runJobs() > 0) continue;
+      if (timers.next(true) < 0) return;
+      await this.#idle();
+    }
+  }
+
+  /** Where the run stands between two steps: stopped, or failed by an exception nobody could catch. */
+  #turn(): void {
+    this.#limits.check();
+    const uncaught = this.#bridge?.uncaught;
+    if (uncaught !== undefined) throw new GuestFailure(uncaught);
+  }
+
+  /** Runs the guest's queued jobs; how many ran. */
+  #runJobs(): number {
+    const bridge = this.#bridge as GuestBridge;
+    const { runtime } = this.#booted as BootedInstance;
+    const ran = this.#limits.enter(() => runtime.executePendingJobs());
+    if (ran.error !== undefined) throw new GuestFailure(bridge.describe(ran.error));
+    return ran.value;
+  }
+
+  /**
+   * Waits for what can move the run on: host work, or the earliest timer, which then fires with every other timer
+   * due by then (their jobs run after each, as the event loop of a browser runs microtasks between tasks).
+   */
+  async #idle(): Promise<void> {
+    const bridge = this.#bridge as GuestBridge;
+    const timers = this.#timers;
+    const due = timers === undefined ? -1 : timers.next(false);
+    if (due < 0) {
       if (bridge.inflight === 0) {
         throw new GuestFailure({
           name: "DeadlockError",
@@ -229,6 +278,13 @@ export class Run {
         });
       }
       await bridge.hostWork();
+      return;
+    }
+    if (!(await (timers as Timers).wait(due))) return;
+    this.#turn();
+    while ((timers as Timers).fire(due)) {
+      this.#runJobs();
+      this.#turn();
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory cap, safety cap, clock) shared by every run
+ * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock) shared by every run
  * it starts. Each run holds a booted instance alone, from the pool every sandbox shares; the next run gets it back
  * as booted (see core/instance.ts).
  * @module
@@ -9,21 +9,18 @@ import { fetchPolicyOf } from "../fetch/policy.js";
 import { FunctionTable } from "../values/to-guest.js";
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
-import { bootModulesOf, withWebApis } from "./instance.js";
+import { bootOf } from "./instance.js";
 import { sharedPool } from "./instance-pool.js";
+import { FUEL_PER_MS } from "./limits.js";
 import { BOOT_PREFIX, Linker } from "./linker.js";
 import { resolveOptions } from "./options.js";
 import { Run } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
-/** Heap cap of a run that sets no `memoryLimitBytes`. */
+export { FUEL_PER_MS };
+
+/** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
-/**
- * Fuel per millisecond of a CPU budget. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
- * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the budget.
- */
-export const FUEL_PER_MS = 1_000_000;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
 export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, fuel: 30_000 * FUEL_PER_MS });
 
@@ -42,7 +39,7 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
   const fetch = settings.fetch === undefined ? undefined : fetchPolicyOf(settings.fetch);
   if (fetch !== undefined && !webApis)
     throw new TypeError("createSandbox: fetch needs webApis: true (the guest's Request, Response and Headers)");
-  const boot = withWebApis(bootModulesOf(settings.bootModules), webApis, fetch !== undefined);
+  const boot = bootOf(settings.bootModules, webApis, fetch !== undefined);
   const bootNames = new Set(Object.keys(boot.modules).map((name) => BOOT_PREFIX + name));
   const context = {
     wasm: compiledModule(settings.wasm),

@@ -138,18 +138,20 @@ export interface SandboxOptions {
    */
   bootModules?: Readonly<Record<string, string>>;
   /**
+   * Installs the Web APIs on the sandbox's global object (contract.md §13): `URL`, `URLSearchParams`, `TextEncoder`,
+   * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, the timers, `Event`, `EventTarget`,
+   * `AbortController`, `AbortSignal`, `DOMException`, `Headers`, `Request` and `Response`. They are part of the booted image, so a run pays nothing for
+   * them. Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.
+   */
+  webApis?: boolean;
+  /**
    * Called with every `console` entry as the guest makes it (the entry is in `result.logs` too), so a host can
    * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
    */
   onLog?: (entry: CodeExecutionLog) => void;
   /**
-   * Installs the web APIs in the guest: `Headers`, `Request` and `Response` (and `fetch` when {@link fetch} is set),
-   * as properties of `globalThis`. Default `false`: only ECMAScript built-ins.
-   */
-  webApis?: boolean;
-  /**
-   * Gives the guest `fetch`, reaching only the origins (and path prefixes) of `allow` (needs `webApis: true`). Without
-   * it `fetch` does not exist in the guest.
+   * Gives the guest `fetch` (contract.md §13.8), reaching only the origins (and path prefixes) of `allow`; needs
+   * `webApis: true`. Without it `fetch` does not exist in the guest.
    */
   fetch?: FetchOptions;
 }

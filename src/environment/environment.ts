@@ -113,13 +113,18 @@ export interface EnvironmentOptions {
   /** Budgets of the host's work on guest data. Default {@link DEFAULT_BUDGETS}. */
   budgets?: Partial<EnvironmentBudgets>;
   /**
+   * Gives processes the Web APIs (`URL`, `TextEncoder`, timers, `crypto.getRandomValues`, ...: the core's
+   * `SandboxOptions.webApis`); the documentation says which they have. Default `false`.
+   */
+  webApis?: boolean;
+  /**
    * How each execution's sandbox is made. Default the core's `createSandbox`; Node's `instantiate` passes its
    * threaded one, so `timeoutMs` and `kill` stop any guest work at once.
    */
   createSandbox?: (settings: SandboxOptions) => Sandbox;
   /**
-   * Gives process code `fetch` (with `Headers`, `Request` and `Response`), reaching only the origins of `allow`, within
-   * the limits of {@link FetchOptions} per execution. Default none: no `fetch`.
+   * Gives process code `fetch` (and the Web APIs with it), reaching only the origins of `allow`, within the limits of
+   * {@link FetchOptions} per execution. Default none: no `fetch`.
    */
   fetch?: FetchOptions;
 }
@@ -169,6 +174,7 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #maxCpuMs: number;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
+  readonly #webApis: boolean;
   readonly #jobs = new Map<number, Job>();
   readonly #queue: Job[] = [];
   readonly #encoder = new TextEncoder();
@@ -200,6 +206,10 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#fetch = options.fetch;
     this.#fetchAllow =
       options.fetch === undefined ? [] : fetchPolicyOf(options.fetch, "instantiate: fetch").allow.entries;
+    const { webApis = false } = options;
+    if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
+    // `fetch` needs the Web APIs' Request, Response and Headers.
+    this.#webApis = webApis || options.fetch !== undefined;
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -265,6 +275,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       concurrency: this.#concurrency,
       consoleLine: this.#budgets.consoleLine,
       data: this.#budgets.data,
+      webApis: this.#webApis,
       fetchAllow: this.#fetchAllow,
     });
   }
@@ -369,7 +380,8 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
       bootModules: RUNTIME_BOOT_MODULES,
-      ...(this.#fetch === undefined ? {} : { webApis: true, fetch: this.#fetch }),
+      webApis: this.#webApis,
+      ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
       safetyCap: { cpuTimeMs: Math.min(timeoutMs, this.#maxCpuMs), fuel: timeoutMs * FUEL_PER_MS },
     });
     const host: GuestHost = {

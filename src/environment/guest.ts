@@ -101,6 +101,9 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
   const dateGetTime = Date.prototype.getTime;
   const RegExpProto = RegExp.prototype;
   const regExpSource = getter(RegExpProto, "source");
+  const TypedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const typedArrayTag = getter(TypedArrayProto, Symbol.toStringTag);
+  const typedArrayLength = getter(TypedArrayProto, "length");
   /** ...and of what crosses as itself (ArrayBuffer, typed arrays, DataView). */
   const binary = [
     getter(ArrayBuffer.prototype, "byteLength"),
@@ -202,6 +205,14 @@ export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unkno
     const array = isArray(o);
     const name = ctorName(o);
     if (level > depth) return text(array ? "[Array]" : `[${name ?? "Object"}]`);
+    // Some hosts have no Float16Array to receive (Node 20): its first items cross as an array the host shows as one.
+    if (call(typedArrayTag, o) === "Float16Array") {
+      const length = call(typedArrayLength, o) as number;
+      const items: number[] = [];
+      for (let i = 0; i < length && i < 100; i++) define(items, i, o[i]);
+      defineProperty(items, "length", { value: length });
+      return { [K]: "c", n: "Float16Array", v: items, s: [] };
+    }
     for (let i = 0; i < binary.length; i++) if (brand(binary[i], o)) return value;
     if (o instanceof PromiseCtor) return text("Promise { <pending or settled> }");
     if (brand(weakMapHas, o)) return text("WeakMap { <items unknown> }");

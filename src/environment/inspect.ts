@@ -128,6 +128,7 @@ export function makeInspect(options: InspectOptions = {}): Inspect {
   const BREAK_LENGTH = 72;
   const MAX_ITEMS = 100;
   const CUT = "...";
+  const moreItems = (count: number) => `... ${count} more item${count === 1 ? "" : "s"}`;
 
   /** The budget of the current top-level call (calls are synchronous and do not nest). */
   let budget = new WorkBudget(FORMAT_BUDGET, "formatting");
@@ -299,8 +300,7 @@ export function makeInspect(options: InspectOptions = {}): Inspect {
         }
         flush();
         if (budget.exhausted) items.push(CUT);
-        else if (length > MAX_ITEMS)
-          items.push(emit(`... ${length - MAX_ITEMS} more item${length - MAX_ITEMS === 1 ? "" : "s"}`));
+        else if (length > MAX_ITEMS) items.push(emit(moreItems(length - MAX_ITEMS)));
         const extra = ownEntries(object, next, seen, inner, [], true);
         const prefix = ctor === "Array" || ctor === undefined ? "" : `${ctor}(${length}) `;
         return wrap(prefix, "[", "]", [...items, ...extra], indent);
@@ -322,7 +322,7 @@ export function makeInspect(options: InspectOptions = {}): Inspect {
             items.push(`${inspectValue(k, next, seen, inner)}${emit(" => ")}${inspectValue(v, next, seen, inner)}`);
           } else items.push(inspectValue(step.value, next, seen, inner));
         }
-        if (size > MAX_ITEMS && !budget.exhausted) items.push(emit(`... ${size - MAX_ITEMS} more items`));
+        if (size > MAX_ITEMS && !budget.exhausted) items.push(emit(moreItems(size - MAX_ITEMS)));
         return wrap(`${ctor ?? (map ? "Map" : "Set")}(${size}) `, "{", "}", items, indent);
       }
       if (kind === "typed" && call(typedArrayTag, object) !== undefined) {
@@ -335,7 +335,7 @@ export function makeInspect(options: InspectOptions = {}): Inspect {
           }
           items.push(inspectValue(object[i], next, seen, inner));
         }
-        if (length > MAX_ITEMS && !budget.exhausted) items.push(emit(`... ${length - MAX_ITEMS} more items`));
+        if (length > MAX_ITEMS && !budget.exhausted) items.push(emit(moreItems(length - MAX_ITEMS)));
         return wrap(`${call(typedArrayTag, object) as string}(${length}) `, "[", "]", items, indent);
       }
       if (kind === "buffer" && brand(bufferByteLength, object)) {

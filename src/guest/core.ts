@@ -64,6 +64,7 @@ export interface Intrinsics {
   isArray: typeof Array.isArray;
   stringify: typeof JSON.stringify;
   parse: typeof JSON.parse;
+  Object: ObjectConstructor;
   String: StringConstructor;
   BigInt: BigIntConstructor;
   Map: MapConstructor;
@@ -76,6 +77,7 @@ export interface Intrinsics {
   ArrayBuffer: new (length: number, options?: { maxByteLength: number }) => ArrayBuffer;
   ObjectProto: object;
   RegExpProto: object;
+  symbolIterator: typeof Symbol.iterator;
   typedArrays: Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => unknown>;
   errorTypes: Record<string, ErrorConstructor>;
   mapGet: Uncurried;
@@ -96,6 +98,7 @@ export interface Intrinsics {
   bufferMaxByteLength: Uncurried;
   bufferDetached: Uncurried;
   bufferResize: Uncurried;
+  bufferTransfer: Uncurried;
   typedArrayTag: Uncurried;
   typedArrayBuffer: Uncurried;
   typedArrayOffset: Uncurried;
@@ -112,6 +115,16 @@ export interface Intrinsics {
   stringSlice: Uncurried;
   typedArrayAt: Uncurried;
   typedArraySet: Uncurried;
+  /**
+   * The prototypes of objects with internal slots that HTML's structured clone copies (the Boolean, Number, String
+   * and BigInt wrappers) or refuses (Symbol wrappers, WeakMap, WeakSet, WeakRef, FinalizationRegistry), each with a
+   * brand check that changes nothing, throws for anything else and returns a wrapper's primitive.
+   */
+  slotted: Map<object, { wrapper: boolean; check: Uncurried }>;
+  /** `Error.isError`: whether the value has an error's internal slot, whatever its prototype. */
+  errorIsError(value: unknown): boolean;
+  /** Whether the value is a Proxy the guest made (host values never arrive as proxies). */
+  isProxy(value: object): boolean;
   /** Defines an enumerable data property: never reaches setters, keeps `__proto__` an ordinary key. */
   define(target: object, key: PropertyKey, value: unknown): void;
   /** Defines a non-enumerable data property. */
@@ -171,6 +184,8 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       apply(fn, self, args);
   const getter = (proto: object, key: PropertyKey) => uncurry(getOwnPropertyDescriptor(proto, key)?.get as Fn);
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype) as object;
+  const slotEntry = (proto: object, wrapper: boolean, check: Uncurried) => [proto, { wrapper, check }] as const;
+  const unregister = FinalizationRegistry.prototype.unregister;
   const symbolToString = uncurry(Symbol.prototype.toString);
   const ErrorProto = Error.prototype;
 
@@ -217,6 +232,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     isArray: Array.isArray,
     stringify: JSON.stringify,
     parse: JSON.parse,
+    Object,
     String,
     BigInt,
     Map,
@@ -229,6 +245,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     ArrayBuffer,
     ObjectProto: Object.prototype,
     RegExpProto: RegExp.prototype,
+    symbolIterator: Symbol.iterator,
     typedArrays: {
       __proto__: null,
       Int8Array,
@@ -238,6 +255,8 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       Uint16Array,
       Int32Array,
       Uint32Array,
+      // Not in the TypeScript lib the project compiles against; QuickJS has it.
+      Float16Array: (G as unknown as { Float16Array: unknown }).Float16Array,
       Float32Array,
       Float64Array,
       BigInt64Array,
@@ -271,6 +290,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     bufferMaxByteLength: getter(ArrayBuffer.prototype, "maxByteLength"),
     bufferDetached: getter(ArrayBuffer.prototype, "detached"),
     bufferResize: uncurry((ArrayBuffer.prototype as unknown as { resize: Fn }).resize),
+    bufferTransfer: uncurry((ArrayBuffer.prototype as unknown as { transfer: Fn }).transfer),
     typedArrayTag: getter(TypedArrayProto, Symbol.toStringTag),
     typedArrayBuffer: getter(TypedArrayProto, "buffer"),
     typedArrayOffset: getter(TypedArrayProto, "byteOffset"),
@@ -287,6 +307,21 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     stringSlice: uncurry(String.prototype.slice),
     typedArrayAt: uncurry((TypedArrayProto as { at: Fn }).at),
     typedArraySet: uncurry((TypedArrayProto as { set: Fn }).set),
+    slotted: new Map([
+      slotEntry(Boolean.prototype, true, uncurry(Boolean.prototype.valueOf)),
+      slotEntry(Number.prototype, true, uncurry(Number.prototype.valueOf)),
+      slotEntry(String.prototype, true, uncurry(String.prototype.valueOf)),
+      slotEntry(BigInt.prototype, true, uncurry(BigInt.prototype.valueOf)),
+      slotEntry(Symbol.prototype, false, uncurry(Symbol.prototype.valueOf)),
+      slotEntry(WeakMap.prototype, false, uncurry(WeakMap.prototype.has)),
+      slotEntry(WeakSet.prototype, false, uncurry(WeakSet.prototype.has)),
+      slotEntry(WeakRef.prototype, false, uncurry(WeakRef.prototype.deref)),
+      // A fresh token: unregistering it changes nothing.
+      slotEntry(FinalizationRegistry.prototype, false, (self) => apply(unregister, self, [{}])),
+    ]),
+    errorIsError: (Error as unknown as { isError(value: unknown): boolean }).isError,
+    // `proxies` records every Proxy the guest makes (see "Native work" below).
+    isProxy: (value: object) => proxies.has(value),
     define,
     hide,
     makeError,
@@ -296,7 +331,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   // The marshaling half is compiled on first use: most runs move only primitives.
   let marshal:
-    | { encode(value: unknown, mode: number): [string, unknown[]]; clone(value: unknown): unknown }
+    | { encode(value: unknown, mode: number): [string, unknown[]]; clone(value: unknown, options: unknown): unknown }
     | undefined;
   const loadMarshal = () => {
     marshal ??= hostCall(OP_MARSHAL, 0, "", []) as NonNullable<typeof marshal>;
@@ -423,7 +458,12 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     "structuredClone",
     {
       structuredClone(value: unknown) {
-        return loadMarshal().clone(value);
+        // biome-ignore lint/complexity/noArguments: WebIDL tells a missing argument from `undefined`; only `arguments` can.
+        const given = arguments;
+        if (given.length === 0) {
+          throw makeError(TypeErrorCtor, "TypeError", "structuredClone: 1 argument required, but only 0 present");
+        }
+        return loadMarshal().clone(value, given[1]);
       },
     }.structuredClone,
   );

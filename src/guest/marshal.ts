@@ -16,20 +16,27 @@ export interface MarshalInternals {
   encode(value: unknown, mode: number): [string, unknown[]];
   /** `tape` + side values -> a guest value. */
   decode(tape: string, ...side: unknown[]): unknown;
-  /** The guest's `structuredClone`. */
-  clone(value: unknown): unknown;
+  /** The guest's `structuredClone(value, options)`: the HTML structured clone algorithm, `transfer` included. */
+  clone(value: unknown, options: unknown): unknown;
 }
 
 export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternals {
-  const MODE_CLONE = 0;
   const MODE_CALL = 1;
   const MODE_LOG = 2;
+  const MODE_STRUCTURED_CLONE = 3;
   const OP_CALL = 0;
   const OP_SETTLE = 3;
   const { define, text, stringify, mapGet, mapSet, getPrototypeOf } = I;
 
   const serializationError = (message: string) =>
     I.makeError(I.errorTypes.TypeError as ErrorConstructor, "SerializationError", message);
+  const typeError = (message: string) => I.makeError(I.errorTypes.TypeError as ErrorConstructor, "TypeError", message);
+  /** What the HTML algorithm throws: a DOMException named DataCloneError, here an Error with its name and code. */
+  const dataCloneError = (message: string) => {
+    const error = I.makeError(I.errorTypes.Error as ErrorConstructor, "DataCloneError", message);
+    I.hide(error, "code", 25);
+    return error;
+  };
   const is = (check: (self: unknown) => unknown, value: unknown) => {
     try {
       check(value);
@@ -88,6 +95,21 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     const descriptor = I.getOwnPropertyDescriptor(object, key);
     return descriptor !== undefined && I.hasOwn(descriptor, "value") ? (descriptor as { value: unknown }) : undefined;
   };
+  /**
+   * What the HTML algorithm makes of an object none of the other kinds claimed: a wrapper's primitive (`[value]`),
+   * `undefined` for an ordinary object, or a refusal. Only a prototype on its chain names a kind to check the
+   * brand of, so a class instance costs no exception. Generators, iterators and arguments objects have no brand
+   * check that changes nothing: they are copied as the ordinary objects they look like.
+   */
+  const wrapped = (object: object): [unknown] | undefined => {
+    for (let p = getPrototypeOf(object); p !== null; p = getPrototypeOf(p)) {
+      const kind = mapGet(I.slotted, p) as { wrapper: boolean; check: (self: unknown) => unknown } | undefined;
+      if (kind === undefined || !is(kind.check, object)) continue;
+      if (kind.wrapper) return [kind.check(object)];
+      throw dataCloneError(`An instance of ${className(object)} cannot be cloned`);
+    }
+    return undefined;
+  };
   const inBounds = (view: object, dataView: boolean) =>
     is(dataView ? I.viewLength : (v) => I.typedArrayAt(v, -1 / 0), view);
   /**
@@ -132,6 +154,11 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
   const hostFunctions = new I.Map<number, unknown>();
 
   function encode(value: unknown, mode: number): [string, unknown[]] {
+    // The guest's own structuredClone follows the HTML algorithm; the boundary keeps its own rules (docs/contract.md).
+    const html = mode === MODE_STRUCTURED_CLONE;
+    const fail = html ? dataCloneError : serializationError;
+    /** What cannot be cloned; the boundary says why. */
+    const cannot = (what: string, why: string) => fail(`${what} cannot be cloned${html ? "" : `: ${why}`}`);
     const ids = new I.Map<object, number | string>();
     const side: unknown[] = [];
     let nextId = 0;
@@ -144,7 +171,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       let out = "";
       for (let i = 0; i < list.length; i++) {
         const key = list[i] as string;
-        out += `${i === 0 ? "" : ","}${stringify(key)},${enc(source[key])}`;
+        // The HTML algorithm skips a key an earlier getter deleted.
+        if (html && !I.hasOwn(source, key)) continue;
+        out += `${out === "" ? "" : ","}${stringify(key)},${enc(source[key])}`;
       }
       return out;
     };
@@ -157,7 +186,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     // What structured clone refuses (a detached buffer, a view out of its buffer's bounds): logged as `label`.
     const refuse = (object: object, label: string, message: string) => {
       if (mode === MODE_LOG) return describeAs(object, stringify(label));
-      throw serializationError(message);
+      throw fail(message);
     };
     const enc = (v: unknown): string => {
       switch (typeof v) {
@@ -178,7 +207,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           return `["b","${I.bigIntToString(v)}"]`;
         case "symbol":
           if (mode === MODE_LOG) return stringify(text(v));
-          throw serializationError(`${text(v)} cannot be cloned: symbols do not cross the sandbox boundary`);
+          throw cannot(text(v), "symbols do not cross the sandbox boundary");
       }
       if (v === null) return "null";
       const object = v as Record<string, unknown>;
@@ -189,8 +218,10 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         const hostId = I.weakGet(hostFunctionIds, object);
         if (hostId !== undefined && mode === MODE_CALL) return `["f",${hostId},"",0]`;
         if (mode === MODE_LOG) return stringify(functionLabel(object));
-        throw serializationError(`${functionLabel(object)} cannot be cloned: functions do not leave the sandbox`);
+        throw cannot(functionLabel(object), "functions do not leave the sandbox");
       }
+      // A proxy has internal slots of its own: the HTML algorithm refuses it before any trap runs.
+      if (html && I.isProxy(object)) throw dataCloneError("A Proxy cannot be cloned");
       const id = nextId++;
       mapSet(ids, object, id);
       if (I.isArray(object)) {
@@ -256,7 +287,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       }
       if (isPromise(object)) {
         if (mode === MODE_LOG) return describeAs(object, '"[Promise]"');
-        if (mode !== MODE_CALL) throw serializationError("A Promise cannot be cloned: await it first");
+        if (mode !== MODE_CALL) throw cannot("A Promise", "await it first");
         const promise = nextPromise++;
         I.promiseThen(
           object,
@@ -265,19 +296,32 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         );
         return `["p",${id},${promise}]`;
       }
-      if (I.isError(object)) {
+      if (html ? I.errorIsError(object) : I.isError(object)) {
         // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
-        const name = stringify(text(object.name));
+        // The HTML algorithm keeps the seven standard names only (and converts the message as `${}` does); the
+        // boundary keeps any name, as text.
+        const got = object.name;
+        const name = stringify(
+          !html ? text(got) : typeof got === "string" && I.errorTypes[got] !== undefined ? got : "Error",
+        );
         const message = ownData(object, "message");
         const said =
-          message === undefined ? "null" : stringify(message.value === undefined ? "undefined" : text(message.value));
+          message === undefined
+            ? "null"
+            : stringify(html ? `${message.value}` : message.value === undefined ? "undefined" : text(message.value));
         const stack = stringify(userFrames(text(object.stack)));
         const cause = ownData(object, "cause");
         return `["e",${id},${name},${said},${stack}${cause === undefined ? "" : `,${enc(cause.value)}`}]`;
       }
-      if (mode !== MODE_LOG) {
-        throw serializationError(
-          `An instance of ${className(object)} cannot be cloned: only plain objects, arrays, Map, Set, Date, RegExp, Error, ArrayBuffer and typed arrays cross the sandbox boundary`,
+      if (html) {
+        // Boolean, Number, String and BigInt wrappers are cloned; any other object is copied as a plain one (its
+        // class is lost).
+        const primitive = wrapped(object);
+        if (primitive !== undefined) return `["P",${id},${enc(primitive[0])}]`;
+      } else if (mode !== MODE_LOG) {
+        throw cannot(
+          `An instance of ${className(object)}`,
+          "only plain objects, arrays, Map, Set, Date, RegExp, Error, ArrayBuffer and typed arrays cross the sandbox boundary",
         );
       }
       return `["o",${id},[${entries(I.keys(object), object)}]]`;
@@ -297,10 +341,31 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     hostCall(OP_SETTLE, promise, encoded[0], encoded[1], ok ? 1 : 0);
   }
 
+  const NO_SIDE: unknown[] = [];
+  // The tape of arguments that are all strings, booleans, null or finite numbers other than -0, written without the
+  // encoder's per-value bookkeeping (most host calls pass only such values).
+  const primitiveArguments = (args: unknown[]): string | undefined => {
+    let out = "";
+    for (let i = 0; i < args.length; i++) {
+      const v = args[i];
+      let item: string;
+      if (typeof v === "string") item = stringify(v);
+      else if (typeof v === "number") {
+        if (v - v !== 0 || (v === 0 && 1 / v < 0)) return undefined;
+        item = `${v}`;
+      } else if (typeof v === "boolean" || v === null) item = `${v}`;
+      else return undefined;
+      out += i === 0 ? item : `,${item}`;
+    }
+    return `["a",0,[${out}]]`;
+  };
+
   function hostFunction(id: number, name: string, length: number) {
     const known = mapGet(hostFunctions, id);
     if (known !== undefined) return known;
     const fn = (...args: unknown[]) => {
+      const tape = primitiveArguments(args);
+      if (tape !== undefined) return hostCall(OP_CALL, id, tape, NO_SIDE);
       const encoded = encode(args, MODE_CALL);
       return hostCall(OP_CALL, id, encoded[0], encoded[1]);
     };
@@ -312,10 +377,14 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
   }
 
   function decode(tape: string, ...side: unknown[]): unknown {
-    return decodeTree(I.parse(tape), side, false);
+    return decodeTree(I.parse(tape), side, undefined);
   }
 
-  function decodeTree(tree: unknown, side: unknown[], copyBuffers: boolean): unknown {
+  /**
+   * A tape's value. `cloned`: decoding the guest's own clone, whose buffers are copied, except those in the set
+   * (transferred, so already the clone's own); otherwise the tape came from the host, whose fixed buffers are new.
+   */
+  function decodeTree(tree: unknown, side: unknown[], cloned: Set<unknown> | undefined): unknown {
     const refs = new I.Map<number, unknown>();
     const dec = (node: unknown): unknown => {
       if (typeof node !== "object" || node === null) return node;
@@ -333,6 +402,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           return I.BigInt(n[1] as string);
         case "r":
           return mapGet(refs, id);
+        case "j":
+          // Plain JSON, parsed into fresh guest objects with the rest of the tape (`__proto__` an own key).
+          return n[1];
         case "f":
           return hostFunction(id, n[2] as string, n[3] as number);
         case "p":
@@ -376,6 +448,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         case "x":
           out = new I.RegExp(n[2] as string, n[3] as string);
           break;
+        case "P":
+          out = I.Object(dec(n[2]));
+          break;
         case "e": {
           const standard = I.errorTypes[n[2] as string];
           const ctor = standard ?? (I.errorTypes.Error as ErrorConstructor);
@@ -383,7 +458,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           if (standard === undefined) I.hide(error, "name", n[2]);
           // A stack from the host side is never the host's: the error shows the user frames it was made under.
           const made = I.getOwnPropertyDescriptor(error, "stack")?.value;
-          I.hide(error, "stack", copyBuffers || n[4] !== "" ? n[4] : userFrames(text(made)));
+          I.hide(error, "stack", cloned !== undefined || n[4] !== "" ? n[4] : userFrames(text(made)));
           mapSet(refs, id, error);
           if (n.length > 5) I.hide(error, "cause", dec(n[5]));
           return error;
@@ -391,7 +466,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
         case "B": {
           const buffer = side[n[2] as number] as object;
           const max = n[3] as number | undefined;
-          if (!copyBuffers && max === undefined) {
+          if (cloned === undefined ? max === undefined : I.setHas(cloned, buffer)) {
             out = buffer;
             break;
           }
@@ -434,9 +509,65 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     return dec(tree);
   }
 
-  const clone = (value: unknown) => {
-    const encoded = encode(value, MODE_CLONE);
-    return decodeTree(I.parse(encoded[0]), encoded[1], true);
+  /** WebIDL's conversion of `options.transfer` (a sequence of objects), then the HTML algorithm's own checks. */
+  const transferList = (options: unknown): object[] => {
+    const list: object[] = [];
+    if (options === undefined || options === null) return list;
+    if (typeof options !== "object" && typeof options !== "function") {
+      throw typeError("structuredClone: options must be an object");
+    }
+    const given = (options as { transfer?: unknown }).transfer;
+    if (given === undefined) return list;
+    const notIterable = "structuredClone: options.transfer must be an iterable of objects";
+    if ((typeof given !== "object" && typeof given !== "function") || given === null) throw typeError(notIterable);
+    const method = (given as Record<symbol, unknown>)[I.symbolIterator];
+    if (typeof method !== "function") throw typeError(notIterable);
+    const iterator = I.apply(method as () => unknown, given, []) as { next?: unknown };
+    if ((typeof iterator !== "object" && typeof iterator !== "function") || iterator === null) {
+      throw typeError(notIterable);
+    }
+    const next = iterator.next as () => unknown;
+    for (;;) {
+      const step = I.apply(next, iterator, []) as { done?: unknown; value?: unknown };
+      if ((typeof step !== "object" && typeof step !== "function") || step === null) throw typeError(notIterable);
+      if (step.done) break;
+      const item = step.value;
+      if ((typeof item !== "object" && typeof item !== "function") || item === null) throw typeError(notIterable);
+      define(list, list.length, item);
+    }
+    const seen = new I.Set<object>();
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i] as object;
+      if (!is(I.bufferByteLength, item)) {
+        throw dataCloneError(
+          `Item ${i} of the transfer list is not an ArrayBuffer (the only transferable object here)`,
+        );
+      }
+      if (I.setHas(seen, item)) throw dataCloneError(`Item ${i} of the transfer list is an ArrayBuffer listed before`);
+      I.setAdd(seen, item);
+    }
+    return list;
+  };
+
+  const clone = (value: unknown, options: unknown) => {
+    const transfer = transferList(options);
+    const encoded = encode(value, MODE_STRUCTURED_CLONE);
+    const side = encoded[1];
+    // Serialized first, then each transferred buffer is detached, its contents moved to the clone.
+    const moved = new I.Map<unknown, unknown>();
+    const cloned = new I.Set<unknown>();
+    for (let i = 0; i < transfer.length; i++) {
+      const buffer = transfer[i] as object;
+      if (I.bufferDetached(buffer)) throw dataCloneError(`Item ${i} of the transfer list is a detached ArrayBuffer`);
+      const contents = I.bufferTransfer(buffer);
+      mapSet(moved, buffer, contents);
+      I.setAdd(cloned, contents);
+    }
+    for (let i = 0; i < side.length; i++) {
+      const contents = mapGet(moved, side[i]);
+      if (contents !== undefined) define(side, i, contents);
+    }
+    return decodeTree(I.parse(encoded[0]), side, cloned);
   };
 
   return { encode, decode, clone };

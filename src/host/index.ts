@@ -7,32 +7,20 @@
  * @module
  */
 import type { EnvironmentModule, ModuleSetupContext } from "../environment/types.js";
-import { type KvLimits, kvService, memoryKeyValueStores } from "../tools/kv.js";
+import { type KvQuotas, kvService, memoryKeyValueStores } from "../tools/kv.js";
 import type { KeyValueStore } from "../tools/kv-store.js";
 import { type Service, ToolRegistry } from "../tools/registry.js";
 import { type AppOptions, createApp } from "./http/app.js";
 import { ProcessService, type ProcessServiceOptions } from "./processes/process-service.js";
 import { MemoryProcessStore, type ProcessStore } from "./processes/storage.js";
 
-export { linearMemoryBytes } from "../core/engine.js";
-export {
-  KV_MAX_CALLS_PER_RUN,
-  KV_MAX_KEY_LENGTH,
-  KV_MAX_KEYS,
-  KV_MAX_STORE_BYTES,
-  KV_MAX_VALUE_BYTES,
-  type KvLimits,
-  kvService,
-  memoryKeyValueStores,
-} from "../tools/kv.js";
+// What an embedding composes with. Everything else is internal: the Worker, the Node entries, the tests and the
+// benchmarks import the module files themselves.
+export { type KvQuotas, kvService, memoryKeyValueStores } from "../tools/kv.js";
 export * from "../tools/kv-store.js";
 export {
   ANONYMOUS_TENANT,
-  DEFAULT_TOOL_WORK_PER_RUN,
-  MAX_TOOL_ARGUMENT_BYTES,
-  MAX_TOOL_ARGUMENT_DEPTH,
   type Service,
-  TOOL_VALIDATION_UNITS,
   type Tool,
   type ToolContext,
   ToolError,
@@ -41,76 +29,31 @@ export {
   type ToolRegistryOptions,
   ToolScope,
 } from "../tools/registry.js";
-export {
-  type HttpUpstream,
-  httpUpstreamsFrom,
-  type StdioUpstream,
-  type Upstream,
-  upstreamsFrom,
-} from "../tools/upstream-config.js";
-export { type Check, compileSchema, DEFAULT_VALIDATION_UNITS, UNITS_PER_READ } from "../tools/validate.js";
-export { DEFAULT_JSON_UNITS, toJson, UNITS_PER_JSON_BYTE } from "../values/json.js";
-export {
-  type Bucket,
-  DEFAULT_RUNS_PER_MINUTE,
-  MemoryQuotas,
-  type Quotas,
-  rateLimited,
-  takeToken,
-} from "./admission/quotas.js";
-export {
-  type AdmissionLimits,
-  MAX_ADMISSION_WAIT_MS,
-  MAX_WAITING_RUNS,
-  RUN_MEMORY_BUDGET_BYTES,
-  RunAdmission,
-} from "./admission/run-admission.js";
-export { MAX_CODE_BYTES } from "./code-size.js";
-export { ERROR_STATUS, HostError, type HostErrorCode, isHostError, retryLater } from "./errors.js";
-export { type AppOptions, createApp, DEFAULT_MAX_BODY_BYTES } from "./http/app.js";
-export {
-  type Access,
-  type AccessSettings,
-  accessFrom,
-  MIN_API_KEY_LENGTH,
-  tenantOf,
-} from "./http/auth.js";
-export { readBytesWithin, readTextWithin } from "./http/body.js";
+export { type HttpUpstream, type StdioUpstream, type Upstream, upstreamsFrom } from "../tools/upstream-config.js";
+export { MemoryQuotas, type Quotas } from "./admission/quotas.js";
+export type { AdmissionCaps } from "./admission/run-admission.js";
+export { ERROR_STATUS, HostError, type HostErrorCode, isHostError } from "./errors.js";
+export { type AppOptions, createApp } from "./http/app.js";
+export { type Access, type AccessSettings, accessFrom } from "./http/auth.js";
 export type { Catalog } from "./http/catalog-routes.js";
-export { originOf } from "./http/origins.js";
-export { type ProcessBackend, summaryOf } from "./http/process-routes.js";
-export { MAX_RUN_BODY_BYTES, MAX_RUN_MEMORY_BYTES, RUN_TIMEOUT_MS, type RunRouteOptions } from "./http/run-routes.js";
-export * as schemas from "./http/schemas.js";
-export { Environments } from "./processes/environments.js";
-export {
-  EVENT_STREAM_BUFFER_BYTES,
-  eventStream,
-  type ProcessEvent,
-  type ProcessListener,
-  type Watchable,
-} from "./processes/events.js";
+export type { ProcessBackend } from "./http/process-routes.js";
+export type { RunRouteOptions } from "./http/run-routes.js";
+export type { ProcessEvent, ProcessListener } from "./processes/events.js";
 export {
   type CreateProcessInput,
-  DEFAULT_EXECUTION_TIMEOUT_MS,
-  DEFAULT_MAX_ACTIVE_PROCESSES,
-  DEFAULT_MAX_SUBSCRIBERS,
-  DEFAULT_OUTPUT_LIMITS,
-  MAX_EXECUTION_TIMEOUT_MS,
-  OUTPUT_TRUNCATED_KEY,
-  type OutputLimits,
+  type OutputCaps,
   ProcessService,
   type ProcessServiceOptions,
   type ProcessUsage,
 } from "./processes/process-service.js";
-export { isActive, transition } from "./processes/states.js";
 export * from "./processes/storage.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;
   /** Storage of the built-in `kv` service, one store per tenant. Default in memory. */
   kv?: (tenant: string) => KeyValueStore;
-  /** Quotas of the built-in `kv` service (defaults: `KV_MAX_*`). */
-  kvLimits?: Partial<KvLimits>;
+  /** Quotas of the built-in `kv` service (defaults: `KV_MAX_*` in src/tools/kv.ts). */
+  kvLimits?: Partial<KvQuotas>;
   /** Units of work per run for tool arguments. Default `DEFAULT_TOOL_WORK_PER_RUN`. */
   toolWorkPerRun?: number;
   /** More services next to `kv`. */

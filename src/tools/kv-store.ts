@@ -74,10 +74,23 @@ export interface KeyValueStore {
   set(key: string, value: unknown, quota?: KeyValueQuota): Promise<void>;
   /** `true` when the key existed. */
   delete(key: string): Promise<boolean>;
-  /** Keys in ascending order; at most `limit`, in work proportional to what is returned. */
+  /** Keys in ascending code point order (UTF-8's, SQLite's); at most `limit`, in work proportional to what is returned. */
   list(options?: { prefix?: string; limit?: number }): Promise<string[]>;
   /** What the store holds (optional). */
   usage?(): Promise<KeyValueUsage>;
+}
+
+/** A UTF-16 unit's place in code point order: surrogates (U+10000 and above) after U+E000-U+FFFF. */
+const codePointRank = (unit: number) => (unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit);
+
+/** Whether `a` sorts below `b` by code points, as UTF-8 bytes and SQLite do (`<` compares UTF-16 units). */
+function codePointBelow(a: string, b: string): boolean {
+  const common = Math.min(a.length, b.length);
+  for (let i = 0; i < common; i++) {
+    const [x, y] = [a.charCodeAt(i), b.charCodeAt(i)];
+    if (x !== y) return codePointRank(x) < codePointRank(y);
+  }
+  return a.length < b.length;
 }
 
 /** Index of the first key in sorted `keys` that is not below `key`. */
@@ -86,15 +99,15 @@ function lowerBound(keys: readonly string[], key: string): number {
   let high = keys.length;
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if ((keys[mid] as string) < key) low = mid + 1;
+    if (codePointBelow(keys[mid] as string, key)) low = mid + 1;
     else high = mid;
   }
   return low;
 }
 
 /**
- * {@link KeyValueStore} in memory; values are kept as JSON text, as a database would. Keys are kept sorted, so a
- * listing costs what it returns, and usage is counted as it changes.
+ * {@link KeyValueStore} in memory; values are kept as JSON text, as a database would. Keys are kept sorted by code
+ * point, as SQLite sorts them, so a listing costs what it returns, and usage is counted as it changes.
  */
 export class MemoryKeyValueStore implements KeyValueStore {
   readonly #values = new Map<string, string>();

@@ -22,7 +22,7 @@ export const KV_MAX_STORE_BYTES = 16_777_216;
 export const KV_MAX_CALLS_PER_RUN = 1_000;
 
 /** The `kv` service's quotas; every one has a default above. */
-export interface KvLimits {
+export interface KvQuotas {
   maxValueBytes: number;
   maxKeys: number;
   maxStoreBytes: number;
@@ -45,8 +45,8 @@ export function memoryKeyValueStores(): (tenant: string) => KeyValueStore {
 }
 
 /** The service over `storeOf(tenant)`: each call goes to the store of the tenant whose run makes it. */
-export function kvService(storeOf: (tenant: string) => KeyValueStore, options: Partial<KvLimits> = {}): Service {
-  const limits: KvLimits = {
+export function kvService(storeOf: (tenant: string) => KeyValueStore, options: Partial<KvQuotas> = {}): Service {
+  const limits: KvQuotas = {
     maxValueBytes: options.maxValueBytes ?? KV_MAX_VALUE_BYTES,
     maxKeys: options.maxKeys ?? KV_MAX_KEYS,
     maxStoreBytes: options.maxStoreBytes ?? KV_MAX_STORE_BYTES,

@@ -7,6 +7,8 @@
  * - JSON string, boolean, null and finite numbers other than -0 stand for themselves
  * - `["u"]` undefined, `["n","NaN"|"Infinity"|"-Infinity"|"-0"]`, `["b","<decimal>"]` bigint
  * - `["r",id]` a reference to an object already encoded
+ * - `["j",json]` host to guest only: plain objects and arrays as JSON, for the engine's own parser; there is no
+ *   other reference to any object in it (it has no ids)
  * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
  * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
  * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
@@ -17,15 +19,19 @@
  *   `length`/`byteLength` of `"auto"` tracks a resizable buffer. Detached buffers and out-of-bounds views never cross
  * - `["f",fnId,name,length]` a host function; `["p",id,side]` a promise (host to guest: a guest promise the host
  *   settles later; guest to host: the guest promise's number, settled through the settle operation)
+ * - `["P",id,primitive]` a Boolean, Number, String or BigInt wrapper object: only within the guest's own
+ *   `structuredClone` (`MODE_STRUCTURED_CLONE`), never across the boundary
  * @module
  */
 
-/** Structured clone, as for results, reports and the guest's own `structuredClone`. */
+/** Structured clone by the boundary's rules, as for results and reports. */
 export const MODE_CLONE = 0;
 /** Arguments of a host function: structured clone plus promises and the host's own functions. */
 export const MODE_CALL = 1;
 /** Console arguments: never fails; what cannot be cloned is described as a string. */
 export const MODE_LOG = 2;
+/** The guest's own `structuredClone`, which never leaves the guest: the HTML algorithm itself. */
+export const MODE_STRUCTURED_CLONE = 3;
 
 /** Operations the guest asks of the host through its single host function. */
 export const OP_CALL = 0;
@@ -39,8 +45,14 @@ export const OP_MARSHAL = 4;
  * JS implementations of the guarded natives (guest/slow-paths.ts), compiled on first use. The tape is `0`.
  */
 export const OP_CHARGE = 5;
+/** `a` random bytes for the Web APIs' `crypto` (at most {@link MAX_RANDOM_BYTES}): answered with an ArrayBuffer. */
+export const OP_RANDOM = 6;
+/** An exception nobody can catch (a timer callback's, an event listener's), the value in `side`: it ends the run. */
+export const OP_UNCAUGHT = 7;
+/** The most bytes one `crypto.getRandomValues` may ask for (WebCrypto's bound). */
+export const MAX_RANDOM_BYTES = 65_536;
 /**
- * A request of the guest's `fetch` (guest/fetch.ts): `a` is its number in the run, the tape its record; the host
+ * A request of the guest's `fetch` (guest/web-fetch.ts): `a` is its number in the run, the tape its record; the host
  * answers with a promise of the response (src/fetch/session.ts).
  */
 export const OP_FETCH = 8;
@@ -50,23 +62,43 @@ export const OP_FETCH_ABORT = 9;
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
 
-/** Typed array constructors by the name the tape carries. */
-export const TYPED_ARRAYS: Readonly<
-  Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView>
-> = Object.freeze({
-  __proto__: null,
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-} as unknown as Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView>);
+/** The name of every typed array kind a tape may carry. */
+export const TYPED_ARRAY_KINDS: readonly string[] = Object.freeze([
+  "Int8Array",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "Int16Array",
+  "Uint16Array",
+  "Int32Array",
+  "Uint32Array",
+  "Float16Array",
+  "Float32Array",
+  "Float64Array",
+  "BigInt64Array",
+  "BigUint64Array",
+]);
+
+type TypedArrayConstructor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
+
+/**
+ * The constructors of those kinds this platform has, by name: Node 20 has no `Float16Array` (QuickJS, workerd and
+ * Chromium do), and a host without one refuses to receive one (see `decodeFromGuest`).
+ */
+export const TYPED_ARRAYS: Readonly<Record<string, TypedArrayConstructor>> = Object.freeze(
+  Object.assign(
+    Object.create(null) as Record<string, TypedArrayConstructor>,
+    Object.fromEntries(
+      TYPED_ARRAY_KINDS.flatMap((kind) => {
+        const Ctor = (globalThis as unknown as Record<string, TypedArrayConstructor | undefined>)[kind];
+        return Ctor === undefined ? [] : [[kind, Ctor]];
+      }),
+    ),
+  ),
+);
+
+/** What a host without the typed array `kind` says when handed one. */
+export const missingTypedArray = (kind: string): string =>
+  `A ${kind} cannot be made on this host: its JavaScript has no ${kind}`;
 
 /** Standard error constructors by name; other names arrive as `Error` with the name kept. */
 export const ERROR_TYPES: Readonly<Record<string, ErrorConstructor>> = Object.freeze({

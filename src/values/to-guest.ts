@@ -107,7 +107,85 @@ function tracksLength(view: View, probeBudget: { bytes: number }): boolean {
 /** Bytes the resize probes of one value may copy (see `tracksLength`). */
 const MAX_PROBE_BYTES = 256 * 1024 * 1024;
 
-export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
+/**
+ * The objects of `value` that cross as JSON text (`["j",json]`, parsed by the engine's own parser): plain objects
+ * and dense arrays of the standard prototypes whose own enumerable properties are all data properties holding
+ * strings, booleans, null, finite numbers other than -0 and such objects. Values are read through descriptors, so
+ * no getter runs here and what `JSON.stringify` reads later is what was checked. None when an object is reached
+ * twice (JSON would expand a shared reference) or when a prototype has a `toJSON` for `JSON.stringify` to call.
+ */
+function jsonPlain(value: unknown): Set<object> {
+  const plain = new Set<object>();
+  const seen = new Set<object>();
+  let shared = false;
+  const scan = (v: unknown, depth: number): boolean => {
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return true;
+      case "number":
+        return Number.isFinite(v) && !Object.is(v, -0);
+      case "object":
+        break;
+      default:
+        return false;
+    }
+    if (v === null) return true;
+    // Deeper than the encoder goes is refused by the encoder; the walk stops there, so it never overflows the stack.
+    if (depth >= MAX_DEPTH) return false;
+    if (seen.has(v)) {
+      shared = true;
+      return false;
+    }
+    seen.add(v);
+    const proto = Object.getPrototypeOf(v);
+    const isArray = Array.isArray(v);
+    if (!isArray && proto !== Object.prototype && proto !== null && !holdsNoObjects(v)) {
+      // A Map, Set, Error, class instance... reaches objects this walk does not see, which a plain subtree may share.
+      shared = true;
+      return false;
+    }
+    const keys = Object.keys(v);
+    let ok = true;
+    if (isArray) {
+      const dense = keys.length === v.length && (v.length === 0 || keys[v.length - 1] === String(v.length - 1));
+      ok &&= proto === Array.prototype && dense;
+    } else ok &&= proto === Object.prototype || proto === null;
+    for (const key of keys) {
+      const descriptor = Object.getOwnPropertyDescriptor(v, key);
+      if (descriptor !== undefined && !("value" in descriptor)) {
+        // The encoder calls a getter, whose object may be shared with a plain subtree.
+        shared = true;
+        return false;
+      }
+      // Walked whatever the object is, so every shared reference below it is found.
+      const child = descriptor !== undefined && "value" in descriptor && scan(descriptor.value, depth + 1);
+      ok &&= child;
+      if (shared) return false;
+    }
+    if (ok) plain.add(v);
+    return ok;
+  };
+  const toJSON = (o: object) => "toJSON" in o;
+  if (toJSON(Object.prototype) || toJSON(Array.prototype)) return plain;
+  scan(value, 0);
+  if (shared) plain.clear();
+  return plain;
+}
+
+/** Values that cross without any object inside them. */
+function holdsNoObjects(value: object): boolean {
+  return ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp;
+}
+
+const NOTHING_PLAIN: ReadonlySet<object> = new Set();
+
+/**
+ * `value` as a tape for the guest. `json: false` leaves out the `["j",json]` form, for a tape that another thread
+ * decodes with the host's decoder (which takes only what the guest's encoder writes) before its own run re-encodes it.
+ */
+export function encodeForGuest(value: unknown, functions: FunctionTable, { json = true } = {}): Encoded {
+  const plain = json && typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
   const side: SideItem[] = [];
@@ -136,6 +214,7 @@ export function encodeForGuest(value: unknown, functions: FunctionTable): Encode
         return `["f",${functions.idOf(v as HostFunction)},${JSON.stringify(v.name)},${v.length}]`;
     }
     if (v === null) return "null";
+    if (plain.has(v as object)) return `["j",${JSON.stringify(v)}]`;
     const seen = ids.get(v as object);
     if (seen !== undefined) return `["r",${seen}]`;
     const id = ids.size;

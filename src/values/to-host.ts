@@ -4,7 +4,7 @@
  * @module
  */
 import { SerializationError } from "./errors.js";
-import { ERROR_TYPES, TYPED_ARRAYS } from "./tape.js";
+import { ERROR_TYPES, missingTypedArray, TYPED_ARRAY_KINDS, TYPED_ARRAYS } from "./tape.js";
 import type { HostFunction } from "./to-guest.js";
 
 export interface HostDecoding {
@@ -82,9 +82,11 @@ export interface HeapMeter {
 /**
  * Decodes a tape; when a `meter` is given, adds an estimate of the host heap the value takes (the tape's length,
  * its buffers' bytes, a resizable buffer at its `maxByteLength`, and a cost per decoded value) so the caller can
- * charge what it keeps.
+ * charge what it keeps. A typed array of a kind this host's platform lacks (a `Float16Array` on Node 20) raises
+ * `SerializationError`, except in console arguments (`log`), which never fail: there it is a placeholder text, as
+ * the guest's log mode makes for what it cannot clone.
  */
-export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMeter): unknown {
+export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMeter, log = false): unknown {
   let bytes = tape.length;
   let reserved = 0;
   const refs = new Map<number, unknown>();
@@ -191,6 +193,10 @@ export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMe
         const at = tag === "t" ? 3 : 2;
         const Ctor = tag === "t" ? TYPED_ARRAYS[a as string] : DataView;
         const [buffer, offset, length] = [dec(node[at]), node[at + 1], node[at + 2]];
+        if (Ctor === undefined && TYPED_ARRAY_KINDS.includes(a as string)) {
+          if (log) return keep(id, `[${a} (not on this host)]`);
+          throw new SerializationError(missingTypedArray(a as string));
+        }
         if (Ctor === undefined || !(buffer instanceof ArrayBuffer) || !isIndex(offset)) break;
         if (length === "auto") return keep(id, trackingView(Ctor as ViewConstructor, buffer, offset));
         if (!isIndex(length)) break;

@@ -1,59 +1,11 @@
 /**
- * A lossless JSON encoding of every value a {@link CodeExecutionResult} can hold, for results that cross a
- * network (the Worker's `POST /run`) rather than a structured-clone channel.
- *
- * The format, in one paragraph: `null`, booleans, strings and finite numbers other than `-0` are themselves.
- * Dense arrays with no extra properties are JSON arrays. Plain objects are JSON objects whose keys starting with
- * `$` get one more `$` in front (`{"$t": 1}` travels as `{"$$t": 1}`), so an encoded plain object never has the key
- * `$t`. Every other value is a *tagged node*: an object with a `$t` key naming its type:
- *
- * | value | node |
- * |---|---|
- * | `undefined` | `{"$t":"undefined"}` |
- * | `NaN`, `Infinity`, `-Infinity`, `-0` | `{"$t":"number","v":"NaN"}` (`"Infinity"`, `"-Infinity"`, `"-0"`) |
- * | bigint | `{"$t":"bigint","v":"-12"}` (decimal) |
- * | sparse array or array with extra keys | `{"$t":"array","length":5,"v":{"0":…,"name":…}}` (escaped keys) |
- * | `Map` | `{"$t":"map","v":[[key, value], …]}` |
- * | `Set` | `{"$t":"set","v":[item, …]}` |
- * | `Date` | `{"$t":"date","v":<time value, encoded as a number>}` |
- * | `RegExp` | `{"$t":"regexp","source":"a+","flags":"gi"}` |
- * | `Error` | `{"$t":"error","name":"TypeError","message"?:"…","stack"?:"…","cause"?:…}` |
- * | `ArrayBuffer` | `{"$t":"arraybuffer","v":"<base64>","maxByteLength"?:16}` (`maxByteLength`: resizable only) |
- * | typed array | `{"$t":"typedarray","kind":"Uint8Array","buffer":<node>,"byteOffset":0,"length":3}` (or `"auto"`) |
- * | `DataView` | `{"$t":"dataview","buffer":<node>,"byteOffset":0,"byteLength":8}` (or `"auto"`) |
- * | boxed primitive | `{"$t":"boxed","v":<encoded primitive>}` |
- * | second sighting of an object | `{"$t":"ref","id":3}` |
- *
- * Objects seen more than once (shared references and cycles) carry an `"id"` on their first occurrence, in
- * depth-first order; plain objects and dense arrays that need an id are wrapped as `{"$t":"object","id":n,"v":{…}}`
- * and `{"$t":"array","id":n,"length":n,"v":{…}}`. Data that needs none of this (the common case) is plain JSON, so
- * `curl` users read it as is. Views over one buffer share that buffer after decoding.
- *
- * The nodes carry what the HTML structured-clone algorithm keeps, as the core's marshaling does (README): an error's
- * `message` and `cause` only when they are own data properties (no `message` key: an error with no own message),
- * its `name` by a get, decoded to that class when it is one of the seven standard names and otherwise to an `Error`
- * with an own non-enumerable `name`; a resizable buffer's `maxByteLength`; and `"auto"` as the length of a view
- * whose length tracks its resizable buffer (found on a structured clone, never by resizing the caller's buffer).
- * Older nodes (always a `message`, no `maxByteLength`, numeric lengths) decode as before. A client names
- * `maxByteLength` at no cost while the platform reserves it, so one decoded value may reserve at most
- * {@link MAX_RESERVED_BYTES} in all, as in the core.
- *
- * Functions, symbols, and class instances other than the types above are not result values: `toWire` throws a
- * `TypeError` for the first two and encodes the own enumerable keys of the last as a plain object. A view out of its
- * buffer's bounds (which structured clone refuses) is refused with a `TypeError` too.
- *
- * Cost. Results come out of the sandbox and wire values in from clients, so both directions walk with an explicit
- * stack, never recursion: any depth and any length is fine, in time and memory linear in the value (base64 is
- * table-driven). The encoding is the value's distinct objects once plus one short ref per extra sighting, so shared
- * references cannot multiply it; {@link toWire} builds it as JSON data, counting its text as it goes, so `maxLength`
- * caps that text exactly, checked before each node is added (a buffer's whole base64 included), and
- * {@link toWireText} writes deep data without the platform's recursive `JSON.stringify`.
- * Whether views track is found per buffer, on one clone of that buffer's views, once its base64 is paid for: the
- * buffer is copied once however many views it has.
+ * The wire format: a lossless JSON encoding of every value a {@link CodeExecutionResult} can hold, for results that
+ * cross a network rather than a structured-clone channel. Its spec, the tagged nodes and their cost, is
+ * docs/wire-format.md.
  * @module
  */
 import { define, type JsonObject, type JsonValue, quotedLength } from "./json.js";
-import { ERROR_TYPES, TYPED_ARRAYS } from "./tape.js";
+import { ERROR_TYPES, missingTypedArray, TYPED_ARRAY_KINDS, TYPED_ARRAYS } from "./tape.js";
 import { MAX_RESERVED_BYTES, trackingView } from "./to-host.js";
 
 /** Options of {@link toWireText} and {@link toWire}. */
@@ -684,8 +636,11 @@ export function fromWire(json: JsonValue): unknown {
       }
       case "typedarray": {
         const kind = str(node.kind, "typed array kind");
-        const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
-        if (Ctor === undefined) return malformed(`typed array kind ${kind}`);
+        const Ctor = TYPED_ARRAYS[kind];
+        if (Ctor === undefined) {
+          if (TYPED_ARRAY_KINDS.includes(kind)) throw new TypeError(`fromWire: ${missingTypedArray(kind)}`);
+          return malformed(`typed array kind ${kind}`);
+        }
         const buffer = bufferOf(node.buffer, "typed array buffer");
         const offset = int(node.byteOffset, "byteOffset");
         if (node.length === "auto") return keep(node, trackingView(Ctor as ViewConstructor, buffer, offset));

@@ -10,9 +10,8 @@ const NONCE = "0123456789abcdef0123";
 describe("messages: guards", () => {
   it("accept well-formed messages of the expected nonce only", () => {
     expect(isHello({ type: "hello", nonce: NONCE })).toBe(true);
-    expect(isRun({ type: "run", nonce: NONCE, payload: { source: "", options: {}, globals: {}, imports: {} } })).toBe(
-      true,
-    );
+    const payload = { source: "", options: {}, globals: {}, imports: {}, webApis: false };
+    expect(isRun({ type: "run", nonce: NONCE, payload })).toBe(true);
     expect(isReady({ type: "ready", nonce: NONCE, warmupMs: 1 }, NONCE)).toBe(true);
     expect(isReady({ type: "ready", nonce: NONCE, warmupMs: 1 }, `${NONCE}x`)).toBe(false);
     expect(isReport({ type: "report", nonce: NONCE, value: 1 }, NONCE)).toBe(true);
@@ -28,7 +27,8 @@ describe("messages: guards", () => {
     { type: "result", nonce: NONCE, workerMs: 1 },
     { type: "result", nonce: NONCE, result: {}, workerMs: "1" },
     { type: "Result", nonce: NONCE, result: {}, workerMs: 1 },
-    { type: "run", nonce: NONCE, payload: { source: 1, options: {}, globals: {}, imports: {} } },
+    { type: "run", nonce: NONCE, payload: { source: 1, options: {}, globals: {}, imports: {}, webApis: false } },
+    { type: "run", nonce: NONCE, payload: { source: "", options: {}, globals: {}, imports: {}, webApis: "yes" } },
   ])("refuse %j", (data) => {
     expect(isResult(data, NONCE)).toBe(false);
     expect(isRun(data)).toBe(false);
@@ -67,7 +67,9 @@ describe("SandboxRunner", () => {
     expect(await runner.ready).toBe(5);
 
     const reports: unknown[] = [];
-    const run = runner.run({ source: "x", options: {}, globals: {}, imports: {} }, (v) => reports.push(v));
+    const run = runner.run({ source: "x", options: {}, globals: {}, imports: {}, webApis: false }, (v) =>
+      reports.push(v),
+    );
     const request = worker.posted[1];
     if (request?.type !== "run") throw new Error("expected a run message");
     const forged = { status: "success", result: "FORGED", reports: [], logs: [], durationMs: 0 };
@@ -95,7 +97,7 @@ describe("SandboxRunner", () => {
       return worker as unknown as Worker;
     });
     const first = workers[0] as FakeWorker;
-    const run = runner.run({ source: "while(true){}", options: {}, globals: {}, imports: {} });
+    const run = runner.run({ source: "while(true){}", options: {}, globals: {}, imports: {}, webApis: false });
     const request = first.posted[1];
     first.send({ type: "report", nonce: request?.nonce, value: 7 });
     runner.stop("enough");
@@ -110,7 +112,7 @@ describe("SandboxRunner", () => {
     // A late message of the old run is ignored; the new worker takes the next run.
     first.send({ type: "result", nonce: request?.nonce, result: toWire(result), workerMs: 1 });
     expect(runner.ignored).toBe(1);
-    const next = runner.run({ source: "1", options: {}, globals: {}, imports: {} });
+    const next = runner.run({ source: "1", options: {}, globals: {}, imports: {}, webApis: false });
     const second = workers[1] as FakeWorker;
     const again = second.posted[1];
     second.send({ type: "result", nonce: again?.nonce, result: toWire(result), workerMs: 1 });
@@ -138,12 +140,12 @@ describe("SandboxRunner spare worker", () => {
     spare.send({ type: "result", nonce: "x".repeat(36), result: null, workerMs: 0 });
     expect(runner.ignored).toBe(1);
 
-    const run = runner.run({ source: "while(true){}", options: {}, globals: {}, imports: {} });
+    const run = runner.run({ source: "while(true){}", options: {}, globals: {}, imports: {}, webApis: false });
     runner.stop();
     expect((await run).kind).toBe("result");
     expect((workers[0] as FakeWorker).terminated).toBe(true);
     expect(await runner.ready).toBe(1);
-    const next = runner.run({ source: "1", options: {}, globals: {}, imports: {} });
+    const next = runner.run({ source: "1", options: {}, globals: {}, imports: {}, webApis: false });
     const request = spare.posted[1];
     expect(request?.type).toBe("run");
     spare.send({ type: "result", nonce: request?.nonce, result: toWire(result), workerMs: 1 });
@@ -178,6 +180,14 @@ describe("payload and session", () => {
     const { body, dropped } = toEdgeBody(payload);
     expect(body).toEqual({ source: payload.source, options: { ...payload.options, globals: { input: [1, 2, 3] } } });
     expect(dropped).toEqual(["global greet (a function)", "import fs.read"]);
+    expect(payload.webApis).toBe(false);
+    session.webApis = true;
+    expect(toPayload(session).webApis).toBe(true);
+    expect(toEdgeBody(toPayload(session)).dropped).toEqual([
+      "global greet (a function)",
+      "import fs.read",
+      "webApis (the edge host's RUNCODE_WEB_APIS decides)",
+    ]);
   });
 
   it("runs the entry as a script unless the user names a call", () => {
@@ -233,6 +243,9 @@ describe("payload and session", () => {
     expect(await decodeShare("#s=AAAA")).toBe(undefined);
     expect(await decodeShare("#other")).toBe(undefined);
     expect(parseSession({ ...session, language: "python" })).toBe(undefined);
+    const { webApis: _, ...saved } = session;
+    expect(parseSession(saved)).toEqual({ ...session, webApis: false });
+    expect(parseSession({ ...session, webApis: "yes" })).toBe(undefined);
   });
 });
 

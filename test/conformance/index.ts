@@ -5,6 +5,7 @@
  * @module
  */
 import type { RunCode } from "../../src/core/types.js";
+import { guestCloneSuite } from "./clone-battery.js";
 import { executeSuite } from "./execute.js";
 import { fetchSuite } from "./fetch.js";
 import { freshRunsSuite } from "./fresh-runs.js";
@@ -23,6 +24,7 @@ import { reportSuite } from "./report.js";
 import { resultSuite } from "./result.js";
 import { structuredCloneSuite } from "./structured-clone.js";
 import { typescriptSuite } from "./typescript.js";
+import { webApisSuite } from "./web-apis.js";
 
 export type { ConformanceOptions } from "./helpers.js";
 
@@ -36,6 +38,7 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   globalsSuite(runCode);
   marshalingSuite(runCode);
   structuredCloneSuite(runCode);
+  guestCloneSuite(runCode);
   resultSuite(runCode);
   positionsSuite(runCode);
   logsSuite(runCode);
@@ -45,4 +48,5 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   freshRunsSuite(opts);
   typescriptSuite(runCode);
   fetchSuite(opts);
+  if (opts.sandbox !== undefined) webApisSuite(opts.sandbox);
 }

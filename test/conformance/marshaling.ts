@@ -46,6 +46,14 @@ class Foo {
   x = 1;
 }
 
+type Float16 = ArrayBufferView & ArrayLike<number>;
+/** This host's Float16Array: workerd and Chromium have one, Node 20 has none. */
+const HostFloat16 = (globalThis as { Float16Array?: new (values: number[]) => Float16 }).Float16Array;
+/** What a host without one says when the sandbox hands it a Float16Array (§3.5). */
+const NO_FLOAT16 = "A Float16Array cannot be made on this host: its JavaScript has no Float16Array";
+/** Numbers as text, `-0` kept. */
+const numbers = (list: ArrayLike<number>) => Array.from(list, (n) => (Object.is(n, -0) ? "-0" : String(n)));
+
 export function marshalingSuite(runCode: RunCode): void {
   describe("§3.5 marshaling: primitives", () => {
     const primitives: [string, unknown][] = [
@@ -323,6 +331,75 @@ export function marshalingSuite(runCode: RunCode): void {
         "export default (x) => { x.a[2] = 7; return [x.a.buffer === x.d.buffer, x.a.byteOffset, x.d.byteOffset, x.a.buffer.byteLength, x.d.getUint8(0)]; }";
       expect(await ok(runCode, source, { execute: { args: [x] } })).toEqual([true, 2, 4, 8, 7]);
       expect(new Uint8Array(b)[4]).toBe(0);
+    });
+  });
+
+  describe("§3.5 marshaling: Float16Array", () => {
+    it("is a value of the sandbox: made, viewed, cloned and logged there", async () => {
+      const source = `
+        const h = new Float16Array([1.5, -0, 65504, 70000, 2 ** -25]);
+        const copy = structuredClone({ h, d: new DataView(h.buffer, 2) });
+        console.log(h);
+        const text = (n) => (Object.is(n, -0) ? "-0" : String(n));
+        export default [
+          Object.prototype.toString.call(copy.h), Array.from(copy.h, text), copy.d.buffer === copy.h.buffer,
+          copy.h.buffer === h.buffer, Float16Array.BYTES_PER_ELEMENT,
+        ];
+      `;
+      expect(await ok(runCode, source)).toEqual([
+        "[object Float16Array]",
+        ["1.5", "-0", "65504", "Infinity", "0"],
+        true,
+        false,
+        2,
+      ]);
+    });
+
+    const paths: [string, string][] = [
+      ["the result", "export default new Float16Array([1.5, -2])"],
+      ["a report", "report(new Float16Array([1.5, -2]));\nexport default 0"],
+      ["a host function's argument", "sink(new Float16Array([1.5, -2]));\nexport default 0"],
+    ];
+    it.each(paths)("%s arrives as a Float16Array, or is refused where the host has none", async (_path, source) => {
+      const kept: unknown[] = [];
+      const options = { globals: { sink: (v: unknown) => void kept.push(v) } };
+      if (HostFloat16 === undefined) {
+        const error = await fails(runCode, "error", source, options);
+        expect(nameAndMessage(error)).toEqual({ name: "SerializationError", message: NO_FLOAT16 });
+        return;
+      }
+      const r = await runCode(source, options);
+      const value = [r.result, ...r.reports, ...kept].find((v) => typeof v === "object") as Float16;
+      expect(r.status).toBe("success");
+      expect(Object.getPrototypeOf(value)).toBe(HostFloat16.prototype);
+      expect(numbers(value)).toEqual(["1.5", "-2"]);
+    });
+
+    it("a logged Float16Array never fails the run: itself, or a placeholder where the host has none", async () => {
+      const r = await runCode(
+        "console.log(new Float16Array([1.5]), [new Float16Array(2)], 'after');\nexport default 0",
+      );
+      expect(r.status).toBe("success");
+      const args = r.logs[0]?.args as unknown[];
+      if (HostFloat16 === undefined) {
+        expect(args).toEqual(["[Float16Array (not on this host)]", ["[Float16Array (not on this host)]"], "after"]);
+        return;
+      }
+      expect(args).toEqual([new HostFloat16([1.5]), [new HostFloat16([0, 0])], "after"]);
+      expect(Object.getPrototypeOf(args[0])).toBe(HostFloat16.prototype);
+    });
+
+    it.skipIf(HostFloat16 === undefined)("host -> guest -> host keeps kind, values and the shared buffer", async () => {
+      const Float16 = HostFloat16 as NonNullable<typeof HostFloat16>;
+      const h = new Float16([1.5, -0, 65504]);
+      const source =
+        "export default (v) => [Object.prototype.toString.call(v.h), v.h[0], v.h.buffer === v.b.buffer, v]";
+      const result = arr(await ok(runCode, source, { execute: { args: [{ h, b: new Uint8Array(h.buffer) }] } }));
+      expect(result.slice(0, 3)).toEqual(["[object Float16Array]", 1.5, true]);
+      const back = rec(result[3]);
+      expect(Object.getPrototypeOf(back.h)).toBe(Float16.prototype);
+      expect(numbers(back.h as Float16)).toEqual(["1.5", "-0", "65504"]);
+      expect((back.h as Float16).buffer).toBe((back.b as Uint8Array).buffer);
     });
   });
 

@@ -7,18 +7,18 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  type Boot,
   BootedInstance,
-  type BootModules,
-  bootModulesOf,
+  bootOf,
+  type Holder,
   type MemoryLayout,
   memoryLayout,
-  type Tenant,
 } from "../../src/core/instance.js";
 
 const MiB = 1024 * 1024;
 
 /** A tenant for driving an instance by hand: no interrupt, no host calls, no modules. */
-const idleTenant: Tenant = {
+const idleHolder: Holder = {
   poll: () => false,
   hostCall: () => undefined,
   normalize: (_base, specifier) => specifier,
@@ -56,16 +56,16 @@ function breakOf(instance: BootedInstance, layout: MemoryLayout): number {
 /** Declares the memory-level restore tests against the platform's compiled QuickJS module. */
 export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void {
   /**
-   * A restorable instance, with `boot`'s modules, lent to {@link idleTenant}; `booted` is a copy of its memory as
+   * A restorable instance, with `boot`'s modules, lent to {@link idleHolder}; `booted` is a copy of its memory as
    * booted.
    */
   async function lent(
     heapLimitBytes = 64 * MiB,
-    boot?: BootModules,
+    boot?: Boot,
   ): Promise<{ instance: BootedInstance; booted: Uint8Array }> {
     const instance = await BootedInstance.boot(await wasm(), heapLimitBytes, true, boot);
     const booted = new Uint8Array(instance.instance.memory.buffer.slice(0));
-    instance.lend(idleTenant, heapLimitBytes);
+    instance.lend(idleHolder, heapLimitBytes);
     return { instance, booted };
   }
 
@@ -151,7 +151,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
     }
 
     it("equals the booted memory after a run wrote into a boot module's 6 MiB of zeros, longer than the C stack", async () => {
-      const boot = bootModulesOf({ state: "globalThis.state = new Uint8Array(6 << 20);" });
+      const boot = bootOf({ state: "globalThis.state = new Uint8Array(6 << 20);" }, false);
       const { instance, booted: image } = await lent(64 * MiB, boot);
       expect(evaluate(instance, "state.fill(0x53, 1 << 16, 1 << 20).indexOf(0x53)")).toBe(1 << 16);
       expect(instance.reclaim(true)).toBe(true);
@@ -162,7 +162,7 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
       const { instance } = await lent();
       evaluate(instance, "globalThis.leak = 'SECRET'; Object.prototype.polluted = 1; Math.max = () => 42;");
       expect(instance.reclaim(true)).toBe(true);
-      instance.lend(idleTenant, 64 * MiB);
+      instance.lend(idleHolder, 64 * MiB);
       expect(evaluate(instance, "[typeof leak, ({}).polluted, Math.max(1, 2)].join()")).toBe("undefined,,2");
       expect(instance.runtime.hasPendingJob()).toBe(false);
     });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { guestCoreSource, guestFetchSource, guestMarshalSource } from "../../src/guest/sources.generated.js";
+import { MAX_PENDING_TIMERS } from "../../src/core/web-apis.js";
+import {
+  guestCoreSource,
+  guestMarshalSource,
+  guestWebCryptoSource,
+  guestWebFetchSource,
+  guestWebKitSource,
+  guestWebTimersSource,
+} from "../../src/guest/sources.generated.js";
 import * as tape from "../../src/values/tape.js";
 
 // The guest halves are shipped as source text and cannot import the tape's constants: they repeat them. A drift
@@ -10,11 +18,18 @@ describe("the guest's copies of the tape's constants", () => {
   it.each([
     ["core", guestCoreSource],
     ["marshal", guestMarshalSource],
-    ["fetch", guestFetchSource],
+    ["Web APIs' kit", guestWebKitSource],
+    ["Web APIs' crypto", guestWebCryptoSource],
+    ["Web APIs' fetch", guestWebFetchSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);
     for (const [name, value] of repeated) expect(source).toMatch(new RegExp(`\\b${name}\\s*=\\s*${value}\\b`));
+  });
+
+  it("the Web APIs repeat the host's bounds exactly", () => {
+    expect(guestWebCryptoSource).toMatch(new RegExp(`\\bMAX_RANDOM_BYTES = ${tape.MAX_RANDOM_BYTES}\\b`));
+    expect(guestWebTimersSource).toMatch(new RegExp(`\\bMAX_PENDING_TIMERS = ${MAX_PENDING_TIMERS}\\b`));
   });
 
   it("the console levels are numbered as the host reads them", () => {

@@ -407,7 +407,7 @@ export const ADDED_GLOBALS: Readonly<Record<string, string>> = {
 };
 
 export interface Rule {
-  /** The clause of docs/contract.md (or of the README's table of globals, which states it) this rule comes from. */
+  /** The clause of docs/contract.md (or of docs/limits.md's table of defaults, which states it) this rule comes from. */
   source: string;
   /** What the sandbox must end with, given the raw engine's outcome and the program's `detail`. */
   sandbox(raw: Outcome, detail: string | undefined): Outcome;
@@ -422,7 +422,7 @@ export const RULES = {
   compile: {
     source:
       "§6.2 No Dynamic Code Loading: Function, AsyncFunction and GeneratorFunction constructors throw " +
-      "(README, globals: 'no Function constructors (they throw)'): every call or construction, whatever its " +
+      "(docs/limits.md, globals: 'no Function constructors (they throw)'): every call or construction, whatever its " +
       "arguments, throws the sandbox's TypeError naming the constructor",
     sandbox: (raw, label) => ({ threw: disabledMessage(label ?? "Function"), log: raw.log }),
   },

@@ -31,15 +31,16 @@ async function environment(
     if (typeof parameters.key !== "string") throw new Error("Invalid parameters for kv.get: key must be a string");
     return { found: false, value: null };
   }, KV),
+  webApis = false,
 ): Promise<{ env: EnvironmentModule; b: Recorder }> {
-  const env = instantiate({ wasm: await wasm(), ...LIMITS, budgets: BUDGETS });
+  const env = instantiate({ wasm: await wasm(), ...LIMITS, budgets: BUDGETS, webApis });
   await env.setup({ config: {}, secrets: {}, bindings: b });
   return { env, b };
 }
 
 /** Runs `code` as process `eid` (with room for the first run's TypeScript load) and returns what it left. */
-async function run(code: string, eid = 1, timeoutMs = 30_000) {
-  const { env, b } = await environment();
+async function run(code: string, eid = 1, timeoutMs = 30_000, webApis = false) {
+  const { env, b } = await environment(undefined, webApis);
   const exit = await env.execute({ eid, code, options: { timeoutMs } });
   return { exit, stdout: b.text(eid, "stdout"), stderr: b.text(eid, "stderr"), errors: b.errors(eid), b };
 }
@@ -110,6 +111,35 @@ console.log(typeof Date.now(), Date.now() > 1.6e12, r >= 0 && r < 1);`);
         "TypeError: Function constructor is disabled in the sandbox: code cannot be compiled from strings\n" +
         "number true true\n",
     );
+  });
+
+  test("with webApis: the Web APIs are there as listed; timers run before the process ends; what is still absent", async () => {
+    const { env } = await environment(undefined, true);
+    const docs = await env.generateDocs();
+    expect(docs).toContain(
+      "| Web APIs | `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder` (UTF-8), `atob`, `btoa`,",
+    );
+    expect(docs).toContain("A process waits for its pending timers before it ends");
+    const r = await run(
+      `const listed = ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "atob", "btoa", "setTimeout", "setInterval",
+  "clearTimeout", "clearInterval", "AbortController", "AbortSignal", "Event", "EventTarget", "DOMException"];
+console.log(listed.filter((name) => typeof globalThis[name] !== "function").join(",") || "all functions",
+  typeof crypto.getRandomValues, typeof crypto.randomUUID);
+console.log([typeof fetch, typeof process, typeof require, typeof WebAssembly, typeof crypto.subtle].join(" "));
+setTimeout(() => console.log(new URL("../b?x=1", "https://h.example/a/c").href), 20);`,
+      1,
+      30_000,
+      true,
+    );
+    expect([r.exit, r.stdout]).toEqual([
+      "success",
+      "all functions function function\nundefined undefined undefined undefined undefined\nhttps://h.example/b?x=1\n",
+    ]);
+    const failing = await run("setTimeout(() => {\n  null.x;\n}, 5);", 2, 30_000, true);
+    expect([failing.exit, failing.errors]).toEqual([
+      "failed",
+      ["TypeError: cannot read property 'x' of null (at line 2, column 7)"],
+    ]);
   });
 
   test("console formats like util.inspect, with the documented directives, cuts long lines and never throws", async () => {

@@ -69,6 +69,21 @@ console.log({ zz: 1 }, [2]);`;
     ]);
   });
 
+  test("a Float16Array prints as util.inspect prints one, on every host (Node 20 has none to receive)", async () => {
+    const b = recorder();
+    const env = await environment(b);
+    const code = `const h = new Float16Array([1.5, -0, NaN, 65504]);
+console.log(h, { deep: { er: { h } } });
+console.log(new Float16Array(101).fill(2));`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    const lines = b.text(1, "stdout").split("\n");
+    expect(lines.slice(0, 1)).toEqual([
+      "Float16Array(4) [ 1.5, -0, NaN, 65504 ] { deep: { er: { h: [Float16Array] } } }",
+    ]);
+    // The long one: its first 100 items, one a line, and what was left out.
+    expect(lines.slice(1)).toEqual(["Float16Array(101) [", ...Array(100).fill("  2,"), "  ... 1 more item", "]", ""]);
+  });
+
   test("TypeScript module: top-level await, types erased, a default-exported function is called", async () => {
     const b = recorder();
     const env = await environment(b);
@@ -224,8 +239,11 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     expect(requested).toEqual(["https://api.example.com/v1/x"]);
     const docs = await env.generateDocs();
     expect(docs).toContain("HTTP requests to `https://api.example.com/v1/` only");
-    expect(docs).toContain("Not available: `setTimeout`");
-    expect(await (await environment(recorder())).generateDocs()).toContain("Not available: `fetch`, `setTimeout`");
+    expect(docs).toContain("| Web APIs | `URL`");
+    expect(docs).toContain("Not available: `process`");
+    expect(await (await environment(recorder(), { webApis: true })).generateDocs()).toContain(
+      "Not available: `fetch`, `process`",
+    );
   });
 
   test("a bad setting is refused when the environment is made", () => {

@@ -38,6 +38,13 @@ describe("inspect (the sandbox console's formatter)", () => {
     expect(inspect(new ArrayBuffer(8))).toBe("ArrayBuffer { byteLength: 8 }");
   });
 
+  const Float16 = (globalThis as { Float16Array?: new (values: number[]) => ArrayBufferView }).Float16Array;
+  test.skipIf(Float16 === undefined)("a Float16Array, where the platform has one (Node 20 has none)", () => {
+    const Made = Float16 as NonNullable<typeof Float16>;
+    expect(inspect(new Made([1.5, -0, Number.NaN, 65504]))).toBe("Float16Array(4) [ 1.5, -0, NaN, 65504 ]");
+    expect(inspect({ a: { b: { c: new Made([1]) } } })).toBe("{ a: { b: { c: [Float16Array] } } }");
+  });
+
   test("functions, classes, instances, null prototypes, getters", () => {
     function named() {}
     class Point {
@@ -64,6 +71,15 @@ describe("inspect (the sandbox console's formatter)", () => {
     // biome-ignore lint/suspicious/noSparseArray: the hole is the point.
     expect(inspect([1, , 3])).toBe("[ 1, <1 empty item>, 3 ]");
     expect(inspect(Array.from({ length: 102 }, () => 0)).endsWith("... 2 more items\n]")).toBe(true);
+    // One left out is one "item", as util.inspect says it, for every kind that lists items.
+    for (const long of [
+      [...Array(101).keys()],
+      new Uint8Array(101),
+      new Set(Array(101).keys()),
+      new Map([...Array(101).entries()]),
+    ]) {
+      expect(inspect(long).endsWith("... 1 more item\n]") || inspect(long).endsWith("... 1 more item\n}")).toBe(true);
+    }
     expect(inspect({ alpha: "a".repeat(30), beta: "b".repeat(30) })).toBe(
       `{\n  alpha: '${"a".repeat(30)}',\n  beta: '${"b".repeat(30)}'\n}`,
     );

@@ -11,7 +11,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { accessFrom, createHost } from "../../src/host/index.js";
+import { accessFrom } from "../../src/host/http/auth.js";
+import { createHost } from "../../src/host/index.js";
 import { createSandbox } from "../../src/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";

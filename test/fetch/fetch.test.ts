@@ -322,13 +322,10 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
 
     it("the guest's signal aborts its request with the signal's reason", async () => {
       const source = `
-        const listeners = [];
-        const signal = { aborted: false, reason: undefined, addEventListener: (_, f) => listeners.push(f), removeEventListener() {} };
-        const pending = fetch(A + "${own("/hang/signal")}", { signal });
+        const controller = new AbortController();
+        const pending = fetch(A + "${own("/hang/signal")}", { signal: controller.signal });
         await arrived();
-        signal.aborted = true;
-        signal.reason = new Error("changed my mind");
-        for (const listener of listeners) listener();
+        controller.abort(new Error("changed my mind"));
         export default await pending.then(() => "fulfilled", (e) => e.message);`;
       const arrived = () => a.arrived(own("/hang/signal"));
       expect(await result(sandbox(), source, { arrived })).toBe("changed my mind");

@@ -1,5 +1,5 @@
 /** A service for tests that need runs in flight: `import { hold } from "gate"` waits until the test releases it. */
-import type { Service } from "../../src/host/index.js";
+import type { Service } from "../../src/tools/registry.js";
 
 export function gateService(): { gate: Service; held: (() => void)[] } {
   const held: (() => void)[] = [];

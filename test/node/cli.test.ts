@@ -82,6 +82,20 @@ describe("runcode [file]", () => {
     expect(cli(["missing.ts"]).code).toBe(2);
   });
 
+  it("--web-apis gives the code the Web APIs, and the run waits for its timers; without it they are absent", () => {
+    const files = {
+      "web.js": `const out = [new URL("../x", "https://h.example/a/b").href, atob(btoa("ok")), typeof crypto.randomUUID];
+setTimeout(() => out.push("timer"), 10);
+export default out;`,
+    };
+    const run = cli(["web.js", "--web-apis"], files);
+    expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 0, status: "success" });
+    expect(run.stdout).toContain("result: [ 'https://h.example/x', 'ok', 'function', 'timer' ]");
+    const without = cli(["web.js"]);
+    expect({ code: without.code, status: status(without.stdout) }).toEqual({ code: 1, status: "error" });
+    expect(without.stdout).toContain("message: \"'URL' is not defined\"");
+  });
+
   it("--timeout stops a synchronous loop at its figure", () => {
     const run = cli(["loop.js", "--timeout", "300"], { "loop.js": "for (;;) {}" });
     expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 1, status: "terminated" });

@@ -530,7 +530,7 @@ const floods: Case[] = [
 
 /**
  * Recursion through a host call at every level meets two limits, QuickJS's own and the host's stack; on the caller's
- * thread the host's runs out first (the instance dropped), on a worker thread either may (README, "Worker threads in
+ * thread the host's runs out first (the instance dropped), on a worker thread either may (docs/limits.md, "Worker threads in
  * Node"), so these cases pin the in-thread outcome.
  */
 const inThread = sandbox({});

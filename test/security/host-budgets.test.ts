@@ -18,24 +18,19 @@
  */
 import { describe, expect, test, vi } from "vitest";
 import type { EnvironmentBindings, InvokeInput } from "../../src/environment/index.js";
+import { createApp } from "../../src/host/http/app.js";
+import { ProcessService, type ProcessServiceOptions } from "../../src/host/processes/process-service.js";
 import {
-  createApp,
-  KeyValueQuotaError,
-  kvService,
-  MemoryKeyValueStore,
   MemoryProcessStore,
-  memoryKeyValueStores,
   type ProcessFilter,
   type ProcessRecord,
-  ProcessService,
-  type ProcessServiceOptions,
   type ProcessStore,
-  type Tool,
-  ToolError,
-  ToolRegistry,
-  ToolScope,
-} from "../../src/host/index.js";
+} from "../../src/host/processes/storage.js";
+import { kvService, memoryKeyValueStores } from "../../src/tools/kv.js";
+import { KeyValueQuotaError, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
+import { type Tool, ToolError, ToolRegistry, ToolScope } from "../../src/tools/registry.js";
 import { deferred } from "../environment/helpers.js";
+import { processRecord } from "../host/processes/records.js";
 
 /** `x = [x, x]` `steps` times: a few hundred bytes as a clone, 2^steps leaves as a tree. */
 function dag(steps: number): unknown {
@@ -128,7 +123,7 @@ describe("output patches", () => {
     expect(svc.usage(pid)?.outputWork.spent).toBeLessThanOrEqual(16 * 262_144);
     b.emitOutput(pid, { after: 1 });
     expect((await finish()).output).toEqual({ $truncated: "output exceeded 262144 bytes: later patches were dropped" });
-    const { toJson } = await import("../../src/host/index.js");
+    const { toJson } = await import("../../src/values/json.js");
     expect(
       toJson(
         new Map<unknown, number>([
@@ -697,23 +692,9 @@ describe("listing", () => {
     for (let i = 0; i < 2_000; i++) {
       const pid = await store.nextPid("anonymous");
       pids.push(pid);
-      await store.create({
-        pid,
-        tenant: "anonymous",
-        state: "idle",
-        exitState: i % 2 === 0 ? "success" : "failed",
-        code: "c".repeat(1_000),
-        timeoutMs: 1,
-        output: {},
-        stdout: "",
-        stderr: "",
-        error: null,
-        truncated: { stdout: false, stderr: false, output: false },
-        runs: 1,
-        createdAt: 0,
-        startedAt: null,
-        finishedAt: null,
-      });
+      await store.create(
+        processRecord(pid, { exitState: i % 2 === 0 ? "success" : "failed", code: "c".repeat(1_000), timeoutMs: 1 }),
+      );
     }
     const svc = new ProcessService({ store });
     const app = createApp({ processes: svc, catalog: svc });

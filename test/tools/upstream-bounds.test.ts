@@ -17,10 +17,11 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../node/index.js";
-import { compileSchema, createHost, ToolRegistry } from "../../src/host/index.js";
+import { createHost } from "../../src/host/index.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
 import { createSandbox } from "../../src/index.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
+import { ToolRegistry } from "../../src/tools/registry.js";
 import {
   MAX_UPSTREAM_CALLS_PER_RUN,
   MAX_UPSTREAM_LIST_BYTES,
@@ -29,6 +30,7 @@ import {
   upstreamClient,
   upstreamService,
 } from "../../src/tools/upstream.js";
+import { compileSchema } from "../../src/tools/validate.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 

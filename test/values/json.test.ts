@@ -6,6 +6,7 @@ import {
   jsonWithin,
   quotedLength,
   type SizedJson,
+  toJson,
   toJsonSized,
   utf8Length,
 } from "../../src/values/json.js";
@@ -164,5 +165,20 @@ describe("jsonWithin", () => {
       depth: 3,
       entries: new Map([["a", 22]]),
     });
+  });
+});
+
+describe("toJson", () => {
+  it("the documented conversion of cloned values", () => {
+    expect(
+      toJson({
+        d: new Date(0),
+        b: 12n,
+        m: new Map([["k", 1]]),
+        s: new Set([1]),
+        u: undefined,
+        t: new Uint8Array([1, 2]),
+      }),
+    ).toEqual({ d: "1970-01-01T00:00:00.000Z", b: "12", m: { k: 1 }, s: [1], t: [1, 2] });
   });
 });

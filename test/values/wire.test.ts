@@ -241,6 +241,25 @@ describe("wire: built-in types", () => {
     }
   });
 
+  it("a Float16Array on the wire: its kind and bits, decoded where the platform has one (not Node 20)", () => {
+    const json = {
+      $t: "typedarray",
+      kind: "Float16Array",
+      buffer: { $t: "arraybuffer", v: "AD4AgA==" },
+      byteOffset: 0,
+      length: 2,
+    } as JsonValue;
+    const Float16 = (globalThis as { Float16Array?: new (values: number[]) => ArrayLike<number> }).Float16Array;
+    if (Float16 === undefined) {
+      const message = "fromWire: A Float16Array cannot be made on this host: its JavaScript has no Float16Array";
+      expect(() => fromWire(json)).toThrow(new TypeError(message));
+      return;
+    }
+    const back = fromWire(json) as ArrayLike<number>;
+    expect([Object.getPrototypeOf(back), Array.from(back)]).toEqual([Float16.prototype, [1.5, -0]]);
+    expect(toWire(new Float16([1.5, -0]))).toEqual(json);
+  });
+
   it("DataView keeps its window", () => {
     const view = new DataView(new ArrayBuffer(8), 2, 4);
     view.setUint16(0, 0xbeef);

@@ -6,7 +6,8 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createHost, MAX_RUN_MEMORY_BYTES } from "../../src/host/index.js";
+import { MAX_RUN_MEMORY_BYTES } from "../../src/host/http/run-routes.js";
+import { createHost } from "../../src/host/index.js";
 import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
@@ -713,7 +714,7 @@ describe("listing, event streams and kv quotas cost what they return (test/secur
 
   it("the SQLite kv store counts keys and bytes with every write, refuses past a quota, and lists by prefix exactly", async () => {
     const { SqlKeyValueStore } = await import("../../worker/sql-stores.js");
-    const { KeyValueQuotaError } = await import("../../src/host/index.js");
+    const { KeyValueQuotaError } = await import("../../src/tools/kv-store.js");
     const stub = env.KV.get(env.KV.idFromName("quota-test"));
     await runInDurableObject(stub, async (_instance, state) => {
       const store = new SqlKeyValueStore(state.storage.sql);

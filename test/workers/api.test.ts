@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { ProcessRecord } from "../../src/host/index.js";
+import type { ProcessRecord } from "../../src/host/processes/storage.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { api, KEYS } from "./client.js";
@@ -125,6 +125,33 @@ describe("POST /run", () => {
         "misdirected_request",
       ]);
     }
+  });
+});
+
+describe("RUNCODE_WEB_APIS", () => {
+  it("gives /run the Web APIs, a timer's run waiting for it", async () => {
+    const result = await run(
+      "const out = [new URL('../x', 'https://h.example/a/b').href, new TextDecoder().decode(new TextEncoder().encode('é'))];\nsetTimeout(() => out.push(typeof crypto.randomUUID()), 10);\nexport default out;",
+    );
+    expect(result).toMatchObject({ status: "success", result: ["https://h.example/x", "é", "string"] });
+  });
+
+  it("gives processes the Web APIs, and their documentation lists them", async () => {
+    const pid = await create(
+      "await new Promise((r) => setTimeout(r, 10));\nconsole.log(btoa('hi'), typeof AbortController);",
+    );
+    const record = await settled(pid);
+    expect(record.exitState).toBe("success");
+    expect(await (await api(`/processes/${pid}/stdout`)).text()).toBe("aGk= function\n");
+    expect(await (await api("/environment/docs")).text()).toContain("| Web APIs | `URL`");
+  });
+
+  it('is "true" or "false": any other value names the setting', async () => {
+    const { configOf } = await import("../../worker/config.js");
+    await expect(configOf({ ...env, RUNCODE_WEB_APIS: "yes" } as unknown as Env)).rejects.toThrow(
+      new TypeError('RUNCODE_WEB_APIS must be "true" or "false", got "yes"'),
+    );
+    expect((await configOf({ ...env, RUNCODE_WEB_APIS: "false" } as unknown as Env)).webApis).toBe(false);
   });
 });
 

@@ -1,8 +1,8 @@
 /**
- * Admission of runs by the linear memory their heap caps make them take: the runs in flight in one instance (an
- * isolate on the edge) never hold more together than a budget that fits it. A run that does not fit now waits in a
+ * Admission of runs by the linear memory their memory limits make them take: the runs in flight in one instance (an
+ * isolate on the edge) never hold more together than a cap that fits it. A run that does not fit now waits in a
  * short line and gets 503 `overloaded` only when the line is full or its wait too long, never an instance that runs
- * out of memory. Each tenant's runs hold at most a share of the budget and wait in at most a share of the line, so
+ * out of memory. Each tenant's runs hold at most a share of the cap and wait in at most a share of the line, so
  * one tenant's traffic leaves room for another's runs. Whatever ends a run's request (its answer, an error, a client
  * that went away) releases what the run holds or stops its wait: on Workers, a request that ended never runs its
  * code again. `POST /run` and MCP's `run_code` share one admission per app.
@@ -15,17 +15,19 @@ import { HostError, retryLater } from "../errors.js";
  * Linear memory the runs in flight in one instance may hold together. With a 128 MB Worker isolate: two runs at the
  * edge's 32 MiB default (36 MiB of linear memory each), or four at 12 MiB or less (16 MiB, the least an instance
  * takes), leaving 56 MiB to the host (the engine's code, the TypeScript compiler, requests and answers). The edge
- * bounds the booted instances kept idle for the next runs by the same budget (`InstancePool.limitMemory`): they give
+ * bounds the booted instances kept idle for the next runs by the same cap (`InstancePool.limitMemory`): they give
  * way to runs in flight.
  */
-export const RUN_MEMORY_BUDGET_BYTES = 72 * 1024 * 1024;
+export const RUN_MEMORY_CAP_BYTES = 72 * 1024 * 1024;
+/** Memory limit of a `/run` that sets none: a tenant's share of the cap, which holds two such runs. */
+export const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 /** Runs that may wait for room at once; past them a run is refused at once. */
 export const MAX_WAITING_RUNS = 64;
 /** How long a run may wait for room before it is refused. */
 export const MAX_ADMISSION_WAIT_MS = 10_000;
 /**
- * The part of the budget one tenant's runs may hold together, and of the line's places they may take: with half,
- * a tenant's runs within their share always leave room for a run at the edge's default cap of any other tenant.
+ * The part of the cap one tenant's runs may hold together, and of the line's places they may take: with half,
+ * a tenant's runs within their share always leave room for a run at the edge's default memory limit of any other tenant.
  */
 export const TENANT_SHARE = 0.5;
 /**
@@ -37,8 +39,8 @@ export const MAX_HOLD_MS = 120_000;
 /** What a 503 `overloaded` asks the client to wait, in seconds: runs last seconds. */
 const OVERLOADED_RETRY_SECONDS = 1;
 
-export interface AdmissionLimits {
-  /** Default {@link RUN_MEMORY_BUDGET_BYTES}. */
+export interface AdmissionCaps {
+  /** Default {@link RUN_MEMORY_CAP_BYTES}. */
   memoryBudgetBytes: number;
   /** Default {@link MAX_WAITING_RUNS}. */
   maxWaiting: number;
@@ -68,41 +70,41 @@ interface Hold extends Waiter {
 }
 
 export class RunAdmission {
-  readonly limits: AdmissionLimits;
+  readonly caps: AdmissionCaps;
   #held = 0;
   readonly #heldBy = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
   readonly #holds = new Set<Hold>();
 
-  constructor(limits: Partial<AdmissionLimits> = {}) {
-    this.limits = {
-      memoryBudgetBytes: limits.memoryBudgetBytes ?? RUN_MEMORY_BUDGET_BYTES,
-      maxWaiting: limits.maxWaiting ?? MAX_WAITING_RUNS,
-      maxWaitMs: limits.maxWaitMs ?? MAX_ADMISSION_WAIT_MS,
-      tenantShare: limits.tenantShare ?? TENANT_SHARE,
-      maxHoldMs: limits.maxHoldMs ?? MAX_HOLD_MS,
+  constructor(caps: Partial<AdmissionCaps> = {}) {
+    this.caps = {
+      memoryBudgetBytes: caps.memoryBudgetBytes ?? RUN_MEMORY_CAP_BYTES,
+      maxWaiting: caps.maxWaiting ?? MAX_WAITING_RUNS,
+      maxWaitMs: caps.maxWaitMs ?? MAX_ADMISSION_WAIT_MS,
+      tenantShare: caps.tenantShare ?? TENANT_SHARE,
+      maxHoldMs: caps.maxHoldMs ?? MAX_HOLD_MS,
     };
   }
 
   /** Linear memory one tenant's runs may hold together. */
-  get tenantBudgetBytes(): number {
-    return Math.floor(this.limits.memoryBudgetBytes * this.limits.tenantShare);
+  get tenantQuotaBytes(): number {
+    return Math.floor(this.caps.memoryBudgetBytes * this.caps.tenantShare);
   }
 
   /** Places in the line one tenant's runs may take. */
   get tenantMaxWaiting(): number {
-    return Math.ceil(this.limits.maxWaiting * this.limits.tenantShare);
+    return Math.ceil(this.caps.maxWaiting * this.caps.tenantShare);
   }
 
   /**
-   * Holds the linear memory of `tenant`'s run capped at `heapLimitBytes` until the returned release or until `signal`
+   * Holds the linear memory of `tenant`'s run limited to `heapLimitBytes` until the returned release or until `signal`
    * (its request's) aborts, once it fits; a 503 `overloaded` when the line or the tenant's part of it is full or the
    * wait runs out; a 400 `invalid_request` for a run larger than a tenant's share; the signal's reason when it aborts
    * first.
    */
   admit(heapLimitBytes: number, tenant: string, signal: AbortSignal): Promise<() => void> {
     const memory = linearMemoryBytes(heapLimitBytes);
-    const { memoryBudgetBytes, maxWaiting, maxWaitMs } = this.limits;
+    const { memoryBudgetBytes, maxWaiting, maxWaitMs } = this.caps;
     const refuse = (why: string) =>
       retryLater(
         "overloaded",
@@ -110,12 +112,12 @@ export class RunAdmission {
         OVERLOADED_RETRY_SECONDS,
       );
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (memory > this.tenantBudgetBytes) {
+    if (memory > this.tenantQuotaBytes) {
       // Never admitted, so not worth a retry.
       return Promise.reject(
         new HostError(
           "invalid_request",
-          `This run needs ${memory} bytes of linear memory, more than one tenant's runs may hold here (${this.tenantBudgetBytes}): ask for a smaller memoryLimitBytes`,
+          `This run needs ${memory} bytes of linear memory, more than one tenant's runs may hold here (${this.tenantQuotaBytes}): ask for a smaller memoryLimitBytes`,
         ),
       );
     }
@@ -163,12 +165,12 @@ export class RunAdmission {
   #fits(tenant: string, memory: number, ahead: number): boolean {
     const now = Date.now();
     for (const hold of this.#holds) if (hold.until <= now) hold.release();
-    if (this.#held + memory > this.limits.memoryBudgetBytes) return false;
-    if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantBudgetBytes) return false;
+    if (this.#held + memory > this.caps.memoryBudgetBytes) return false;
+    if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantQuotaBytes) return false;
     for (let i = 0; i < ahead; i++) {
       const earlier = this.#waiting[i] as Waiter;
       if (earlier.tenant === tenant) return false;
-      if ((this.#heldBy.get(earlier.tenant) ?? 0) + earlier.memory <= this.tenantBudgetBytes) return false;
+      if ((this.#heldBy.get(earlier.tenant) ?? 0) + earlier.memory <= this.tenantQuotaBytes) return false;
     }
     return true;
   }
@@ -179,7 +181,7 @@ export class RunAdmission {
     const hold: Hold = {
       tenant,
       memory,
-      until: Date.now() + this.limits.maxHoldMs,
+      until: Date.now() + this.caps.maxHoldMs,
       release: () => {
         if (!this.#holds.delete(hold)) return;
         signal.removeEventListener("abort", hold.release);

@@ -2,7 +2,7 @@
  * Request bodies read within a size limit, for `POST /processes` (`runcode/host`) and the Worker's `POST /run`. A
  * declared `content-length` over the limit is refused before anything is read; otherwise the stream is counted chunk
  * by chunk and cancelled as soon as it passes the limit, so a refused body costs the host at most the limit plus one
- * chunk, never the whole upload (a 48 MiB body used to be read whole before the size check).
+ * chunk, never the whole upload.
  * @module
  */
 

@@ -120,6 +120,7 @@ export function addMcpRoutes(
           : (options.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
       const server = createMcpServer({
         runCode: options.runCode,
+        webApis: options.webApis ?? false,
         admit,
         tenant,
         environmentDocs: () => catalog.environments.docs(),

@@ -120,8 +120,8 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
           throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
         }
       }
-      // The environment compiles code as a C string: a raw NUL cut it there, so `1 // \0 throw x` ran as `1` and a
-      // NUL in a string literal was a SyntaxError. Refused until the engine takes NUL (write `\0` in strings).
+      // The environment compiles code as a C string, which a raw NUL would cut short: `1 // \0 throw x` would run
+      // as `1`. Refused while the engine cannot take NUL (write `\0` in strings).
       if (input.code.includes("\0")) {
         throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
       }

@@ -1,8 +1,8 @@
 /**
  * `POST /run`: one `runCode` over HTTP. The body is `{source, options}` with the data-only options; the answer is
  * the `CodeExecutionResult` in the lossless JSON of `src/values/wire.ts`, whatever its status. Bad requests get
- * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted by their heap caps
- * (`RunAdmission`): past the budget a run waits in a short line, then 503 `overloaded`, never an instance that runs out
+ * `{error: {code, message}}` with a 4xx status and run nothing. Runs are admitted by their memory limits
+ * (`RunAdmission`): past the cap a run waits in a short line, then 503 `overloaded`, never an instance that runs out
  * of memory.
  * @module
  */
@@ -12,7 +12,7 @@ import type { CodeExecutionOptions, RunCode } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import type { JsonValue } from "../../values/json.js";
 import { fromWire } from "../../values/wire.js";
-import type { AdmissionLimits, RunAdmission } from "../admission/run-admission.js";
+import type { AdmissionCaps, RunAdmission } from "../admission/run-admission.js";
 import { codeTooLarge } from "../code-size.js";
 import { HostError } from "../errors.js";
 import { jsonBody } from "./json-body.js";
@@ -21,7 +21,7 @@ import { RunRequest, RunResult } from "./schemas.js";
 
 /** Largest heap a run may ask for: well below the 128 MB a Worker isolate may use. */
 export const MAX_RUN_MEMORY_BYTES = 64 * 1024 * 1024;
-/** Wall-clock budget of one run, for time spent awaiting; CPU-bound code meets the sandbox's safety cap first. */
+/** Wall-clock cap of one run, for time spent awaiting; CPU-bound code meets the sandbox's safety cap first. */
 export const RUN_TIMEOUT_MS = 10_000;
 
 const OPTION_KEYS = new Set(["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"]);
@@ -29,12 +29,14 @@ const OPTION_KEYS = new Set(["execute", "modules", "globals", "language", "memor
 /** What `POST /run` and `POST /mcp` run code with. */
 export interface RunRouteOptions {
   runCode: RunCode;
-  /** The heap cap of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as the budget counts it. */
+  /** Whether `runCode`'s sandbox has the Web APIs (`SandboxOptions.webApis`), for `POST /mcp`'s guide. Default `false`. */
+  webApis?: boolean;
+  /** The memory limit of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as the admission counts it. */
   defaultMemoryLimitBytes: number;
   /** Services a run may import as bare specifiers, bound to the caller's tenant. */
   tools?: ToolRegistry;
-  /** The budget of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
-  admission?: Partial<AdmissionLimits>;
+  /** The cap of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
+  admission?: Partial<AdmissionCaps>;
   /** The origins `runCode`'s sandbox lets guest code fetch, which `POST /mcp`'s guide names. Default none. */
   fetchAllow?: readonly string[];
 }

@@ -21,7 +21,12 @@ import { summarize } from "./summary.js";
 export interface McpServerOptions {
   runCode: RunCode;
   /**
-   * Waits for room to run with this heap cap (`undefined`: the sandbox's default) and returns its release; throws to
+   * Whether `runCode`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
+   * tells the model which globals it may use. Default `false`.
+   */
+  webApis?: boolean;
+  /**
+   * Waits for room to run with this memory limit (`undefined`: the sandbox's default) and returns its release; throws to
    * refuse the call (the HTTP app's admission). Default: every call runs at once.
    */
   admit?: (memoryLimitBytes: number | undefined) => Promise<() => void>;
@@ -50,14 +55,23 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_TIMEOUT_MS = 60_000;
 export const MAX_MEMORY_BYTES = 64 * 1024 * 1024;
 
+const WITHOUT_WEB_APIS = `- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
+  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
+/** The Web APIs, and `fetch` when the sandbox reaches `fetchAllow`. */
+const withWebApis = (
+  fetchAllow: readonly string[],
+) => `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
+  \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`, \`setTimeout\`,
+  \`setInterval\` (the run waits for pending timers), \`AbortController\`, \`AbortSignal\`, \`Event\`, \`EventTarget\`,
+  \`DOMException\`, \`Headers\`, \`Request\`, \`Response\`. ${
+    fetchAllow.length === 0
+      ? "No `fetch`,"
+      : `\`fetch(url, init?)\` reaches only ${fetchAllow.map((entry) => `\`${entry}\``).join(", ")}: any other URL, or a
+  redirect to one, rejects with a TypeError; read a response whole (\`await res.json()\`, \`text()\`). No`
+  } \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
+
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(maxMemoryBytes: number, declarations: string, fetchAllow: readonly string[]): string {
-  const fetches = fetchAllow.length > 0;
-  const fetchLine = fetches
-    ? `- \`fetch(url, init?)\` (with \`Headers\`, \`Request\` and \`Response\`) reaches only ${fetchAllow.map((entry) => `\`${entry}\``).join(", ")}:
-  any other URL, or a redirect to one, rejects with a TypeError. Read a response whole: \`await res.json()\`, \`text()\`.
-`
-    : "";
+function guide(maxMemoryBytes: number, declarations: string, webApis: boolean, fetchAllow: readonly string[]): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -73,9 +87,8 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-${fetchLine}- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist${fetches ? " besides" : ""}: no ${fetches ? "" : "`fetch`, "}timers, \`require\`,
-  \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.
-- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time budget per call
+${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}
+- Limits: memory ${Math.round(maxMemoryBytes / 1048576)} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`); past them the status is \`memory\` or \`terminated\`.
 
 The answer: \`status\` is success, error (an uncaught exception), link_error (a syntax error or an import that does
@@ -95,6 +108,7 @@ function callOf(execute: { fn?: string | undefined; args?: unknown[] | undefined
 export function createMcpServer(options: McpServerOptions): McpServer {
   const {
     runCode,
+    webApis = false,
     admit,
     tools,
     tenant,
@@ -110,7 +124,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
     { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
   );
-  const description = guide(maxMemoryBytes, tools === undefined ? "" : declarationsOf(tools.list()), fetchAllow);
+  const description = guide(
+    maxMemoryBytes,
+    tools === undefined ? "" : declarationsOf(tools.list()),
+    webApis,
+    fetchAllow,
+  );
 
   server.registerTool(
     "run_code",

@@ -23,6 +23,7 @@ import { codeTooLarge } from "../code-size.js";
 import { HostError, retryLater } from "../errors.js";
 import { Environments } from "./environments.js";
 import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
+import { CUT_OFF_BY_RESTART } from "./restarts.js";
 import { transition } from "./states.js";
 import {
   type HostState,
@@ -43,8 +44,8 @@ export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
 const SLOT_RETRY_SECONDS = 1;
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
 export const DEFAULT_MAX_SUBSCRIBERS = 32;
-/** Per-process caps (see {@link OutputLimits}). */
-export const DEFAULT_OUTPUT_LIMITS: Readonly<OutputLimits> = Object.freeze({
+/** Per-process caps (see {@link OutputCaps}). */
+export const DEFAULT_OUTPUT_CAPS: Readonly<OutputCaps> = Object.freeze({
   stdoutChars: 1_048_576,
   stderrChars: 1_048_576,
   outputBytes: 262_144,
@@ -60,7 +61,7 @@ export const OUTPUT_TRUNCATED_KEY = "$truncated";
  * the run's patches have spent `outputWork` units converting to JSON (about one per character, each visit of a
  * shared reference counted). A patch costs its own size, never the output's.
  */
-export interface OutputLimits {
+export interface OutputCaps {
   stdoutChars: number;
   stderrChars: number;
   outputBytes: number;
@@ -86,9 +87,9 @@ export interface ProcessServiceOptions {
   defaultTimeoutMs?: number;
   maxTimeoutMs?: number;
   maxActiveProcesses?: number;
-  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own limit. */
+  /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
-  limits?: Partial<OutputLimits>;
+  limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
   /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
@@ -118,6 +119,8 @@ interface Live {
   outputBytes: number;
   dirty: boolean;
   saving: Promise<void> | undefined;
+  /** Ended by {@link ProcessService.cutOffAll}: it exits as a restart's cut-off run. */
+  cutOff: boolean;
   done: Promise<ProcessRecord>;
   resolve(record: ProcessRecord): void;
 }
@@ -157,7 +160,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
   readonly maxActivePerTenant: number;
-  readonly limits: Readonly<OutputLimits>;
+  readonly limits: Readonly<OutputCaps>;
   readonly maxSubscribers: number;
   readonly #store: ProcessStore;
   readonly #now: () => number;
@@ -177,7 +180,7 @@ export class ProcessService implements EnvironmentBindings {
     this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
     this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
-    this.limits = { ...DEFAULT_OUTPUT_LIMITS, ...options.limits };
+    this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
@@ -336,6 +339,16 @@ export class ProcessService implements EnvironmentBindings {
   /** Resolves when no process is active. */
   async idle(): Promise<void> {
     while (this.#live.size > 0) await Promise.all([...this.#live.values()].map((l) => l.done));
+  }
+
+  /**
+   * Ends every active process as a restart would, for a host that is stopping: each is killed and exits `failed`
+   * with {@link CUT_OFF_BY_RESTART}, its final record stored. Resolves when none is active.
+   */
+  async cutOffAll(): Promise<void> {
+    for (const live of this.#live.values()) live.cutOff = true;
+    await Promise.all([...this.#live.keys()].map((pid) => this.environments.kill(pid).catch(this.#onError)));
+    await this.idle();
   }
 
   /** What the current run of an active process has spent; `undefined` for an idle or unknown one. */
@@ -510,6 +523,7 @@ export class ProcessService implements EnvironmentBindings {
       outputBytes: 2,
       dirty: false,
       saving: undefined,
+      cutOff: false,
       done,
       resolve,
     };
@@ -564,8 +578,9 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
   }
 
-  async #exit(live: Live, exit: ExecutionExitState, hostError?: string): Promise<void> {
+  async #exit(live: Live, ended: ExecutionExitState, endedBy?: string): Promise<void> {
     const { record } = live;
+    const [exit, hostError] = live.cutOff ? (["failed", CUT_OFF_BY_RESTART] as const) : [ended, endedBy];
     for (const stream of ["stdout", "stderr"] as const) {
       const tail = live.decoders[stream].decode();
       if (tail !== "") this.#append(live, stream, tail);

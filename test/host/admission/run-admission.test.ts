@@ -4,7 +4,9 @@
  * tenant holds at most its share of the budget and of the line, and whatever ends a request releases its runs.
  */
 import { describe, expect, it } from "vitest";
-import { HostError, linearMemoryBytes, RunAdmission } from "../../../src/host/index.js";
+import { linearMemoryBytes } from "../../../src/core/engine.js";
+import { RunAdmission } from "../../../src/host/admission/run-admission.js";
+import { HostError } from "../../../src/host/errors.js";
 
 const MiB = 1024 * 1024;
 
@@ -166,7 +168,7 @@ describe("RunAdmission", () => {
 
   it("one tenant's flood holds at most its share of the budget and of the line: another tenant's run goes at once", async () => {
     const admission = new RunAdmission({ memoryBudgetBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
-    expect([admission.tenantBudgetBytes, admission.tenantMaxWaiting]).toEqual([36 * MiB, 4]);
+    expect([admission.tenantQuotaBytes, admission.tenantMaxWaiting]).toEqual([36 * MiB, 4]);
     await admission.admit(32 * MiB, "flood", open()); // its whole share
     const flood = [1, 2, 3, 4].map(() => watch(admission.admit(32 * MiB, "flood", open())));
     await expect(admission.admit(1, "flood", open())).rejects.toThrow(": 4 runs of this tenant wait already; retry");

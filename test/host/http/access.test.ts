@@ -4,16 +4,10 @@
  */
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
-import type { AdmissionLimits } from "../../../src/host/admission/run-admission.js";
-import {
-  type Access,
-  accessFrom,
-  createHost,
-  MemoryQuotas,
-  RUN_MEMORY_BUDGET_BYTES,
-  takeToken,
-  tenantOf,
-} from "../../../src/host/index.js";
+import { MemoryQuotas, takeToken } from "../../../src/host/admission/quotas.js";
+import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
+import { type Access, accessFrom, tenantOf } from "../../../src/host/http/auth.js";
+import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
@@ -40,7 +34,7 @@ async function host(access: Access, extra: Parameters<typeof createHost>[0] = {}
 }
 
 /** A keyed host whose `/run` admits 32 MiB runs under `admission`, with a `gate` service that holds runs. */
-async function gatedHost(admission: Partial<AdmissionLimits>) {
+async function gatedHost(admission: Partial<AdmissionCaps>) {
   const { gate, held } = gateService();
   const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
     services: [gate],
@@ -462,7 +456,7 @@ describe("the HTTP surface", () => {
       {
         error: {
           code: "overloaded",
-          message: `Runs in flight here hold ${RUN_MEMORY_BUDGET_BYTES} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs 16777216: 1 runs wait already; retry shortly`,
+          message: `Runs in flight here hold ${RUN_MEMORY_CAP_BYTES} of ${RUN_MEMORY_CAP_BYTES} bytes of linear memory, and this one needs 16777216: 1 runs wait already; retry shortly`,
         },
       },
     ]);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
-import { createHost, type ProcessRecord } from "../../../src/host/index.js";
+import { createHost } from "../../../src/host/index.js";
+import type { ProcessRecord } from "../../../src/host/processes/storage.js";
 import { wasm } from "../../environment/helpers.js";
 
 type Host = Awaited<ReturnType<typeof createHost>>;

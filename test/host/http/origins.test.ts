@@ -7,7 +7,9 @@
  */
 import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
-import { accessFrom, createHost, originOf } from "../../../src/host/index.js";
+import { accessFrom } from "../../../src/host/http/auth.js";
+import { originOf } from "../../../src/host/http/origins.js";
+import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
 import { wasm } from "../../environment/helpers.js";
 

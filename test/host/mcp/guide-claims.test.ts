@@ -139,13 +139,12 @@ export default [absent, typeof structuredClone, typeof queueMicrotask, fn];`,
     const sandbox = createSandbox({ wasm: nodeWasm, webApis: true, fetch: { allow, fetch } });
     const fetching = new Client({ name: "test", version: "1.0.0" });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await createMcpServer({ runCode: sandbox.runCode, fetchAllow: allow }).connect(serverSide);
+    await createMcpServer({ runCode: sandbox.runCode, webApis: true, fetchAllow: allow }).connect(serverSide);
     await fetching.connect(clientSide);
     const described = (await fetching.listTools()).tools[0]?.description ?? "";
     expect(described).toContain(
-      "`fetch(url, init?)` (with `Headers`, `Request` and `Response`) reaches only `https://api.example.com`:\n  any other URL, or a redirect to one, rejects with a TypeError.",
+      "`DOMException`, `Headers`, `Request`, `Response`. `fetch(url, init?)` reaches only `https://api.example.com`: any other URL, or a\n  redirect to one, rejects with a TypeError; read a response whole (`await res.json()`, `text()`). No `require`,",
     );
-    expect(described).toContain("exist besides: no timers,");
     const code = `const res = await fetch("https://api.example.com/weather");
 export default [(await res.json()).temperature, await fetch("https://evil.com/").catch((e) => e.name)];`;
     const result = (await fetching.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
@@ -160,5 +159,47 @@ export default [(await res.json()).temperature, await fetch("https://evil.com/")
         .status,
     ).toBe("memory");
     expect((await call({ code: "for (;;) {}", timeoutMs: 300 })).status).toBe("terminated");
+  });
+});
+
+describe("the run_code guide of a sandbox with the Web APIs", () => {
+  const web = new Client({ name: "test", version: "1.0.0" });
+  let webGuide = "";
+  beforeAll(async () => {
+    const sandbox = createSandbox({ wasm: nodeWasm, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer({ runCode: sandbox.runCode, webApis: true }).connect(serverSide);
+    await web.connect(clientSide);
+    webGuide = (await web.listTools()).tools[0]?.description ?? "";
+  });
+  afterAll(() => web.close());
+
+  it("lists the Web APIs, which are there; the run waits for pending timers; fetch, require and process are not", async () => {
+    expect(webGuide).toContain(
+      "ECMAScript built-ins, `structuredClone`, `queueMicrotask` and these Web APIs exist: `URL`",
+    );
+    expect(webGuide).toContain("`setInterval` (the run waits for pending timers)");
+    expect(webGuide).not.toContain("Only ECMAScript built-ins");
+    const result = (await web.callTool({
+      name: "run_code",
+      arguments: {
+        code: `const out: unknown[] = [new URL("?q=1", "https://h.example/p").href, new TextEncoder().encode("é").length,
+  atob(btoa("x")), typeof crypto.randomUUID(), typeof AbortController, typeof Event, typeof DOMException,
+  [typeof fetch, typeof require, typeof process].join(" ")];
+setTimeout(() => out.push("timer"), 10);
+export default out;`,
+      },
+    })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as Answer).result).toEqual([
+      "https://h.example/p?q=1",
+      2,
+      "x",
+      "string",
+      "function",
+      "function",
+      "function",
+      "undefined undefined undefined",
+      "timer",
+    ]);
   });
 });

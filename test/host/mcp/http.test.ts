@@ -8,18 +8,14 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nodeWasm } from "../../../node/index.js";
-import {
-  type AdmissionLimits,
-  accessFrom,
-  createHost,
-  httpUpstreamsFrom,
-  linearMemoryBytes,
-  MAX_CODE_BYTES,
-  MemoryQuotas,
-  RUN_MEMORY_BUDGET_BYTES,
-  upstreamsFrom,
-} from "../../../src/host/index.js";
+import { linearMemoryBytes } from "../../../src/core/engine.js";
+import { MemoryQuotas } from "../../../src/host/admission/quotas.js";
+import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
+import { MAX_CODE_BYTES } from "../../../src/host/code-size.js";
+import { accessFrom } from "../../../src/host/http/auth.js";
+import { createHost } from "../../../src/host/index.js";
 import { createSandbox } from "../../../src/index.js";
+import { httpUpstreamsFrom, upstreamsFrom } from "../../../src/tools/upstream-config.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
@@ -38,7 +34,7 @@ afterEach(async () => {
 const { gate, held } = gateService();
 
 async function host(
-  extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionLimits>; origins?: string[] } = {},
+  extra: { quotas?: MemoryQuotas; admission?: Partial<AdmissionCaps>; origins?: string[] } = {},
 ): Promise<Host> {
   const { admission, ...app } = extra;
   return createHost({
@@ -248,7 +244,7 @@ describe("POST /mcp", () => {
     expect(resultOf(await holding)).toBe(1);
     expect(refused.isError).toBe(true);
     expect((refused.content[0] as { text: string }).text).toBe(
-      `run_code: Runs in flight here hold ${linearMemoryBytes(cap)} of ${RUN_MEMORY_BUDGET_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
+      `run_code: Runs in flight here hold ${linearMemoryBytes(cap)} of ${RUN_MEMORY_CAP_BYTES} bytes of linear memory, and this one needs ${linearMemoryBytes(1024 * 1024)}: 0 runs wait already; retry shortly`,
     );
     expect(resultOf(await run(alpha, "export default 3", { memoryLimitBytes: cap }))).toBe(3);
   });

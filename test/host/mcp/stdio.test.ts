@@ -46,6 +46,24 @@ describe("runcode mcp (stdio)", () => {
   });
 });
 
+describe("runcode mcp --web-apis", () => {
+  const client = new Client({ name: "test", version: "1.0.0" });
+  beforeAll(async () => {
+    const args = [CLI, "mcp", "--web-apis"];
+    await client.connect(new StdioClientTransport({ command: process.execPath, args, stderr: "pipe" }));
+  }, 30_000);
+  afterAll(() => client.close());
+
+  it("runs code with the Web APIs and says so in the tool's guide", async () => {
+    const [tool] = (await client.listTools()).tools;
+    expect(tool?.description).toContain("these Web APIs exist: `URL`");
+    const code =
+      "const u = new URL('https://h.example/?a=1');\nawait new Promise((r) => setTimeout(r, 5));\nexport default u.searchParams.get('a');";
+    const result = (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe("1");
+  });
+});
+
 describe("runcode mcp --allow-fetch", () => {
   it("gives run_code fetch reaching the origins named, and its guide names them", async () => {
     const server = await startServer();

@@ -5,14 +5,15 @@ import type {
   ExecutionExitState,
   ExecutionInput,
 } from "../../../src/environment/index.js";
+import { HostError } from "../../../src/host/errors.js";
+import type { ProcessEvent } from "../../../src/host/processes/events.js";
 import {
-  HostError,
-  MemoryProcessStore,
   OUTPUT_TRUNCATED_KEY,
-  type ProcessEvent,
   ProcessService,
   type ProcessServiceOptions,
-} from "../../../src/host/index.js";
+} from "../../../src/host/processes/process-service.js";
+import { CUT_OFF_BY_RESTART } from "../../../src/host/processes/restarts.js";
+import { MemoryProcessStore } from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
 
 type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;
@@ -194,6 +195,30 @@ describe("ProcessService", () => {
     expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
     await expect(svc.kill(running)).rejects.toMatchObject({ code: "process_not_active" });
     await expect(svc.kill(9)).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  test("cutOffAll: every active process is killed and ends failed as a restart's cut-off run, stored and told", async () => {
+    const { svc, store, env } = await service(async ({ eid, code }, b) => {
+      if (code === "done") return "success";
+      if (code === "run") b.setState(eid, "running");
+      b.emitStdout(eid, bytes("partial"));
+      await env.killed(eid);
+      return "canceled";
+    });
+    const finished = (await svc.create({ code: "done" })).pid;
+    await svc.idle();
+    const running = (await svc.create({ code: "run" })).pid;
+    const queued = (await svc.create({ code: "queue" })).pid;
+    await new Promise((r) => setTimeout(r, 5));
+    const exits: ProcessEvent[] = [];
+    await svc.watch(running, (e) => e.type === "exit" && exits.push(e));
+    await svc.cutOffAll();
+    expect(svc.activeCount).toBe(0);
+    const cut = { state: "idle", exitState: "failed", error: CUT_OFF_BY_RESTART, stdout: "partial" };
+    expect([await store.get(running), await store.get(queued)]).toMatchObject([cut, cut]);
+    expect(await store.get(finished)).toMatchObject({ exitState: "success", error: null });
+    expect(exits).toEqual([{ type: "exit", pid: running, exitState: "failed", error: CUT_OFF_BY_RESTART }]);
+    expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
   });
 
   test("active limit, re-run of an idle process, delete rules, pids ascending and never reused", async () => {

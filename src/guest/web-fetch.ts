@@ -1,16 +1,14 @@
 /**
- * The guest's `Headers`, `Request` and `Response`, as the Fetch standard has them without guards or streams (a body
- * is bytes held whole), and, in sandboxes with a fetch setting, `fetch`: it hands the request to the host
- * (`OP_FETCH`), which checks it against the allow list and the run's limits, and makes a `Response` of the answer.
- * Evaluated at boot into the instances of sandboxes with `webApis`, before any user code.
- *
- * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestFetch` must not close over anything in
- * this file. It captures at boot what it calls later (constructors, `JSON`, the marshaler), so user code replacing
- * globals does not change how these classes work; they are the guest's own, and the host trusts nothing they send.
- * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
+ * `Headers`, `Request` and `Response` (Fetch) of a sandbox made with `webApis: true`, without guards or streams (a body
+ * is bytes held whole), and, in sandboxes with a fetch setting, `fetch` (`kit.installFetch`, which the host calls at
+ * boot): it hands the request to the host (`OP_FETCH`), which checks it against the allow list and the run's limits,
+ * and makes a `Response` of the answer. Installed after the other Web APIs, whose `URL`, `AbortController`, UTF-8 and
+ * WebIDL conversions it uses. Shipped as source text (see core.ts); the constants it repeats from `../values/tape.ts`
+ * are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
 import type { HostCall } from "./core.js";
+import type { WebKit } from "./web-kit.js";
 
 /** What crosses to the host for one request (see src/fetch/session.ts). */
 interface RequestRecord {
@@ -31,18 +29,10 @@ interface ResponseRecord {
   body: ArrayBuffer;
 }
 
-/** The part of an `AbortSignal` a request uses. */
-interface SignalLike {
-  aborted: boolean;
-  reason: unknown;
-  addEventListener(type: string, listener: () => void, options?: object): void;
-  removeEventListener(type: string, listener: () => void): void;
-}
-
 type HeadersInit = Headers | Iterable<Iterable<unknown>> | Record<string, unknown>;
 type BodyInit = unknown;
 
-export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
+export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const OP_MARSHAL = 4;
@@ -52,8 +42,8 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
 
   const G = globalThis as unknown as Record<string, unknown>;
   const { defineProperty, getOwnPropertyDescriptor, keys } = Object;
-  const objectToString = Object.prototype.toString;
   const { apply } = Reflect;
+  const { install, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
   const StringCtor = String;
   const NumberCtor = Number;
   const TypeErrorCtor = TypeError;
@@ -63,123 +53,34 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
   // The core's stand-in for the constructor: `instanceof` sees through it.
   const ArrayBufferCtor = ArrayBuffer;
   const { isView } = ArrayBuffer;
-  const { fromCharCode } = String;
-  const { trunc, min } = Math;
+  const { trunc } = Math;
   const { isFinite: finite } = Number;
   const parseJson = JSON.parse;
   const stringify = JSON.stringify;
   const promiseThen = Promise.prototype.then;
   const iteratorSymbol = Symbol.iterator;
-  /** The guest's `URL` (part of the web APIs) when it was installed before this module. */
-  const URLCtor = G.URL as (new (url: string) => { href: string }) | undefined;
+  // The Web APIs installed before this one.
+  const URLCtor = G.URL as new (url: string) => { href: string };
+  const URLSearchParamsCtor = G.URLSearchParams as new () => object;
+  const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
+  const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
 
   const fail = (message: string): never => {
     throw new TypeErrorCtor(message);
   };
   const hide = (target: object, key: PropertyKey, value: unknown) =>
     defineProperty(target, key, { __proto__: null, value, writable: true, configurable: true } as PropertyDescriptor);
+  /** The Encoding standard's "UTF-8 decode": a byte order mark is not text. */
+  const decodeText = (bytes: Uint8Array) =>
+    utf8Decode(
+      bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes,
+    );
   const tag = (proto: object, name: string) =>
     defineProperty(proto, Symbol.toStringTag, {
       __proto__: null,
       value: name,
       configurable: true,
     } as PropertyDescriptor);
-
-  // Bytes and text: UTF-8 as the Encoding standard has it (lone surrogates and bad sequences become U+FFFD).
-  const utf8Encode = (text: string): Uint8Array => {
-    const out = new Uint8ArrayCtor(text.length * 3);
-    let n = 0;
-    for (let i = 0; i < text.length; i++) {
-      let c = text.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdfff) {
-        const d = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
-        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
-          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
-          i++;
-        } else c = 0xfffd;
-      }
-      if (c < 0x80) out[n++] = c;
-      else if (c < 0x800) {
-        out[n++] = 0xc0 | (c >> 6);
-        out[n++] = 0x80 | (c & 0x3f);
-      } else if (c < 0x10000) {
-        out[n++] = 0xe0 | (c >> 12);
-        out[n++] = 0x80 | ((c >> 6) & 0x3f);
-        out[n++] = 0x80 | (c & 0x3f);
-      } else {
-        out[n++] = 0xf0 | (c >> 18);
-        out[n++] = 0x80 | ((c >> 12) & 0x3f);
-        out[n++] = 0x80 | ((c >> 6) & 0x3f);
-        out[n++] = 0x80 | (c & 0x3f);
-      }
-    }
-    return out.slice(0, n);
-  };
-  /** Code units (or bytes) that become a string at once: `fromCharCode` takes them as arguments. */
-  const CHUNK = 8192;
-  const NON_ASCII = /[\x80-\xff]/;
-  const utf8Decode = (bytes: Uint8Array): string => {
-    let text = "";
-    const units: number[] = [];
-    const flush = () => {
-      text += apply(fromCharCode, undefined, units) as string;
-      units.length = 0;
-    };
-    const n = bytes.length;
-    // A byte order mark is not text.
-    let i = n >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-    while (i < n) {
-      const b = bytes[i] as number;
-      if (b < 0x80) {
-        // A run of ASCII becomes text natively, a chunk at a time (byte by byte took 140 ns a byte).
-        if (units.length > 0) flush();
-        const end = min(i + CHUNK, n);
-        const latin = apply(fromCharCode, undefined, bytes.subarray(i, end) as unknown as number[]) as string;
-        const high = latin.search(NON_ASCII);
-        text += high < 0 ? latin : latin.slice(0, high);
-        i = high < 0 ? end : i + high;
-        continue;
-      }
-      let c = 0xfffd;
-      let need = 0;
-      let lower = 0x80;
-      let upper = 0xbf;
-      i++;
-      if (b >= 0xc2 && b <= 0xdf) {
-        need = 1;
-        c = b & 0x1f;
-      } else if (b >= 0xe0 && b <= 0xef) {
-        need = 2;
-        c = b & 0xf;
-        if (b === 0xe0) lower = 0xa0;
-        if (b === 0xed) upper = 0x9f;
-      } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3;
-        c = b & 0x7;
-        if (b === 0xf0) lower = 0x90;
-        if (b === 0xf4) upper = 0x8f;
-      }
-      for (; need > 0; need--) {
-        const next = i < n ? (bytes[i] as number) : -1;
-        if (next < lower || next > upper) {
-          // The byte that broke the sequence starts the next one.
-          c = 0xfffd;
-          break;
-        }
-        c = (c << 6) | (next & 0x3f);
-        lower = 0x80;
-        upper = 0xbf;
-        i++;
-      }
-      if (c >= 0x10000) {
-        units[units.length] = 0xd800 + ((c - 0x10000) >> 10);
-        units[units.length] = 0xdc00 + ((c - 0x10000) & 0x3ff);
-      } else units[units.length] = c;
-      if (units.length >= CHUNK) flush();
-    }
-    flush();
-    return text;
-  };
 
   // Headers: a list of lowercase names and values, in the order they were added.
   const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -328,20 +229,13 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     const body = typeof self === "object" && self !== null ? bodies.get(self) : undefined;
     return body === undefined ? fail("Illegal invocation: not a Request or Response") : body;
   };
-  const isTag = (value: unknown, name: string) => apply(objectToString, value, []) === `[object ${name}]`;
   /** A body from its init: the bytes, and the content type it implies when the headers name none. */
   const extract = (init: BodyInit): { bytes: Uint8Array; type: string | null } => {
-    if (isView(init)) {
-      const view = init as ArrayBufferView;
-      return { bytes: new Uint8ArrayCtor(view.buffer, view.byteOffset, view.byteLength).slice(), type: null };
+    if (isView(init) || init instanceof ArrayBufferCtor) return { bytes: bytesOf(init, "body").slice(), type: null };
+    if (init instanceof URLSearchParamsCtor) {
+      return { bytes: utf8Encode(usv(init)), type: "application/x-www-form-urlencoded;charset=UTF-8" };
     }
-    if (init instanceof ArrayBufferCtor) {
-      return { bytes: new Uint8ArrayCtor(init as ArrayBuffer).slice(), type: null };
-    }
-    if (typeof init === "object" && init !== null && isTag(init, "URLSearchParams")) {
-      return { bytes: utf8Encode(StringCtor(init)), type: "application/x-www-form-urlencoded;charset=UTF-8" };
-    }
-    return { bytes: utf8Encode(StringCtor(init)), type: "text/plain;charset=UTF-8" };
+    return { bytes: utf8Encode(usv(init)), type: "text/plain;charset=UTF-8" };
   };
   /** Gives `target` the body `init`, with its content type unless `headers` has one. */
   const initBody = (target: object, init: BodyInit, headers: Headers) => {
@@ -363,10 +257,10 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
   };
   const bodyMethods = {
     async text(this: unknown) {
-      return utf8Decode(consume(this));
+      return decodeText(consume(this));
     },
     async json(this: unknown) {
-      return parseJson(utf8Decode(consume(this)));
+      return parseJson(decodeText(consume(this)));
     },
     async arrayBuffer(this: unknown) {
       return consume(this).slice().buffer;
@@ -384,16 +278,10 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
 
   const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
   const parseUrl = (input: unknown): string => {
-    const text = StringCtor(input);
+    const text = usv(input);
     if (!ABSOLUTE.test(text))
       fail(`Failed to parse URL from ${text}: the sandbox has no base URL, use an absolute URL`);
-    return URLCtor === undefined ? text : new URLCtor(text).href;
-  };
-  const isRecord = (value: unknown): value is Record<string, unknown> =>
-    value !== undefined && value !== null && (typeof value === "object" || typeof value === "function");
-  const optionsOf = (init: unknown, what: string): Record<string, unknown> => {
-    if (init === undefined || init === null) return { __proto__: null } as Record<string, unknown>;
-    return isRecord(init) ? init : fail(`${what}: init must be an object`);
+    return new URLCtor(text).href;
   };
 
   // Request.
@@ -407,11 +295,13 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
       fail(`Request: the method ${upper} is not allowed`);
     return METHOD_NAMES.includes(upper) ? upper : method;
   };
-  const signalOf = (value: unknown): SignalLike | null => {
-    if (value === undefined || value === null) return null;
-    if (!isRecord(value) || typeof value.addEventListener !== "function")
-      fail("Request: signal must be an AbortSignal");
-    return value as unknown as SignalLike;
+  /** A request's own signal, which follows `given` (an `AbortSignal`, or none). */
+  const signalOf = (given: unknown): AbortSignal => {
+    const controller = new AbortControllerCtor();
+    if (given === undefined || given === null) return controller.signal;
+    if (!(given instanceof AbortSignalCtor)) fail("Request: signal must be an AbortSignal");
+    addAbortAlgorithm(given as AbortSignal, () => controller.abort((given as AbortSignal).reason));
+    return controller.signal;
   };
 
   let requestParts: (request: Request) => { url: string; method: string; redirect: string; headers: Headers };
@@ -420,18 +310,19 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     #method = "GET";
     #headers: Headers;
     #redirect = "follow";
-    #signal: SignalLike | null = null;
+    #signal: AbortSignal;
 
     constructor(input: unknown, init?: unknown) {
-      const options = optionsOf(init, "Request");
+      const options = dictionary(init, "Request");
       let inherited: Uint8Array | null = null;
+      let signal: unknown;
       if (typeof input === "object" && input !== null && #url in input) {
         const source = input as Request;
         this.#url = source.#url;
         this.#method = source.#method;
         this.#headers = new Headers(source.#headers);
         this.#redirect = source.#redirect;
-        this.#signal = source.#signal;
+        signal = source.#signal;
         const body = bodyOf(source);
         if (body.bytes !== null && body.used) fail("Request: the input request's body has already been used");
         inherited = body.bytes;
@@ -446,7 +337,8 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
         if (!REDIRECT_MODES.includes(redirect)) fail(`Request: redirect must be "follow", "error" or "manual"`);
         this.#redirect = redirect;
       }
-      if ("signal" in options) this.#signal = signalOf(options.signal);
+      if ("signal" in options) signal = options.signal;
+      this.#signal = signalOf(signal);
       const hasBody = options.body !== undefined && options.body !== null;
       if ((hasBody || inherited !== null) && (this.#method === "GET" || this.#method === "HEAD"))
         fail(`Request: a ${this.#method} request cannot have a body`);
@@ -474,7 +366,7 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
       return this.#redirect;
     }
 
-    get signal(): SignalLike | null {
+    get signal(): AbortSignal {
       return this.#signal;
     }
 
@@ -516,7 +408,7 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     #redirected = false;
 
     constructor(body: BodyInit = null, init?: unknown) {
-      const options = optionsOf(init, "Response");
+      const options = dictionary(init, "Response");
       if (options.status !== undefined) {
         const status = unsignedShort(options.status);
         if (status < 200 || status > 599)
@@ -585,7 +477,7 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     static json(data: unknown, init?: unknown): Response {
       const text = stringify(data);
       if (text === undefined) fail("Response.json: the data is not JSON-serializable");
-      const options = optionsOf(init, "Response.json");
+      const options = dictionary(init, "Response.json");
       const headers = new Headers(options.headers === undefined ? undefined : (options.headers as HeadersInit));
       if (!headers.has("content-type")) headers.set("content-type", "application/json");
       return new Response(text, { status: options.status, statusText: options.statusText, headers });
@@ -625,62 +517,65 @@ export function guestFetch(hostCall: HostCall, withFetch: boolean): void {
     [Response, "Response"],
   ] as const) {
     tag(Ctor.prototype, name);
-    hide(G, name, Ctor);
+    install(name, Ctor);
   }
   for (const proto of [Request.prototype, Response.prototype]) {
     for (const name of keys(bodyMethods)) hide(proto, name, bodyMethods[name as keyof typeof bodyMethods]);
     const getter = getOwnPropertyDescriptor(bodyUsed, "bodyUsed") as PropertyDescriptor;
     defineProperty(proto, "bodyUsed", { __proto__: null, get: getter.get, configurable: true } as PropertyDescriptor);
   }
-  if (!withFetch) return;
 
-  // fetch: the request crosses to the host as a record; the answer becomes a Response.
-  let marshal: { encode(value: unknown, mode: number): [string, unknown[]] } | undefined;
-  let requests = 0;
-  const EMPTY: unknown[] = [];
-  /** Settles with `pending`, or rejects with the signal's reason once it aborts (the host's request aborted too). */
-  const abortable = (pending: Promise<unknown>, signal: SignalLike, id: number) =>
-    new PromiseCtor<unknown>((resolve, reject) => {
-      const onAbort = () => {
-        hostCall(OP_FETCH_ABORT, id, "null", EMPTY);
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { __proto__: null, once: true });
-      apply(promiseThen, pending, [
-        (value: unknown) => {
-          signal.removeEventListener("abort", onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      ]);
-    });
-  const fetch = {
-    async fetch(input: unknown, init: unknown = undefined): Promise<Response> {
-      const request = new Request(input, init);
-      const { url, method, redirect, headers } = requestParts(request);
-      const signal = request.signal;
-      if (signal?.aborted) throw signal.reason;
-      const body = bodyOf(request);
-      const bytes = body.bytes;
-      // Fetching a request spends its body.
-      if (bytes !== null) body.used = true;
-      const record: RequestRecord = {
-        url,
-        method,
-        headers: listOf(headers),
-        body: bytes === null ? null : (bytes.slice().buffer as ArrayBuffer),
-        redirect,
-      };
-      marshal ??= hostCall(OP_MARSHAL, 0, "", EMPTY) as NonNullable<typeof marshal>;
-      const id = ++requests;
-      const encoded = marshal.encode(record, MODE_CLONE);
-      const pending = hostCall(OP_FETCH, id, encoded[0], encoded[1]) as Promise<unknown>;
-      const answer = (signal === null ? await pending : await abortable(pending, signal, id)) as ResponseRecord;
-      return responseOf(answer);
-    },
-  }.fetch;
-  hide(G, "fetch", fetch);
+  // fetch, when the sandbox has a fetch setting: the request crosses to the host as a record; the answer becomes a
+  // Response.
+  kit.installFetch = () => {
+    let marshal: { encode(value: unknown, mode: number): [string, unknown[]] } | undefined;
+    let requests = 0;
+    const EMPTY: unknown[] = [];
+    /** Settles with `pending`, or rejects with the signal's reason once it aborts (and the host aborts the request). */
+    const abortable = (pending: Promise<unknown>, signal: AbortSignal, id: number) =>
+      new PromiseCtor<unknown>((resolve, reject) => {
+        let settled = false;
+        addAbortAlgorithm(signal, () => {
+          if (settled) return;
+          settled = true;
+          hostCall(OP_FETCH_ABORT, id, "null", EMPTY);
+          reject(signal.reason);
+        });
+        apply(promiseThen, pending, [
+          (value: unknown) => {
+            settled = true;
+            resolve(value);
+          },
+          (error: unknown) => {
+            settled = true;
+            reject(error);
+          },
+        ]);
+      });
+    const fetch = {
+      async fetch(input: unknown, init: unknown = undefined): Promise<Response> {
+        const request = new Request(input, init);
+        const { url, method, redirect, headers } = requestParts(request);
+        const { signal } = request;
+        if (signal.aborted) throw signal.reason;
+        const body = bodyOf(request);
+        const bytes = body.bytes;
+        // Fetching a request spends its body.
+        if (bytes !== null) body.used = true;
+        const record: RequestRecord = {
+          url,
+          method,
+          headers: listOf(headers),
+          body: bytes === null ? null : (bytes.slice().buffer as ArrayBuffer),
+          redirect,
+        };
+        marshal ??= hostCall(OP_MARSHAL, 0, "", EMPTY) as NonNullable<typeof marshal>;
+        const id = ++requests;
+        const encoded = marshal.encode(record, MODE_CLONE);
+        const pending = hostCall(OP_FETCH, id, encoded[0], encoded[1]) as Promise<unknown>;
+        return responseOf((await abortable(pending, signal, id)) as ResponseRecord);
+      },
+    }.fetch;
+    install("fetch", fetch);
+  };
 }

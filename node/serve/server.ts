@@ -1,0 +1,125 @@
+/**
+ * `runcode serve`: the edge's HTTP app on Node (`@hono/node-server`), with records and `kv` values in libSQL
+ * (node/serve/libsql-stores.ts), processes on the environment module's worker threads, `/run` in the thread pool,
+ * and the edge's settings and limits (src/host/settings.ts). What no route matches is the playground's.
+ *
+ * Starting, it ends the runs its database shows active (the last stop cut them off). Stopping
+ * ({@link Served.stop}), it stops accepting connections, gives requests in flight {@link DRAIN_MS} to finish, then
+ * ends every running process as a restart would, each final record written, and closes the database.
+ * @module
+ */
+import type { AddressInfo } from "node:net";
+import { createAdaptorServer } from "@hono/node-server";
+import { instantiate } from "../../node/environment.js";
+import { MemoryQuotas } from "../../src/host/admission/quotas.js";
+import { createApp } from "../../src/host/http/app.js";
+import { createHost } from "../../src/host/index.js";
+import { failCutOffRuns } from "../../src/host/processes/restarts.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../../src/host/settings.js";
+import { createSandbox, MAX_THREADS } from "../index.js";
+import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
+import { playgroundFiles } from "./playground.js";
+import { originsFor, type ServeOptions } from "./settings.js";
+
+/** How long requests in flight (event streams included) may go on once the server stops accepting. */
+export const DRAIN_MS = 5_000;
+/** How long the running processes' kills and final writes may take before the server exits regardless. */
+export const CUT_OFF_MS = 5_000;
+
+const within = (ms: number, work: Promise<unknown>) =>
+  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+export interface Served {
+  /** Where it listens (`http://127.0.0.1:8080`). */
+  url: string;
+  /** Runs the start ended, cut off by the last stop. */
+  cutOff: number;
+  /** Whether the playground's files are served. */
+  playground: boolean;
+  /** Stops as described in the module's header; resolves when the database is closed. */
+  stop(): Promise<void>;
+}
+
+/** `work`, or its failure as an error that says what failed and why (with the cause: `fetch failed` says little). */
+async function failingAs<T>(what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const { message, cause } = error as Error;
+    throw new Error(`${what}: ${message}${cause instanceof Error ? ` (${cause.message})` : ""}`);
+  }
+}
+
+export async function serve(options: ServeOptions): Promise<Served> {
+  const { settings } = options;
+  const db = await failingAs(`cannot open the database ${options.db.url}`, () =>
+    openDatabase(options.db.url, options.db.authToken),
+  );
+  const store = new LibsqlProcessStore(db);
+  const cutOff = await failCutOffRuns(store, Date.now());
+  const { service, tools } = await createHost({
+    store,
+    kv: libsqlKeyValueStores(db),
+    kvLimits: { maxStoreBytes: settings.tenantKvBytes },
+    maxActiveProcesses: settings.maxActive,
+    maxActivePerTenant: settings.tenantMaxActive,
+    // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
+    environment: {
+      module: instantiate({
+        maxCpuMs: settings.runCpuMs,
+        concurrency: MAX_THREADS,
+        webApis: settings.webApis,
+        ...fetchOptionOf(settings),
+      }),
+    },
+  });
+  const runOptions = runSandboxOptionsOf(settings);
+  const sandbox = createSandbox({ ...runOptions, threads: true });
+  const fallback = playgroundFiles();
+  let app: ReturnType<typeof createApp> | undefined;
+  const server = createAdaptorServer({ fetch: (request) => app?.fetch(request), hostname: options.host });
+  await failingAs(
+    `cannot listen on ${options.host}:${options.port}`,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(options.port, options.host, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      }),
+  );
+  const { port } = server.address() as AddressInfo;
+  // Made before the first request's turn of the event loop: the origins follow the port the server got.
+  app = createApp({
+    processes: service,
+    catalog: service,
+    run: {
+      runCode: sandbox.runCode,
+      ...runWebOf(settings),
+      defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
+      tools,
+    },
+    ...appOptionsOf(settings),
+    ...(options.originsSet ? {} : { origins: originsFor(port) }),
+    quotas: new MemoryQuotas(settings.tenantRunsPerMinute),
+    ...(fallback === undefined ? {} : { fallback }),
+  });
+  const host = options.host.includes(":") && !options.host.startsWith("[") ? `[${options.host}]` : options.host;
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    cutOff: cutOff.length,
+    playground: fallback !== undefined,
+    stop: () => {
+      stopping ??= (async () => {
+        const closed = new Promise((resolve) => server.close(resolve));
+        await within(DRAIN_MS, closed);
+        if ("closeAllConnections" in server) server.closeAllConnections();
+        await within(CUT_OFF_MS, service.cutOffAll());
+        db.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * `runcode serve`'s settings: where it listens, its database, and the edge's settings by the names of wrangler.toml's
+ * `[vars]`, from the environment or from flags named after them (`RUNCODE_TENANT_MAX_ACTIVE` is
+ * `--tenant-max-active`, `MAX_ACTIVE_PROCESSES` `--max-active-processes`); a flag wins. Defaults are wrangler.toml's,
+ * except the two that depend on the address: on loopback the server answers for its loopback names and serves
+ * anonymous callers unless keys are set; anywhere else both must be set. API keys come from the environment only
+ * (`RUNCODE_API_KEYS`): a command line is visible to every user of the machine.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
+
+/** wrangler.toml's `[vars]` that do not depend on where the server listens. */
+export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  RUNCODE_CORS_ORIGINS: "",
+  RUNCODE_TENANT_MAX_ACTIVE: "32",
+  RUNCODE_TENANT_RUNS_PER_MINUTE: "600",
+  RUNCODE_TENANT_KV_BYTES: "16777216",
+  MAX_ACTIVE_PROCESSES: "256",
+  RUN_CPU_MS: "2000",
+  RUN_FUEL: "2500000000",
+  RUNCODE_WEB_APIS: "false",
+  RUNCODE_FETCH_ALLOW: "",
+});
+
+/** Settings a flag can give, by name. */
+const FLAG_SETTINGS = [
+  "RUNCODE_ALLOW_ANONYMOUS",
+  "RUNCODE_ORIGINS",
+  ...Object.keys(DEFAULT_SETTINGS),
+  "RUNCODE_MCP_SERVERS",
+] as const;
+
+/** `RUNCODE_TENANT_MAX_ACTIVE` -> `tenant-max-active`. */
+export const flagOf = (setting: string) =>
+  setting
+    .replace(/^RUNCODE_/, "")
+    .toLowerCase()
+    .replaceAll("_", "-");
+
+export const SERVE_USAGE = `usage: runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] [--db-auth-token token]
+       [--${FLAG_SETTINGS.map(flagOf).join(" value] [--")} value]
+Serves the HTTP API (processes, /run, /mcp, the catalog) and the playground on Node, with records and kv values in
+libSQL: a database file, or a libSQL server (--db libsql://..., its token in --db-auth-token or
+RUNCODE_DB_AUTH_TOKEN; --db defaults to RUNCODE_DB, then file:runcode.db). Each setting is also read from the environment variable it is named after (--tenant-max-active:
+RUNCODE_TENANT_MAX_ACTIVE); API keys only from RUNCODE_API_KEYS. On loopback it serves anonymous callers unless keys
+are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCODE_ALLOW_ANONYMOUS=true).
+SIGINT or SIGTERM stops it: requests in flight get a few seconds to finish, then running processes end failed.`;
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+  db: { url: string; authToken?: string };
+  /** The host's settings; `origins` are the loopback names of `port` unless set (see {@link originsFor}). */
+  settings: HostSettings;
+  /** Whether `RUNCODE_ORIGINS` was set: if not, the origins follow the port the server gets. */
+  originsSet: boolean;
+}
+
+/** Whether `host` is a loopback address or name: only there may the server guess its names and go without keys. */
+export const isLoopback = (host: string) => /^(127(\.\d{1,3}){3}|localhost|::1|\[::1\])$/i.test(host);
+
+/** The names a loopback server on `port` answers for (as wrangler.toml lists them for port 8787). */
+export const originsFor = (port: number) => [
+  `http://127.0.0.1:${port}`,
+  `http://localhost:${port}`,
+  `http://[::1]:${port}`,
+];
+
+/** The options of `args` (after `serve`) and `env`; throws a `TypeError` that names the bad flag or setting. */
+export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Promise<ServeOptions> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      port: { type: "string", default: "8080" },
+      host: { type: "string", default: "127.0.0.1" },
+      db: { type: "string", default: env.RUNCODE_DB ?? "file:runcode.db" },
+      "db-auth-token": { type: "string" },
+      ...Object.fromEntries(FLAG_SETTINGS.map((setting) => [flagOf(setting), { type: "string" as const }])),
+    },
+  });
+  const flags = values as Record<string, string | undefined>;
+  const port = Number(flags.port);
+  if (!/^\d{1,5}$/.test(flags.port ?? "") || port > 65_535) {
+    throw new TypeError(`--port must be a port number from 0 to 65535, got ${JSON.stringify(flags.port)}`);
+  }
+  const host = flags.host as string;
+  const given: Record<string, string | undefined> = {};
+  for (const setting of [...FLAG_SETTINGS, "RUNCODE_API_KEYS"]) given[setting] = flags[flagOf(setting)] ?? env[setting];
+  const keyed = (given.RUNCODE_API_KEYS ?? "").trim() !== "";
+  if (!isLoopback(host)) {
+    if (given.RUNCODE_ORIGINS === undefined) {
+      throw new TypeError(
+        `--host ${host} is not a loopback address: set RUNCODE_ORIGINS (or --origins) to the origins clients reach it at`,
+      );
+    }
+    if (!keyed && given.RUNCODE_ALLOW_ANONYMOUS === undefined) {
+      throw new TypeError(
+        `--host ${host} is not a loopback address: set RUNCODE_API_KEYS (tenant:key entries), or RUNCODE_ALLOW_ANONYMOUS=true to serve anyone`,
+      );
+    }
+  }
+  const settings = await hostSettingsOf({
+    ...DEFAULT_SETTINGS,
+    RUNCODE_ALLOW_ANONYMOUS: String(isLoopback(host)),
+    RUNCODE_ORIGINS: originsFor(port).join(","),
+    ...Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)),
+  });
+  const authToken = flags["db-auth-token"] ?? env.RUNCODE_DB_AUTH_TOKEN;
+  return {
+    port,
+    host,
+    db: { url: flags.db as string, ...(authToken === undefined ? {} : { authToken }) },
+    settings,
+    originsSet: given.RUNCODE_ORIGINS !== undefined,
+  };
+}

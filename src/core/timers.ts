@@ -1,0 +1,89 @@
+/**
+ * The host half of the Web APIs' timers (guest/web-timers.ts keeps the timers themselves): the timer clock of one
+ * run, and what the run does when it has nothing to do but wait for the earliest timer.
+ *
+ * The timer clock starts at 0 and moves only when timers fire, to the due time of the earliest: the order of timers
+ * and what they cost are the same on every run and platform. Moving it costs fuel, `FUEL_PER_MS` per millisecond (at least 1 ms a move: every delay is), so the safety cap bounds the time a run spends in timers
+ * wherever clocks stand still, and a `setInterval` loop ends at the cap. The real wait is the move less the run's
+ * clock's time since the timer clock last moved (a timer set before a second of work is due after it), on the
+ * platform's own `setTimeout`.
+ * @module
+ */
+import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
+import type { GuestBridge } from "./guest-bridge.js";
+import { FUEL_PER_MS, type Limits } from "./limits.js";
+
+/** The longest wait of a platform timer (a signed 32-bit delay: longer ones fire at once). */
+const MAX_PLATFORM_DELAY_MS = 2 ** 31 - 1;
+
+/** The host's handles on the guest's timers (see `nextTimer` and `fireTimer` in guest/web-kit.ts). */
+export interface TimerHandles {
+  next: QuickJSHandle;
+  fire: QuickJSHandle;
+}
+
+export class Timers {
+  readonly #handles: TimerHandles;
+  readonly #ctx: QuickJSContext;
+  readonly #bridge: GuestBridge;
+  readonly #limits: Limits;
+  readonly #clock: () => number;
+  /** The timer clock. */
+  #now = 0;
+  /** The run's clock when the timer clock last moved. */
+  #anchor: number;
+
+  constructor(handles: TimerHandles, ctx: QuickJSContext, bridge: GuestBridge, limits: Limits, clock: () => number) {
+    this.#handles = handles;
+    this.#ctx = ctx;
+    this.#bridge = bridge;
+    this.#limits = limits;
+    this.#clock = clock;
+    this.#anchor = clock();
+  }
+
+  /** The due time of the earliest timer (of those that keep the run alive, with `keepingAlive`), or -1 for none. */
+  next(keepingAlive: boolean): number {
+    const ctx = this.#ctx;
+    const due = this.#bridge.guard(() =>
+      ctx.callFunction(this.#handles.next, ctx.undefined, [keepingAlive ? ctx.true : ctx.false]),
+    );
+    const value = ctx.getNumber(due);
+    due.dispose();
+    return value;
+  }
+
+  /**
+   * Waits until the timer due at `due` can fire, or host work arrives first (then `false`). A wait the run's fuel
+   * cannot pay for stops the run at once (`Limits.checkSpent` throws) rather than after the wait.
+   */
+  async wait(due: number): Promise<boolean> {
+    const cost = (due - this.#now) * FUEL_PER_MS;
+    if (cost > this.#limits.fuelLeft) {
+      this.#limits.spend(cost);
+      this.#limits.checkSpent();
+    }
+    const left = due - this.#now - (this.#clock() - this.#anchor);
+    return !(await this.#bridge.hostWork(Math.min(MAX_PLATFORM_DELAY_MS, Math.max(0, left))));
+  }
+
+  /** Moves the timer clock to `due`, charging the move, and fires the earliest timer when it is due; whether it did. */
+  fire(due: number): boolean {
+    if (due > this.#now) {
+      this.#limits.spend((due - this.#now) * FUEL_PER_MS);
+      this.#now = due;
+      this.#anchor = this.#clock();
+      this.#limits.checkSpent();
+    }
+    const ctx = this.#ctx;
+    const now = ctx.newNumber(this.#now);
+    try {
+      const fired = this.#bridge.guard(() => ctx.callFunction(this.#handles.fire, ctx.undefined, [now]));
+      const value = ctx.eq(fired, ctx.true);
+      fired.dispose();
+      return value;
+    } finally {
+      now.dispose();
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The kit the guest halves of the Web APIs share while they are installed, in order, at boot (src/web-apis.ts):
+ * WebIDL's conversions, the way onto the global object, and the report of exceptions nobody can catch; each later
+ * installer adds what those after it and the host use. The kit belongs to the boot: no user code can reach it.
+ * Shipped as source text (see core.ts).
+ * @module
+ */
+import type { HostCall } from "./core.js";
+
+/** A DOMException constructor (WebIDL), as guest/web-events.ts defines it. */
+export type DOMExceptionConstructor = new (message?: string, name?: string) => Error;
+
+export interface WebKit {
+  /** Puts an interface or operation on the global object as WebIDL does: writable, configurable, not enumerable. */
+  install(name: string, value: unknown): void;
+  /** WebIDL's check of a call's required arguments: a `TypeError` naming `what` when fewer were passed. */
+  required(count: number, needed: number, what: string): void;
+  /** A WebIDL dictionary argument: `undefined` and `null` are empty, other non-objects a `TypeError`. */
+  dictionary(value: unknown, what: string): Record<string, unknown>;
+  /** WebIDL's USVString: ToString, then lone surrogates as U+FFFD. */
+  usv(value: unknown): string;
+  /** Ends the run with `error`: an exception thrown where nobody can catch it (a timer callback, an event listener). */
+  reportException(error: unknown): void;
+  /** The timer clock: milliseconds since the run began, as the host moved it (see guest/web-timers.ts). */
+  now(): number;
+  /**
+   * Calls `callback` after `ms` milliseconds. A timer made with `keepsAlive: false` does not keep the run going after
+   * its result (as `AbortSignal.timeout`'s, which Node does not let keep a process alive either).
+   */
+  setTimer(callback: () => void, ms: number, keepsAlive: boolean): number;
+  /** For the host: the due time of the earliest timer (of those that keep the run alive, when asked), or -1. */
+  nextTimer(keepingAlive: boolean): number;
+  /** For the host: moves the timer clock to `now` and fires the earliest timer when it is due; whether it fired. */
+  fireTimer(now: number): boolean;
+  DOMException: DOMExceptionConstructor;
+  /** Adds an algorithm to run when `signal` aborts (the DOM's "add" for an AbortSignal); runs it at once if it has. */
+  addAbortAlgorithm(signal: object, algorithm: () => void): void;
+  /** A BufferSource's bytes as a view (no copy); a `TypeError` naming `what` for anything else. */
+  bytesOf(source: unknown, what: string): Uint8Array;
+  /** UTF-8 of a string, lone surrogates as U+FFFD. */
+  utf8Encode(text: string): Uint8Array;
+  /** UTF-8 decode without BOM, malformed sequences as U+FFFD. */
+  utf8Decode(bytes: Uint8Array): string;
+  /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
+  installFetch(): void;
+}
+
+export function guestWebKit(hostCall: HostCall, kit: WebKit): void {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
+  "use strict";
+  const OP_UNCAUGHT = 7;
+  const G = globalThis;
+  const { apply } = Reflect;
+  const { defineProperty } = Object;
+  const TypeErrorCtor = TypeError;
+  // ES2024, which the engine has and the compiler's library of this project does not name.
+  const { toWellFormed } = String.prototype as unknown as { toWellFormed: () => string };
+
+  kit.install = (name, value) => {
+    defineProperty(G, name, { value, writable: true, enumerable: false, configurable: true });
+  };
+  kit.required = (count, needed, what) => {
+    if (count < needed) {
+      throw new TypeErrorCtor(
+        `${what}: ${needed} argument${needed === 1 ? "" : "s"} required, but only ${count} present`,
+      );
+    }
+  };
+  kit.dictionary = (value, what) => {
+    if (value === undefined || value === null) return { __proto__: null } as Record<string, unknown>;
+    if (typeof value !== "object" && typeof value !== "function") {
+      throw new TypeErrorCtor(`${what}: the options must be an object`);
+    }
+    return value as Record<string, unknown>;
+  };
+  kit.usv = (value) => apply(toWellFormed, `${value}`, []) as string;
+  kit.reportException = (error) => {
+    hostCall(OP_UNCAUGHT, 0, "", error as unknown[]);
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * A served host's settings, by the names of wrangler.toml's `[vars]`: the edge reads them from the Worker's
+ * environment (`[vars]`, secrets, `.dev.vars` or `--var` locally), `runcode serve` from its environment and flags. A
+ * bad value is an error that names the setting, never a silent default.
+ * @module
+ */
+import type { FetchOptions } from "../core/types.js";
+import { AllowList } from "../fetch/allow-list.js";
+import { type HttpUpstream, httpUpstreamsFrom } from "../tools/upstream-config.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
+import { type Access, accessFrom } from "./http/auth.js";
+import { originOf } from "./http/origins.js";
+
+export interface HostSettings {
+  access: Access;
+  /** The origins the deployment is served at (`RUNCODE_ORIGINS`): the only names it answers for. */
+  origins: string[];
+  corsOrigins: string[];
+  /** Processes active at once across the deployment. */
+  maxActive: number;
+  tenantMaxActive: number;
+  tenantRunsPerMinute: number;
+  tenantKvBytes: number;
+  /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
+  mcpServers: Record<string, HttpUpstream>;
+  /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
+  runCpuMs: number;
+  runFuel: number;
+  /** Whether runs and processes have the Web APIs (`RUNCODE_WEB_APIS`, or a fetch setting, which needs them). */
+  webApis: boolean;
+  /** Runs' and processes' `fetch` (`RUNCODE_FETCH_ALLOW`); none without it. */
+  fetch: FetchOptions | undefined;
+}
+
+/** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
+export type Settings = Partial<Record<string, unknown>>;
+
+/** `RUNCODE_MCP_SERVERS`: `{"mcpServers": {...}}` as MCP clients write it, servers by URL only. Default none. */
+function mcpServersOf(settings: Settings): Record<string, HttpUpstream> {
+  const raw = settings.RUNCODE_MCP_SERVERS;
+  if (raw === undefined || raw === "") return {};
+  let config: unknown;
+  try {
+    config = typeof raw === "string" ? JSON.parse(raw) : raw;
+  } catch (error) {
+    throw new TypeError(`RUNCODE_MCP_SERVERS is not valid JSON: ${(error as Error).message}`);
+  }
+  return httpUpstreamsFrom(config, "RUNCODE_MCP_SERVERS");
+}
+
+/** A comma-separated setting as its entries. */
+function listOf(settings: Settings, name: string): string[] {
+  return String(settings[name] ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+}
+
+/** A `"true"` or `"false"` setting; absent is `"false"`. */
+function flag(settings: Settings, name: string): boolean {
+  const raw = String(settings[name] ?? "false");
+  if (raw !== "true" && raw !== "false")
+    throw new TypeError(`${name} must be "true" or "false", got ${JSON.stringify(raw)}`);
+  return raw === "true";
+}
+
+/** `RUNCODE_FETCH_ALLOW`: the origins (and path prefixes) guest code may fetch, comma-separated. Default none. */
+function fetchOf(settings: Settings): FetchOptions | undefined {
+  const entries = listOf(settings, "RUNCODE_FETCH_ALLOW");
+  if (entries.length === 0) return undefined;
+  return { allow: new AllowList(entries, (index) => `RUNCODE_FETCH_ALLOW entry ${index + 1}`).entries };
+}
+
+function count(settings: Settings, name: string): number {
+  const raw = String(settings[name] ?? "");
+  if (!/^[1-9][0-9]{0,14}$/.test(raw))
+    throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+/** The settings of `settings`; throws a `TypeError` that names the first bad one. */
+export async function hostSettingsOf(settings: Settings): Promise<HostSettings> {
+  return {
+    access: await accessFrom({
+      apiKeys: typeof settings.RUNCODE_API_KEYS === "string" ? settings.RUNCODE_API_KEYS : undefined,
+      allowAnonymous: String(settings.RUNCODE_ALLOW_ANONYMOUS ?? "false"),
+    }),
+    origins: listOf(settings, "RUNCODE_ORIGINS").map((origin) => originOf(origin, "RUNCODE_ORIGINS")),
+    corsOrigins: listOf(settings, "RUNCODE_CORS_ORIGINS"),
+    maxActive: count(settings, "MAX_ACTIVE_PROCESSES"),
+    tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
+    tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),
+    tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
+    mcpServers: mcpServersOf(settings),
+    runCpuMs: count(settings, "RUN_CPU_MS"),
+    runFuel: count(settings, "RUN_FUEL"),
+    webApis: flag(settings, "RUNCODE_WEB_APIS") || fetchOf(settings) !== undefined,
+    fetch: fetchOf(settings),
+  };
+}
+
+/** The HTTP app's options that the settings decide. */
+export const appOptionsOf = (settings: HostSettings) => ({
+  access: settings.access,
+  origins: settings.origins,
+  corsOrigins: settings.corsOrigins,
+  mcpServers: settings.mcpServers,
+});
+
+/** The fetch setting as sandboxes and the environment take it: `{ fetch }`, or nothing. */
+export const fetchOptionOf = (settings: HostSettings) =>
+  settings.fetch === undefined ? {} : { fetch: settings.fetch };
+
+/** What `/run` and `/mcp` tell of their sandbox: its Web APIs and the origins its `fetch` reaches. */
+export const runWebOf = (settings: HostSettings) => ({
+  webApis: settings.webApis,
+  ...(settings.fetch === undefined ? {} : { fetchAllow: settings.fetch.allow }),
+});
+
+/** The `/run` sandbox's settings: its stops (CPU milliseconds and fuel), its default heap cap, its Web APIs, `fetch`. */
+export const runSandboxOptionsOf = (settings: HostSettings) => ({
+  safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
+  defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
+  webApis: settings.webApis,
+  ...fetchOptionOf(settings),
+});

@@ -1,0 +1,422 @@
+/**
+ * `runcode serve` as a user runs it: the built CLI in a child process (its own process group, killed by group in
+ * `afterAll`), on port 0, with a database file in a temporary folder. The HTTP app is the edge's (test/host and
+ * test/workers prove its routes); this proves the server around it: libSQL storage that survives a restart, the
+ * settings read from the environment and flags, anonymous access only on loopback, and the stop that ends running
+ * processes as a restart does.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { get as httpGet } from "node:http";
+import { type AddressInfo, createServer, type Server as NetServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
+import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
+import { startServer } from "../fetch/server.js";
+
+const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const WEB = fileURLToPath(new URL("../../dist/web/", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "runcode-serve-"));
+const children = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid as number), "SIGKILL");
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
+let databases = 0;
+const newDatabase = () => `file:${join(dir, `${++databases}.db`)}`;
+
+/** The environment without any runcode setting of the machine running the tests. */
+const cleanEnv = () =>
+  Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("RUNCODE_") && !(name in DEFAULT_SETTINGS)),
+  );
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  /** Sends `signal` to the server's group; resolves with its exit code. */
+  stop(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Runs `runcode serve` with `args` and `env`; resolves with the server once it listens, or rejects with its output. */
+function start(args: string[], env: Record<string, string> = {}): Promise<Server> {
+  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", ...args], {
+    detached: true,
+    env: { ...cleanEnv(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const failed = setTimeout(() => reject(new Error(`runcode serve did not start: ${output}`)), 30_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+      if (url === undefined) return;
+      clearTimeout(failed);
+      resolve({
+        url,
+        child,
+        output: () => output,
+        stop: (signal) => {
+          process.kill(-(child.pid as number), signal);
+          return exited;
+        },
+      });
+    };
+    child.stdout?.on("data", read);
+    child.stderr?.on("data", read);
+    exited.then((code) => {
+      clearTimeout(failed);
+      reject(Object.assign(new Error(`runcode serve exited ${code}: ${output}`), { code, output }));
+    });
+  });
+}
+
+/** Runs `runcode serve` with options it refuses: its exit code and standard error. */
+async function refused(args: string[], env: Record<string, string> = {}) {
+  const error = (await start(args, env).then(
+    () => expect.fail("it started"),
+    (e: unknown) => e,
+  )) as { code: number; output: string };
+  return { code: error.code, output: error.output.trim() };
+}
+
+/** A client of `server` as `tenant` (its key as a bearer token), or anonymous. */
+function client(server: Server, tenant?: keyof typeof KEYS) {
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const init: RequestInit & { headers: Record<string, string> } = { method, headers: { ...headers } };
+    if (tenant !== undefined) init.headers.authorization = `Bearer ${KEYS[tenant]}`;
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers["content-type"] = "application/json";
+    }
+    const response = await fetch(`${server.url}${path}`, init);
+    const type = response.headers.get("content-type") ?? "";
+    const payload: unknown = type.includes("json") ? await response.json() : await response.text();
+    return { status: response.status, headers: response.headers, body: payload as Record<string, unknown> };
+  };
+  const run = async (source: string) => {
+    const answer = await call("POST", "/run", { source });
+    return { status: answer.status, result: fromWire(answer.body as JsonValue) as Record<string, unknown> };
+  };
+  const create = async (code: string, extra: Record<string, unknown> = {}) => {
+    const answer = await call("POST", "/processes", { code, ...extra });
+    expect(answer.status).toBe(201);
+    return answer.body.pid as number;
+  };
+  const until = async (pid: number, done: (record: Record<string, unknown>) => boolean) => {
+    for (let i = 0; i < 600; i++) {
+      const { body } = await call("GET", `/processes/${pid}`);
+      if (done(body)) return body;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`process ${pid} never got there`);
+  };
+  const settled = (pid: number) => until(pid, (r) => r.state === "idle");
+  return { call, run, create, until, settled };
+}
+
+/** `GET /processes` naming `host` in `Host` (which `fetch` will not send): the status and the error's code. */
+function statusAsHost(server: Server, host: string): Promise<[number, string | undefined]> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(`${server.url}/processes`, { headers: { host } }, (response) => {
+      let text = "";
+      response.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      response.on("end", () =>
+        resolve([response.statusCode ?? 0, (JSON.parse(text) as { error?: { code: string } }).error?.code]),
+      );
+    });
+    request.on("error", reject);
+  });
+}
+
+/** A server listening on a loopback port, and the port. */
+async function loopbackPort(): Promise<{ server: NetServer; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+describe("runcode serve", () => {
+  it("serves /run, processes (create, read, list, follow, kill, run again, delete), /mcp, the catalog and the playground", async () => {
+    const server = await start(["--db", newDatabase()]);
+    expect(server.output()).toContain(`listening on ${server.url} (anonymous callers; database file:`);
+    const { call, run, create, until, settled } = client(server);
+
+    expect(await run("export default [1n, new Set([2])]")).toMatchObject({
+      status: 200,
+      result: { status: "success", result: [1n, new Set([2])] },
+    });
+
+    const pid = await create("console.log('hello'); cyrnel.output({ n: 42 });", { ref: "greeting" });
+    const events = await call("GET", `/processes/${pid}/events`);
+    expect(events.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const names = [...String(events.body).matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+    expect([names[0], names.at(-1)]).toEqual(["snapshot", "exit"]);
+    expect(await settled(pid)).toMatchObject({ pid, ref: "greeting", exitState: "success", output: { n: 42 } });
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe("hello\n");
+    expect((await call("GET", "/processes?ref=greeting")).body).toMatchObject({
+      processes: [{ pid, exitState: "success" }],
+      next: null,
+    });
+
+    const loop = await create("console.log('spinning'); for (;;) {}");
+    await until(loop, (r) => r.stdout !== "");
+    expect((await call("POST", `/processes/${loop}/signals/kill`)).body).toEqual({ pid: loop, state: "terminating" });
+    expect(await settled(loop)).toMatchObject({ exitState: "canceled", stdout: "spinning\n" });
+
+    expect((await call("POST", `/processes/${pid}/signals/run`)).status).toBe(202);
+    expect(await until(pid, (r) => r.runs === 2 && r.state === "idle")).toMatchObject({ exitState: "success" });
+    expect((await call("DELETE", `/processes/${pid}`)).status).toBe(204);
+    expect((await call("GET", `/processes/${pid}`)).body).toEqual({
+      error: { code: "not_found", message: `No process ${pid}` },
+    });
+
+    const mcp = await call(
+      "POST",
+      "/mcp",
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      {
+        accept: "application/json, text/event-stream",
+      },
+    );
+    expect(JSON.stringify(mcp.body)).toContain('"name":"run_code"');
+    expect(((await call("GET", "/tools")).body.services as { id: string }[]).map((s) => s.id)).toEqual(["kv"]);
+    expect((await call("GET", "/openapi.json")).status).toBe(200);
+
+    // The playground's files, as `npm run build:web` wrote them; nothing outside them.
+    const index = await call("GET", "/");
+    expect([index.status, index.body]).toEqual(
+      existsSync(join(WEB, "index.html"))
+        ? [200, readFileSync(join(WEB, "index.html"), "utf8")]
+        : [404, { error: { code: "not_found", message: "No route GET /" } }],
+    );
+    expect((await call("GET", "/%2e%2e/%2e%2e/package.json")).status).toBe(404);
+    expect((await call("GET", "/processes/x/y/z")).body).toMatchObject({ error: { code: "not_found" } });
+    expect(await server.stop("SIGINT")).toBe(0);
+  });
+
+  it("keys name tenants: no key is 401, processes and kv values are each tenant's own, each tenant's kv bytes are its quota", async () => {
+    const server = await start(["--db", newDatabase()], {
+      RUNCODE_API_KEYS: `alpha:${KEYS.alpha},beta:${KEYS.beta}`,
+      RUNCODE_TENANT_KV_BYTES: "100",
+    });
+    expect(server.output()).toContain("(2 API keys;");
+    const [alpha, beta, nobody] = [client(server, "alpha"), client(server, "beta"), client(server)];
+    const unauthenticated = await nobody.call("GET", "/processes");
+    expect([unauthenticated.status, unauthenticated.headers.get("www-authenticate")]).toEqual([
+      401,
+      'Bearer realm="runcode"',
+    ]);
+
+    const pid = await alpha.create(
+      `await cyrnel.services.kv.tools.set.invoke({ key: "k", value: "alpha's" });
+       try { await cyrnel.services.kv.tools.set.invoke({ key: "big", value: "x".repeat(200) }); }
+       catch (e) { console.log(e.message); }`,
+    );
+    expect(await alpha.settled(pid)).toMatchObject({
+      exitState: "success",
+      stdout:
+        "kv.set failed: quota exceeded: the store may hold at most 100 bytes of keys and values (this write would make it 215)\n",
+    });
+    expect((await beta.call("GET", `/processes/${pid}`)).status).toBe(404);
+    expect((await beta.call("GET", "/processes")).body).toEqual({ processes: [], next: null });
+    const read = `import { get } from "kv"; export default await get({ key: "k" });`;
+    expect((await alpha.run(read)).result.result).toEqual({ found: true, value: "alpha's" });
+    expect((await beta.run(read)).result.result).toEqual({ found: false, value: null });
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("rates and slots per tenant from the environment, a flag winning over it", async () => {
+    const server = await start(["--db", newDatabase(), "--tenant-runs-per-minute", "2"], {
+      RUNCODE_TENANT_RUNS_PER_MINUTE: "1000",
+      RUNCODE_TENANT_MAX_ACTIVE: "1",
+      RUN_CPU_MS: "60000",
+    });
+    const { call, create, until } = client(server);
+    const loop = await create("for (;;) {}", { timeoutMs: 60_000 });
+    await until(loop, (r) => r.state === "running");
+    const busy = await call("POST", "/processes", { code: "1" });
+    expect([busy.status, busy.body]).toEqual([
+      429,
+      {
+        error: {
+          code: "tenant_too_many_processes",
+          message: "This tenant has 1 processes active already: wait for one to finish",
+        },
+      },
+    ]);
+    await call("POST", `/processes/${loop}/signals/kill`);
+    const limited = await call("POST", "/run", { source: "1" });
+    expect([limited.status, (limited.body.error as { code: string }).code]).toEqual([429, "rate_limited"]);
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("--web-apis true (RUNCODE_WEB_APIS) gives runs and processes the Web APIs; any value but true or false is refused", async () => {
+    const server = await start(["--db", newDatabase(), "--web-apis", "true"]);
+    const { call, run, create, settled } = client(server);
+    expect(await run("export default [typeof URL, new URL('../b', 'https://h.example/a/c').href]")).toEqual({
+      status: 200,
+      result: expect.objectContaining({ status: "success", result: ["function", "https://h.example/b"] }),
+    });
+    const pid = await create("await new Promise((r) => setTimeout(r, 5));\nconsole.log(btoa('hi'));");
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe("aGk=\n");
+    expect(await server.stop("SIGTERM")).toBe(0);
+    expect(await refused([], { RUNCODE_WEB_APIS: "yes" })).toEqual({
+      code: 2,
+      output: 'runcode serve: RUNCODE_WEB_APIS must be "true" or "false", got "yes" (runcode serve --help)',
+    });
+  });
+
+  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs fetch reaching those origins only; a bad one is refused", async () => {
+    const upstream = await startServer();
+    const server = await start(["--db", newDatabase(), "--fetch-allow", upstream.origin]);
+    const { run } = client(server);
+    const source = `export default [(await (await fetch("${upstream.origin}/echo/serve")).json()).path,
+  await fetch("https://evil.example/").catch((e) => e.message)];`;
+    expect(await run(source)).toEqual({
+      status: 200,
+      result: expect.objectContaining({
+        status: "success",
+        result: ["/echo/serve", "fetch: https://evil.example is not on the sandbox's allow list"],
+      }),
+    });
+    expect(await server.stop("SIGTERM")).toBe(0);
+    await upstream.close();
+    expect(await refused([], { RUNCODE_FETCH_ALLOW: "ftp://x.org" })).toEqual({
+      code: 2,
+      output:
+        'runcode serve: RUNCODE_FETCH_ALLOW entry 1 must be an http: or https: origin, got "ftp://x.org" (runcode serve --help)',
+    });
+  });
+
+  it("answers only for its own names: another Host is 421, a foreign page may not POST, a CORS origin may", async () => {
+    const server = await start(["--db", newDatabase(), "--cors-origins", "https://app.example"]);
+    const { call } = client(server);
+    const port = new URL(server.url).port;
+    expect(await statusAsHost(server, `evil.example:${port}`)).toEqual([421, "misdirected_request"]);
+    expect(await statusAsHost(server, `localhost:${port}`)).toEqual([200, undefined]);
+    const foreign = await call("POST", "/run", { source: "1" }, { origin: "https://evil.example" });
+    expect([foreign.status, (foreign.body.error as { code: string }).code]).toEqual([403, "forbidden_origin"]);
+    const granted = await call("POST", "/run", { source: "1" }, { origin: "https://app.example" });
+    expect([granted.status, granted.headers.get("access-control-allow-origin")]).toEqual([200, "https://app.example"]);
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("a stop ends running processes as a restart does; a restart keeps every acknowledged record and kv value", async () => {
+    const db = newDatabase();
+    const first = await start(["--db", db], { RUN_CPU_MS: "60000" });
+    const one = client(first);
+    const pids: number[] = [];
+    for (let i = 0; i < 20; i++) pids.push(await one.create(`console.log(${i})`, { ref: "batch" }));
+    const finished = await Promise.all(pids.map((pid) => one.settled(pid)));
+    expect((await one.run(`import { set } from "kv"; await set({ key: "kept", value: [1, "two"] });`)).status).toBe(
+      200,
+    );
+    const running = await one.create("console.log('before the stop'); for (;;) {}", { timeoutMs: 60_000 });
+    await one.until(running, (r) => r.state === "running" && r.stdout !== "");
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(first.output()).toContain("runcode serve: SIGTERM: stopping");
+
+    const second = await start(["--db", db]);
+    expect(second.output()).not.toContain("cut off");
+    const two = client(second);
+    expect(await two.call("GET", `/processes/${running}`)).toMatchObject({
+      body: {
+        state: "idle",
+        exitState: "failed",
+        error: CUT_OFF_BY_RESTART,
+        stdout: "before the stop\n",
+      },
+    });
+    const listed = (await two.call("GET", "/processes?ref=batch")).body.processes as { pid: number }[];
+    expect(listed.map((p) => p.pid)).toEqual(pids);
+    const again = await Promise.all(pids.map(async (pid) => (await two.call("GET", `/processes/${pid}`)).body));
+    expect(again).toEqual(finished);
+    expect(again.map((r) => r.stdout)).toEqual(pids.map((_, i) => `${i}\n`));
+    const read = `import { get } from "kv"; export default await get({ key: "kept" });`;
+    expect((await two.run(read)).result.result).toEqual({ found: true, value: [1, "two"] });
+    // Pids go on from where they were, never handed out again.
+    const next = await two.create("1");
+    expect(next).toBe(running + 1);
+    await two.settled(next);
+
+    // Killed outright, the server cannot end its runs: the next start does.
+    const cut = await two.create("for (;;) {}", { timeoutMs: 60_000 });
+    await two.until(cut, (r) => r.state === "running");
+    expect(await second.stop("SIGKILL")).toBe(null);
+    const third = await start(["--db", db]);
+    expect(third.output()).toContain("runcode serve: 1 runs the last stop cut off are marked failed");
+    expect((await client(third).call("GET", `/processes/${cut}`)).body).toMatchObject({
+      state: "idle",
+      exitState: "failed",
+      error: CUT_OFF_BY_RESTART,
+    });
+    expect(await third.stop("SIGTERM")).toBe(0);
+  });
+
+  it("refuses options it cannot serve with: one line on standard error, exit 2 (1 for a database or an address it cannot use)", async () => {
+    expect(await refused(["--port", "http"])).toEqual({
+      code: 2,
+      output: 'runcode serve: --port must be a port number from 0 to 65535, got "http" (runcode serve --help)',
+    });
+    expect(await refused(["--host", "0.0.0.0"])).toEqual({
+      code: 2,
+      output:
+        "runcode serve: --host 0.0.0.0 is not a loopback address: set RUNCODE_ORIGINS (or --origins) to the origins clients reach it at (runcode serve --help)",
+    });
+    expect(await refused(["--host", "0.0.0.0", "--origins", "https://runcode.example"])).toEqual({
+      code: 2,
+      output:
+        "runcode serve: --host 0.0.0.0 is not a loopback address: set RUNCODE_API_KEYS (tenant:key entries), or RUNCODE_ALLOW_ANONYMOUS=true to serve anyone (runcode serve --help)",
+    });
+    expect(await refused([], { RUNCODE_TENANT_MAX_ACTIVE: "lots" })).toEqual({
+      code: 2,
+      output: 'runcode serve: RUNCODE_TENANT_MAX_ACTIVE must be a positive integer, got "lots" (runcode serve --help)',
+    });
+    const missing = join(dir, "no-such-folder", "x.db");
+    const unopened = await refused(["--db", `file:${missing}`]);
+    expect([
+      unopened.code,
+      unopened.output.startsWith(`runcode serve: cannot open the database file:${missing}: `),
+    ]).toEqual([1, true]);
+    // A libSQL server that is not there: a loopback port nothing listens on (libsql: is TLS over it).
+    const gone = await loopbackPort();
+    await new Promise((resolve) => gone.server.close(resolve));
+    expect(await refused(["--db", `libsql://127.0.0.1:${gone.port}`, "--db-auth-token", "t"])).toEqual({
+      code: 1,
+      output: `runcode serve: cannot open the database libsql://127.0.0.1:${gone.port}: fetch failed (connect ECONNREFUSED 127.0.0.1:${gone.port})`,
+    });
+    const taken = await loopbackPort();
+    try {
+      expect(await refused(["--db", newDatabase(), "--port", String(taken.port)])).toEqual({
+        code: 1,
+        output: `runcode serve: cannot listen on 127.0.0.1:${taken.port}: listen EADDRINUSE: address already in use 127.0.0.1:${taken.port}`,
+      });
+    } finally {
+      taken.server.close();
+    }
+  });
+
+  it("its defaults are wrangler.toml's [vars]", () => {
+    const toml = readFileSync(fileURLToPath(new URL("../../wrangler.toml", import.meta.url)), "utf8");
+    const vars = toml.slice(toml.indexOf("[vars]"), toml.indexOf("\n[", toml.indexOf("[vars]") + 1));
+    const values = Object.fromEntries([...vars.matchAll(/^(\w+) = "(.*)"$/gm)].map((m) => [m[1], m[2]]));
+    for (const [name, value] of Object.entries(DEFAULT_SETTINGS)) expect([name, values[name]]).toEqual([name, value]);
+  });
+});

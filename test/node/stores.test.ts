@@ -1,0 +1,233 @@
+/**
+ * The storage ports' implementations, each held to the same tests: in memory, and on libSQL (`runcode serve`'s
+ * stores, on a real database file). Then what only a database shows: reopening it, its SQL, writes that race.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Client } from "@libsql/client";
+import { afterAll, describe, expect, test } from "vitest";
+import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "../../node/serve/libsql-stores.js";
+import { CUT_OFF_BY_RESTART, failCutOffRuns } from "../../src/host/processes/restarts.js";
+import { MemoryProcessStore, type ProcessRecord, type ProcessStore } from "../../src/host/processes/storage.js";
+import { KeyValueQuotaError, type KeyValueStore, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
+import { processRecord } from "../host/processes/records.js";
+
+const dir = mkdtempSync(join(tmpdir(), "runcode-stores-"));
+const opened: Client[] = [];
+afterAll(() => {
+  for (const db of opened) db.close();
+  rmSync(dir, { recursive: true });
+});
+
+let databases = 0;
+/** A new database file; `open` opens it (again). */
+function database() {
+  const url = `file:${join(dir, `${++databases}.db`)}`;
+  return async () => {
+    const db = await openDatabase(url);
+    opened.push(db);
+    return db;
+  };
+}
+
+const processStores: [string, () => Promise<ProcessStore>][] = [
+  ["memory", async () => new MemoryProcessStore()],
+  ["libSQL", async () => new LibsqlProcessStore(await database()())],
+];
+const kvStores: [string, () => Promise<KeyValueStore>][] = [
+  ["memory", async () => new MemoryKeyValueStore()],
+  ["libSQL", async () => libsqlKeyValueStores(await database()())("alpha")],
+];
+
+const record = processRecord;
+
+describe.each(processStores)("ProcessStore: %s", (_name, make) => {
+  test("pids ascend by one within a tenant and are never reused, even after a delete", async () => {
+    const store = await make();
+    const a = await store.nextPid("anonymous");
+    await store.create(record(a));
+    expect(await store.delete(a)).toBe(true);
+    expect(await store.delete(a)).toBe(false);
+    expect([await store.nextPid("anonymous"), await store.nextPid("anonymous")]).toEqual([a + 1, a + 2]);
+  });
+
+  test("a tenant's pids count its own processes only: another's 1,000 creations leave no trace in them", async () => {
+    const quiet = await make();
+    const busy = await make();
+    for (let i = 0; i < 1_000; i++) await busy.nextPid("other");
+    const pids = [quiet, busy].map(async (store) => [await store.nextPid("me"), await store.nextPid("me")]);
+    const [inQuiet, inBusy] = (await Promise.all(pids)) as [number[], number[]];
+    // Each is the tenant's random tag times 2^32 plus its own count: the same counts whatever others did.
+    expect(inQuiet.map((pid) => pid % 2 ** 32)).toEqual([1, 2]);
+    expect(inBusy.map((pid) => pid % 2 ** 32)).toEqual([1, 2]);
+    const other = await busy.nextPid("other");
+    expect([other % 2 ** 32, Math.floor(other / 2 ** 32) === Math.floor((inBusy[0] as number) / 2 ** 32)]).toEqual([
+      1_001,
+      false,
+    ]);
+    for (const pid of [...inQuiet, ...inBusy, other]) expect(Number.isSafeInteger(pid) && pid > 2 ** 32).toBe(true);
+  });
+
+  test("records are copied in and out; update patches; list filters and limits by ascending pid", async () => {
+    const store = await make();
+    const original = record(1, { ref: "x" });
+    await store.create(original);
+    original.stdout = "mutated";
+    const got = (await store.get(1)) as ProcessRecord;
+    got.output.a = 1;
+    expect(await store.get(1)).toEqual(record(1, { ref: "x" }));
+    await expect(store.create(record(1))).rejects.toThrow("Process 1 exists");
+    const patch = { state: "queued", stdout: "s", output: { n: 1 } } as const;
+    const updated = (await store.update(1, patch)) as ProcessRecord;
+    expect(updated).toEqual(record(1, { ref: "x", ...patch }));
+    updated.output.n = 2;
+    expect((await store.get(1))?.output).toEqual({ n: 1 });
+    expect(await store.update(9, { state: "queued" })).toBeUndefined();
+    await store.create(record(3, { exitState: "failed" }));
+    await store.create(record(2, { exitState: "success", ref: "x" }));
+    expect((await store.list()).map((r) => r.pid)).toEqual([1, 2, 3]);
+    expect((await store.list({ ref: "x" })).map((r) => r.pid)).toEqual([1, 2]);
+    expect((await store.list({ exitState: "failed" })).map((r) => r.pid)).toEqual([3]);
+    expect((await store.list({ state: "queued" })).map((r) => r.pid)).toEqual([1]);
+    expect((await store.list({ limit: 2 })).map((r) => r.pid)).toEqual([1, 2]);
+    expect((await store.list({ after: 1, limit: 1 })).map((r) => r.pid)).toEqual([2]);
+  });
+
+  test("records created out of pid order still list in pid order, and the limit stops the walk", async () => {
+    const store = await make();
+    for (const pid of [2, 5, 1, 4, 3]) await store.create(record(pid, { tenant: pid % 2 === 0 ? "even" : "odd" }));
+    expect((await store.list()).map((r) => r.pid)).toEqual([1, 2, 3, 4, 5]);
+    expect((await store.list({ limit: 2 })).map((r) => r.pid)).toEqual([1, 2]);
+    expect((await store.list({ tenant: "odd", after: 1 })).map((r) => r.pid)).toEqual([3, 5]);
+    expect(await store.list({ limit: 0 })).toEqual([]);
+  });
+
+  test("a restart's cut-off runs: every active record ends failed with the restart's message, idle ones are kept", async () => {
+    const store = await make();
+    await store.create(record(1, { state: "running", startedAt: 5, stdout: "half" }));
+    await store.create(record(2, { state: "queued" }));
+    await store.create(record(3, { state: "terminating" }));
+    await store.create(record(4, { exitState: "success" }));
+    expect((await failCutOffRuns(store, 77)).sort()).toEqual([1, 2, 3]);
+    const cut = { state: "idle", exitState: "failed", error: CUT_OFF_BY_RESTART, finishedAt: 77 } as const;
+    expect(await store.list()).toEqual([
+      record(1, { ...cut, startedAt: 5, stdout: "half" }),
+      record(2, cut),
+      record(3, cut),
+      record(4, { exitState: "success" }),
+    ]);
+    expect(await failCutOffRuns(store, 78)).toEqual([]);
+  });
+});
+
+describe.each(kvStores)("KeyValueStore: %s", (_name, make) => {
+  test("JSON values by key, sorted prefix listing, delete", async () => {
+    const kv = await make();
+    await kv.set("b", { n: 1 });
+    await kv.set("a/1", [1, "x"]);
+    await kv.set("a/2", null);
+    expect(await kv.get("b")).toEqual({ n: 1 });
+    expect(await kv.get("a/2")).toBeNull();
+    expect(await kv.get("none")).toBeUndefined();
+    expect(await kv.list()).toEqual(["a/1", "a/2", "b"]);
+    expect(await kv.list({ prefix: "a/", limit: 1 })).toEqual(["a/1"]);
+    expect(await kv.delete("b")).toBe(true);
+    expect(await kv.delete("b")).toBe(false);
+    await expect(kv.set("u", undefined)).rejects.toThrow("kv values must be JSON values");
+  });
+
+  test("keys stay sorted, prefixes list exactly (emoji included), usage follows every write", async () => {
+    const kv = await make();
+    for (const key of ["b", "a😀", "a", "ab", "a\uffff"]) await kv.set(key, key.length);
+    // Code point order, as UTF-8 and SQLite have it: U+FFFF before U+1F600.
+    expect(await kv.list({ prefix: "a" })).toEqual(["a", "ab", "a\uffff", "a😀"]);
+    expect(await kv.list({ prefix: "a", limit: 2 })).toEqual(["a", "ab"]);
+    expect(await kv.list({ prefix: "c" })).toEqual([]);
+    expect(await kv.usage?.()).toEqual({ keys: 5, bytes: 1 + 1 + 5 + 1 + 1 + 1 + 2 + 1 + 4 + 1 });
+    await kv.set("ab", "xyz");
+    expect(await kv.delete("a😀")).toBe(true);
+    expect(await kv.usage?.()).toEqual({ keys: 4, bytes: 2 + 2 + 2 + 5 + 4 + 1 });
+    await expect(kv.set("c", 1, { maxKeys: 4, maxBytes: 1000 })).rejects.toThrow(
+      "quota exceeded: the store may hold at most 4 keys",
+    );
+    await kv.set("ab", 1, { maxKeys: 4, maxBytes: 1000 });
+  });
+
+  test("quotas count UTF-8 bytes of keys and JSON values; a refused write writes nothing; shrinking is allowed", async () => {
+    const kv = await make();
+    const quota = { maxKeys: 3, maxBytes: 100 };
+    await kv.set("a", "€".repeat(13), quota);
+    await kv.set("a😀", 1, quota);
+    expect(await kv.usage?.()).toEqual({ keys: 2, bytes: 1 + 41 + 5 + 1 });
+    await expect(kv.set("b", "y".repeat(60), quota)).rejects.toThrow(new KeyValueQuotaError("bytes", 100, 48 + 1 + 62));
+    expect(await kv.get("b")).toBeUndefined();
+    await kv.set("b", 2, quota);
+    await expect(kv.set("c", 3, quota)).rejects.toThrow("quota exceeded: the store may hold at most 3 keys");
+    await kv.set("a", "", { maxKeys: 3, maxBytes: 1 });
+    expect(await kv.usage?.()).toEqual({ keys: 3, bytes: 3 + 5 + 1 + 2 });
+  });
+
+  test("writes racing for the last room: exactly as many land as fit, and usage counts them", async () => {
+    const kv = await make();
+    const quota = { maxKeys: 5, maxBytes: 1_000_000 };
+    const writes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => kv.set(`k${i}`, i, quota)));
+    expect(writes.filter((w) => w.status === "fulfilled")).toHaveLength(5);
+    expect((await kv.list()).length).toBe(5);
+    expect((await kv.usage?.())?.keys).toBe(5);
+  });
+});
+
+describe("libSQL stores", () => {
+  test("everything written is there when the database is opened again; tenants' kv values stay apart", async () => {
+    const open = database();
+    const first = await open();
+    const store = new LibsqlProcessStore(first);
+    const pid = await store.nextPid("alpha");
+    await store.create(record(pid, { tenant: "alpha", ref: "r" }));
+    await store.update(pid, { state: "running", stdout: "é\u2028\ud83d" });
+    await libsqlKeyValueStores(first)("alpha").set("k", { deep: [1, "two"] });
+    await libsqlKeyValueStores(first)("beta").set("k", 2);
+    first.close();
+
+    const again = await open();
+    const reopened = new LibsqlProcessStore(again);
+    expect(await reopened.get(pid)).toEqual(
+      record(pid, { tenant: "alpha", ref: "r", state: "running", stdout: "é\u2028\ud83d" }),
+    );
+    expect(await reopened.nextPid("alpha")).toBe(pid + 1);
+    const stores = libsqlKeyValueStores(again);
+    expect([await stores("alpha").get("k"), await stores("beta").get("k"), await stores("gamma").get("k")]).toEqual([
+      { deep: [1, "two"] },
+      2,
+      undefined,
+    ]);
+    expect(await stores("alpha").usage?.()).toEqual({ keys: 1, bytes: 1 + 18 });
+    expect(await stores("alpha").list()).toEqual(["k"]);
+  });
+
+  test("filter values are bound, never spliced: SQL in a ref or tenant matches nothing and changes nothing", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    await store.create(record(1, { ref: "x" }));
+    for (const hostile of ["x' OR '1'='1", "'; DROP TABLE processes; --"]) {
+      expect(await store.list({ ref: hostile })).toEqual([]);
+      expect(await store.list({ tenant: hostile })).toEqual([]);
+    }
+    expect((await store.list()).map((r) => r.pid)).toEqual([1]);
+  });
+
+  test("a tenant's usage is counted from its rows when it has no usage row", async () => {
+    const db = await database()();
+    await libsqlKeyValueStores(db)("alpha").set("kk", "v");
+    await db.execute("DELETE FROM kv_usage");
+    expect(await libsqlKeyValueStores(db)("alpha").usage?.()).toEqual({ keys: 1, bytes: 2 + 3 });
+  });
+
+  test("a database that cannot be opened is an error that says why", async () => {
+    await expect(openDatabase(`file:${join(dir, "missing", "x.db")}`)).rejects.toThrow(/unable to open/i);
+    await expect(openDatabase("ftp://example.com/db")).rejects.toThrow(
+      'supports only "libsql:", "wss:", "ws:", "https:", "http:" and "file:" URLs, got "ftp:"',
+    );
+  });
+});
