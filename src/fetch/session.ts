@@ -31,7 +31,7 @@ interface Hop {
   body: ArrayBuffer | null;
 }
 
-/** A request of the guest, checked (the guest's record: see guest/fetch.ts). */
+/** A request of the guest, checked (the guest's record: see guest/web-fetch.ts). */
 interface GuestRequest extends Hop {
   redirect: "follow" | "error" | "manual";
 }
