@@ -10,7 +10,7 @@ import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
 import type { TimedRunCode } from "../src/host/runs/run-once.js";
-import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
@@ -48,7 +48,9 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm, webApis: config.webApis, createSandbox: edgeSandbox }) },
+    environment: {
+      module: instantiate({ wasm, webApis: config.webApis, ...fetchOptionOf(config), createSandbox: edgeSandbox }),
+    },
   });
   // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
   // it: each run gets a sandbox whose fuel holds its time limit, natives included (`[limits] cpu_ms` in
@@ -60,9 +62,10 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     catalog: service,
     run: {
       runCode,
-      webApis: config.webApis,
+      ...runWebOf(config),
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
+      ...(config.fetch && { fetchAllow: config.fetch.allow }),
     },
     ...appOptionsOf(config),
     quotas: registryQuotas(env, config),

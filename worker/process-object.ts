@@ -14,6 +14,7 @@ import { createHost } from "../src/host/index.js";
 import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
 import { failCutOffRuns } from "../src/host/processes/restarts.js";
 import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
+import { fetchOptionOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
@@ -44,7 +45,13 @@ export class ProcessObject extends DurableObject<Env> {
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: {
-          module: instantiate({ wasm, maxCpuMs: config.runCpuMs, webApis: config.webApis, createSandbox: edgeSandbox }),
+          module: instantiate({
+            wasm,
+            maxCpuMs: config.runCpuMs,
+            webApis: config.webApis,
+            ...fetchOptionOf(config),
+            createSandbox: edgeSandbox,
+          }),
         },
       }),
     );

@@ -18,6 +18,7 @@ declare namespace Cloudflare {
 		RUN_CPU_MS: "2000";
 		RUN_FUEL: "2500000000";
 		RUNCODE_WEB_APIS: "false";
+		RUNCODE_FETCH_ALLOW: "";
 		REGISTRY: DurableObjectNamespace<import("./index").RegistryObject>;
 		PROCESSES: DurableObjectNamespace<import("./index").ProcessObject>;
 		KV: DurableObjectNamespace<import("./index").KvObject>;

@@ -15,7 +15,7 @@ import { MemoryQuotas } from "../../src/host/admission/quotas.js";
 import { createApp } from "../../src/host/http/app.js";
 import { createHost } from "../../src/host/index.js";
 import { failCutOffRuns } from "../../src/host/processes/restarts.js";
-import { appOptionsOf, runSandboxOptionsOf } from "../../src/host/settings.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { playgroundFiles } from "./playground.js";
@@ -65,7 +65,12 @@ export async function serve(options: ServeOptions): Promise<Served> {
     maxActivePerTenant: settings.tenantMaxActive,
     // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
     environment: {
-      module: instantiate({ maxCpuMs: settings.runCpuMs, concurrency: MAX_THREADS, webApis: settings.webApis }),
+      module: instantiate({
+        maxCpuMs: settings.runCpuMs,
+        concurrency: MAX_THREADS,
+        webApis: settings.webApis,
+        ...fetchOptionOf(settings),
+      }),
     },
   });
   const runOptions = runSandboxOptionsOf(settings);
@@ -91,7 +96,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     catalog: service,
     run: {
       runCode: sandbox.runCode,
-      webApis: settings.webApis,
+      ...runWebOf(settings),
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
     },

@@ -20,6 +20,7 @@ export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
   RUN_CPU_MS: "2000",
   RUN_FUEL: "2500000000",
   RUNCODE_WEB_APIS: "false",
+  RUNCODE_FETCH_ALLOW: "",
 });
 
 /** Settings a flag can give, by name. */

@@ -6,7 +6,13 @@
  * @module
  */
 import type { RunOptions } from "../../src/core/request.js";
-import type { CodeExecutionError, CodeExecutionLog, CodeExecutionStatus, SafetyCap } from "../../src/core/types.js";
+import type {
+  CodeExecutionError,
+  CodeExecutionLog,
+  CodeExecutionStatus,
+  FetchOptions,
+  SafetyCap,
+} from "../../src/core/types.js";
 import type { GuestTape } from "../../src/values/to-host.js";
 
 /** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
@@ -49,6 +55,8 @@ export interface ThreadSettings {
   instances: "restore" | "fresh";
   bootModules: Readonly<Record<string, string>>;
   webApis: boolean;
+  /** The guest's `fetch`, made on the worker by its own platform `fetch` (so a stop there aborts its requests). */
+  fetch: FetchOptions | undefined;
 }
 
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */

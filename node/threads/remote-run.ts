@@ -12,6 +12,7 @@ import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.
 import type { RunRequest } from "../../src/core/request.js";
 import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/run.js";
 import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
+import { fetchSettingOf } from "../../src/fetch/policy.js";
 import type { GuestTape } from "../../src/values/to-host.js";
 import { Crossing } from "./crossing.js";
 import { asHostCall, type Holder, nestingDepth, type Thread, threadPool, type Waiting } from "./pool.js";
@@ -72,6 +73,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
         instances: context.restore ? "restore" : "fresh",
         bootModules: context.boot.modules,
         webApis: context.boot.webApis,
+        fetch: context.fetch && fetchSettingOf(context.fetch),
       },
       source: request.source,
       options: request.options,

@@ -111,8 +111,10 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
   };
   let done: FromWorker;
   try {
+    const { fetch, ...settings } = message.settings;
     const context = sandboxContext({
-      ...message.settings,
+      ...settings,
+      ...(fetch === undefined ? {} : { fetch }),
       wasm: moduleOf(message.wasm),
       transpiler,
       pool,

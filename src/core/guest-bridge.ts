@@ -11,6 +11,7 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
+import type { FetchSession } from "../fetch/session.js";
 import { guestSlowPathsSource } from "../guest/sources.generated.js";
 import { isBridged, SerializationError, Thrown } from "../values/errors.js";
 import {
@@ -18,6 +19,8 @@ import {
   MODE_CLONE,
   OP_CALL,
   OP_CHARGE,
+  OP_FETCH,
+  OP_FETCH_ABORT,
   OP_LOG,
   OP_MARSHAL,
   OP_RANDOM,
@@ -72,6 +75,8 @@ export interface RunSide {
   logListeners: ((entry: CodeExecutionLog) => void)[];
   /** Where the guest's values go instead, when the host is on another thread. */
   relay: Relay | undefined;
+  /** The run's `fetch`, when the sandbox has one. */
+  fetch: FetchSession | undefined;
 }
 
 export class GuestBridge {
@@ -202,6 +207,11 @@ export class GuestBridge {
           return this.guard(() =>
             ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
           );
+        case OP_FETCH:
+          return this.#callHost(this.#run.fetch?.request, [a, value]);
+        case OP_FETCH_ABORT:
+          this.#run.fetch?.abort(a);
+          return undefined;
         case OP_SETTLE: {
           const ok = ctx.getNumber(okHandle) === 1;
           if (relayed) {

@@ -50,26 +50,34 @@ export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clo
 
 /**
  * What an instance evaluates at boot besides the prelude: the Web APIs when the sandbox asks for them
- * (`SandboxOptions.webApis`), then its boot modules (`SandboxOptions.bootModules`).
+ * (`SandboxOptions.webApis`), with `fetch` among them when it has a fetch setting, then its boot modules
+ * (`SandboxOptions.bootModules`).
  */
 export interface Boot {
   /** Tells instances booted alike from others. */
   key: string;
   webApis: boolean;
+  fetch: boolean;
   modules: Readonly<Record<string, string>>;
 }
 
-export const PLAIN_BOOT: Boot = Object.freeze({ key: "", webApis: false, modules: Object.freeze({}) });
+export const PLAIN_BOOT: Boot = Object.freeze({
+  key: "",
+  webApis: false,
+  fetch: false,
+  modules: Object.freeze({}),
+});
 
 /** Boot modules already checked, by identity: a host that makes a sandbox per execution passes the same object. */
 const bootModulesSeen = new WeakMap<object, Pick<Boot, "key" | "modules">>();
 
-/** The {@link Boot} of a sandbox's settings. */
-export function bootOf(modules: Readonly<Record<string, string>> | undefined, webApis: boolean): Boot {
+/** The {@link Boot} of a sandbox's settings (`fetch` only with `webApis`). */
+export function bootOf(modules: Readonly<Record<string, string>> | undefined, webApis: boolean, fetch = false): Boot {
   const checked = modules === undefined ? PLAIN_BOOT : checkedModules(modules);
+  const web = webApis ? (fetch ? "web+fetch" : "web") : "";
   return checked.key === "" && !webApis
     ? PLAIN_BOOT
-    : { key: `${webApis ? "web" : ""}${checked.key}`, webApis, modules: checked.modules };
+    : { key: `${web}${checked.key}`, webApis, fetch: webApis && fetch, modules: checked.modules };
 }
 
 function checkedModules(modules: Readonly<Record<string, string>>): Pick<Boot, "key" | "modules"> {
@@ -283,7 +291,7 @@ export class BootedInstance {
 
   /**
    * Evaluates the Web APIs' guest halves in order (see web-apis.ts), each given the host function and the kit they
-   * share; returns the host's handles on the guest's timers.
+   * share, and `fetch` when the sandbox has a fetch setting; returns the host's handles on the guest's timers.
    */
   #installWebApis(): TimerHandles {
     const { ctx } = this;
@@ -293,6 +301,11 @@ export class BootedInstance {
       const install = unwrap(ctx, ctx.evalCode(source, `${INTERNALS_MODULE}/web/${name}`, { type: "global" }), what);
       unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall, kit]), what).dispose();
       install.dispose();
+    }
+    if (this.boot.fetch) {
+      const installFetch = ctx.getProp(kit, "installFetch");
+      unwrap(ctx, ctx.callFunction(installFetch, ctx.undefined, []), "The Web API 'fetch'").dispose();
+      installFetch.dispose();
     }
     const timers = { next: ctx.getProp(kit, "nextTimer"), fire: ctx.getProp(kit, "fireTimer") };
     kit.dispose();

@@ -8,6 +8,8 @@
  * @module
  */
 import type { QuickJSHandle } from "quickjs-emscripten-core";
+import type { FetchPolicy } from "../fetch/policy.js";
+import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
@@ -36,6 +38,8 @@ export interface RunContext {
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
   transpiler: Transpiler | undefined;
+  /** See `SandboxOptions.fetch`. */
+  fetch: FetchPolicy | undefined;
 }
 
 /** What the run shares with its handle. */
@@ -82,6 +86,7 @@ class Run implements StartedRun {
   readonly #relay: Relay | undefined;
   readonly #logs: CodeExecutionLog[] = [];
   readonly #limits: Limits;
+  readonly #fetch: FetchSession | undefined;
 
   /** The booted instance while the run holds it, and the bridge into it. */
   #booted: BootedInstance | undefined;
@@ -107,12 +112,14 @@ class Run implements StartedRun {
       settled: () => channel.settled(),
       memoryLimitBytes: request.options.memoryLimitBytes,
     });
+    this.#fetch = context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes);
     this.ended = this.#run();
   }
 
   /** Stops the run at its next chance (the handle has settled already). */
   stop(error: CodeExecutionError): void {
     this.#limits.terminate(error);
+    this.#fetch?.end();
     this.#bridge?.wake();
   }
 
@@ -134,6 +141,7 @@ class Run implements StartedRun {
     try {
       return await this.#execute(this.#request.source);
     } finally {
+      this.#fetch?.end();
       this.#limits.release();
       const booted = this.#booted;
       this.#booted = undefined;
@@ -194,6 +202,7 @@ class Run implements StartedRun {
       logs: this.#logs,
       logListeners: [this.#context.onLog, this.#request.onLog].filter((listener) => listener !== undefined),
       relay: this.#relay,
+      fetch: this.#fetch,
     });
     this.#bridge = bridge;
     if (booted.timers !== undefined) {

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { fetchPolicyOf } from "../fetch/policy.js";
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
 import { bootOf } from "./instance.js";
@@ -59,7 +60,10 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
   const { webApis = false } = settings;
   if (typeof webApis !== "boolean") throw new TypeError("createSandbox: webApis must be a boolean");
-  const boot = bootOf(settings.bootModules, webApis);
+  const fetch = settings.fetch === undefined ? undefined : fetchPolicyOf(settings.fetch);
+  if (fetch !== undefined && !webApis)
+    throw new TypeError("createSandbox: fetch needs webApis: true (the guest's Request, Response and Headers)");
+  const boot = bootOf(settings.bootModules, webApis, fetch !== undefined);
   for (const key of Object.keys(settings.safetyCap ?? {})) {
     if (!(key in DEFAULT_SAFETY_CAP))
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);
@@ -80,6 +84,7 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
     boot,
     onLog: settings.onLog,
     transpiler: settings.transpiler,
+    fetch,
     defaultMemoryLimitBytes,
   };
 }

@@ -29,7 +29,15 @@
 import { compiledModule } from "../core/engine.js";
 import { InstancePool } from "../core/instance-pool.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, safetyCapWithin } from "../core/sandbox.js";
-import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
+import type {
+  CodeExecution,
+  CodeExecutionResult,
+  FetchOptions,
+  Sandbox,
+  SandboxOptions,
+  WasmSource,
+} from "../core/types.js";
+import { fetchPolicyOf } from "../fetch/policy.js";
 import type { ServiceInfo } from "../tools/types.js";
 import { BudgetError, WorkBudget } from "../values/budget.js";
 import { type JsonValue, toJsonSized } from "../values/json.js";
@@ -118,6 +126,11 @@ export interface EnvironmentOptions {
    * any guest work at once.
    */
   createSandbox?: (settings: SandboxOptions) => Sandbox;
+  /**
+   * Gives process code `fetch` (and the Web APIs with it), reaching only the origins of `allow`, within the limits of
+   * {@link FetchOptions} per execution. Default none: no `fetch`.
+   */
+  fetch?: FetchOptions;
 }
 
 /**
@@ -180,6 +193,9 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #createSandbox: (settings: SandboxOptions) => Sandbox;
   /** Sandboxes by the timeout of their executions, the most recently used last. */
   readonly #sandboxes = new Map<number, Sandbox>();
+  readonly #fetch: FetchOptions | undefined;
+  /** The origins `fetch` reaches, as normalized (none without a fetch setting). */
+  readonly #fetchAllow: readonly string[];
   #bindings: EnvironmentBindings | undefined;
   #running = 0;
   #tornDown = false;
@@ -200,9 +216,13 @@ class QuickJSEnvironment implements EnvironmentModule {
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
+    this.#fetch = options.fetch;
+    this.#fetchAllow =
+      options.fetch === undefined ? [] : fetchPolicyOf(options.fetch, "instantiate: fetch").allow.entries;
     const { webApis = false } = options;
     if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
-    this.#webApis = webApis;
+    // `fetch` needs the Web APIs' Request, Response and Headers.
+    this.#webApis = webApis || options.fetch !== undefined;
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -269,6 +289,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       consoleLine: this.#budgets.consoleLine,
       data: this.#budgets.data,
       webApis: this.#webApis,
+      fetchAllow: this.#fetchAllow,
     });
   }
 
@@ -437,6 +458,7 @@ class QuickJSEnvironment implements EnvironmentModule {
         defaultMemoryLimitBytes: this.#memoryLimitBytes,
         bootModules: RUNTIME_BOOT_MODULES,
         webApis: this.#webApis,
+        ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
         safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: this.#maxCpuMs }),
       });
     }

@@ -51,6 +51,13 @@ export const OP_RANDOM = 6;
 export const OP_UNCAUGHT = 7;
 /** The most bytes one `crypto.getRandomValues` may ask for (WebCrypto's bound). */
 export const MAX_RANDOM_BYTES = 65_536;
+/**
+ * A request of the guest's `fetch` (guest/web-fetch.ts): `a` is its number in the run, the tape its record; the host
+ * answers with a promise of the response (src/fetch/session.ts).
+ */
+export const OP_FETCH = 8;
+/** The guest's signal aborted request number `a`: the host aborts it. The tape is `null`. */
+export const OP_FETCH_ABORT = 9;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

@@ -221,6 +221,38 @@ console.log(typeof fetch, typeof setTimeout, typeof process, typeof require);`;
   });
 });
 
+describe("fetch", () => {
+  test("reaches the origins of the host's fetch setting only, and the docs name them", async () => {
+    const b = recorder();
+    const requested: string[] = [];
+    const fetch = async (url: string) => {
+      requested.push(url);
+      return Response.json({ ok: 1 });
+    };
+    const env = await environment(b, { fetch: { allow: ["https://api.example.com/v1/"], fetch } });
+    const code = `console.log(await (await fetch("https://api.example.com/v1/x")).json());
+console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message));`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe(
+      "{ ok: 1 }\nfetch: https://api.example.com/v2/x is outside the paths allowed for https://api.example.com\n",
+    );
+    expect(requested).toEqual(["https://api.example.com/v1/x"]);
+    const docs = await env.generateDocs();
+    expect(docs).toContain("HTTP requests to `https://api.example.com/v1/` only");
+    expect(docs).toContain("| Web APIs | `URL`");
+    expect(docs).toContain("Not available: `process`");
+    expect(await (await environment(recorder(), { webApis: true })).generateDocs()).toContain(
+      "Not available: `fetch`, `process`",
+    );
+  });
+
+  test("a bad setting is refused when the environment is made", () => {
+    expect(() => instantiate({ fetch: { allow: ["ftp://x.org"] } })).toThrow(
+      new TypeError('instantiate: fetch.allow[0] must be an http: or https: origin, got "ftp://x.org"'),
+    );
+  });
+});
+
 describe("timeouts", () => {
   test("while(true){} stops at timeoutMs with exit timeout and a message", async () => {
     const b = recorder();

@@ -17,6 +17,7 @@ import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
 import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
+import { startServer } from "../fetch/server.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const WEB = fileURLToPath(new URL("../../dist/web/", import.meta.url));
@@ -279,6 +280,28 @@ describe("runcode serve", () => {
     expect(await refused([], { RUNCODE_WEB_APIS: "yes" })).toEqual({
       code: 2,
       output: 'runcode serve: RUNCODE_WEB_APIS must be "true" or "false", got "yes" (runcode serve --help)',
+    });
+  });
+
+  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs fetch reaching those origins only; a bad one is refused", async () => {
+    const upstream = await startServer();
+    const server = await start(["--db", newDatabase(), "--fetch-allow", upstream.origin]);
+    const { run } = client(server);
+    const source = `export default [(await (await fetch("${upstream.origin}/echo/serve")).json()).path,
+  await fetch("https://evil.example/").catch((e) => e.message)];`;
+    expect(await run(source)).toEqual({
+      status: 200,
+      result: expect.objectContaining({
+        status: "success",
+        result: ["/echo/serve", "fetch: https://evil.example is not on the sandbox's allow list"],
+      }),
+    });
+    expect(await server.stop("SIGTERM")).toBe(0);
+    await upstream.close();
+    expect(await refused([], { RUNCODE_FETCH_ALLOW: "ftp://x.org" })).toEqual({
+      code: 2,
+      output:
+        'runcode serve: RUNCODE_FETCH_ALLOW entry 1 must be an http: or https: origin, got "ftp://x.org" (runcode serve --help)',
     });
   });
 
