@@ -266,19 +266,26 @@ export class BootedInstance {
   }
 
   /**
-   * Takes the instance back from its run. A `sound` instance (no host fault, no abort) that did not grow and whose
-   * library state is as booted gets its booted memory back and returns `true`; any other is for dropping. Everything
-   * below the break is rewritten (static data, the whole C stack, the heap): nothing above it was ever written.
+   * Takes the instance back from its run: whether its memory can get its booted image back ({@link restore}). A
+   * `sound` instance (no host fault, no abort) that did not grow and whose library state is as booted can; any other
+   * is for dropping.
    */
-  reclaim(sound: boolean): boolean {
+  release(sound: boolean): boolean {
     this.#holder = undefined;
     const { memory, growthRefused } = this.instance;
-    const breakAt = this.#breakAt;
-    if (!sound || breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
+    if (!sound || this.#breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
       return false; // (an instance booted without an image has a #bootedLength of 0)
-    if (this.#fingerprint() !== this.#bootedFingerprint) return false;
-    const bytes = new Uint8Array(memory.buffer);
-    const reached = new Int32Array(memory.buffer, breakAt, 1)[0] as number;
+    return this.#fingerprint() === this.#bootedFingerprint;
+  }
+
+  /**
+   * Gives an instance {@link release} found fit its booted memory back; `false` (for dropping) when the allocator's
+   * break is not where a run can leave it. Everything below the break is rewritten (static data, the whole C stack,
+   * the heap): nothing above it was ever written.
+   */
+  restore(): boolean {
+    const bytes = new Uint8Array(this.instance.memory.buffer);
+    const reached = new Int32Array(bytes.buffer, this.#breakAt as number, 1)[0] as number;
     if (reached < this.#bootedBreak || reached > bytes.length) return false;
     const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
     for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
@@ -287,6 +294,11 @@ export class BootedInstance {
       else bytes.fill(0, start, Math.min(start + BLOCK, end));
     }
     return true;
+  }
+
+  /** {@link release}, then {@link restore}: whether the instance holds its booted memory again. */
+  reclaim(sound: boolean): boolean {
+    return this.release(sound) && this.restore();
   }
 
   /**

@@ -1,11 +1,13 @@
 /**
- * The pool's memory bound: idle instances and lent ones together stay within what a host admits, idle ones giving
- * way (the edge sets the admission's budget: a 128 MB isolate).
+ * The pool's bounds: idle instances follow how many runs were recently in flight, and idle and lent ones together
+ * stay within what a host admits, idle ones giving way (the edge sets the admission's budget: a 128 MB isolate);
+ * an instance given back unrestored is restored before it is lent again.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
-import { InstancePool } from "../../src/core/instance-pool.js";
+import type { BootedInstance } from "../../src/core/instance.js";
+import { DEMAND_WINDOW_MS, InstancePool, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
 
 const MiB = 1024 * 1024;
 const wasm = compiledModule(nodeWasm);
@@ -33,5 +35,113 @@ describe("the instance pool's memory bound", () => {
     expect(pool.idle).toBe(1);
     pool.give(lent, true);
     expect(pool.idle).toBe(2);
+  });
+});
+
+/** Takes `count` instances at once (12 MiB caps), as that many concurrent runs would. */
+async function takeAtOnce(pool: InstancePool, count: number): Promise<BootedInstance[]> {
+  const module = await wasm();
+  return Promise.all(Array.from({ length: count }, () => pool.take(module, 12 * MiB, true)));
+}
+
+/** A pool past its first run, which gets an instance booted for it alone. */
+async function warmPool(options?: ConstructorParameters<typeof InstancePool>[0]): Promise<InstancePool> {
+  const pool = new InstancePool(options);
+  const [first] = await takeAtOnce(pool, 1);
+  pool.give(first as BootedInstance, true);
+  return pool;
+}
+
+describe("the instance pool follows the load", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("keeps an idle instance for every run recently in flight, so the next burst boots none", async () => {
+    const pool = await warmPool();
+    const burst = await takeAtOnce(pool, 12);
+    for (const instance of burst) pool.give(instance, true);
+    expect(pool.idle).toBe(12);
+    const again = await takeAtOnce(pool, 12);
+    expect(again.filter((instance) => burst.includes(instance)).length).toBe(12);
+    expect(pool.idle).toBe(0);
+    for (const instance of again) pool.give(instance, true);
+    expect(pool.idle).toBe(12);
+  });
+
+  it(`drops those the load no longer needs once fewer runs are in flight for two windows, down to ${MIN_IDLE_INSTANCES}`, async () => {
+    const pool = await warmPool();
+    vi.useFakeTimers({ toFake: ["Date", "setTimeout", "clearTimeout"] });
+    const burst = await takeAtOnce(pool, 12);
+    for (const instance of burst) pool.give(instance, true);
+    const oneRun = async () => {
+      const [instance] = await takeAtOnce(pool, 1);
+      pool.give(instance as BootedInstance, true);
+    };
+    // Within the window after the burst's, its demand still counts.
+    vi.setSystemTime(Date.now() + DEMAND_WINDOW_MS);
+    await oneRun();
+    expect(pool.idle).toBe(12);
+    vi.setSystemTime(Date.now() + DEMAND_WINDOW_MS);
+    await oneRun();
+    expect(pool.idle).toBe(MIN_IDLE_INSTANCES);
+  });
+
+  it("drops them when no run comes at all, on a timer that does not keep the process alive", async () => {
+    const pool = await warmPool();
+    vi.useFakeTimers({ toFake: ["Date", "setTimeout", "clearTimeout"] });
+    const burst = await takeAtOnce(pool, 12);
+    for (const instance of burst) pool.give(instance, true);
+    expect(pool.idle).toBe(12);
+    vi.advanceTimersByTime(2 * DEMAND_WINDOW_MS - 1);
+    expect(pool.idle).toBe(12);
+    vi.advanceTimersByTime(1);
+    expect(pool.idle).toBe(MIN_IDLE_INSTANCES);
+  });
+
+  it("within its memory bound all the same", async () => {
+    const pool = await warmPool();
+    pool.limitMemory(6 * 16 * MiB);
+    const burst = await takeAtOnce(pool, 12);
+    for (const instance of burst) pool.give(instance, true);
+    expect(pool.idle).toBe(6);
+  });
+});
+
+describe("an instance given back unrestored (deferRestore)", () => {
+  /** A pool's restorable instance with bytes written in its heap, and a copy of its memory as it was lent. */
+  async function scribbled(pool: InstancePool) {
+    const [booted] = (await takeAtOnce(pool, 1)) as [BootedInstance];
+    const bytes = new Uint8Array(booted.instance.memory.buffer);
+    const lent = bytes.slice();
+    // Well below the allocator's break: static data, the C stack and the booted heap span the first 5.5 MiB.
+    bytes.fill(0xa5, 2 * MiB, 2 * MiB + 4096);
+    return { booted, bytes, lent };
+  }
+
+  it("keeps the run's memory until restoreReturned(), then holds the booted image", async () => {
+    const pool = await warmPool({ deferRestore: true });
+    const { booted, bytes, lent } = await scribbled(pool);
+    pool.give(booted, true);
+    expect(pool.idle).toBe(1);
+    expect(bytes[2 * MiB]).toBe(0xa5);
+    pool.restoreReturned();
+    expect(Buffer.compare(bytes, lent)).toBe(0);
+  });
+
+  it("is restored before it is lent again", async () => {
+    const pool = await warmPool({ deferRestore: true });
+    const { booted, bytes, lent } = await scribbled(pool);
+    pool.give(booted, true);
+    const [next] = await takeAtOnce(pool, 1);
+    expect(next === booted).toBe(true);
+    expect(Buffer.compare(bytes, lent)).toBe(0);
+  });
+
+  it("is dropped at once when its run was not sound", async () => {
+    const pool = await warmPool({ deferRestore: true });
+    const { booted } = await scribbled(pool);
+    pool.give(booted, false);
+    expect(pool.idle).toBe(0);
   });
 });
