@@ -18,8 +18,21 @@ export * from "../src/index.js";
 export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
+const readWasm = () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
+
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
-export const nodeWasm: WasmSource = async () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
+export const nodeWasm: WasmSource = readWasm;
+
+let compiled: Promise<WebAssembly.Module> | undefined;
+
+/**
+ * {@link nodeWasm} compiled once for the process, off the event loop: the default `wasm` of this entry's sandboxes,
+ * which so share one module (a worker thread receives it once) and the booted instances of it.
+ */
+const processWasm = (): Promise<WebAssembly.Module> => {
+  compiled ??= readWasm().then((bytes) => WebAssembly.compile(bytes));
+  return compiled;
+};
 
 /** Whether Node's sandboxes run on worker threads when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
 export const THREADS_BY_DEFAULT = true;
@@ -46,7 +59,7 @@ export interface NodeSandboxOptions extends SandboxOptions {
 export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
   const { threads = THREADS_BY_DEFAULT, ...core } = settings;
   if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
-  const wasm = core.wasm ?? nodeWasm;
+  const wasm = core.wasm ?? processWasm;
   return threads ? createThreadedSandbox({ ...core, wasm }) : createCoreSandbox({ transpiler, pool, ...core, wasm });
 }
 

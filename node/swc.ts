@@ -1,6 +1,7 @@
 /**
  * SWC for the core's TypeScript erasure (src/core/transpile.ts): its metered wasm (`runcode/swc.wasm`) read and compiled
- * once, and a fresh instance made of it whenever the core needs one, as on Workers and in browsers.
+ * once per process, off the event loop, and a fresh instance made of it whenever the core needs one, as on Workers and
+ * in browsers. Worker threads get the compiled module from the caller's thread rather than compiling their own.
  * @module
  */
 import { readFile } from "node:fs/promises";
@@ -8,7 +9,22 @@ import { createRequire } from "node:module";
 import { instantiate } from "runcode/swc";
 import type { NewSwc } from "../src/core/transpile.js";
 
-export async function loadSwc(): Promise<NewSwc> {
-  const module = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
+let compiled: Promise<WebAssembly.Module> | undefined;
+
+/** SWC's metered wasm, compiled once for the process. */
+export function swcModule(): Promise<WebAssembly.Module> {
+  compiled ??= readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")).then((bytes) =>
+    WebAssembly.compile(bytes),
+  );
+  return compiled;
+}
+
+/** Fresh instances of SWC's compiled `module`. */
+export function swcOf(module: WebAssembly.Module): NewSwc {
   return (out) => instantiate(module, out);
+}
+
+/** A `Transpiler`'s loader of SWC's wasm from the package. */
+export async function loadSwc(): Promise<NewSwc> {
+  return swcOf(await swcModule());
 }

@@ -4,6 +4,13 @@
  * waiting in a queue (bounded by {@link MAX_QUEUED_RUNS}) for the first worker free, more spawned on demand up
  * to {@link MAX_THREADS}, and a replacement spawned for every worker that was ended or crashed.
  *
+ * Runs doing guest work at once are kept to the machine's cores ({@link CPU_SLOTS}): an unrelated run that finds
+ * that many workers computing waits for one of them rather than take another worker or spawn one, since more would
+ * only share the cores, the caller's thread among them (32 trivial runs at once went from 3,300 to 7,300 runs/s on
+ * two cores with two workers instead of eight). Runs waiting for the host do not count; and when no worker has
+ * come free for {@link CPU_WAIT_MS} (long runs hold the cores) and none is starting, a waiting run takes another
+ * worker all the same.
+ *
  * A run started inside a host call of a run on a thread is nested one level deeper (told by the caller's thread's
  * async context, as host functions run there). Its parent holds a worker while it awaits, so nested runs never wait
  * for the workers of unrelated runs: they have up to {@link MAX_NESTING_DEPTH} workers of their own, of which runs
@@ -13,20 +20,9 @@
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
-import {
-  ANSWERED,
-  type Answer,
-  type FromWorker,
-  now,
-  SIGNAL_BYTES,
-  SLICE_STARTED,
-  SLICES_SPENT,
-  STOP,
-  signalViews,
-  type ToWorker,
-  type WasmRef,
-} from "./protocol.js";
+import { availableParallelism } from "node:os";
+import type { WarmBoot } from "./protocol.js";
+import { Thread } from "./thread.js";
 
 /**
  * Worker threads for unrelated runs (nested runs have {@link MAX_NESTING_DEPTH} more); each holds one run's wasm
@@ -37,6 +33,10 @@ export const MAX_THREADS = 8;
 export const MAX_QUEUED_RUNS = 1_000;
 /** How deep runs may nest through host functions; a run deeper makes `runCode` throw a `RangeError`. */
 export const MAX_NESTING_DEPTH = 8;
+/** Workers doing guest work at once past which an unrelated run waits a moment for one (see the module comment). */
+export const CPU_SLOTS = availableParallelism();
+/** How long without a worker coming free before a waiting run takes another worker past {@link CPU_SLOTS}. */
+export const CPU_WAIT_MS = 5;
 
 /** The nesting depth of the run whose host function is being called on this thread. */
 const hostCalls = new AsyncLocalStorage<number>();
@@ -58,137 +58,20 @@ export function nestingDepth(): number {
   return depth;
 }
 
-/**
- * The worker's stack: Node gives JavaScript all but 192 KiB of it, so this leaves the 984 KiB V8 gives the main
- * thread by default, and deep recursion and nesting end as they do in-thread. With a worker's default of 4 MiB,
- * guest recursion through host calls met the engine's own limit, where in-thread the host's stack runs out first.
- */
-const WORKER_STACK_MB = (984 + 192) / 1024;
-
-/**
- * The worker's script: the build's JavaScript, also when this module runs from its TypeScript source (the tests),
- * since worker threads cannot load TypeScript.
- */
-const WORKER_SCRIPT = import.meta.url.endsWith(".ts")
-  ? new URL("../../dist/node/threads/worker.js", import.meta.url)
-  : new URL("./worker.js", import.meta.url);
-
-/** Numbers of the compiled wasm modules, so a worker receives each one once. */
-const moduleIds = new WeakMap<WebAssembly.Module, number>();
-let nextModule = 0;
-
-/** What a run on a thread hears from it. */
-export interface Holder {
-  /** How deep the run is nested (see {@link nestingDepth}). */
-  readonly depth: number;
-  receive(message: Exclude<FromWorker, { kind: "ready" }>): void;
-  /** The worker died under the run (crashed, or ended by the pool). */
-  lost(reason: string): void;
-}
-
-/** One worker thread, as the caller's thread sees it. */
-export class Thread {
-  readonly #worker: Worker;
-  readonly #flags: Int32Array;
-  readonly #clock: Float64Array;
-  readonly #answers: MessagePort;
-  /** Numbers of the compiled wasm modules this worker holds. */
-  readonly #modules = new Set<number>();
-  holder: Holder | undefined;
-  alive = true;
-  /** Whether the worker started; one that could not (its script failed to load) is not replaced in a loop. */
-  started = false;
-  /** What ended the worker, when an uncaught error did. */
-  #crash: unknown;
-  /** Why the worker is gone, once it is. */
-  exitReason = "";
-
-  constructor(onReady: () => void, onExit: () => void) {
-    const signals = new SharedArrayBuffer(SIGNAL_BYTES);
-    const { port1, port2 } = new MessageChannel();
-    ({ flags: this.#flags, clock: this.#clock } = signalViews(signals));
-    this.#answers = port1;
-    this.#worker = new Worker(WORKER_SCRIPT, {
-      workerData: { signals, answers: port2 },
-      transferList: [port2],
-      // The worker needs none of the process's options, and some (`--input-type`) keep a worker from starting.
-      execArgv: [],
-      resourceLimits: { stackSizeMb: WORKER_STACK_MB },
-    });
-    this.#worker.on("message", (message: FromWorker) => {
-      if (message.kind !== "ready") {
-        this.holder?.receive(message);
-        return;
-      }
-      this.started = true;
-      onReady();
-    });
-    // An uncaught error ends the worker; 'exit' follows.
-    this.#worker.on("error", (error) => {
-      this.#crash = error;
-    });
-    this.#worker.on("exit", () => {
-      const why = this.#crash === undefined ? "" : `: ${String(this.#crash)}`;
-      this.exitReason = `The worker thread running the code exited${why}`;
-      if (this.alive) this.holder?.lost(this.exitReason);
-      this.alive = false;
-      this.holder = undefined;
-      onExit();
-    });
-  }
-
-  post(message: ToWorker): void {
-    this.#worker.postMessage(message);
-  }
-
-  /** `module` as this worker needs it: by number once it has it. */
-  wasmRef(module: WebAssembly.Module): WasmRef {
-    const id = moduleIds.get(module) ?? nextModule++;
-    moduleIds.set(module, id);
-    const known = this.#modules.has(id);
-    this.#modules.add(id);
-    return known ? { id } : { id, module };
-  }
-
-  /** Answers the worker's pending synchronous call and wakes it. */
-  answer(answer: Answer): void {
-    this.#answers.postMessage(answer);
-    Atomics.store(this.#flags, ANSWERED, answer.call);
-    Atomics.notify(this.#flags, ANSWERED);
-  }
-
-  /** Stops run `run` where it stands: its flag for guest code running, a message for a run awaiting the host. */
-  stop(run: number): void {
-    Atomics.store(this.#flags, STOP, run);
-    this.post({ kind: "stop", run });
-  }
-
-  /** Milliseconds the current run has spent in synchronous guest work so far, the slice under way included. */
-  guestTime(): number {
-    const started = this.#clock[SLICE_STARTED] as number;
-    return (this.#clock[SLICES_SPENT] as number) + (started === 0 ? 0 : now() - started);
-  }
-
-  /** A busy worker keeps the process alive, as a run on the caller's thread would; an idle one does not. */
-  hold(busy: boolean): void {
-    if (busy) this.#worker.ref();
-    else this.#worker.unref();
-  }
-
-  /** Ends the worker at once, wherever its code is; the pool replaces it once it has exited. */
-  end(): void {
-    this.alive = false;
-    this.holder = undefined;
-    void this.#worker.terminate();
-  }
-}
-
 /** A run waiting for a thread. */
 export interface Waiting {
   readonly depth: number;
   start(thread: Thread): void;
   /** No thread will come: the worker spawned for it could not start. */
   lost(reason: string): void;
+}
+
+/** What a new worker readies itself for: runs like the latest (see the `warm` message). */
+export interface Latest {
+  wasm: WebAssembly.Module;
+  /** `undefined` when their instances are not restored. */
+  boot: WarmBoot | undefined;
+  swc: WebAssembly.Module | undefined;
 }
 
 class ThreadPool {
@@ -198,8 +81,11 @@ class ThreadPool {
   readonly #queue: Waiting[] = [];
   /** Workers spawned that have not loaded yet. */
   #starting = 0;
-  /** The wasm of the latest run: a new worker boots it before its first run. */
-  #latest: WebAssembly.Module | undefined;
+  #latest: Latest | undefined;
+  /** When a worker last came free, or a run last went beyond the cores (`performance.now()`). */
+  #freed = 0;
+  /** Dispatches again when a run kept waiting for a computing worker has waited long enough. */
+  #recheck: ReturnType<typeof setTimeout> | undefined;
 
   /**
    * Gives `run` an idle thread, or queues it for the first thread free: a run that finishes or a worker spawned for
@@ -210,11 +96,17 @@ class ThreadPool {
     this.#queue.splice(at === -1 ? this.#queue.length : at, 0, run);
     this.#dispatch();
     // Unrelated and nested runs wait within a bound each, so a guest's fan-out of nested runs never fills the line
-    // of unrelated ones. Runs a starting worker will take are not beyond the bound.
+    // of unrelated ones. Runs that a starting worker, or for unrelated runs a worker of theirs not yet busy, will
+    // take are not beyond the bound.
     const nested = run.depth > 0;
     let waiting = 0;
     for (const other of this.#queue) if (other.depth > 0 === nested) waiting++;
-    if (waiting > MAX_QUEUED_RUNS + this.#starting && this.#queue.includes(run)) {
+    let free = this.#starting;
+    if (!nested) {
+      free = MAX_THREADS;
+      for (const thread of this.#threads) if (thread.holder?.depth === 0) free--;
+    }
+    if (waiting > MAX_QUEUED_RUNS + free && this.#queue.includes(run)) {
       this.withdraw(run);
       throw new RangeError(
         nested
@@ -234,15 +126,16 @@ class ThreadPool {
   release(thread: Thread, warm = true): void {
     thread.holder = undefined;
     if (!thread.alive) return;
+    this.#freed = performance.now();
     thread.hold(false);
     if (warm) this.#idle.push(thread);
     else this.#idle.unshift(thread);
     this.#dispatch();
   }
 
-  /** Notes the wasm runs use, for warming new workers. */
-  uses(module: WebAssembly.Module): void {
-    this.#latest = module;
+  /** Notes what runs look like, for warming new workers. */
+  uses(latest: Latest): void {
+    this.#latest = latest;
   }
 
   /**
@@ -251,12 +144,31 @@ class ThreadPool {
    */
   #dispatch(): void {
     const held = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
-    for (const thread of this.#threads) if (thread.holder !== undefined) (held[thread.holder.depth] as number)++;
+    let computing = 0;
+    for (const thread of this.#threads) {
+      if (thread.holder === undefined) continue;
+      (held[thread.holder.depth] as number)++;
+      if (thread.computing) computing++;
+    }
+    const at = performance.now();
     let unserved = 0;
+    let recheck = false;
     for (let i = 0; i < this.#queue.length; i++) {
       const run = this.#queue[i] as Waiting;
       if (!mayHold(held, run.depth)) continue;
+      // Unrelated runs keep to the cores (see CPU_SLOTS); nested runs never wait, their parents wait on them.
+      if (run.depth === 0 && computing >= CPU_SLOTS) {
+        // A worker still starting will take a run soon (and dispatch again); past the wait, one run at a time goes
+        // beyond the cores. A worker whose run starts waiting for the host says nothing: the recheck notices.
+        if (this.#starting > 0) continue;
+        if (at - this.#freed < CPU_WAIT_MS) {
+          recheck = true;
+          continue;
+        }
+        this.#freed = at;
+      }
       (held[run.depth] as number)++;
+      computing++;
       const thread = this.#idle.pop();
       if (thread === undefined) {
         unserved++;
@@ -267,10 +179,25 @@ class ThreadPool {
       run.start(thread);
     }
     while (this.#starting < unserved && this.#alive() < MAX_THREADS + MAX_NESTING_DEPTH) this.#spawn();
+    for (const thread of this.#threads) if (thread.alive && !thread.started) thread.hold(unserved > 0);
+    if (recheck) this.#recheckAt(this.#freed + CPU_WAIT_MS);
     // Once no nested run holds or waits for a worker, those beyond MAX_THREADS are ended: a burst of nesting does
     // not keep their memory, and workers are not ended and spawned again between the nested runs of one burst.
     const nesting = held.some((count, depth) => depth > 0 && count > 0) || this.#queue.some((run) => run.depth > 0);
     while (!nesting && this.#idle.length > 0 && this.#alive() > MAX_THREADS) this.#idle.shift()?.end();
+  }
+
+  /** Dispatches again at `at` (`performance.now()`), unless a dispatch is due sooner; never holds the process. */
+  #recheckAt(at: number): void {
+    if (this.#recheck !== undefined) return;
+    this.#recheck = setTimeout(
+      () => {
+        this.#recheck = undefined;
+        this.#dispatch();
+      },
+      Math.max(0, at - performance.now()),
+    );
+    this.#recheck.unref();
   }
 
   #alive(): number {
@@ -279,19 +206,33 @@ class ThreadPool {
     return alive;
   }
 
+  /** A new worker: idle once it has loaded, readied then for runs like the latest unless a run takes it at once. */
   #spawn(): void {
     this.#starting++;
     const thread: Thread = new Thread(
       () => {
         this.#starting--;
-        if (this.#latest !== undefined) thread.post({ kind: "warm", wasm: thread.wasmRef(this.#latest) });
         this.release(thread, false);
+        if (thread.holder === undefined) this.#warm(thread);
       },
       () => this.#replace(thread),
     );
     this.#threads.add(thread);
   }
 
+  /** Readies a loaded worker, once, for runs like the latest. */
+  #warm(thread: Thread): void {
+    const latest = this.#latest;
+    if (latest === undefined || !thread.started || thread.warmed) return;
+    thread.warmed = true;
+    const { wasm, boot, swc } = latest;
+    thread.post({
+      kind: "warm",
+      wasm: thread.wasmRef(wasm),
+      ...(boot === undefined ? {} : { boot }),
+      ...(swc === undefined ? {} : thread.swcRef(swc)),
+    });
+  }
   /**
    * A worker that had started is replaced while fewer than {@link MAX_THREADS} remain; one that could not start is
    * only when runs wait (so a script that fails to load is not spawned in a loop), and the first waiting run gets

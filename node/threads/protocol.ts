@@ -2,7 +2,7 @@
  * The messages between the caller's thread and a worker thread that runs the core, and the slots of the
  * `SharedArrayBuffer` both read. Values never cross as themselves: host values as the tapes the caller's thread
  * encoded ({@link Crossed}), guest values as the tapes the guest encoded (`GuestTape`), each decoded once, where it
- * is used (see crossing.ts).
+ * is used (see crossing.ts). Synchronous calls go through the shared memory of call-channel.ts.
  * @module
  */
 import type { RunOptions } from "../../src/core/request.js";
@@ -17,14 +17,14 @@ import type { GuestTape } from "../../src/values/to-host.js";
 
 /** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
 export const SIGNAL_BYTES = 24;
-/**
- * Int32 slot: the number of the latest synchronous call the caller's thread answered; the worker waits on it. Calls
- * are numbered so that a call whose answer the worker could not read (its stack ran out mid-call) never hands its
- * answer to the next.
- */
-export const ANSWERED = 0;
 /** Int32 slot: the id of the run the caller stopped; the worker's run reads it through `SandboxOptions.interrupted`. */
-export const STOP = 1;
+export const STOP = 0;
+/**
+ * Int32 slot: 1 while the worker's run works (from the moment it is handed over until it waits for promises of the
+ * caller's thread, and again from the next slice of guest work, to its end), 0 while it waits for them: how the pool
+ * tells workers at work from those waiting for the host.
+ */
+export const COMPUTING = 1;
 /** Float64 slot: when the worker's current slice of synchronous guest work began (see {@link now}), 0 between slices. */
 export const SLICE_STARTED = 0;
 /** Float64 slot: milliseconds of the current run's earlier slices. */
@@ -59,21 +59,54 @@ export interface ThreadSettings {
   fetch: FetchOptions | undefined;
 }
 
+/**
+ * How many sandboxes' settings a worker keeps, the least recently used dropped first. Both threads keep the same
+ * list (it changes only with `run` messages, which the worker reads in the order they were posted), so the caller's
+ * thread knows which settings the worker still holds.
+ */
+export const SETTINGS_KEPT = 16;
+
+/** A sandbox's settings by number: `settings` only when the worker does not hold them. */
+export interface SettingsRef {
+  id: number;
+  settings?: ThreadSettings;
+}
+
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */
 export interface WasmRef {
   id: number;
   module?: WebAssembly.Module;
 }
 
+/** What a worker boots ahead of runs: an instance like theirs (see `Boot` in src/core/instance.ts). */
+export interface WarmBoot {
+  bootModules: Readonly<Record<string, string>>;
+  webApis: boolean;
+  fetch: boolean;
+  memoryLimitBytes: number;
+}
+
+/** The caller's promise number `key` settled. */
+export interface Settlement {
+  key: number;
+  ok: boolean;
+  value: Crossed;
+}
+
 /** Caller's thread -> worker. */
 export type ToWorker =
-  /** Boot an instance and load the type stripper now, so the worker's first run does not wait for them. */
-  | { kind: "warm"; wasm: WasmRef }
+  /**
+   * Readies the worker for runs like the latest: an instance booted into its pool (unless their instances are not
+   * restored), and SWC loaded when the caller's thread has it compiled.
+   */
+  | { kind: "warm"; wasm: WasmRef; boot?: WarmBoot; swc?: WebAssembly.Module }
   | {
       kind: "run";
       run: number;
       wasm: WasmRef;
-      settings: ThreadSettings;
+      settings: SettingsRef;
+      /** SWC's compiled wasm, the first time a worker gets a TypeScript run. */
+      swc?: WebAssembly.Module;
       source: string;
       options: RunOptions;
       /**
@@ -85,27 +118,35 @@ export type ToWorker =
       values: Crossed;
       args: Crossed;
     }
-  /** The caller's promise number `key` settled. */
-  | { kind: "settle"; run: number; key: number; ok: boolean; value: Crossed }
+  /** Promises of the caller settled since the last of these, in the order they settled. */
+  | { kind: "settle"; run: number; settled: Settlement[] }
   /** The caller stopped the run (its flag is raised too, for guest code that runs without yielding). */
   | { kind: "stop"; run: number };
 
-/** What the guest asks of the caller's thread, and waits for. */
+/** What the guest asks of the caller's thread, and waits for; the guest value it hands over travels beside it. */
 export type HostRequest =
-  /** A call of the caller's host function number `fn`. */
-  | { op: "call"; fn: number; args: GuestTape }
+  /** A call of the caller's host function number `fn` with the arguments. */
+  | { op: "call"; fn: number }
   /** A `report(value)`: the caller keeps it and calls its `report` sink. */
-  | { op: "report"; value: GuestTape }
+  | { op: "report" }
   /** A `console` entry of a run the caller listens to: the caller keeps it and calls the run's `onLog`. */
-  | { op: "log"; level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }
+  | { op: "log"; level: CodeExecutionLog["level"]; timestamp: number }
   /** The guest settled its promise number `promise`, handed to the caller in an earlier call. */
-  | { op: "settle"; promise: number; ok: boolean; value: GuestTape };
+  | { op: "settle"; promise: number; ok: boolean };
+
+/** A synchronous request of run `run`, with the guest value it hands over. */
+export interface Call {
+  run: number;
+  request: HostRequest;
+  value: GuestTape;
+}
 
 /** Worker -> caller's thread. */
 export type FromWorker =
   /** The worker's script loaded. */
   | { kind: "ready" }
-  | { kind: "call"; run: number; call: number; request: HostRequest }
+  /** A synchronous call waits in the worker's call channel, and nobody on the caller's thread watches it. */
+  | { kind: "call" }
   /** A `console` entry of a run nobody listens to, as the guest made it (the caller's thread keeps the run's logs). */
   | { kind: "log"; run: number; level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }
   | {
@@ -124,6 +165,3 @@ export type FromWorker =
  * guest handed over could not be decoded (a fault of the host, as in-thread).
  */
 export type CallOutcome = { ok: boolean; value: Crossed } | { fault: string };
-
-/** The answer to synchronous call number `call`, posted on the worker's answer port. */
-export type Answer = { call: number } & CallOutcome;

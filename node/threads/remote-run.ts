@@ -1,11 +1,11 @@
 /**
  * The runner of the threaded sandbox: one run on a worker thread, as the caller's thread holds it. The core's
  * sandbox hands it the run checked and its values encoded and builds the result from what it reports; this sends
- * the run to a worker, serves the host functions and the `report` sink the worker calls back, keeps the run's logs
- * and stops it: on a stop, the run's flag raised, then, if the worker has not ended the run within
- * {@link STOP_GRACE_MS}, the worker ended; and a watchdog that ends the worker when its guest work outlasts the
- * safety cap by {@link WATCHDOG_MARGIN_MS} (the run's own cap stops polling code on time; this stops native work
- * that never polls).
+ * the run to a worker (the sandbox's settings once per worker, by number after), serves the host functions and the
+ * `report` sink the worker calls back, keeps the run's logs and stops it: on a stop, the run's flag raised, then, if
+ * the worker has not ended the run within {@link STOP_GRACE_MS}, the worker ended; and a watchdog that ends the
+ * worker when its guest work outlasts the safety cap by {@link WATCHDOG_MARGIN_MS} (the run's own cap stops polling
+ * code on time; this stops native work that never polls).
  * @module
  */
 import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.js";
@@ -14,9 +14,11 @@ import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/
 import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
 import { fetchSettingOf } from "../../src/fetch/policy.js";
 import type { GuestTape } from "../../src/values/to-host.js";
+import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
-import { asHostCall, type Holder, nestingDepth, type Thread, threadPool, type Waiting } from "./pool.js";
-import type { CallOutcome, FromWorker, HostRequest, ToWorker } from "./protocol.js";
+import { asHostCall, nestingDepth, threadPool, type Waiting } from "./pool.js";
+import type { Call, CallOutcome, FromWorker, Settlement, ThreadSettings, ToWorker } from "./protocol.js";
+import type { Holder, Thread } from "./thread.js";
 
 /**
  * How long a stopped run's worker may take to end it on its own (its next interrupt poll) before the worker itself
@@ -33,6 +35,26 @@ type RunMessage = Extract<ToWorker, { kind: "run" }>;
 
 let lastRun = 0;
 
+/** Each sandbox's settings as a worker needs them, numbered (see `SettingsRef`). */
+const sandboxSettings = new WeakMap<RunContext, { id: number; settings: ThreadSettings }>();
+let lastSettings = 0;
+
+function settingsOf(context: RunContext): { id: number; settings: ThreadSettings } {
+  let known = sandboxSettings.get(context);
+  if (known === undefined) {
+    const settings: ThreadSettings = {
+      safetyCap: context.safetyCap,
+      instances: context.restore ? "restore" : "fresh",
+      bootModules: context.boot.modules,
+      webApis: context.boot.webApis,
+      fetch: context.fetch && fetchSettingOf(context.fetch),
+    };
+    known = { id: ++lastSettings, settings };
+    sandboxSettings.set(context, known);
+  }
+  return known;
+}
+
 class RemoteRun implements StartedRun, Waiting, Holder {
   readonly depth = nestingDepth();
   readonly ended: Promise<Ending>;
@@ -43,11 +65,15 @@ class RemoteRun implements StartedRun, Waiting, Holder {
   readonly #crossing: Crossing;
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
   readonly #logs: CodeExecutionLog[] = [];
-  readonly #message: Omit<RunMessage, "wasm">;
+  readonly #message: Omit<RunMessage, "wasm" | "settings">;
+  /** The compiled QuickJS wasm, and SWC's for TypeScript: compiled while the run waits for a worker. */
+  readonly #compiled: Promise<{ module: WebAssembly.Module; swc: WebAssembly.Module | undefined }>;
   #end!: (ending: Ending) => void;
   #fuelUsed: number | undefined;
   #memoryUsedBytes: number | undefined;
-  /** Settlements of the caller's promises made before the run reached its worker. */
+  /** Settlements of the caller's promises not yet posted: those of one turn of the event loop go together. */
+  #settled: Settlement[] = [];
+  /** Messages for the worker made before the run reached it. */
   #outbox: ToWorker[] = [];
   #thread: Thread | undefined;
   #posted = false;
@@ -62,25 +88,23 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     this.ended = new Promise((resolve) => {
       this.#end = resolve;
     });
-    this.#crossing = new Crossing(request.functions, (key, ok, value) =>
-      this.#post({ kind: "settle", run: this.#id, key, ok, value }),
-    );
+    this.#crossing = new Crossing(request.functions, (key, ok, value) => this.#settle({ key, ok, value }));
     this.#message = {
       kind: "run",
       run: this.#id,
-      settings: {
-        safetyCap: context.safetyCap,
-        instances: context.restore ? "restore" : "fresh",
-        bootModules: context.boot.modules,
-        webApis: context.boot.webApis,
-        fetch: context.fetch && fetchSettingOf(context.fetch),
-      },
       source: request.source,
       options: request.options,
       listened: request.onLog !== undefined,
       values: this.#crossing.cross(request.values),
       args: this.#crossing.cross(request.args),
     };
+    const typescript = request.options.language === "typescript";
+    this.#compiled = Promise.all([context.wasm(), typescript ? swcModule() : undefined]).then(([module, swc]) => {
+      if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
+      return { module, swc };
+    });
+    // Its failure is the run's, reported once a worker takes it.
+    this.#compiled.catch(() => {});
     threadPool.submit(this);
   }
 
@@ -100,16 +124,25 @@ class RemoteRun implements StartedRun, Waiting, Holder {
   start(thread: Thread): void {
     this.#thread = thread;
     thread.holder = this;
-    const wasm = this.#context.wasm().then((module) => {
-      if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
-      return module;
-    });
-    wasm.then(
-      (module) => {
+    this.#compiled.then(
+      ({ module, swc }) => {
         if (thread.holder !== this) return;
         if (this.#channel.settled()) return threadPool.release(thread);
-        threadPool.uses(module);
-        thread.post({ ...this.#message, wasm: thread.wasmRef(module) });
+        const { id, settings } = settingsOf(this.#context);
+        const { restore } = this.#context;
+        const memoryLimitBytes = this.#request.options.memoryLimitBytes;
+        const boot = {
+          bootModules: settings.bootModules,
+          webApis: settings.webApis,
+          fetch: settings.fetch !== undefined,
+        };
+        threadPool.uses({ wasm: module, boot: restore ? { ...boot, memoryLimitBytes } : undefined, swc });
+        thread.post({
+          ...this.#message,
+          wasm: thread.wasmRef(module),
+          settings: thread.settingsRef(id, settings),
+          ...(swc === undefined ? {} : thread.swcRef(swc)),
+        });
         this.#posted = true;
         this.#watch(thread, this.#context.safetyCap.cpuTimeMs + WATCHDOG_MARGIN_MS);
         for (const message of this.#outbox) thread.post(message);
@@ -122,13 +155,10 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     );
   }
 
-  receive(message: Exclude<FromWorker, { kind: "ready" }>): void {
+  receive(message: Exclude<FromWorker, { kind: "ready" | "call" }>): void {
     const thread = this.#thread as Thread;
     if (message.run !== this.#id) return;
     switch (message.kind) {
-      case "call":
-        thread.answer({ call: message.call, ...this.#serve(message.request) });
-        break;
       case "log":
         if (!this.#channel.settled()) this.#logs.push(this.#logEntry(message));
         break;
@@ -180,12 +210,13 @@ class RemoteRun implements StartedRun, Waiting, Holder {
    * What the guest asks of the caller's thread, done as the core does it in-thread: a host function (or the report
    * sink, or the log listener) called with the decoded arguments and its outcome encoded, or a guest promise settled.
    */
-  #serve(request: HostRequest): CallOutcome {
+  serve({ run, request, value }: Call): CallOutcome {
+    if (run !== this.#id) return { fault: "The call is not the run's" };
     const crossing = this.#crossing;
     const thrown = (error: unknown): CallOutcome => ({ ok: false, value: crossing.encodeThrown(error) });
     if (request.op === "settle") {
       try {
-        crossing.settle(request.promise, request.ok, request.value);
+        crossing.settle(request.promise, request.ok, value);
       } catch (failure) {
         return { fault: (failure as Error).message };
       }
@@ -194,8 +225,8 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     if (this.#channel.settled()) return thrown(new Error("The run has ended"));
     let args: unknown[];
     try {
-      if (request.op === "call") args = crossing.decode(request.args) as unknown[];
-      else args = [request.op === "log" ? this.#logEntry(request) : crossing.decode(request.value)];
+      if (request.op === "call") args = crossing.decode(value) as unknown[];
+      else args = [request.op === "log" ? this.#logEntry({ ...request, args: value }) : crossing.decode(value)];
     } catch (failure) {
       return { fault: (failure as Error).message };
     }
@@ -240,10 +271,17 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     clearTimeout(this.#watchdog);
   }
 
-  #post(message: ToWorker): void {
-    if (this.#channel.settled()) return;
-    if (this.#posted) this.#thread?.post(message);
-    else this.#outbox.push(message);
+  /** Posts a settlement with the others of this turn of the event loop. */
+  #settle(settlement: Settlement): void {
+    if (this.#settled.push(settlement) > 1) return;
+    setImmediate(() => {
+      const settled = this.#settled;
+      this.#settled = [];
+      if (this.#channel.settled()) return;
+      const message: ToWorker = { kind: "settle", run: this.#id, settled };
+      if (this.#posted) this.#thread?.post(message);
+      else this.#outbox.push(message);
+    });
   }
 }
 

@@ -1,31 +1,34 @@
 /**
  * A worker thread of the threaded sandbox: runs one run at a time on the ordinary core, which passes the run's values
  * through as tapes (`Relay`): what the caller's thread encoded goes to the guest as it is, and what the guest hands
- * the host goes to the caller's thread undecoded. The guest's synchronous host calls block the worker: the call is
- * posted, the worker waits in `Atomics.wait` until the answer is posted on its answer port, and reads it with
- * `receiveMessageOnPort`. A stop reaches the run through `SandboxOptions.interrupted`, which reads the shared
- * signals (messages cannot arrive while guest code runs).
+ * the host goes to the caller's thread undecoded. The guest's synchronous host calls block the worker on its call
+ * channel (call-channel.ts) until the caller's thread answers. A stop reaches the run through
+ * `SandboxOptions.interrupted`, which reads the shared signals (messages cannot arrive while guest code runs).
+ * The run's result is posted before its instance is restored, so the caller has it while the worker tidies up.
  * @module
  */
-import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
+import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import type { Relay } from "../../src/core/guest-bridge.js";
+import { bootOf } from "../../src/core/instance.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
 import { internalFailure } from "../../src/core/outcome.js";
-import { inThread } from "../../src/core/run.js";
-import { createSandbox, sandboxContext, startRun } from "../../src/core/sandbox.js";
-import { Transpiler } from "../../src/core/transpile.js";
-import type { CodeExecution, CodeExecutionLog } from "../../src/core/types.js";
+import { inThread, type StartedRun } from "../../src/core/run.js";
+import { type SandboxContext, sandboxContext } from "../../src/core/sandbox.js";
+import { type NewSwc, TRANSPILE_BASE_FUEL, Transpiler } from "../../src/core/transpile.js";
+import type { CodeExecutionLog } from "../../src/core/types.js";
 import { bridged, SerializationError, Thrown } from "../../src/values/errors.js";
 import { Encoded, FunctionTable } from "../../src/values/to-guest.js";
 import type { GuestTape } from "../../src/values/to-host.js";
-import { loadSwc } from "../swc.js";
+import { swcOf } from "../swc.js";
+import { CallChannel } from "./call-channel.js";
 import {
-  ANSWERED,
-  type Answer,
+  COMPUTING,
   type Crossed,
   type FromWorker,
   type HostRequest,
   now,
+  SETTINGS_KEPT,
+  type SettingsRef,
   SLICE_STARTED,
   SLICES_SPENT,
   STOP,
@@ -35,40 +38,50 @@ import {
 } from "./protocol.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
-const { signals, answers } = workerData as { signals: SharedArrayBuffer; answers: MessagePort };
-const { flags, clock } = signalViews(signals);
+const data = workerData as { signals: SharedArrayBuffer; calls: SharedArrayBuffer; port: MessagePort };
+const { flags, clock } = signalViews(data.signals);
+const calls = new CallChannel(data.port, data.calls);
 const modules = new Map<number, WebAssembly.Module>();
-/** The worker's SWC and booted instances, for every run it runs. */
-const transpiler = new Transpiler(loadSwc);
-const pool = new InstancePool();
+/** The sandboxes' settings, checked once, the least recently used first (see `SETTINGS_KEPT`). */
+const contexts = new Map<number, SandboxContext>();
+/** SWC's compiled wasm, which the caller's thread sends before the first TypeScript run. */
+let resolveSwc!: (swc: NewSwc) => void;
+const swc = new Promise<NewSwc>((resolve) => {
+  resolveSwc = resolve;
+});
+/** The worker's SWC and booted instances, for every run it runs; instances restored once a run's result is out. */
+const transpiler = new Transpiler(() => swc);
+const pool = new InstancePool({ deferRestore: true });
 /**
  * How long a synchronous call spins before it sleeps in `Atomics.wait`: most answers come within it, and waking a
  * sleeping thread took ~50 us more per call on an idle machine (1,000 calls: 117-122 ms sleeping at once, 54-65 ms
  * spinning up to 50 us first).
  */
 const SPIN_BEFORE_WAIT_MS = 0.05;
-/** The number of the latest synchronous call (see `ANSWERED`). */
+/** The number of the latest synchronous call. */
 let lastCall = 0;
+/** A stopped run's outcome, as the caller's thread has it already. */
+const STOPPED = { name: "TerminatedError", message: "Execution terminated by the caller" } as const;
 
 type Settlers = { resolve(value: unknown): void; reject(reason: unknown): void };
-let current: { run: number; promises: Map<number, Settlers>; execution?: CodeExecution } | undefined;
+let current: { run: number; promises: Map<number, Settlers>; started?: StartedRun; stopped: boolean } | undefined;
 
 const post = (message: FromWorker) => port.postMessage(message);
 
 port.on("message", (message: ToWorker) => {
   if (message.kind === "run") void run(message);
-  // A TypeScript run of nothing: boots an instance and loads the type stripper.
-  else if (message.kind === "warm")
-    void createSandbox({ wasm: moduleOf(message.wasm), transpiler, pool }).runCode("export default 0");
+  // A warm-up readies what a run would otherwise do itself: one that fails leaves it to the run.
+  else if (message.kind === "warm") warm(message).catch(() => {});
   else if (message.run !== current?.run) return;
-  // A run awaiting the host polls nothing: the core's own terminate wakes it.
-  else if (message.kind === "stop") current.execution?.terminate();
+  else if (message.kind === "stop") stop();
   else {
-    const settlers = current.promises.get(message.key);
-    current.promises.delete(message.key);
-    const value = encoded(message.value, current.promises);
-    if (message.ok) settlers?.resolve(value);
-    else settlers?.reject(value);
+    for (const { key, ok, value } of message.settled) {
+      const settlers = current.promises.get(key);
+      current.promises.delete(key);
+      const encodedValue = encoded(value, current.promises);
+      if (ok) settlers?.resolve(encodedValue);
+      else settlers?.reject(encodedValue);
+    }
   }
 });
 post({ kind: "ready" });
@@ -76,6 +89,47 @@ post({ kind: "ready" });
 function moduleOf(wasm: WasmRef): WebAssembly.Module {
   if (wasm.module !== undefined) modules.set(wasm.id, wasm.module);
   return modules.get(wasm.id) as WebAssembly.Module;
+}
+
+/** A sandbox's context on this worker: its settings as the caller's thread sent them, checked once. */
+function contextOf(ref: SettingsRef, wasm: WebAssembly.Module): SandboxContext {
+  let context = contexts.get(ref.id);
+  contexts.delete(ref.id);
+  if (ref.settings !== undefined) {
+    const { fetch, ...settings } = ref.settings;
+    context = sandboxContext({
+      ...settings,
+      ...(fetch === undefined ? {} : { fetch }),
+      wasm,
+      transpiler,
+      pool,
+      interrupted: () => {
+        inSlice();
+        return current !== undefined && Atomics.load(flags, STOP) === current.run;
+      },
+    });
+  }
+  if (context === undefined) throw new Error(`The worker holds no settings numbered ${ref.id}`);
+  contexts.set(ref.id, context);
+  if (contexts.size > SETTINGS_KEPT) contexts.delete(contexts.keys().next().value as number);
+  return context;
+}
+
+/** Readies the worker for runs like the caller's latest: an instance in its pool, SWC loaded and its code warm. */
+async function warm(message: Extract<ToWorker, { kind: "warm" }>): Promise<void> {
+  const module = moduleOf(message.wasm);
+  if (message.swc !== undefined) resolveSwc(swcOf(message.swc));
+  if (message.boot !== undefined) {
+    const { bootModules, webApis, fetch, memoryLimitBytes } = message.boot;
+    await pool.prepare(module, memoryLimitBytes, bootOf(bootModules, webApis, fetch));
+  }
+  if (message.swc === undefined) return;
+  await transpiler.load();
+  transpiler.transpile("export default 0 as number;\n", {
+    fuelLeft: TRANSPILE_BASE_FUEL,
+    spend() {},
+    stopped: () => false,
+  });
 }
 
 /**
@@ -96,33 +150,25 @@ function encoded(crossed: Crossed, promises: Map<number, Settlers>): Encoded {
 async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
   const { run: id } = message;
   const promises = new Map<number, Settlers>();
-  current = { run: id, promises };
+  const state: NonNullable<typeof current> = { run: id, promises, stopped: false };
+  current = state;
   clock[SLICES_SPENT] = 0;
-  const ask = (request: HostRequest) => call(id, request, promises);
+  if (message.swc !== undefined) resolveSwc(swcOf(message.swc));
+  const ask = (request: HostRequest, value: GuestTape) => call(id, request, value, promises);
   const relay: Relay = {
-    call: bridged((fn: number, args: GuestTape) => ask({ op: "call", fn, args })),
-    report: bridged((value: GuestTape) => ask({ op: "report", value })),
-    settle: (promise, ok, value) => void ask({ op: "settle", promise, ok, value }),
+    call: bridged((fn: number, args: GuestTape) => ask({ op: "call", fn }, args)),
+    report: bridged((value: GuestTape) => ask({ op: "report" }, value)),
+    settle: (promise, ok, value) => void ask({ op: "settle", promise, ok }, value),
     log: message.listened
       ? bridged((level: CodeExecutionLog["level"], timestamp: number, args: GuestTape) =>
-          ask({ op: "log", level, timestamp, args }),
+          ask({ op: "log", level, timestamp }, args),
         )
       : (level, timestamp, args) => post({ kind: "log", run: id, level, timestamp, args }),
   };
   let done: FromWorker;
   try {
-    const { fetch, ...settings } = message.settings;
-    const context = sandboxContext({
-      ...settings,
-      ...(fetch === undefined ? {} : { fetch }),
-      wasm: moduleOf(message.wasm),
-      transpiler,
-      pool,
-      interrupted: () => {
-        inSlice();
-        return Atomics.load(flags, STOP) === id;
-      },
-    });
+    const module = moduleOf(message.wasm);
+    const context = contextOf(message.settings, module);
     const request = {
       source: message.source,
       options: message.options,
@@ -133,24 +179,44 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       // The run's listener is the caller's: its entries go there through the relay.
       onLog: undefined,
     };
-    const execution = startRun(context, inThread(relay), request, context.clock());
-    current.execution = execution;
-    const { status, error, result, memoryUsedBytes, fuelUsed } = await execution;
+    const started = inThread(relay)(context, request, { reports: [], settled: () => state.stopped });
+    state.started = started;
+    const { status, ...ending } = await started.ended;
+    const { memoryUsedBytes, fuelUsed } = started;
     done = {
       kind: "done",
       run: id,
       status,
-      ...(error === undefined ? {} : { error }),
-      ...(status === "success" ? { result: result as GuestTape } : {}),
+      ...("error" in ending ? { error: ending.error } : {}),
+      ...("result" in ending ? { result: ending.result as GuestTape } : {}),
       ...(memoryUsedBytes === undefined ? {} : { memoryUsedBytes }),
       ...(fuelUsed === undefined ? {} : { fuelUsed }),
     };
   } catch (bug) {
     done = { kind: "done", run: id, ...internalFailure(String(bug)) };
   }
+  // A stopped run was reported over when it was stopped.
+  if (current === state) finish(done);
+  pool.restoreReturned();
+}
+
+/** Stops the current run: the caller's thread has its result already, so it is reported over at once. */
+function stop(): void {
+  const state = current as NonNullable<typeof current>;
+  state.stopped = true;
+  state.started?.stop(STOPPED);
+  finish({ kind: "done", run: state.run, status: "terminated", error: STOPPED });
+}
+
+/** Reports the current run over: its slice ended, the worker free for the next. */
+function finish(done: FromWorker): void {
   current = undefined;
+  endSlice();
   post(done);
 }
+
+/** The number of the slice under way, so the turn of the event loop that ends it ends no later one. */
+let slice = 0;
 
 /**
  * Marks synchronous guest work under way until the worker's event loop turns, when the run awaits the host (the
@@ -160,10 +226,22 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
 function inSlice(): void {
   if (clock[SLICE_STARTED] !== 0) return;
   clock[SLICE_STARTED] = now();
+  Atomics.store(flags, COMPUTING, 1);
+  const mine = ++slice;
   setImmediate(() => {
-    clock[SLICES_SPENT] = (clock[SLICES_SPENT] as number) + now() - (clock[SLICE_STARTED] as number);
-    clock[SLICE_STARTED] = 0;
+    if (slice !== mine) return;
+    endSlice();
+    // A run between slices waits for the caller's promises, or else for its own work (a timer, a fetch, a boot).
+    if (current !== undefined && current.promises.size > 0) Atomics.store(flags, COMPUTING, 0);
   });
+}
+
+/** Ends the slice under way, if any. */
+function endSlice(): void {
+  const started = clock[SLICE_STARTED] as number;
+  if (started !== 0) clock[SLICES_SPENT] = (clock[SLICES_SPENT] as number) + now() - started;
+  clock[SLICE_STARTED] = 0;
+  slice++;
 }
 
 /**
@@ -171,20 +249,14 @@ function inSlice(): void {
  * `Thrown` of what it threw; what the guest handed over and the caller's thread could not decode is a
  * `SerializationError`, a fault of the host, as in-thread.
  */
-function call(run: number, request: HostRequest, promises: Map<number, Settlers>): Encoded {
+function call(run: number, request: HostRequest, value: GuestTape, promises: Map<number, Settlers>): Encoded {
   lastCall = (lastCall % 0x7fffffff) + 1;
   const number = lastCall;
-  post({ kind: "call", run, call: number, request });
-  const spinUntil = performance.now() + SPIN_BEFORE_WAIT_MS;
-  while (Atomics.load(flags, ANSWERED) !== number && performance.now() < spinUntil);
-  for (let answered = Atomics.load(flags, ANSWERED); answered !== number; answered = Atomics.load(flags, ANSWERED)) {
-    Atomics.wait(flags, ANSWERED, answered);
-  }
-  let answer: Answer;
-  do answer = (receiveMessageOnPort(answers) as { message: Answer }).message;
-  while (answer.call !== number);
+  calls.publish(number, { run, request, value }, () => post({ kind: "call" }));
+  calls.awaitAnswer(number, SPIN_BEFORE_WAIT_MS);
+  const answer = calls.answerTo(number);
   if ("fault" in answer) throw new SerializationError(answer.fault);
-  const value = encoded(answer.value, promises);
-  if (!answer.ok) throw new Thrown(value);
-  return value;
+  const result = encoded(answer.value, promises);
+  if (!answer.ok) throw new Thrown(result);
+  return result;
 }

@@ -89,6 +89,16 @@ export class InstancePool {
     }
   }
 
+  /**
+   * Boots a restorable instance for runs like `heapLimitBytes` and `boot` into the idle ones, for a host that has
+   * time before its runs come (a worker thread just started).
+   */
+  async prepare(wasm: WebAssembly.Module | undefined, heapLimitBytes: number, boot: Boot = PLAIN_BOOT): Promise<void> {
+    this.#first = false;
+    this.#idle.push(await BootedInstance.boot(wasm, heapLimitBytes, true, boot));
+    this.#trim();
+  }
+
   /** Takes an instance back from its run; `sound` is `false` after a fault of the host or an abort. */
   give(booted: BootedInstance, sound: boolean): void {
     this.#lent--;
