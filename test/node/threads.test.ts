@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { instantiate } from "../../node/environment.js";
 import { createSandbox, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "../../node/index.js";
 import { loadSwc } from "../../node/swc.js";
+import type { ToWorker } from "../../node/threads/protocol.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
 import { Transpiler } from "../../src/core/transpile.js";
 import type { CodeExecution } from "../../src/core/types.js";
@@ -295,6 +296,62 @@ export default out;`;
     expect(() => createSandbox({ threads: true, pool: new InstancePool() })).toThrow(
       new TypeError("createSandbox: pool cannot cross to a worker thread; pass threads: false to use it"),
     );
+  });
+});
+
+describe("what crosses to a worker", () => {
+  /** The messages posted to workers while `work` runs. */
+  async function posted(work: () => Promise<unknown>): Promise<ToWorker[]> {
+    const messages: ToWorker[] = [];
+    const post = Worker.prototype.postMessage;
+    vi.spyOn(Worker.prototype, "postMessage").mockImplementation(function (this: Worker, message, transfer) {
+      messages.push(message as ToWorker);
+      return post.call(this, message, transfer);
+    });
+    await work();
+    vi.restoreAllMocks();
+    return messages;
+  }
+
+  it("a sandbox's settings cross once per worker; its later runs name them by number", async () => {
+    const sandbox = createSandbox({ threads: true, safetyCap: { cpuTimeMs: 5_000 }, bootModules: { m: "export {}" } });
+    const runs = await posted(async () => {
+      for (let i = 0; i < 3; i++) await sandbox.runCode("export default 1", JS);
+    });
+    const settings = runs.flatMap((message) => (message.kind === "run" ? [message.settings] : []));
+    expect(settings.length).toBe(3);
+    expect(settings[0]?.settings).toMatchObject({ safetyCap: { cpuTimeMs: 5_000 }, bootModules: { m: "export {}" } });
+    expect(settings.slice(1)).toEqual([{ id: settings[0]?.id }, { id: settings[0]?.id }]);
+  });
+
+  it("the settlements of the caller's promises in one turn of its event loop cross in one message", async () => {
+    const gate = deferred();
+    const called = deferred();
+    const later = (x: number) => gate.promise.then(() => x * 2);
+    const source = "const all = Promise.all([1, 2, 3, 4].map(later));\ncalled();\nexport default await all;";
+    let result: unknown;
+    const messages = await posted(async () => {
+      const run = runCode(source, { ...JS, globals: { later, called: () => called.resolve() } });
+      await called.promise;
+      gate.resolve();
+      result = (await run).result;
+    });
+    expect(result).toEqual([2, 4, 6, 8]);
+    const settles = messages.flatMap((message) => (message.kind === "settle" ? [message.settled.length] : []));
+    expect(settles).toEqual([4]);
+  });
+
+  it("values too large for the call channel cross whole, both ways", async () => {
+    const text = "\uD800".repeat(200_000);
+    const echo = (value: unknown) => value;
+    const r = await runCode(
+      "const back = echo(text + 'x'); export default [back.length, back.charCodeAt(7), back.at(-1)]",
+      {
+        ...JS,
+        globals: { echo, text },
+      },
+    );
+    expect(r.result).toEqual([200_001, 0xd800, "x"]);
   });
 });
 
