@@ -5,8 +5,10 @@
  * Stop latency is when the caller's thread learns the guest stopped: the worker's message that its run is over, or
  * the worker's exit when it had to be ended. Both are events a `Worker` emits, observed on `Worker.prototype.emit`.
  */
+import { spawnSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { instantiate } from "../../node/environment.js";
@@ -482,5 +484,35 @@ describe("the environment module in Node", () => {
         "Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped",
       ]);
     }
+  });
+});
+
+describe("the process", () => {
+  it("exits by itself once its runs are over: nothing of runcode's, workers or timers, holds it", () => {
+    const entry = fileURLToPath(new URL("../../dist/node/index.js", import.meta.url));
+    const script = `const { createSandbox } = await import(${JSON.stringify(entry)});
+const threaded = createSandbox();
+const inThread = createSandbox({ threads: false });
+createSandbox({ webApis: true });
+const runs = [];
+for (const sandbox of [threaded, inThread]) {
+  runs.push(sandbox.runCode("export default (1 as number) + 1"));
+  // 32 at once leave the in-thread pool more idle instances than it keeps when quiet.
+  for (let i = 0; i < 32; i++) runs.push(sandbox.runCode("export default await later()", { globals: { later: async () => 1 } }));
+}
+const stopped = threaded.runCode("while (true) {}", { language: "javascript" });
+setTimeout(() => stopped.terminate(), 50);
+const results = await Promise.all([...runs, stopped]);
+console.log(results.map((r) => r.status).join());`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: HANG_MS * 5,
+    });
+    expect({ status: child.status, signal: child.signal, stderr: child.stderr }).toEqual({
+      status: 0,
+      signal: null,
+      stderr: "",
+    });
+    expect(child.stdout).toBe(`${[...Array(66).fill("success"), "terminated"].join()}\n`);
   });
 });
