@@ -98,19 +98,19 @@ export function rawCases(quickjs: QuickJSWASMModule): Record<string, () => unkno
   };
 }
 
-/** The same through runCode. */
-export function runCodeCases(runCode: RunCode): Record<string, () => unknown> {
+/** The same through runCode, labelled `runCode${where}`. */
+export function runCodeCases(runCode: RunCode, where = ""): Record<string, () => unknown> {
   const add = (a: number, b: number) => a + b;
   const addAsync = async (a: number, b: number) => a + b;
   return {
-    "runCode: 1.1 MB in (globals) and out (result)": async () => {
+    [`runCode${where}: 1.1 MB in (globals) and out (result)`]: async () => {
       const result = await runCode("export default data", { language: "javascript", globals: { data: DATA } });
       check(result, undefined);
       if ((result.result as unknown[]).length !== DATA.length) throw new Error("bench run lost data");
     },
-    "runCode: 1,000 sync host calls": async () =>
+    [`runCode${where}: 1,000 sync host calls`]: async () =>
       check(await runCode(CALLS, { language: "javascript", globals: { add } }), 500_500),
-    "runCode: 1,000 awaited async host calls": async () =>
+    [`runCode${where}: 1,000 awaited async host calls`]: async () =>
       check(await runCode(AWAITED, { language: "javascript", globals: { add: addAsync } }), 500_500),
   };
 }

@@ -15,7 +15,7 @@ import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
-export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
+export { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
 const readWasm = () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
