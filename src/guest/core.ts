@@ -6,7 +6,8 @@
  *
  * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestCore` must not close over anything in
  * this file, and once user code has run no function here may touch a global, a prototype method or the iteration
- * protocol (all are the guest's to change).
+ * protocol (all are the guest's to change), nor build a template literal with a substitution (the engine calls
+ * `String.prototype.concat` for it).
  * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
@@ -76,10 +77,13 @@ export interface Intrinsics {
   DataView: DataViewConstructor;
   ArrayBuffer: new (length: number, options?: { maxByteLength: number }) => ArrayBuffer;
   ObjectProto: object;
+  ArrayProto: object;
   RegExpProto: object;
   symbolIterator: typeof Symbol.iterator;
   typedArrays: Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => unknown>;
   errorTypes: Record<string, ErrorConstructor>;
+  /** `Object.prototype.__lookupGetter__`: the getter reading `key` would call, found without calling it. */
+  lookupGetter: Uncurried;
   mapGet: Uncurried;
   mapSet: Uncurried;
   mapHas: Uncurried;
@@ -178,15 +182,14 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const G = globalThis;
   const { apply } = Reflect;
   const { defineProperty, getPrototypeOf, getOwnPropertyDescriptor, keys, freeze, hasOwn } = Object;
-  const uncurry =
-    (fn: Fn): Uncurried =>
-    (self, ...args) =>
-      apply(fn, self, args);
+  // `call` bound to `fn`: the engine's own call, with no guest frame and no array of arguments per call.
+  const uncurry = (fn: Fn): Uncurried => apply(Function.prototype.bind, Function.prototype.call, [fn]) as Uncurried;
   const getter = (proto: object, key: PropertyKey) => uncurry(getOwnPropertyDescriptor(proto, key)?.get as Fn);
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype) as object;
   const slotEntry = (proto: object, wrapper: boolean, check: Uncurried) => [proto, { wrapper, check }] as const;
   const unregister = FinalizationRegistry.prototype.unregister;
   const symbolToString = uncurry(Symbol.prototype.toString);
+  const StringCtor = String;
   const ErrorProto = Error.prototype;
 
   const slot = { __proto__: null, value: undefined as unknown, writable: true, enumerable: true, configurable: true };
@@ -219,7 +222,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     return false;
   };
   const text = (value: unknown): string =>
-    typeof value === "symbol" ? (symbolToString(value) as string) : value === undefined ? "" : String(value);
+    typeof value === "symbol" ? (symbolToString(value) as string) : value === undefined ? "" : StringCtor(value);
 
   const I: Intrinsics = {
     __proto__: null,
@@ -244,6 +247,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     DataView,
     ArrayBuffer,
     ObjectProto: Object.prototype,
+    ArrayProto: Array.prototype,
     RegExpProto: RegExp.prototype,
     symbolIterator: Symbol.iterator,
     typedArrays: {
@@ -272,6 +276,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       TypeError,
       URIError,
     } as never,
+    lookupGetter: uncurry((Object.prototype as { __lookupGetter__: Fn }).__lookupGetter__),
     mapGet: uncurry(Map.prototype.get),
     mapSet: uncurry(Map.prototype.set),
     mapHas: uncurry(Map.prototype.has),
@@ -397,7 +402,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const MAX_ERROR_TEXT = 65_536;
   function describeError(error: unknown): string {
     if (typeof error !== "object" || error === null || !isError(error)) {
-      return `{"thrown":${loadMarshal().encode(error, MODE_LOG)[0]}}`;
+      return '{"thrown":' + loadMarshal().encode(error, MODE_LOG)[0] + "}";
     }
     const fields = ["name", "message", "stack", "fileName", "lineNumber", "columnNumber"];
     let out = "";
@@ -410,10 +415,10 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       }
       // Cut here, before the host reads it: a guest can make `stack` or `message` tens of megabytes, and the host
       // copies and parses what crosses several times over.
-      const field = typeof value === "number" ? value : I.stringify(text(value).slice(0, MAX_ERROR_TEXT));
-      out += `${i === 0 ? "" : ","}"${fields[i]}":${field}`;
+      const field = typeof value === "number" ? value : I.stringify(I.stringSlice(text(value), 0, MAX_ERROR_TEXT));
+      out += (i === 0 ? "" : ",") + '"' + fields[i] + '":' + field;
     }
-    return `{${out}}`;
+    return "{" + out + "}";
   }
 
   // Harden the global object: no way to compile source text, no shared memory, nothing beyond ECMAScript.
