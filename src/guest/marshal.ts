@@ -369,10 +369,13 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       if (html && names !== undefined && !hasOwn(object, key)) continue;
       if (json && lookupGetter(object, key) !== undefined) throw TAPE_ONLY;
       const item = object[key];
+      // Strings, the most common members, are told first.
       const encoded =
-        (typeof item === "object" && item !== null) || typeof item === "function"
-          ? encObject(item as Record<string, unknown>)
-          : encPrimitive(item);
+        typeof item === "string"
+          ? undefined
+          : (typeof item === "object" && item !== null) || typeof item === "function"
+            ? encObject(item as Record<string, unknown>)
+            : encPrimitive(item);
       // While all members so far are plain, nothing is written: they are written once one is not.
       if (out === undefined) {
         if (encoded === undefined) continue;
