@@ -231,6 +231,7 @@ class Run implements StartedRun {
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
+    call: (id, args) => this.#bridge?.call(id, args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
     load: (name) => this.#linker.load(name, this.#limits),
   };

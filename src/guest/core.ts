@@ -11,8 +11,16 @@
  * @module
  */
 
-/** The single host function the guest may call: `(op, a, tape, side, ok) => value` (see values/tape.ts). */
+/**
+ * The host function the guest asks the host through: `(op, a, tape, side, ok) => value` (see values/tape.ts). Calls
+ * of the caller's functions have their own, {@link HostFunctionCall}.
+ */
 export type HostCall = (op: number, a: number, tape: string, side: unknown[], ok?: number) => unknown;
+/**
+ * The host's function that calls the caller's functions: `this` is the function's number (see values/to-guest.ts's
+ * `FunctionTable`), the arguments are the guest's own.
+ */
+export type HostFunctionCall = (this: number, ...args: unknown[]) => unknown;
 
 type Fn = (...args: never[]) => unknown;
 type Uncurried = (self: unknown, ...args: unknown[]) => unknown;
@@ -56,6 +64,7 @@ export interface NativeKit {
 /** Intrinsics and helpers captured before user code runs, shared with the marshaling half. */
 export interface Intrinsics {
   apply: typeof Reflect.apply;
+  bind: Uncurried;
   defineProperty: typeof Object.defineProperty;
   getPrototypeOf: typeof Object.getPrototypeOf;
   getOwnPropertyDescriptor: typeof Object.getOwnPropertyDescriptor;
@@ -224,6 +233,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const I: Intrinsics = {
     __proto__: null,
     apply,
+    bind: uncurry(Function.prototype.bind),
     defineProperty,
     getPrototypeOf,
     getOwnPropertyDescriptor,

@@ -33,8 +33,10 @@ export const MODE_LOG = 2;
 /** The guest's own `structuredClone`, which never leaves the guest: the HTML algorithm itself. */
 export const MODE_STRUCTURED_CLONE = 3;
 
-/** Operations the guest asks of the host through its single host function. */
-export const OP_CALL = 0;
+/**
+ * Operations the guest asks of the host through its host function (calls of the caller's functions have their own,
+ * see `HostFunctionCall` in guest/core.ts).
+ */
 export const OP_REPORT = 1;
 export const OP_LOG = 2;
 export const OP_SETTLE = 3;
