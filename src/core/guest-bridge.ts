@@ -49,8 +49,12 @@ import { randomBytes } from "./web-apis.js";
  */
 export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 
-/** A guest promise and its resolvers (see `deferred` in the prelude). */
-type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
+/** A host promise that settled, encoded for its guest promise (see `deferred` in the prelude). */
+interface Delivery {
+  id: number;
+  ok: boolean;
+  value: Encoded;
+}
 
 /**
  * Where the guest's values go when the host that takes them is on another thread: as the guest's own tapes, decoded
@@ -93,6 +97,10 @@ export class GuestBridge {
   readonly #run: RunSide;
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
+  /** The number of the next host promise handed to the guest. */
+  #nextPromise = 0;
+  /** Host promises that settled since the guest last ran, in the order they settled. */
+  #deliveries: Delivery[] = [];
   #wake: (() => void) | undefined;
   #uncaught: Described | undefined;
 
@@ -323,14 +331,16 @@ export class GuestBridge {
 
   /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */
   #guestError(error: unknown): QuickJSHandle {
-    let encoded: Encoded;
+    return this.toGuest(this.#errorTape(error));
+  }
+
+  /** The tape of a host value that was thrown: an Error crosses as name and message only (see values/to-guest.ts). */
+  #errorTape(error: unknown): Encoded {
     try {
-      // An Error crosses as name and message only (see values/to-guest.ts).
-      encoded = encodeForGuest(error, this.#run.functions);
+      return encodeForGuest(error, this.#run.functions);
     } catch {
-      encoded = encodeForGuest(String(error), this.#run.functions);
+      return encodeForGuest(String(error), this.#run.functions);
     }
-    return this.toGuest(encoded);
   }
 
   /** Encoded host value -> guest value (host promises become guest promises the host settles later). */
@@ -358,56 +368,70 @@ export class GuestBridge {
     }
   }
 
-  /** A guest promise settled as `promise` settles. */
+  /** A guest promise settled as `promise` settles, once the run delivers it (see {@link deliver}). */
   #guestPromise(promise: Promise<unknown>): QuickJSHandle {
-    const deferred = this.#newDeferred();
+    const ctx = this.#ctx;
+    const id = this.#nextPromise++;
+    const idHandle = ctx.newNumber(id);
+    let guestPromise: QuickJSHandle;
+    try {
+      guestPromise = this.guard(() => ctx.callFunction(this.#core.deferred, ctx.undefined, [idHandle]));
+    } finally {
+      idHandle.dispose();
+    }
     this.#inflight++;
     promise.then(
-      (value) => this.#deliver(deferred, value, true),
-      (reason) => this.#deliver(deferred, reason, false),
+      (value) => this.#settled(id, value, true),
+      (reason) => this.#settled(id, reason, false),
     );
-    return deferred.promise;
+    return guestPromise;
   }
 
-  /** A guest promise and its resolvers, made by the prelude (the library's `newPromise` breaks when memory grows). */
-  #newDeferred(): Deferred {
-    const ctx = this.#ctx;
-    const made = this.guard(() => ctx.callFunction(this.#core.deferred, ctx.undefined, []));
-    const deferred = {
-      promise: ctx.getProp(made, "promise"),
-      resolve: ctx.getProp(made, "resolve"),
-      reject: ctx.getProp(made, "reject"),
-    };
-    made.dispose();
-    return deferred;
-  }
-
-  /** A host promise settled: settle its guest promise and let the pump go on. */
-  #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
+  /**
+   * A host promise settled: its outcome is encoded now, as it is (the caller may change the value after), and
+   * waits for the run to deliver it.
+   */
+  #settled(id: number, value: unknown, ok: boolean): void {
     this.#inflight--;
-    // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
-    const held = this.#booted.heldBy(this.#holder) && deferred.resolve.alive;
-    if (!held || this.#limits.stopped() || this.#limits.faulted) return;
-    const ctx = this.#ctx;
+    // The run may have ended and its instance gone to another run.
+    if (!this.#booted.heldBy(this.#holder) || this.#limits.stopped() || this.#limits.faulted) return;
+    let delivery: Delivery;
     try {
-      let result: VmCallResult<QuickJSHandle>;
-      try {
-        result = ok
-          ? this.toGuestResult(encodeForGuest(value, this.#run.functions))
-          : { error: this.#guestError(value) };
-      } catch (error) {
-        if (!(error instanceof SerializationError)) throw error;
-        result = { error: this.#guestError(error) };
+      delivery = { id, ok, value: ok ? encodeForGuest(value, this.#run.functions) : this.#errorTape(value) };
+    } catch (error) {
+      if (error instanceof SerializationError) delivery = { id, ok: false, value: this.#errorTape(error) };
+      else {
+        this.#limits.fault(error);
+        this.wake();
+        return;
       }
-      const handle = result.error ?? result.value;
-      const settle = result.error === undefined ? deferred.resolve : deferred.reject;
-      const settled = this.#limits.enter(() => ctx.callFunction(settle, ctx.undefined, [handle]));
-      (settled.error ?? settled.value).dispose();
-      for (const h of [handle, deferred.resolve, deferred.reject]) h.dispose();
-    } catch (fault) {
-      if (!(fault instanceof GuestFailure)) this.#limits.fault(fault);
     }
+    this.#deliveries.push(delivery);
     this.wake();
+  }
+
+  /**
+   * Settles the guest promises of the host promises that settled since the guest last ran, all in one call of the
+   * guest; the run calls it before it runs the guest's jobs. A value the guest's decoder fails on (out of memory or
+   * stack) rejects its promise with that error.
+   */
+  deliver(): void {
+    const deliveries = this.#deliveries;
+    if (deliveries.length === 0) return;
+    this.#deliveries = [];
+    const ctx = this.#ctx;
+    const handles: QuickJSHandle[] = [];
+    try {
+      for (const { id, ok, value } of deliveries) {
+        const made = this.toGuestResult(value);
+        const fulfilled = ok && made.error === undefined;
+        handles.push(ctx.newNumber(id), fulfilled ? ctx.true : ctx.false, made.error ?? made.value);
+      }
+      const settled = this.#limits.enter(() => ctx.callFunction(this.#core.settle, ctx.undefined, handles));
+      (settled.error ?? settled.value).dispose();
+    } finally {
+      for (const handle of handles) handle.dispose();
+    }
   }
 
   /** Guest value -> host value by the guest's encoder, in `mode` (see MODE_* in values/tape.ts). */
@@ -427,9 +451,11 @@ export class GuestBridge {
   /** A primitive read without the guest's encoder; {@link NOT_PRIMITIVE} for what needs the encoder. */
   #primitive(handle: QuickJSHandle): unknown {
     const ctx = this.#ctx;
-    switch (ctx.typeof(handle)) {
+    switch (this.#booted.bits?.kind(handle) ?? ctx.typeof(handle)) {
       case "undefined":
         return undefined;
+      case "null":
+        return null;
       case "number":
         return ctx.getNumber(handle);
       case "string": {

@@ -15,6 +15,7 @@ import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 import type { TimerHandles } from "./timers.js";
+import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
@@ -169,6 +170,8 @@ export class BootedInstance {
   /** The guest's host functions, bound to whichever run holds the instance. */
   readonly hostCall: QuickJSHandle;
   readonly call: QuickJSHandle;
+  /** Reads the kinds of its values from their bits, where the engine keeps them so (see value-bits.ts). */
+  readonly bits: ValueBits | undefined;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
@@ -198,6 +201,7 @@ export class BootedInstance {
     );
     const ctx = runtime.newContext();
     this.ctx = ctx;
+    this.bits = ValueBits.of(ctx, instance.memory);
     this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
     const booted = this;
     this.call = ctx.newFunction("", function (this: QuickJSHandle, ...args: QuickJSHandle[]) {
@@ -205,7 +209,16 @@ export class BootedInstance {
     });
     const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
-    const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
+    const names = [
+      "intrinsics",
+      "stage",
+      "evaluating",
+      "hasExport",
+      "runExport",
+      "describeError",
+      "deferred",
+      "settle",
+    ] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
     this.timers = boot.webApis ? this.#installWebApis() : undefined;
     for (const [name, source] of Object.entries(boot.modules)) {

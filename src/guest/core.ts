@@ -170,8 +170,13 @@ export interface CoreInternals {
   runExport(namespace: object, name: string, args: unknown[]): Promise<unknown>;
   /** An error (or any thrown value) -> a JSON text of its fields, read without running host code. */
   describeError(error: unknown): string;
-  /** A guest promise with its resolvers, for a host promise handed to the guest (see `Run#newDeferred`). */
-  deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
+  /** A guest promise for the host promise the host numbered `id`, settled later by {@link settle}. */
+  deferred(id: number): Promise<unknown>;
+  /**
+   * Settles guest promises made by {@link deferred}: `deliveries` are `id, ok, value` for each (fulfilled with
+   * `value` when `ok`, else rejected with it), in the order their host promises settled.
+   */
+  settle(...deliveries: unknown[]): void;
 }
 
 export function guestCore(hostCall: HostCall): CoreInternals {
@@ -983,16 +988,23 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   // Made here rather than by the library's `newPromise`, which reads its resolvers through a view of the wasm
   // memory taken before the call: when creating the promise grows the memory, that view is detached and the
-  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer".
+  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer". The resolvers stay
+  // here, so the host holds no handle per pending promise and settles any number of them in one call.
   const PromiseCtor = Promise;
-  function deferred() {
-    const made = { __proto__: null, promise: undefined as unknown, resolve: undefined as unknown, reject: undefined };
-    made.promise = new PromiseCtor((resolve, reject) => {
-      made.resolve = resolve;
-      made.reject = reject as never;
+  const resolvers = new Map<unknown, [(value: unknown) => void, (reason: unknown) => void]>();
+  const mapDelete = uncurry(Map.prototype.delete);
+  function deferred(id: number) {
+    return new PromiseCtor((resolve, reject) => {
+      I.mapSet(resolvers, id, [resolve, reject]);
     });
-    return made as never;
+  }
+  function settle(...deliveries: unknown[]) {
+    for (let i = 0; i < deliveries.length; i += 3) {
+      const settlers = I.mapGet(resolvers, deliveries[i]) as [(value: unknown) => void, (reason: unknown) => void];
+      mapDelete(resolvers, deliveries[i]);
+      settlers[deliveries[i + 1] === true ? 0 : 1](deliveries[i + 2]);
+    }
   }
 
-  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred };
+  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred, settle };
 }

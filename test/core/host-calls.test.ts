@@ -187,4 +187,50 @@ describe("host calls", () => {
     expect(r.status).toBe("terminated");
     expect(r.error?.message).toBe("Execution stopped by the safety cap after 5000000 units of fuel");
   });
+
+  it("host promises that settle together reach the guest in the order they settled, each with its own outcome", async () => {
+    const settlers: (() => void)[] = [];
+    // The first settles alone; the other three in one turn of the host's event loop, in reverse, one rejected.
+    const timed = (i: number) =>
+      new Promise((resolve, reject) => {
+        if (i === 0) setTimeout(() => resolve("alone"), 1);
+        else settlers.push(() => (i === 2 ? reject : resolve)(i));
+        if (settlers.length < 3) return;
+        setTimeout(() => {
+          for (const settle of settlers.reverse()) settle();
+        }, 5);
+      });
+    const source = `const order = [];
+      const watch = (p, i) => p.then((v) => order.push([i, v]), (e) => order.push([i, 'rejected', e]));
+      await Promise.all([0, 1, 2, 3].map((i) => watch(timed(i), i)));
+      const sums = await Promise.all(Array.from({ length: 100 }, (_, i) => add(i, 1)));
+      export default [order, sums.reduce((a, b) => a + b, 0)]`;
+    const add = async (a: number, b: number) => a + b;
+    expect(await result(source, { timed, add })).toEqual([
+      [
+        [0, "alone"],
+        [3, 3],
+        [2, "rejected", 2],
+        [1, 1],
+      ],
+      5050,
+    ]);
+  });
+
+  it("what a host promise resolves to is cloned as it is when it settles, not as it is later", async () => {
+    const give = () => {
+      const value = { n: 1 };
+      const given = new Promise((resolve) =>
+        setTimeout(() => {
+          resolve(value);
+          // A reaction the caller adds after the bridge's: it runs before the guest next runs.
+          void given.then(() => {
+            value.n = 2;
+          });
+        }, 1),
+      );
+      return given;
+    };
+    expect(await result("export default await give()", { give })).toEqual({ n: 1 });
+  });
 });
