@@ -991,17 +991,18 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer". The resolvers stay
   // here, so the host holds no handle per pending promise and settles any number of them in one call.
   const PromiseCtor = Promise;
-  const resolvers = new Map<unknown, [(value: unknown) => void, (reason: unknown) => void]>();
-  const mapDelete = uncurry(Map.prototype.delete);
+  // Indexed by number: no Map method, whose uncurried call costs more than the rest of the work here.
+  const resolvers: Record<number, [(value: unknown) => void, (reason: unknown) => void]> = { __proto__: null } as never;
   function deferred(id: number) {
     return new PromiseCtor((resolve, reject) => {
-      I.mapSet(resolvers, id, [resolve, reject]);
+      resolvers[id] = [resolve, reject];
     });
   }
   function settle(...deliveries: unknown[]) {
     for (let i = 0; i < deliveries.length; i += 3) {
-      const settlers = I.mapGet(resolvers, deliveries[i]) as [(value: unknown) => void, (reason: unknown) => void];
-      mapDelete(resolvers, deliveries[i]);
+      const id = deliveries[i] as number;
+      const settlers = resolvers[id] as [(value: unknown) => void, (reason: unknown) => void];
+      delete resolvers[id];
       settlers[deliveries[i + 1] === true ? 0 : 1](deliveries[i + 2]);
     }
   }

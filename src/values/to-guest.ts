@@ -215,6 +215,8 @@ export function encodePrimitive(v: unknown): string | undefined {
 /** `value` as a tape for the guest (only the guest decodes the `["j",json]` form: the host's decoder does not take it). */
 export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
   if (value instanceof Encoded) return value;
+  const primitive = encodePrimitive(value);
+  if (primitive !== undefined) return new Encoded(primitive, []);
   const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
