@@ -69,6 +69,6 @@ export class ValueBits {
       case TAG_STRING:
         return "string";
     }
-    return ((tag - TAG_FIRST) >>> 0) >= TAG_FLOAT64 - TAG_FIRST ? "number" : undefined;
+    return (tag - TAG_FIRST) >>> 0 >= TAG_FLOAT64 - TAG_FIRST ? "number" : undefined;
   }
 }
