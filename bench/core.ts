@@ -291,11 +291,11 @@ console.log(
 
 // Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
 // erases types with SWC from its package, on a worker thread by default or on the caller's thread; the core alone
-// gets SWC as Workers and browsers do, its glue and wasm from dist/swc/.
+// gets SWC as Workers and browsers do: its glue from dist/swc/, its metered wasm from the package (`runcode/swc.wasm`).
 type ColdCase = "threads" | "in-thread" | "core";
 const coreSwc = `
 const { instantiate } = await import(${JSON.stringify(fileURLToPath(new URL("../swc/swc.js", import.meta.url)))});
-const swcWasm = await WebAssembly.compile(await readFile(${JSON.stringify(fileURLToPath(new URL("../swc/swc.wasm", import.meta.url)))}));
+const swcWasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
 const { Transpiler } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
 const transpiler = new Transpiler(async () => (out) => instantiate(swcWasm, out));`;
 const coldScript = (entry: ColdCase) => `
