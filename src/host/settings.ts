@@ -85,7 +85,7 @@ function count(settings: Settings, name: string): number {
 }
 
 /** The most days `RUNCODE_RETENTION_DAYS` may give: 100 years, so that every expiry is a date both hosts can hold. */
-export const MAX_RETENTION_DAYS = 36_500;
+const MAX_RETENTION_DAYS = 36_500;
 const DAY_MS = 86_400_000;
 
 /** `RUNCODE_RETENTION_DAYS` in milliseconds; unset or empty, `undefined`: processes are kept until deleted. */
