@@ -5,10 +5,9 @@
  * Each case runs 10 s: the flooding tenant keeps 6 runs in flight (retrying a 503 after its `Retry-After`), the
  * other sends a trivial run every 250 ms.
  */
-import { nodeWasm } from "../node/index.js";
+import { createSandbox } from "../node/index.js";
 import { accessFrom } from "../src/host/http/auth.js";
 import { createHost } from "../src/host/index.js";
-import { createSandbox } from "../src/index.js";
 import type { Service } from "../src/tools/registry.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
@@ -32,7 +31,7 @@ const wait: Service = {
   ],
 };
 
-const { runCode } = createSandbox({ wasm: nodeWasm });
+const { runCode } = createSandbox({ threads: false });
 const { app } = await createHost({
   services: [wait],
   app: {

@@ -11,11 +11,10 @@ import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import ts from "typescript";
-import { createSandbox as createNodeSandbox, nodeWasm } from "../node/index.js";
+import { createSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
 import { BootedInstance, bootOf } from "../src/core/instance.js";
-import { createSandbox } from "../src/index.js";
-import { rawCases, runCodeCases } from "./crossing.js";
+import { peerCases, rawCases, runCodeCases } from "./crossing.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 /** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
@@ -26,11 +25,11 @@ const wasmModule = new WebAssembly.Module(
   await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
 );
 const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource);
-const { runCode } = createSandbox({ wasm: metered });
-const fresh = createSandbox({ wasm: metered, instances: "fresh" });
-const threaded = createNodeSandbox({ wasm: metered, threads: true });
-const web = createSandbox({ wasm: metered, webApis: true });
-const webThreaded = createNodeSandbox({ wasm: metered, threads: true, webApis: true });
+const { runCode } = createSandbox({ wasm: metered, threads: false });
+const fresh = createSandbox({ wasm: metered, threads: false, instances: "fresh" });
+const threaded = createSandbox({ wasm: metered, threads: true });
+const web = createSandbox({ wasm: metered, threads: false, webApis: true });
+const webThreaded = createSandbox({ wasm: metered, threads: true, webApis: true });
 
 /** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
 function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
@@ -221,20 +220,33 @@ console.log(
 );
 
 // Values and host calls crossing, each beside its bare-engine floor (interleaved, fewer runs: the data case is long).
-const crossing = { ...rawCases(ready), ...runCodeCases(runCode) };
-for (const fn of Object.values(crossing)) for (let i = 0; i < 5; i++) await fn();
+// The peer's cases once a round: its 1.1 MB case takes seconds.
+const crossing = { ...rawCases(ready), ...runCodeCases(runCode), ...peerCases(peer) };
+const runsPerRound = (label: string) => (label.startsWith("peer:") ? 1 : 5);
+for (const [label, fn] of Object.entries(crossing)) for (let i = 0; i < runsPerRound(label); i++) await fn();
 const crossingTimes = new Map<string, number[]>(Object.keys(crossing).map((k) => [k, []]));
 for (let round = 0; round < 8; round++) {
-  for (const [label, fn] of Object.entries(crossing)) crossingTimes.get(label)?.push(...(await sample(5, fn)));
+  for (const [label, fn] of Object.entries(crossing)) {
+    crossingTimes.get(label)?.push(...(await sample(runsPerRound(label), fn)));
+  }
 }
 const crossingRows = [...crossingTimes].map(([label, t]) => summarize(label, t));
-const [rawData, rawCalls, rawAsync, data, calls, asyncCalls] = crossingRows as Tuple<6, Summary>;
+const [rawData, rawCalls, rawAsync, data, calls, asyncCalls, peerData, peerCalls, peerAsync] = crossingRows as Tuple<
+  9,
+  Summary
+>;
 console.log();
 printTable(crossingRows);
 ratio("1.1 MB in and out: runCode / raw engine", data, rawData, "<= 1.5x");
 ratio("1,000 sync host calls: runCode / raw engine", calls, rawCalls, "<= 2x");
 ratio("1,000 awaited async host calls: runCode / raw engine", asyncCalls, rawAsync);
 ratio("trivial run: runCode / raw engine", trivial, floorRuntime, "<= 2x");
+// The peer table: each case through the peer against runCode, in the same run.
+console.log();
+ratio("peer / runCode: trivial run", trivialPeer, trivial);
+ratio("peer / runCode: 1.1 MB in and out", peerData, data);
+ratio("peer / runCode: 1,000 sync host calls", peerCalls, calls);
+ratio("peer / runCode: 1,000 awaited async host calls", peerAsync, asyncCalls);
 
 // Stops on a worker thread: from terminate() to the worker reporting the run over (its next interrupt poll saw the
 // flag) or exiting (ended after the grace: native work that never polls). Run by run, so each event is the stop's.
@@ -279,20 +291,20 @@ console.log(
 
 // Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
 // erases types with SWC from its package, on a worker thread by default or on the caller's thread; the core alone
-// gets SWC as Workers and browsers do, its glue and wasm from dist/swc/.
+// gets SWC as Workers and browsers do: its glue from dist/swc/, its metered wasm from the package (`runcode/swc.wasm`).
 type ColdCase = "threads" | "in-thread" | "core";
 const coreSwc = `
 const { instantiate } = await import(${JSON.stringify(fileURLToPath(new URL("../swc/swc.js", import.meta.url)))});
-const swcWasm = await WebAssembly.compile(await readFile(${JSON.stringify(fileURLToPath(new URL("../swc/swc.wasm", import.meta.url)))}));
-const { useSwc } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
-useSwc(async () => () => instantiate(swcWasm));`;
+const swcWasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
+const { Transpiler } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
+const transpiler = new Transpiler(async () => (out) => instantiate(swcWasm, out));`;
 const coldScript = (entry: ColdCase) => `
 const started = performance.now();
 const { readFile } = await import("node:fs/promises");
 const { createRequire } = await import("node:module");
 const wasm = await readFile(createRequire(import.meta.url).resolve("runcode/wasm"));${entry === "core" ? coreSwc : ""}
 const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "core" ? "../src/index.js" : "../node/index.js", import.meta.url)))});
-const result = await createSandbox({ wasm${entry === "in-thread" ? ", threads: false" : ""} }).runCode(${JSON.stringify(TS_PROGRAM)});
+const result = await createSandbox({ wasm${{ threads: "", "in-thread": ", threads: false", core: ", transpiler" }[entry]} }).runCode(${JSON.stringify(TS_PROGRAM)});
 if (result.status !== "success") throw new Error(result.error?.message);
 console.log(performance.now() - started);`;
 const cold = (entry: ColdCase) =>

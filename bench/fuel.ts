@@ -6,9 +6,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { nodeWasm } from "../node/index.js";
+import { createSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
-import { createSandbox } from "../src/index.js";
 import { printTable, ratio, sample, summarize } from "./stats.js";
 
 const pinned = new WebAssembly.Module(
@@ -37,7 +36,12 @@ const RUNAWAYS: Record<string, string> = {
 };
 
 const FUEL = 500_000_000;
-const frozen = createSandbox({ wasm: metered, clock: () => 0, safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 } });
+const frozen = createSandbox({
+  threads: false,
+  wasm: metered,
+  clock: () => 0,
+  safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 },
+});
 const js = { language: "javascript", memoryLimitBytes: 256 * 1024 * 1024 } as const;
 await frozen.runCode("export default 0", js);
 console.log(`fuel bench, Node ${process.version}: runaways stopped at ${FUEL} units, frozen clock, in-thread\n`);
@@ -107,8 +111,8 @@ for (const [i, name] of Object.keys(PROGRAMS).entries())
 const geomean = Math.exp(overheads.reduce((sum, r) => sum + Math.log(r), 0) / overheads.length);
 console.log(`${"metered / pinned, geomean".padEnd(60)} ${geomean.toFixed(2)}x  (target <= 1.3x)\n`);
 
-const onPinned = createSandbox({ wasm: pinned });
-const onMetered = createSandbox({ wasm: metered });
+const onPinned = createSandbox({ threads: false, wasm: pinned });
+const onMetered = createSandbox({ threads: false, wasm: metered });
 const trivial = { onPinned: [] as number[], onMetered: [] as number[] };
 for (let i = 0; i < 50; i++)
   [await onPinned.runCode("export default 1", js), await onMetered.runCode("export default 1", js)];

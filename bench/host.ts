@@ -6,17 +6,19 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-// The Node entry: it gives the core SWC, which TypeScript needs.
 import { createSandbox } from "../node/index.js";
+import type { SandboxOptions } from "../src/core/types.js";
 import { instantiate } from "../src/environment/index.js";
 import { createHost, MemoryQuotas } from "../src/host/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const wasm = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
 const CODE = "export default 1 + 1;";
-const { runCode } = createSandbox({ wasm, threads: false });
+const { runCode } = createSandbox({ threads: false, wasm });
+/** The environment's sandboxes on the caller's thread, as the bare `runCode`. */
+const inThread = (settings: SandboxOptions) => createSandbox({ ...settings, threads: false });
 const { app, service } = await createHost({
-  environment: { module: instantiate({ wasm }) },
+  environment: { module: instantiate({ wasm, createSandbox: inThread }) },
   maxActiveProcesses: 64,
   // Rates are not what this measures.
   // `/run` on worker threads, as Node serves it: the caller's thread is free to send events while the guest works.
@@ -26,7 +28,7 @@ const { app, service } = await createHost({
   },
 });
 // The environment module alone (no host, no tool discovery): where the overhead is, the environment's or the host's.
-const environment = instantiate({ wasm });
+const environment = instantiate({ wasm, createSandbox: inThread });
 const noop = () => {};
 await environment.setup({
   config: {},

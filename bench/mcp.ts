@@ -9,13 +9,12 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { nodeWasm } from "../node/index.js";
+import { createSandbox } from "../node/index.js";
 import { createHost } from "../src/host/index.js";
-import { createSandbox } from "../src/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const CODE = "export default 1 + 1;";
-const { runCode } = createSandbox({ wasm: nodeWasm });
+const { runCode } = createSandbox({ threads: false });
 const { app } = await createHost({ app: { run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 } } });
 const TOKEN = "bench-token-0123456789";
 // The tests' upstream server, loaded from the source tree (the bench runs from dist/, which does not hold it).

@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { createSandbox } from "../src/index.js";
+import { createSandbox } from "../node/index.js";
 import { startMixed } from "./soak-mix.js";
 
 const TOTAL = Number(process.argv[2] ?? 100_000);
@@ -13,7 +13,7 @@ const CONCURRENCY = 4;
 const REPORT_EVERY = 10_000;
 
 const wasm = new WebAssembly.Module(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
-const { runCode } = createSandbox({ wasm, safetyCap: { fuel: 1_000_000 } });
+const { runCode } = createSandbox({ threads: false, wasm, safetyCap: { fuel: 1_000_000 } });
 const gc = (globalThis as { gc?: () => void }).gc;
 const mb = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MB`;
 const memory = () => {

@@ -11,14 +11,16 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { resultWireText } from "../src/core/result-wire.js";
-import type { CodeExecutionLog } from "../src/core/types.js";
+import type { CodeExecutionLog, FetchOptions } from "../src/core/types.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
+import { AllowList } from "../src/fetch/allow-list.js";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
-       runcode mcp [--config servers.json] [--web-apis]
+               [--allow-fetch origin]...
+       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
 and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the default export; a module
@@ -27,6 +29,8 @@ must then exist. Console output goes to standard error as it happens; the result
 JSON in runcode's lossless wire encoding with --json. Exits 0 on success, 1 when the run did not succeed, 2 on bad
 arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
 crypto.randomUUID, timers, AbortController, events).
+--allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
+path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
 \`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
@@ -122,6 +126,16 @@ function jsonFlag(name: string, text: string): unknown {
   }
 }
 
+/** The fetch setting of `--allow-fetch` (none: no `fetch`), or a one-line error naming the bad origin. */
+function fetchOf(origins: string[] | undefined): FetchOptions | undefined {
+  if (origins === undefined) return undefined;
+  try {
+    return { allow: new AllowList(origins, () => "--allow-fetch").entries };
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+}
+
 async function runFile(): Promise<void> {
   let parsed: ReturnType<typeof parseFlags>;
   try {
@@ -160,11 +174,13 @@ async function runFile(): Promise<void> {
   // On a worker thread, the timeout's terminate() stops any guest work within 50 ms, native loops that never poll
   // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
   // stopped runs given a longer timeout before it).
+  const fetch = fetchOf(values["allow-fetch"]);
   const { runCode } = createSandbox({
     wasm: nodeWasm,
     safetyCap: safetyCapWithin(timeout),
     threads: true,
-    webApis: values["web-apis"],
+    webApis: values["web-apis"] || fetch !== undefined,
+    ...(fetch === undefined ? {} : { fetch }),
   });
   const deadline = performance.now() + timeout;
   const printing = printer(deadline, values.timeout);
@@ -184,7 +200,7 @@ async function runFile(): Promise<void> {
   // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
   // timeout and a bounded size. Every control character of guest text escaped.
   console.log(values.json ? printableJson(resultWireText(result, memory)) : printing.result(result));
-  if (result.status === "link_error" && result.error?.message === `The module does not export '${fn}'`) {
+  if (result.error?.code === "missing_export") {
     console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
   process.exitCode = result.status === "success" ? 0 : 1;
@@ -201,6 +217,7 @@ function parseFlags() {
       globals: { type: "string", default: "{}" },
       memory: { type: "string" },
       timeout: { type: "string", default: "30000" },
+      "allow-fetch": { type: "string", multiple: true },
       "web-apis": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -217,9 +234,14 @@ async function readStdin(): Promise<string> {
 if (process.argv[2] === "mcp") {
   const { values } = parseArgs({
     args: process.argv.slice(3),
-    options: { config: { type: "string" }, "web-apis": { type: "boolean", default: false } },
+    options: {
+      config: { type: "string" },
+      "web-apis": { type: "boolean", default: false },
+      "allow-fetch": { type: "string", multiple: true },
+    },
   });
-  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"] });
+  const fetch = fetchOf(values["allow-fetch"]);
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch });
 } else if (process.argv[2] === "serve") {
   // Loaded only here: plain runs need neither the database driver nor the HTTP server.
   const { serveCommand } = await import("./serve/command.js");

@@ -1,13 +1,15 @@
 /**
  * The Node entry: the platform-neutral core with the QuickJS wasm read from disk and compiled once, so every run
- * only instantiates it, and runs on worker threads by default (node/threads/), so a stop holds whatever the guest
- * does and guest code never blocks the caller's event loop.
+ * only instantiates it, SWC loaded from the package on the first TypeScript run, and runs on worker threads by
+ * default (node/threads/), so a stop holds whatever the guest does and guest code never blocks the caller's event
+ * loop.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { InstancePool } from "../src/core/instance-pool.js";
 import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
-import { useSwc } from "../src/core/transpile.js";
+import { Transpiler } from "../src/core/transpile.js";
 import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/core/types.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
@@ -16,30 +18,36 @@ export * from "../src/index.js";
 export { MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
-useSwc(loadSwc);
-
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = async () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
 
 /** Whether Node's sandboxes run on worker threads when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
 export const THREADS_BY_DEFAULT = true;
 
+/** The SWC and the booted instances of every sandbox this entry makes on the caller's thread. */
+const transpiler = new Transpiler(loadSwc);
+const pool = new InstancePool();
+
 /** Settings of Node's sandbox runner. */
 export interface NodeSandboxOptions extends SandboxOptions {
   /**
    * Run on the worker threads of the process's pool (default {@link THREADS_BY_DEFAULT}): `terminate()` and the
    * safety cap stop any guest work within 50 ms, and guest code never blocks the caller's event loop. Host functions
-   * and `report` still run on the caller's thread. `clock` and `interrupted` need `threads: false`.
+   * and `report` still run on the caller's thread. `clock`, `interrupted`, `onLog`, `transpiler` and `pool` need
+   * `threads: false`.
    */
   threads?: boolean;
 }
 
-/** The core's `createSandbox` with this package's wasm as the default `wasm`, on worker threads unless `threads: false`. */
+/**
+ * The core's `createSandbox` with this package's wasm as the default `wasm`, on worker threads unless `threads:
+ * false`, where the default `transpiler` and `pool` are the entry's own, shared by its sandboxes.
+ */
 export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
   const { threads = THREADS_BY_DEFAULT, ...core } = settings;
   if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
-  const withWasm = { ...core, wasm: core.wasm ?? nodeWasm };
-  return threads ? createThreadedSandbox(withWasm) : createCoreSandbox(withWasm);
+  const wasm = core.wasm ?? nodeWasm;
+  return threads ? createThreadedSandbox({ ...core, wasm }) : createCoreSandbox({ transpiler, pool, ...core, wasm });
 }
 
 let shared: Sandbox | undefined;

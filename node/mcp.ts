@@ -1,17 +1,19 @@
 /**
- * `runcode mcp [--config file.json] [--web-apis]`: the MCP server over standard input and output, for MCP clients that
- * start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its caps, time limits and answers,
- * as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs for `--web-apis`, and no
- * admission: the client is the machine's user. The built-in `kv` service lives in memory for as long as the server
- * does. The configuration names upstream MCP servers in the format MCP clients use (`{"mcpServers": {"github":
- * {"command": "...", "args": [...]}, "docs": {"url": "https://..."}}}`); their tools become modules of the sandbox
- * (`import { search_issues } from "github"`). Nothing but protocol messages may reach standard output.
+ * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]...`: the MCP server over standard input and
+ * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its
+ * caps, time limits and answers, as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs
+ * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, and no admission: the client is the machine's
+ * user. The built-in `kv` service lives in memory for as long as the server does. The configuration names upstream
+ * MCP servers in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs":
+ * {"url": "https://..."}}}`); their tools become modules of the sandbox (`import { search_issues } from "github"`).
+ * Nothing but protocol messages may reach standard output.
  * @module
  */
 import { readFile } from "node:fs/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { FetchOptions } from "../src/core/types.js";
 import { createMcpServer } from "../src/host/mcp/server.js";
 import { createRunOnce } from "../src/host/runs/run-once.js";
 import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
@@ -38,9 +40,11 @@ export interface StdioMcpOptions {
   configPath?: string | undefined;
   /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
   webApis?: boolean;
+  /** Gives runs `fetch` (`SandboxOptions.fetch`), and the Web APIs with it. */
+  fetch?: FetchOptions | undefined;
 }
 
-export async function serveMcpOverStdio({ configPath, webApis = false }: StdioMcpOptions = {}): Promise<void> {
+export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: StdioMcpOptions = {}): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -52,9 +56,15 @@ export async function serveMcpOverStdio({ configPath, webApis = false }: StdioMc
     clients.push(client);
     tools.register(await upstreamService(name, client));
   }
-  const { runCode } = createSandbox({ webApis });
+  const web = webApis || fetch !== undefined;
+  const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
   const { execute } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
-  const server = createMcpServer({ execute, tools, webApis });
+  const server = createMcpServer({
+    execute,
+    tools,
+    webApis: web,
+    ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
+  });
   server.server.onclose = () => {
     for (const client of clients) void client.close();
   };

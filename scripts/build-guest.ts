@@ -22,6 +22,7 @@ const GUEST = [
   ["guestWebTextSource", "guestWebText", "web-text.ts"],
   ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
   ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
+  ["guestWebFetchSource", "guestWebFetch", "web-fetch.ts"],
 ] as const;
 
 /** `fn` of the TypeScript module `source`, compiled, as an expression evaluating to the function. */

@@ -5,25 +5,23 @@
  * a loader. The Node entry (`node/index.ts`) hands in the wasm compiled once from disk.
  * @module
  */
-import { createSandbox } from "./core/sandbox.js";
-import type { CodeExecution, CodeExecutionOptions } from "./core/types.js";
+import { createSandbox as createCoreSandbox } from "./core/sandbox.js";
+import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions } from "./core/types.js";
 
+export { InstancePool } from "./core/instance-pool.js";
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
-export {
-  createSandbox,
-  DEFAULT_MEMORY_LIMIT_BYTES,
-  DEFAULT_SAFETY_CAP,
-  FUEL_PER_MS,
-  safetyCapWithin,
-} from "./core/sandbox.js";
-export { type Swc, type SwcOptions, useSwc } from "./core/transpile.js";
+export { DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS, safetyCapWithin } from "./core/sandbox.js";
+export { type NewSwc, type Swc, type SwcOptions, Transpiler } from "./core/transpile.js";
 export type * from "./core/types.js";
 export { MAX_PENDING_TIMERS } from "./core/web-apis.js";
 export { SerializationError } from "./values/errors.js";
 export type { JsonValue } from "./values/json.js";
 export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
 
-let shared: ReturnType<typeof createSandbox> | undefined;
+/** Creates a sandbox runner; see {@link SandboxOptions}. */
+export const createSandbox: (settings?: SandboxOptions) => Sandbox = createCoreSandbox;
+
+let shared: Sandbox | undefined;
 
 /** Runs `source` as an ES module in a fresh sandbox with the default settings (contract.md §2.1). */
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {

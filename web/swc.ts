@@ -5,10 +5,11 @@
  */
 /// <reference types="vite/client" />
 import { instantiate } from "../dist/swc/swc.js";
-import { useSwc } from "../src/index.js";
+import { Transpiler } from "../src/index.js";
 import swcWasmUrl from "../wasm/swc-fuel.wasm?url";
 
-useSwc(async () => {
+/** The page's transpiler, for `createSandbox({ transpiler })`. */
+export const transpiler = new Transpiler(async () => {
   const module = await WebAssembly.compileStreaming(fetch(swcWasmUrl));
   return (out) => instantiate(module, out);
 });

@@ -4,32 +4,23 @@
  * tenant, the sandbox for `POST /run`) and hands what no route matches to the static assets.
  * @module
  */
-import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
-import { sharedPool } from "../src/core/instance-pool.js";
 import { instantiate } from "../src/environment/index.js";
 import type { Quotas } from "../src/host/admission/quotas.js";
-import { RUN_DEFAULT_MEMORY_BYTES, RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
 import type { TimedRunCode } from "../src/host/runs/run-once.js";
-import { appOptionsOf, runSandboxOptionsOf } from "../src/host/settings.js";
-import { createSandbox, useSwc } from "../src/index.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
-import swcWasm from "../wasm/swc-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { ProcessObject } from "./process-object.js";
 import { edgeProcesses } from "./processes.js";
 import { RegistryObject } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
+import { edgeSandbox } from "./sandboxes.js";
 
 export { KvObject, ProcessObject, RegistryObject };
-
-// TypeScript is erased by SWC, its wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/).
-useSwc(async () => (out) => instantiateSwc(swcWasm, out));
-
-// Idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB isolate.
-sharedPool.limitMemory(RUN_MEMORY_CAP_BYTES);
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -57,21 +48,24 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   const { service, tools } = await createHost({
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
-    environment: { module: instantiate({ wasm, webApis: config.webApis }) },
+    environment: {
+      module: instantiate({ wasm, webApis: config.webApis, ...fetchOptionOf(config), createSandbox: edgeSandbox }),
+    },
   });
   // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
   // it: each run gets a sandbox whose fuel holds its time limit, natives included (`[limits] cpu_ms` in
   // wrangler.toml is the platform's backstop).
   const runCode: TimedRunCode = (source, options, timeoutMs) =>
-    createSandbox({ wasm, ...runSandboxOptionsOf(config, timeoutMs) }).runCode(source, options);
+    edgeSandbox({ wasm, ...runSandboxOptionsOf(config, timeoutMs) }).runCode(source, options);
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
     run: {
       runCode,
-      webApis: config.webApis,
+      ...runWebOf(config),
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
+      ...(config.fetch && { fetchAllow: config.fetch.allow }),
     },
     ...appOptionsOf(config),
     quotas: registryQuotas(env, config),

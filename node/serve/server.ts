@@ -3,9 +3,10 @@
  * (node/serve/libsql-stores.ts), processes on the environment module's worker threads, `/run` in the thread pool,
  * and the edge's settings and limits (src/host/settings.ts). What no route matches is the playground's.
  *
- * Starting, it ends the runs its database shows active (the last stop cut them off). Stopping
- * ({@link Served.stop}), it stops accepting connections, gives requests in flight {@link DRAIN_MS} to finish, then
- * ends every running process as a restart would, each final record written, and closes the database.
+ * Starting, it ends the runs its database shows active (the last stop cut them off), and with a retention, starts
+ * sweeping out the processes past it (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting
+ * connections, gives requests in flight {@link DRAIN_MS} to finish, then ends every running process as a restart
+ * would, each final record written, and closes the database; the sweeps stop first.
  * @module
  */
 import type { AddressInfo } from "node:net";
@@ -15,10 +16,11 @@ import { MemoryQuotas } from "../../src/host/admission/quotas.js";
 import { createApp } from "../../src/host/http/app.js";
 import { createHost } from "../../src/host/index.js";
 import { failCutOffRuns } from "../../src/host/processes/restarts.js";
-import { appOptionsOf, runSandboxOptionsOf } from "../../src/host/settings.js";
+import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { playgroundFiles } from "./playground.js";
+import { sweepEndedProcesses } from "./retention.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the server stops accepting. */
@@ -65,7 +67,12 @@ export async function serve(options: ServeOptions): Promise<Served> {
     maxActivePerTenant: settings.tenantMaxActive,
     // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
     environment: {
-      module: instantiate({ maxCpuMs: settings.runCpuMs, concurrency: MAX_THREADS, webApis: settings.webApis }),
+      module: instantiate({
+        maxCpuMs: settings.runCpuMs,
+        concurrency: MAX_THREADS,
+        webApis: settings.webApis,
+        ...fetchOptionOf(settings),
+      }),
     },
   });
   const runOptions = runSandboxOptionsOf(settings);
@@ -91,7 +98,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     catalog: service,
     run: {
       runCode: sandbox.runCode,
-      webApis: settings.webApis,
+      ...runWebOf(settings),
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
     },
@@ -101,6 +108,13 @@ export async function serve(options: ServeOptions): Promise<Served> {
     ...(fallback === undefined ? {} : { fallback }),
   });
   const host = options.host.includes(":") && !options.host.startsWith("[") ? `[${options.host}]` : options.host;
+  const sweeps =
+    settings.retentionMs === undefined
+      ? undefined
+      : sweepEndedProcesses(store, {
+          retentionMs: settings.retentionMs,
+          onError: (error) => console.error("runcode serve: the retention sweep failed:", error),
+        });
   let stopping: Promise<void> | undefined;
   return {
     url: `http://${host}:${port}`,
@@ -108,6 +122,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     playground: fallback !== undefined,
     stop: () => {
       stopping ??= (async () => {
+        await sweeps?.stop();
         const closed = new Promise((resolve) => server.close(resolve));
         await within(DRAIN_MS, closed);
         if ("closeAllConnections" in server) server.closeAllConnections();

@@ -1,14 +1,19 @@
 /**
  * The messages between the caller's thread and a worker thread that runs the core, and the slots of the
- * `SharedArrayBuffer` both read. Values never cross as themselves: they cross as the core's tapes (see crossing.ts).
+ * `SharedArrayBuffer` both read. Values never cross as themselves: host values as the tapes the caller's thread
+ * encoded ({@link Crossed}), guest values as the tapes the guest encoded (`GuestTape`), each decoded once, where it
+ * is used (see crossing.ts).
  * @module
  */
+import type { RunOptions } from "../../src/core/request.js";
 import type {
   CodeExecutionError,
-  CodeExecutionOptions,
+  CodeExecutionLog,
   CodeExecutionStatus,
-  SandboxOptions,
+  FetchOptions,
+  SafetyCap,
 } from "../../src/core/types.js";
+import type { GuestTape } from "../../src/values/to-host.js";
 
 /** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
 export const SIGNAL_BYTES = 24;
@@ -35,32 +40,24 @@ export function now(): number {
   return performance.timeOrigin + performance.now();
 }
 
-/** The function number of the `report` sink in a call (host functions are numbered from 0). */
-export const REPORT = -1;
-/** The function number of the run's `onLog` listener in a call: the entry is the call's one argument. */
-export const LOG = -2;
-
-/** Name and arity of a host function, so its stand-in on the worker looks the same to the guest. */
-export interface FunctionShape {
-  name: string;
-  length: number;
-}
-
-/** A value as it crosses: a tape, its side list (buffers; numbers are promise keys) and the new host functions. */
+/**
+ * A host value as the caller's thread encoded it (`encodeForGuest`): its tape and side list, buffers as they are and
+ * promises by the number of the `settle` message that settles them later.
+ */
 export interface Crossed {
   tape: string;
   side: (ArrayBuffer | number)[];
-  functions: FunctionShape[];
 }
 
-/** Sandbox settings that cross: all but the wasm (sent once per worker) and the functions. */
-export type ThreadSettings = Omit<SandboxOptions, "wasm" | "clock" | "interrupted">;
-
-/** Options of a run that cross as they are; the rest (values, functions) crosses as {@link Crossed}. */
-export type PlainOptions = Pick<CodeExecutionOptions, "modules" | "language" | "memoryLimitBytes" | "filename"> & {
-  fn: string;
-  script: boolean;
-};
+/** The sandbox settings a worker's core runs with (the functions, the transpiler and the pool are its own). */
+export interface ThreadSettings {
+  safetyCap: SafetyCap;
+  instances: "restore" | "fresh";
+  bootModules: Readonly<Record<string, string>>;
+  webApis: boolean;
+  /** The guest's `fetch`, made on the worker by its own platform `fetch` (so a stop there aborts its requests). */
+  fetch: FetchOptions | undefined;
+}
 
 /** The compiled QuickJS wasm by number: `module` only the first time a worker meets it. */
 export interface WasmRef {
@@ -78,50 +75,55 @@ export type ToWorker =
       wasm: WasmRef;
       settings: ThreadSettings;
       source: string;
-      options: PlainOptions;
+      options: RunOptions;
       /**
-       * Whether the caller listens to the run's `console` entries (`onLog`): then each entry is a synchronous call of
-       * {@link LOG}, so what the listener throws reaches the guest; else each is posted as a `log` message.
+       * Whether the caller listens to the run's `console` entries (`onLog`): then each entry is a synchronous `log`
+       * request, so what the listener throws reaches the guest; else each is posted as a `log` message.
        */
       listened: boolean;
       /** `[globals, imports]`. */
       values: Crossed;
       args: Crossed;
     }
-  | Settle
+  /** The caller's promise number `key` settled. */
+  | { kind: "settle"; run: number; key: number; ok: boolean; value: Crossed }
   /** The caller stopped the run (its flag is raised too, for guest code that runs without yielding). */
   | { kind: "stop"; run: number };
 
-/** A promise of one side, settled: the other side settles its stand-in. */
-export interface Settle {
-  kind: "settle";
-  run: number;
-  key: number;
-  ok: boolean;
-  value: Crossed;
-}
+/** What the guest asks of the caller's thread, and waits for. */
+export type HostRequest =
+  /** A call of the caller's host function number `fn`. */
+  | { op: "call"; fn: number; args: GuestTape }
+  /** A `report(value)`: the caller keeps it and calls its `report` sink. */
+  | { op: "report"; value: GuestTape }
+  /** A `console` entry of a run the caller listens to: the caller keeps it and calls the run's `onLog`. */
+  | { op: "log"; level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }
+  /** The guest settled its promise number `promise`, handed to the caller in an earlier call. */
+  | { op: "settle"; promise: number; ok: boolean; value: GuestTape };
 
 /** Worker -> caller's thread. */
 export type FromWorker =
   /** The worker's script loaded. */
   | { kind: "ready" }
-  | { kind: "call"; run: number; call: number; fn: number; args: Crossed }
+  | { kind: "call"; run: number; call: number; request: HostRequest }
   /** A `console` entry of a run nobody listens to, as the guest made it (the caller's thread keeps the run's logs). */
-  | { kind: "log"; run: number; entry: Crossed }
-  | Settle
+  | { kind: "log"; run: number; level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }
   | {
       kind: "done";
       run: number;
       status: CodeExecutionStatus;
       error?: CodeExecutionError;
-      result: Crossed;
+      /** On `success`. */
+      result?: GuestTape;
       memoryUsedBytes?: number;
       fuelUsed?: number;
     };
 
-/** The answer to a synchronous call, posted on the worker's answer port: a value, or what the function threw. */
-export interface Answer {
-  call: number;
-  ok: boolean;
-  value: Crossed;
-}
+/**
+ * How a synchronous call went: a value, what the function threw, or a `SerializationError`'s message when what the
+ * guest handed over could not be decoded (a fault of the host, as in-thread).
+ */
+export type CallOutcome = { ok: boolean; value: Crossed } | { fault: string };
+
+/** The answer to synchronous call number `call`, posted on the worker's answer port. */
+export type Answer = { call: number } & CallOutcome;

@@ -1,109 +1,128 @@
 /**
- * One run on a worker thread, as the caller's thread holds it: the handle (settled at once by `terminate()`, as in
- * the core), the host functions the worker calls back, the live reports, and the stops: on `terminate()` the run's
- * flag raised, then, if the worker has not ended the run within {@link STOP_GRACE_MS}, the worker ended; and a
- * watchdog that ends the worker when its guest work outlasts the safety cap by {@link WATCHDOG_MARGIN_MS} (the
- * run's own cap stops polling code on time; this stops native work that never polls).
+ * The runner of the threaded sandbox: one run on a worker thread, as the caller's thread holds it. The core's
+ * sandbox hands it the run checked and its values encoded and builds the result from what it reports; this sends
+ * the run to a worker, serves the host functions and the `report` sink the worker calls back, keeps the run's logs
+ * and stops it: on a stop, the run's flag raised, then, if the worker has not ended the run within
+ * {@link STOP_GRACE_MS}, the worker ended; and a watchdog that ends the worker when its guest work outlasts the
+ * safety cap by {@link WATCHDOG_MARGIN_MS} (the run's own cap stops polling code on time; this stops native work
+ * that never polls).
  * @module
  */
-import { Execution } from "../../src/core/execution.js";
-import type { ResolvedOptions } from "../../src/core/options.js";
-import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "../../src/core/types.js";
+import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.js";
+import type { RunRequest } from "../../src/core/request.js";
+import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/run.js";
+import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
+import { fetchSettingOf } from "../../src/fetch/policy.js";
+import type { GuestTape } from "../../src/values/to-host.js";
 import { Crossing } from "./crossing.js";
 import { asHostCall, type Holder, nestingDepth, type Thread, threadPool, type Waiting } from "./pool.js";
-import {
-  type Answer,
-  type Crossed,
-  type FromWorker,
-  LOG,
-  REPORT,
-  type ThreadSettings,
-  type ToWorker,
-} from "./protocol.js";
+import type { CallOutcome, FromWorker, HostRequest, ToWorker } from "./protocol.js";
 
 /**
  * How long a stopped run's worker may take to end it on its own (its next interrupt poll) before the worker itself
  * is ended: guest work of any kind stops within this plus the worker's termination, under 50 ms.
  */
 export const STOP_GRACE_MS = 20;
-/** How far past `safetyCap.cpuTimeMs` a worker's guest work may go before the watchdog ends the worker. */
-export const WATCHDOG_MARGIN_MS = 50;
+/**
+ * How far past `safetyCap.cpuTimeMs` a worker's guest work may go before the watchdog ends the worker. The metered
+ * engine stops itself at its next fuel refill and keeps its worker; the watchdog is the backstop for an engine without
+ * the meter, and its margin leaves room for a loaded machine holding the worker off the CPU (a narrower one ended
+ * workers that were about to stop on their own).
+ */
+export const WATCHDOG_MARGIN_MS = 250;
 
-/** What every run of one threaded sandbox shares. */
-export interface ThreadedSandbox {
-  settings: ThreadSettings;
-  wasm: () => Promise<WebAssembly.Module>;
-  /** The safety cap's `cpuTimeMs`, which the watchdog holds. */
-  cpuTimeMs: number;
-}
+/** Runs each run on a worker thread of the process's pool. */
+export const onThreads: Runner = (context, request, channel) => new RemoteRun(context, request, channel);
 
-type RunRequest = Extract<ToWorker, { kind: "run" }>;
-type Outcome = Pick<CodeExecutionResult, "status" | "result" | "error" | "memoryUsedBytes" | "fuelUsed">;
+type RunMessage = Extract<ToWorker, { kind: "run" }>;
 
 let lastRun = 0;
 
-export class RemoteRun implements Waiting, Holder {
+class RemoteRun implements StartedRun, Waiting, Holder {
   readonly depth = nestingDepth();
+  readonly ended: Promise<Ending>;
   readonly #id = nextRunId();
-  readonly #started: number;
-  readonly #crossing = new Crossing((key, ok, value) => this.#post({ kind: "settle", run: this.#id, key, ok, value }));
-  readonly #reports: unknown[] = [];
+  readonly #context: RunContext;
+  readonly #request: RunRequest;
+  readonly #channel: RunChannel;
+  readonly #crossing: Crossing;
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
   readonly #logs: CodeExecutionLog[] = [];
-  readonly #report: ((value: unknown) => void) | undefined;
-  readonly #onLog: ((entry: CodeExecutionLog) => void) | undefined;
-  readonly #request: Omit<RunRequest, "wasm">;
-  readonly #sandbox: ThreadedSandbox;
+  readonly #message: Omit<RunMessage, "wasm">;
+  #end!: (ending: Ending) => void;
+  #fuelUsed: number | undefined;
+  #memoryUsedBytes: number | undefined;
   /** Settlements of the caller's promises made before the run reached its worker. */
   #outbox: ToWorker[] = [];
   #thread: Thread | undefined;
   #posted = false;
   #grace: ReturnType<typeof setTimeout> | undefined;
   #watchdog: ReturnType<typeof setTimeout> | undefined;
-  readonly execution: Execution;
 
-  /**
-   * Throws as the core's `runCode` does for a value that cannot cross, and a `RangeError` when the queue is full or
-   * runs nest too deep.
-   */
-  constructor(source: string, options: ResolvedOptions, sandbox: ThreadedSandbox, started: number) {
-    this.#started = started;
-    this.#report = options.report;
-    this.#onLog = options.onLog;
-    this.#sandbox = sandbox;
-    const { fn, script, modules, language, memoryLimitBytes, filename } = options;
-    this.#request = {
+  /** Throws a `RangeError` when the queue is full or runs nest too deep. */
+  constructor(context: RunContext, request: RunRequest, channel: RunChannel) {
+    this.#context = context;
+    this.#request = request;
+    this.#channel = channel;
+    this.ended = new Promise((resolve) => {
+      this.#end = resolve;
+    });
+    this.#crossing = new Crossing(request.functions, (key, ok, value) =>
+      this.#post({ kind: "settle", run: this.#id, key, ok, value }),
+    );
+    this.#message = {
       kind: "run",
       run: this.#id,
-      settings: sandbox.settings,
-      source,
-      options: { fn, script, modules, language, memoryLimitBytes, filename },
-      listened: options.onLog !== undefined,
-      // Encoded now, as the core does, so a value that cannot cross makes runCode throw before anything runs.
-      values: this.#crossing.encode([options.globals, options.imports]),
-      args: this.#crossing.encode(options.args),
+      settings: {
+        safetyCap: context.safetyCap,
+        instances: context.restore ? "restore" : "fresh",
+        bootModules: context.boot.modules,
+        webApis: context.boot.webApis,
+        fetch: context.fetch && fetchSettingOf(context.fetch),
+      },
+      source: request.source,
+      options: request.options,
+      listened: request.onLog !== undefined,
+      values: this.#crossing.cross(request.values),
+      args: this.#crossing.cross(request.args),
     };
-    this.execution = new Execution(this.#reports, (error) => this.#terminate(error));
     threadPool.submit(this);
+  }
+
+  get logs(): readonly CodeExecutionLog[] {
+    return this.#logs;
+  }
+
+  /** Known once the worker reported the run over. */
+  get fuelUsed(): number | undefined {
+    return this.#fuelUsed;
+  }
+
+  get memoryUsedBytes(): number | undefined {
+    return this.#memoryUsedBytes;
   }
 
   start(thread: Thread): void {
     this.#thread = thread;
     thread.holder = this;
-    this.#sandbox.wasm().then(
+    const wasm = this.#context.wasm().then((module) => {
+      if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
+      return module;
+    });
+    wasm.then(
       (module) => {
         if (thread.holder !== this) return;
-        if (!this.execution.running) return threadPool.release(thread);
+        if (this.#channel.settled()) return threadPool.release(thread);
         threadPool.uses(module);
-        thread.post({ ...this.#request, wasm: thread.wasmRef(module) });
+        thread.post({ ...this.#message, wasm: thread.wasmRef(module) });
         this.#posted = true;
-        this.#watch(thread, this.#sandbox.cpuTimeMs + WATCHDOG_MARGIN_MS);
+        this.#watch(thread, this.#context.safetyCap.cpuTimeMs + WATCHDOG_MARGIN_MS);
         for (const message of this.#outbox) thread.post(message);
         this.#outbox = [];
       },
       (bug: unknown) => {
         if (thread.holder === this) threadPool.release(thread);
-        this.#settle({ status: "error", error: { name: "InternalError", message: String(bug) } });
+        this.#end(internalFailure(String(bug)));
       },
     );
   }
@@ -113,55 +132,84 @@ export class RemoteRun implements Waiting, Holder {
     if (message.run !== this.#id) return;
     switch (message.kind) {
       case "call":
-        thread.answer({ call: message.call, ...this.#call(message.fn, message.args) });
-        break;
-      case "settle":
-        this.#crossing.settle(message.key, message.ok, message.value);
+        thread.answer({ call: message.call, ...this.#serve(message.request) });
         break;
       case "log":
-        if (this.execution.running) this.#logs.push(this.#crossing.decode(message.entry) as CodeExecutionLog);
+        if (!this.#channel.settled()) this.#logs.push(this.#logEntry(message));
         break;
       case "done": {
         this.#clearTimers();
         threadPool.release(thread);
-        let result: unknown;
-        try {
-          result = this.#crossing.decode(message.result);
-        } catch (bug) {
-          this.#settle({ status: "error", error: { name: "InternalError", message: String(bug) } });
-          break;
-        }
-        const { status, error, memoryUsedBytes, fuelUsed } = message;
-        const outcome: Outcome = status === "success" ? { status, result } : { status, ...(error && { error }) };
-        if (memoryUsedBytes !== undefined) outcome.memoryUsedBytes = memoryUsedBytes;
-        if (fuelUsed !== undefined) outcome.fuelUsed = fuelUsed;
-        this.#settle(outcome);
+        const { status, error, result, memoryUsedBytes, fuelUsed } = message;
+        this.#memoryUsedBytes = memoryUsedBytes;
+        this.#fuelUsed = fuelUsed;
+        this.#end(status === "success" ? this.#decoded(result as GuestTape) : { status, ...(error && { error }) });
       }
+    }
+  }
+
+  /** A `console` entry as the worker relayed it, its arguments decoded as the in-thread core decodes them. */
+  #logEntry(entry: { level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }): CodeExecutionLog {
+    const { level, timestamp } = entry;
+    return { level, args: this.#crossing.decode(entry.args, true) as unknown[], timestamp };
+  }
+
+  /** The run's result, decoded as the in-thread core decodes it: what cannot be decoded is the run's error. */
+  #decoded(result: GuestTape): Ending {
+    try {
+      return { status: "success", result: this.#crossing.decode(result) };
+    } catch (failure) {
+      return failureOf(failure);
     }
   }
 
   lost(reason: string): void {
     this.#clearTimers();
-    this.#settle({ status: "error", error: { name: "InternalError", message: reason } });
+    this.#end(internalFailure(reason));
+  }
+
+  /** Stops the run: off the queue, or its flag raised and, past the grace, its worker ended. */
+  stop(_error: CodeExecutionError): void {
+    const thread = this.#thread;
+    if (thread === undefined) threadPool.withdraw(this);
+    else if (this.#posted && thread.holder === this) {
+      clearTimeout(this.#watchdog);
+      thread.stop(this.#id);
+      this.#grace = setTimeout(() => {
+        if (thread.holder === this) thread.end();
+      }, STOP_GRACE_MS);
+    }
   }
 
   /**
-   * A synchronous call of the worker: the host function (or the report sink, or the log listener) with its outcome,
-   * as the core calls it.
+   * What the guest asks of the caller's thread, done as the core does it in-thread: a host function (or the report
+   * sink, or the log listener) called with the decoded arguments and its outcome encoded, or a guest promise settled.
    */
-  #call(fn: number, crossedArgs: Crossed): Omit<Answer, "call"> {
-    const thrown = (error: unknown): Omit<Answer, "call"> => ({ ok: false, value: this.#crossing.encodeThrown(error) });
-    if (!this.execution.running) return thrown(new Error("The run has ended"));
+  #serve(request: HostRequest): CallOutcome {
+    const crossing = this.#crossing;
+    const thrown = (error: unknown): CallOutcome => ({ ok: false, value: crossing.encodeThrown(error) });
+    if (request.op === "settle") {
+      try {
+        crossing.settle(request.promise, request.ok, request.value);
+      } catch (failure) {
+        return { fault: (failure as Error).message };
+      }
+      return { ok: true, value: crossing.encode(undefined) };
+    }
+    if (this.#channel.settled()) return thrown(new Error("The run has ended"));
     let args: unknown[];
     try {
-      args = this.#crossing.decode(crossedArgs) as unknown[];
-    } catch (error) {
-      return thrown(error);
+      if (request.op === "call") args = crossing.decode(request.args) as unknown[];
+      else args = [request.op === "log" ? this.#logEntry(request) : crossing.decode(request.value)];
+    } catch (failure) {
+      return { fault: (failure as Error).message };
     }
-    if (fn === REPORT) this.#reports.push(args[0]);
-    if (fn === LOG) this.#logs.push(args[0] as CodeExecutionLog);
-    const target = fn === REPORT ? this.#report : fn === LOG ? this.#onLog : this.#crossing.functionOf(fn);
-    if (target === undefined) return { ok: true, value: this.#crossing.encode(undefined) };
+    const report = request.op === "report";
+    const log = request.op === "log";
+    if (report) this.#channel.reports.push(args[0]);
+    if (log) this.#logs.push(args[0] as CodeExecutionLog);
+    const target = report ? this.#request.report : log ? this.#request.onLog : crossing.functionOf(request.fn);
+    if (target === undefined) return { ok: true, value: crossing.encode(undefined) };
     let returned: unknown;
     try {
       returned = asHostCall(this.depth, () => Reflect.apply(target, undefined, args));
@@ -169,9 +217,9 @@ export class RemoteRun implements Waiting, Holder {
       return thrown(error);
     }
     // The core hands the guest what `report` returns only when it is a promise, and nothing of what `onLog` returns.
-    if ((fn === REPORT && !(returned instanceof Promise)) || fn === LOG) returned = undefined;
+    if ((report && !(returned instanceof Promise)) || log) returned = undefined;
     try {
-      return { ok: true, value: this.#crossing.encode(returned) };
+      return { ok: true, value: crossing.encode(returned) };
     } catch (error) {
       return thrown(error);
     }
@@ -181,13 +229,13 @@ export class RemoteRun implements Waiting, Holder {
   #watch(thread: Thread, inMs: number): void {
     this.#watchdog = setTimeout(() => {
       if (thread.holder !== this) return;
-      const { cpuTimeMs } = this.#sandbox;
+      const { cpuTimeMs } = this.#context.safetyCap;
       const left = cpuTimeMs + WATCHDOG_MARGIN_MS - thread.guestTime();
       if (left > 0) return this.#watch(thread, left);
       thread.end();
       // The core's own words for its CPU cap (src/core/limits.ts).
       const message = `Execution stopped by the safety cap after ${cpuTimeMs} ms of CPU time`;
-      this.#settle({ status: "terminated", error: { name: "TerminatedError", message } });
+      this.#end({ status: "terminated", error: { name: "TerminatedError", message } });
     }, inMs);
     this.#watchdog.unref();
   }
@@ -198,37 +246,9 @@ export class RemoteRun implements Waiting, Holder {
   }
 
   #post(message: ToWorker): void {
-    if (!this.execution.running) return;
+    if (this.#channel.settled()) return;
     if (this.#posted) this.#thread?.post(message);
     else this.#outbox.push(message);
-  }
-
-  #terminate(error: CodeExecutionError): CodeExecutionResult {
-    const thread = this.#thread;
-    if (thread === undefined) threadPool.withdraw(this);
-    else if (this.#posted && thread.holder === this) {
-      clearTimeout(this.#watchdog);
-      thread.stop(this.#id);
-      this.#grace = setTimeout(() => {
-        if (thread.holder === this) thread.end();
-      }, STOP_GRACE_MS);
-    }
-    return this.#result({ status: "terminated", error });
-  }
-
-  #settle(outcome: Outcome): void {
-    if (this.execution.running) this.execution.settle(this.#result(outcome));
-  }
-
-  /** The result as the core's sandbox builds it. */
-  #result(outcome: Outcome): CodeExecutionResult {
-    const { memoryUsedBytes, fuelUsed, ...rest } = outcome;
-    const head = rest.status === "success" ? { status: rest.status, result: rest.result } : { ...rest };
-    const durationMs = performance.now() - this.#started;
-    const result: CodeExecutionResult = { ...head, reports: [...this.#reports], logs: [...this.#logs], durationMs };
-    if (memoryUsedBytes !== undefined) result.memoryUsedBytes = memoryUsedBytes;
-    if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
-    return result;
   }
 }
 

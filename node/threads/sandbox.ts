@@ -1,18 +1,19 @@
 /**
- * The threaded sandbox: the core's `createSandbox`, with every run on a worker thread of the process's pool (see
- * pool.ts), so a stop holds within 50 ms whatever the guest does and the caller's event loop keeps running.
- * Options are validated and values encoded on the caller's thread, so `runCode` throws exactly where the core's does.
+ * The threaded sandbox: the core's `createSandbox` with every run on a worker thread of the process's pool (see
+ * pool.ts), so a stop holds within 50 ms whatever the guest does and the caller's event loop keeps running. The core
+ * checks the settings and the options and encodes the values on the caller's thread, so `runCode` throws exactly
+ * where it does in-thread, and builds the result.
  * @module
  */
-import { compiledModule } from "../../src/core/engine.js";
-import { Linker } from "../../src/core/linker.js";
-import { resolveOptions } from "../../src/core/options.js";
-import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP } from "../../src/core/sandbox.js";
-import type { CodeExecutionOptions, Sandbox, SandboxOptions } from "../../src/core/types.js";
-import { RemoteRun, type ThreadedSandbox } from "./remote-run.js";
+import { createSandbox } from "../../src/core/sandbox.js";
+import type { Sandbox, SandboxOptions } from "../../src/core/types.js";
+import { onThreads } from "./remote-run.js";
 
-/** Settings that are functions of the caller's thread: a worker cannot call them while guest code runs. */
-const UNCROSSABLE = ["clock", "interrupted", "onLog"] as const;
+/**
+ * Settings of the caller's thread: functions a worker cannot call while guest code runs, and the transpiler and pool,
+ * of which each worker has its own.
+ */
+const UNCROSSABLE = ["clock", "interrupted", "onLog", "transpiler", "pool"] as const;
 
 export function createThreadedSandbox(settings: SandboxOptions): Sandbox {
   for (const key of UNCROSSABLE) {
@@ -20,26 +21,10 @@ export function createThreadedSandbox(settings: SandboxOptions): Sandbox {
       throw new TypeError(`createSandbox: ${key} cannot cross to a worker thread; pass threads: false to use it`);
     }
   }
-  // The core's own checks of the settings, on the caller's thread.
-  createSandbox(settings);
-  const { wasm, clock, interrupted, onLog, ...crossing } = settings;
-  const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
-  const compiled = compiledModule(wasm);
-  const sandbox: ThreadedSandbox = {
-    settings: crossing,
-    wasm: async () => {
-      const module = await compiled();
-      if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
-      return module;
-    },
-    cpuTimeMs: settings.safetyCap?.cpuTimeMs ?? DEFAULT_SAFETY_CAP.cpuTimeMs,
-  };
-  const runCode = (source: string, options?: CodeExecutionOptions) => {
-    const started = performance.now();
-    const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-    // The linker's checks of the options (the worker's core makes its own linker).
-    new Linker(resolved);
-    return new RemoteRun(source, resolved, sandbox, started).execution;
-  };
-  return { runCode };
+  const sandbox = createSandbox({ ...settings, runner: onThreads });
+  // The host's requests are made on the worker, by its own fetch (so a stop there aborts them at once).
+  if (settings.fetch?.fetch !== undefined) {
+    throw new TypeError("createSandbox: fetch.fetch cannot cross to a worker thread; pass threads: false to use it");
+  }
+  return sandbox;
 }

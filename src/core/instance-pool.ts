@@ -1,6 +1,6 @@
 /**
- * Booted instances waiting for their next run, shared by every sandbox of the process or isolate (a host that makes
- * a sandbox per process, as the environment module does, still reuses them). A run takes an idle instance of its
+ * Booted instances waiting for their next run, shared by the sandboxes given the same pool (`SandboxOptions.pool`:
+ * a platform's entry gives every sandbox it makes its one pool). A run takes an idle instance of its
  * wasm module, memory size and boot modules, or boots one; when it ends the instance comes back restored (see
  * core/instance.ts), or is dropped when it cannot be restored or the pool is full. The first run of the pool does not
  * wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer): it
@@ -15,6 +15,7 @@ import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
 /** Most idle instances kept, across modules and memory sizes (the least recently used goes first). */
 export const MAX_IDLE_INSTANCES = 4;
 
+/** Booted instances for the runs of the sandboxes given it (see the module comment). */
 export class InstancePool {
   readonly #idle: BootedInstance[] = [];
   /** Linear memory lent instances may grow to (their runs' memory limits). */
@@ -87,6 +88,3 @@ export class InstancePool {
     }
   }
 }
-
-/** The pool of every sandbox in this process or isolate. */
-export const sharedPool = new InstancePool();

@@ -6,13 +6,12 @@
  * unique internal name whose `load` fails with the recorded `LinkError`.
  * @module
  */
-import type { ResolvedOptions } from "./options.js";
-import { URL_SPECIFIER } from "./options.js";
-import { type FuelAccount, loadTypeScript, type Transpiled, transpile } from "./transpile.js";
+import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
+import type { RunOptions } from "./request.js";
+import type { FuelAccount, Transpiled, Transpiler } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** Names of the runtime's own modules; no user specifier normalizes to one. */
-const INTERNAL = "runcode:";
 export const INTERNALS_MODULE = `${INTERNAL}internals`;
 const IMPORT_PREFIX = `${INTERNAL}import/`;
 /**
@@ -39,31 +38,30 @@ export type LinkFailure = CodeExecutionError & { name: "LinkError" | "SyntaxErro
 
 export class Linker {
   readonly entryName: string;
-  readonly #options: ResolvedOptions;
+  readonly #options: RunOptions;
   readonly #entryKey: string;
   readonly #mappings = new Map<string, ModuleMapping>();
   readonly #failures: LinkFailure[] = [];
-  /** Names of the instance's boot modules (see `BOOT_PREFIX`). */
-  readonly #bootNames: ReadonlySet<string>;
+  /** The instance's boot modules (see `BOOT_PREFIX`). */
+  readonly #bootModules: Readonly<Record<string, string>>;
+  readonly #transpiler: Transpiler | undefined;
 
-  constructor(options: ResolvedOptions, bootNames: ReadonlySet<string> = new Set()) {
+  /** The graph of a run of `options` (checked by `resolveOptions`) on an instance booted with `bootModules`. */
+  constructor(options: RunOptions, bootModules: Readonly<Record<string, string>>, transpiler: Transpiler | undefined) {
     this.#options = options;
-    this.#bootNames = bootNames;
+    this.#bootModules = bootModules;
+    this.#transpiler = transpiler;
     this.entryName = options.filename;
-    if (this.entryName.startsWith(INTERNAL)) {
-      throw new TypeError(`runCode: options.filename must not start with '${INTERNAL}'`);
-    }
-    this.#entryKey = `./${stripRoot(options.filename)}`;
-    if (Object.hasOwn(options.modules, this.#entryKey)) {
-      throw new TypeError(`runCode: options.modules['${this.#entryKey}'] collides with options.filename`);
-    }
+    this.#entryKey = entryKey(options.filename);
   }
 
   /** Readies type erasure when the run is TypeScript. */
   async prepare(): Promise<void> {
-    if (this.#options.language === "typescript") {
-      await loadTypeScript();
+    if (this.#options.language !== "typescript") return;
+    if (this.#transpiler === undefined) {
+      throw new TypeError("TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)");
     }
+    await this.#transpiler.load();
   }
 
   /** The entry's code ready for QuickJS, or the syntax error that stops it from linking; transpiling is `account`'s. */
@@ -73,7 +71,7 @@ export class Linker {
 
   /** QuickJS's normalizer: never throws (see the module comment). */
   normalize = (base: string, specifier: string): string => {
-    if (specifier === PHASE_MODULE || this.#bootNames.has(specifier)) return specifier;
+    if (specifier === PHASE_MODULE || this.#isBootModule(specifier)) return specifier;
     if ((base.startsWith(IMPORT_PREFIX) || base === PHASE_MODULE) && specifier === INTERNALS_MODULE) return specifier;
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
     if (specifier.startsWith("./") || specifier.startsWith("../")) {
@@ -122,7 +120,7 @@ export class Linker {
     let code = source;
     let map: Transpiled["map"] | undefined;
     if (this.#options.language === "typescript") {
-      const result = transpile(source, account);
+      const result = (this.#transpiler as Transpiler).transpile(source, account);
       if (!("code" in result)) {
         const failure: LinkFailure = { name: "SyntaxError", ...result, filename: name };
         this.#failures.push(failure);
@@ -145,6 +143,10 @@ export class Linker {
     return UNRESOLVED_PREFIX + index;
   }
 
+  #isBootModule(specifier: string): boolean {
+    return specifier.startsWith(BOOT_PREFIX) && Object.hasOwn(this.#bootModules, specifier.slice(BOOT_PREFIX.length));
+  }
+
   #directoryOf(name: string): string {
     const path = name === this.entryName ? stripRoot(name) : name.slice(2);
     return path.slice(0, path.lastIndexOf("/") + 1);
@@ -152,15 +154,11 @@ export class Linker {
 }
 
 /** Source of the synthetic module for `options.imports[specifier]`: its keys become its exports. */
-function syntheticModule(specifier: string, imports: Record<string, Record<string, unknown>>): string {
-  const names = Object.keys(imports[specifier] ?? {});
+function syntheticModule(specifier: string, imports: Record<string, string[]>): string {
+  const names = imports[specifier] ?? [];
   const reads = names.map((key, i) => `const v${i} = ns[${JSON.stringify(key)}];`).join("\n");
   const exports = names.map((key, i) => `v${i} as ${JSON.stringify(key)}`).join(", ");
   return `import t from "${INTERNALS_MODULE}";\nconst ns = t[${JSON.stringify(specifier)}];\n${reads}\nexport { ${exports} };\n`;
-}
-
-function stripRoot(filename: string): string {
-  return filename.replace(/^(\.\/|\/)+/, "");
 }
 
 /** Joins `./`/`../` specifiers onto a directory of the graph; `undefined` when the path leaves the root. */

@@ -41,6 +41,9 @@ const NOT_BINDABLE = new Set(
     "static super switch this throw true try typeof var void while with yield undefined NaN Infinity globalThis"
   ).split(" "),
 );
+/** Names of the runtime's own modules begin with this; no user module's name does. */
+export const INTERNAL_PREFIX = "runcode:";
+
 /** Specifiers with a scheme (`https:`, `data:`, ...) are URLs and never resolve. */
 export const URL_SPECIFIER = /^[a-zA-Z][a-zA-Z\d+.-]*:\/\//;
 
@@ -119,9 +122,16 @@ export function resolveOptions(
   if (typeof memoryLimitBytes !== "number" || !Number.isSafeInteger(memoryLimitBytes) || memoryLimitBytes <= 0) {
     fail("memoryLimitBytes", "a positive integer number of bytes", memoryLimitBytes);
   }
-  if (typeof filename !== "string" || filename === "") fail("filename", "a non-empty string", filename);
+  if (typeof filename !== "string" || filename === "") return fail("filename", "a non-empty string", filename);
   if (report !== undefined && typeof report !== "function") fail("report", "a function", report);
   if (onLog !== undefined && typeof onLog !== "function") fail("onLog", "a function", onLog);
+  if (filename.startsWith(INTERNAL_PREFIX)) {
+    throw new TypeError(`runCode: options.filename must not start with '${INTERNAL_PREFIX}'`);
+  }
+  const entry = entryKey(filename);
+  if (Object.hasOwn(modules, entry)) {
+    throw new TypeError(`runCode: options.modules['${entry}'] collides with options.filename`);
+  }
 
   return {
     fn,
@@ -136,4 +146,14 @@ export function resolveOptions(
     report,
     onLog,
   } as ResolvedOptions;
+}
+
+/** The `modules` key the entry stands for: its filename from the root of the module graph. */
+export function entryKey(filename: string): string {
+  return `./${stripRoot(filename)}`;
+}
+
+/** `filename` without the `./` or `/` it may start with. */
+export function stripRoot(filename: string): string {
+  return filename.replace(/^(\.\/|\/)+/, "");
 }

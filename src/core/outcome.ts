@@ -48,6 +48,14 @@ export interface EndState {
 
 type Outcome = Pick<CodeExecutionResult, "status" | "error">;
 
+/** How a run ended, as its result says it. */
+export type Ending = Pick<CodeExecutionResult, "status" | "result" | "error">;
+
+/** A run that failed for a reason of the host's own, not the guest's. */
+export function internalFailure(message: string): Outcome {
+  return { status: "error", error: { name: "InternalError", message } };
+}
+
 /** Classifies how the run ended; `caught` is what its steps threw. */
 export function outcomeOf(state: EndState, caught: unknown): Outcome {
   if (state.stop !== undefined)
@@ -131,6 +139,11 @@ function faultOutcome(state: EndState, fault: unknown): Outcome {
   ) {
     return memoryOutcome(state);
   }
+  return failureOf(fault);
+}
+
+/** A host exception, out of the VM or out of the host's work on the run's values: what the caller is told. */
+export function failureOf(fault: unknown): Outcome {
   if (fault instanceof RangeError) {
     return {
       status: "error",
@@ -142,8 +155,7 @@ function faultOutcome(state: EndState, fault: unknown): Outcome {
   }
   if (fault instanceof SerializationError)
     return { status: "error", error: { name: fault.name, message: fault.message } };
-  const message = fault instanceof Error ? fault.message : String(fault);
-  return { status: "error", error: { name: "InternalError", message: `The sandbox failed: ${message}` } };
+  return internalFailure(`The sandbox failed: ${fault instanceof Error ? fault.message : String(fault)}`);
 }
 
 /** Most characters of JSON a thrown non-Error value's message shows. */

@@ -8,24 +8,26 @@
  * @module
  */
 import type { QuickJSHandle } from "quickjs-emscripten-core";
+import type { FetchPolicy } from "../fetch/policy.js";
+import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
-import { type Encoded, encodeForGuest, type FunctionTable } from "../values/to-guest.js";
-import { GuestBridge } from "./guest-bridge.js";
+import { GuestBridge, type Relay } from "./guest-bridge.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
-import { INTERNALS_MODULE, type Linker } from "./linker.js";
-import type { ResolvedOptions } from "./options.js";
-import { GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import { INTERNALS_MODULE, Linker } from "./linker.js";
+import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import type { RunOptions, RunRequest } from "./request.js";
 import { Timers } from "./timers.js";
-import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult, SafetyCap } from "./types.js";
+import type { Transpiler } from "./transpile.js";
+import type { CodeExecutionError, CodeExecutionLog, SafetyCap } from "./types.js";
 
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./guest-bridge.js";
 
-/** What a run needs from its sandbox. */
+/** What a run needs from its sandbox: the sandbox's settings, checked, with every default applied. */
 export interface RunContext {
   wasm: () => Promise<WebAssembly.Module | undefined>;
-  instances: InstancePool;
+  pool: InstancePool;
   /** Whether the instance goes back to the pool restored (`false`: booted for this run only). */
   restore: boolean;
   safetyCap: SafetyCap;
@@ -35,6 +37,9 @@ export interface RunContext {
   boot: Boot;
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  transpiler: Transpiler | undefined;
+  /** See `SandboxOptions.fetch`. */
+  fetch: FetchPolicy | undefined;
 }
 
 /** What the run shares with its handle. */
@@ -44,21 +49,44 @@ export interface RunChannel {
   settled(): boolean;
 }
 
-type Ending = Pick<CodeExecutionResult, "status" | "result" | "error">;
+/** A run under way, wherever it runs: what its sandbox reads to settle the run's handle. */
+export interface StartedRun {
+  /** How the run ended; never rejects. */
+  readonly ended: Promise<Ending>;
+  /** The run's `console` entries so far. */
+  readonly logs: readonly CodeExecutionLog[];
+  /** What is known so far of the result's `fuelUsed` and `memoryUsedBytes`. */
+  readonly fuelUsed: number | undefined;
+  readonly memoryUsedBytes: number | undefined;
+  /** Stops the run at its next chance (its handle has settled already). */
+  stop(error: CodeExecutionError): void;
+}
+
+/**
+ * Where a sandbox's runs execute (`SandboxSettings.runner`): starts `request` with the sandbox's `context`. The
+ * core's own is {@link inThread}; Node's entry has one for its worker threads.
+ */
+export type Runner = (context: RunContext, request: RunRequest, channel: RunChannel) => StartedRun;
+
+/** The core's runner: each run on a booted instance of this thread; with a `relay`, its guest values go there. */
+export function inThread(relay?: Relay): Runner {
+  return (context, request, channel) => new Run(context, request, channel, relay);
+}
 
 /** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
 const STAGE_KEY = "runcode:stage";
 
-export class Run {
-  readonly #options: ResolvedOptions;
+class Run implements StartedRun {
+  readonly ended: Promise<Ending>;
+  readonly #options: RunOptions;
+  readonly #request: RunRequest;
   readonly #context: RunContext;
   readonly #linker: Linker;
-  readonly #functions: FunctionTable;
-  readonly #values: Encoded;
-  readonly #args: Encoded;
   readonly #channel: RunChannel;
+  readonly #relay: Relay | undefined;
   readonly #logs: CodeExecutionLog[] = [];
   readonly #limits: Limits;
+  readonly #fetch: FetchSession | undefined;
 
   /** The booted instance while the run holds it, and the bridge into it. */
   #booted: BootedInstance | undefined;
@@ -69,37 +97,33 @@ export class Run {
   #sound = true;
   #peakBytes = 0;
 
-  constructor(
-    options: ResolvedOptions,
-    context: RunContext,
-    linker: Linker,
-    functions: FunctionTable,
-    channel: RunChannel,
-  ) {
-    this.#options = options;
+  /** Starts the run. */
+  constructor(context: RunContext, request: RunRequest, channel: RunChannel, relay: Relay | undefined) {
+    this.#options = request.options;
+    this.#request = request;
     this.#context = context;
-    this.#linker = linker;
-    this.#functions = functions;
+    this.#linker = new Linker(request.options, context.boot.modules, context.transpiler);
     this.#channel = channel;
+    this.#relay = relay;
     this.#limits = new Limits({
       safetyCap: context.safetyCap,
       clock: context.clock,
       interrupted: context.interrupted,
       settled: () => channel.settled(),
-      memoryLimitBytes: options.memoryLimitBytes,
+      memoryLimitBytes: request.options.memoryLimitBytes,
     });
-    // Encoded now, so a value that cannot cross makes runCode throw before anything runs.
-    this.#values = encodeForGuest([options.globals, options.imports], functions);
-    this.#args = encodeForGuest(options.args, functions);
+    this.#fetch = context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes);
+    this.ended = this.#run();
   }
 
   /** Stops the run at its next chance (the handle has settled already). */
   stop(error: CodeExecutionError): void {
     this.#limits.terminate(error);
+    this.#fetch?.end();
     this.#bridge?.wake();
   }
 
-  get logs(): CodeExecutionLog[] {
+  get logs(): readonly CodeExecutionLog[] {
     return this.#logs;
   }
 
@@ -108,19 +132,20 @@ export class Run {
     return this.#limits.fuelUsed;
   }
 
-  get peakBytes(): number | undefined {
+  get memoryUsedBytes(): number | undefined {
     return this.#peakBytes === 0 ? undefined : this.#peakBytes;
   }
 
   /** Runs to the end; never throws. */
-  async execute(source: string): Promise<Ending> {
+  async #run(): Promise<Ending> {
     try {
-      return await this.#execute(source);
+      return await this.#execute(this.#request.source);
     } finally {
+      this.#fetch?.end();
       this.#limits.release();
       const booted = this.#booted;
       this.#booted = undefined;
-      if (booted !== undefined) this.#context.instances.give(booted, this.#sound && !this.#limits.faulted);
+      if (booted !== undefined) this.#context.pool.give(booted, this.#sound && !this.#limits.faulted);
     }
   }
 
@@ -133,10 +158,10 @@ export class Run {
       const entry = this.#limits.enter(() => this.#linker.entry(source, this.#limits));
       this.#limits.checkSpent();
       if (typeof entry !== "string") return { status: "link_error", error: entry };
-      const { wasm, instances, restore, boot } = this.#context;
+      const { wasm, pool, restore, boot } = this.#context;
       const module = await wasm();
       this.#limits.check();
-      this.#booted = await instances.take(module, this.#options.memoryLimitBytes, restore, boot);
+      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, boot);
       this.#limits.check();
       const { ctx, core } = this.#booted;
       const bridge = this.#lend(this.#booted);
@@ -149,13 +174,13 @@ export class Run {
       // run before the result is taken.
       if (ctx.typeof(exported) === "boolean" && !ctx.eq(exported, ctx.true) && !this.#options.script) {
         const message = `The module does not export '${this.#options.fn}'`;
-        return { status: "link_error", error: { name: "LinkError", message } };
+        return { status: "link_error", error: { name: "LinkError", message, code: "missing_export" } };
       }
-      const args = bridge.toGuest(this.#args);
+      const args = bridge.toGuest(this.#request.args);
       const selected = bridge.guard(() => ctx.callFunction(core.runExport, ctx.undefined, [namespace, fn, args]));
       const value = await this.#settle(selected);
       await this.#drain();
-      const result = bridge.toHost(value, MODE_CLONE);
+      const result = this.#relay === undefined ? bridge.toHost(value, MODE_CLONE) : bridge.toTape(value);
       this.#sample();
       return { status: "success", result };
     } catch (caught) {
@@ -171,11 +196,13 @@ export class Run {
     const { meter } = booted.instance;
     if (meter !== undefined) this.#limits.meter(meter);
     const bridge = new GuestBridge(booted, this.#holder, this.#limits, {
-      functions: this.#functions,
-      report: this.#options.report,
+      functions: this.#request.functions,
+      report: this.#request.report,
       reports: this.#channel.reports,
       logs: this.#logs,
-      logListeners: [this.#context.onLog, this.#options.onLog].filter((listener) => listener !== undefined),
+      logListeners: [this.#context.onLog, this.#request.onLog].filter((listener) => listener !== undefined),
+      relay: this.#relay,
+      fetch: this.#fetch,
     });
     this.#bridge = bridge;
     if (booted.timers !== undefined) {
@@ -184,8 +211,8 @@ export class Run {
     booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
-    const empty = Object.keys(this.#options.globals).length === 0 && Object.keys(this.#options.imports).length === 0;
-    const values = empty ? undefined : bridge.toGuest(this.#values);
+    const empty = this.#options.globals.length === 0 && Object.keys(this.#options.imports).length === 0;
+    const values = empty ? undefined : bridge.toGuest(this.#request.values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
     const seed = seedWords().map((word) => ctx.newNumber(word | 0));
@@ -194,7 +221,7 @@ export class Run {
     const key = JSON.stringify(STAGE_KEY);
     const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
     bridge.guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
-    const names = [...new Set(["console", "report", ...Object.keys(this.#options.globals)])];
+    const names = [...new Set(["console", "report", ...this.#options.globals])];
     const bindings = `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
     bridge.guard(() => ctx.evalCode(bindings, `${INTERNALS_MODULE}/globals`, { type: "global" }));
     return bridge;
@@ -204,6 +231,7 @@ export class Run {
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
+    call: (id, args) => this.#bridge?.call(id, args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
     load: (name) => this.#linker.load(name, this.#limits),
   };
@@ -244,10 +272,12 @@ export class Run {
     if (uncaught !== undefined) throw new GuestFailure(uncaught);
   }
 
-  /** Runs the guest's queued jobs; how many ran. */
+  /** Delivers what host promises settled to, then runs the guest's queued jobs; how many ran. */
   #runJobs(): number {
     const bridge = this.#bridge as GuestBridge;
     const { runtime } = this.#booted as BootedInstance;
+    bridge.deliver();
+    if (!runtime.hasPendingJob()) return 0;
     const ran = this.#limits.enter(() => runtime.executePendingJobs());
     if (ran.error !== undefined) throw new GuestFailure(bridge.describe(ran.error));
     return ran.value;

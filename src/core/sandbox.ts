@@ -1,19 +1,21 @@
 /**
- * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock) shared by every run
- * it starts. Each run holds a booted instance alone, from the pool every sandbox shares; the next run gets it back
- * as booted (see core/instance.ts).
+ * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock, transpiler, pool)
+ * checked once and shared by every run it starts, each run's options checked and its values encoded before a runner
+ * starts it, and the one place a run's `CodeExecutionResult` is built, whichever runner ran it. The core's runner
+ * gives each run a booted instance of its own, from the sandbox's pool; the next run gets it back as booted (see
+ * core/instance.ts).
  * @module
  */
 
-import { FunctionTable } from "../values/to-guest.js";
+import { fetchPolicyOf } from "../fetch/policy.js";
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
 import { bootOf } from "./instance.js";
-import { sharedPool } from "./instance-pool.js";
+import { InstancePool } from "./instance-pool.js";
 import { FUEL_PER_MS } from "./limits.js";
-import { BOOT_PREFIX, Linker } from "./linker.js";
-import { resolveOptions } from "./options.js";
-import { Run } from "./run.js";
+import { type Ending, internalFailure } from "./outcome.js";
+import { prepareRun, type RunRequest } from "./request.js";
+import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
 export { FUEL_PER_MS };
@@ -35,29 +37,33 @@ export function safetyCapWithin(timeoutMs: number, most: Partial<SafetyCap> = {}
   };
 }
 
+/** The core's `createSandbox` settings: the public ones, and where the runs execute. */
+export interface SandboxSettings extends SandboxOptions {
+  /** Default the core's own, in this thread ({@link inThread}); Node's entry passes its worker threads. */
+  runner?: Runner;
+}
+
+/** A sandbox's settings, checked, with every default applied. */
+export interface SandboxContext extends RunContext {
+  defaultMemoryLimitBytes: number;
+}
+
 const defaultClock = (): (() => number) => {
   const performance = (globalThis as { performance?: { now(): number } }).performance;
   return performance === undefined ? Date.now : () => performance.now();
 };
 
-/** Creates a sandbox runner; see {@link SandboxOptions}. */
-export function createSandbox(settings: SandboxOptions = {}): Sandbox {
+/** Checks a sandbox's settings (a `TypeError` names the bad one) and applies the defaults. */
+export function sandboxContext(settings: SandboxOptions): SandboxContext {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
   const { webApis = false } = settings;
   if (typeof webApis !== "boolean") throw new TypeError("createSandbox: webApis must be a boolean");
-  const boot = bootOf(settings.bootModules, webApis);
-  const bootNames = new Set(Object.keys(boot.modules).map((name) => BOOT_PREFIX + name));
-  const context = {
-    wasm: compiledModule(settings.wasm),
-    instances: sharedPool,
-    restore: mode === "restore",
-    interrupted: settings.interrupted ?? (() => false),
-    boot,
-    onLog: settings.onLog,
-  };
-  const clock = settings.clock ?? defaultClock();
+  const fetch = settings.fetch === undefined ? undefined : fetchPolicyOf(settings.fetch);
+  if (fetch !== undefined && !webApis)
+    throw new TypeError("createSandbox: fetch needs webApis: true (the guest's Request, Response and Headers)");
+  const boot = bootOf(settings.bootModules, webApis, fetch !== undefined);
   for (const key of Object.keys(settings.safetyCap ?? {})) {
     if (!(key in DEFAULT_SAFETY_CAP))
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);
@@ -68,42 +74,61 @@ export function createSandbox(settings: SandboxOptions = {}): Sandbox {
     if (typeof value !== "number" || !(value > 0))
       throw new TypeError(`createSandbox: ${key} must be a positive number`);
   }
+  return {
+    wasm: compiledModule(settings.wasm),
+    pool: settings.pool ?? new InstancePool(),
+    restore: mode === "restore",
+    safetyCap,
+    clock: settings.clock ?? defaultClock(),
+    interrupted: settings.interrupted ?? (() => false),
+    boot,
+    onLog: settings.onLog,
+    transpiler: settings.transpiler,
+    fetch,
+    defaultMemoryLimitBytes,
+  };
+}
 
+/** Creates a sandbox runner; see {@link SandboxOptions}. */
+export function createSandbox(settings: SandboxSettings = {}): Sandbox {
+  const context = sandboxContext(settings);
+  const runner = settings.runner ?? inThread();
   const runCode = (source: string, options?: CodeExecutionOptions) => {
-    const started = clock();
-    const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-    const linker = new Linker(resolved, bootNames);
-    const reports: unknown[] = [];
-    let settled = false;
-    const run = new Run(resolved, { ...context, safetyCap, clock }, linker, new FunctionTable(), {
-      reports,
-      settled: () => settled,
-    });
-    const finish = (outcome: Pick<CodeExecutionResult, "status" | "result" | "error">): CodeExecutionResult => {
-      settled = true;
-      const head = outcome.status === "success" ? { status: outcome.status, result: outcome.result } : { ...outcome };
-      const durationMs = clock() - started;
-      const result: CodeExecutionResult = {
-        ...head,
-        reports: [...reports],
-        logs: [...run.logs],
-        durationMs,
-        fuelUsed: run.fuelUsed,
-      };
-      const peak = run.peakBytes;
-      if (peak !== undefined) result.memoryUsedBytes = peak;
-      return result;
-    };
-    const execution = new Execution(reports, (error) => {
-      run.stop(error);
-      return finish({ status: "terminated", error });
-    });
-    run.execute(source).then(
-      (outcome) => execution.settle(finish(outcome)),
-      (bug: unknown) =>
-        execution.settle(finish({ status: "error", error: { name: "InternalError", message: String(bug) } })),
-    );
-    return execution;
+    const started = context.clock();
+    return startRun(context, runner, prepareRun(source, options, context.defaultMemoryLimitBytes), started);
   };
   return { runCode };
+}
+
+/**
+ * Starts `request` on `runner` and returns its handle, which settles with the run's result or, the moment it is
+ * terminated, with what the run has so far; `started` is when `runCode` was called, on the context's clock.
+ */
+export function startRun(context: RunContext, runner: Runner, request: RunRequest, started: number): Execution {
+  const reports: unknown[] = [];
+  let settled = false;
+  const run = runner(context, request, { reports, settled: () => settled });
+  const finish = (ending: Ending): CodeExecutionResult => {
+    settled = true;
+    const head = ending.status === "success" ? { status: ending.status, result: ending.result } : { ...ending };
+    const result: CodeExecutionResult = {
+      ...head,
+      reports: [...reports],
+      logs: [...run.logs],
+      durationMs: context.clock() - started,
+    };
+    const { memoryUsedBytes, fuelUsed } = run;
+    if (memoryUsedBytes !== undefined) result.memoryUsedBytes = memoryUsedBytes;
+    if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
+    return result;
+  };
+  const execution = new Execution(reports, (error) => {
+    run.stop(error);
+    return finish({ status: "terminated", error });
+  });
+  run.ended.then(
+    (ending) => execution.settle(finish(ending)),
+    (bug: unknown) => execution.settle(finish(internalFailure(String(bug)))),
+  );
+  return execution;
 }

@@ -8,8 +8,9 @@
  * Erasable syntax (the common case) is blanked out in place (strip-only mode), so every position stays exact and no
  * source map is needed; enums, namespaces, parameter properties and `<T>x` assertions are transformed with a source
  * map. Imports are kept as written (`verbatimModuleSyntax`): only `import type` and `type` specifiers are erased.
- * Each platform gives the core its SWC (`useSwc`), over the metered wasm compiled its way, and the generated glue
- * `dist/swc/swc.js` (scripts/swc-wasm.mjs). Results are cached by source.
+ * Each platform gives its sandboxes a {@link Transpiler} over SWC's metered wasm compiled its way and the generated glue
+ * `dist/swc/swc.js` (scripts/swc-wasm.mjs); sandboxes given the same one share its SWC instance and its results,
+ * cached by source.
  * @module
  */
 import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
@@ -92,120 +93,126 @@ class Halt extends Error {
   }
 }
 
-let swcLoader: (() => Promise<NewSwc>) | undefined;
-/**
- * Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) or a halt (an exception thrown through its
- * frames) leaves the old one's memory untrusted.
- */
-let newSwc: NewSwc | undefined;
-let swc: { instance: Swc; meter: Meter } | undefined;
-
-/** A platform entry's SWC: `load` resolves to a maker of fresh instances, called on the first TypeScript run. */
-export function useSwc(load: () => Promise<NewSwc>): void {
-  swcLoader = load;
-}
-
-function freshSwc(): { instance: Swc; meter: Meter } {
-  let meter: Meter | undefined;
-  const instance = (newSwc as NewSwc)(() => (meter as Meter).onEmpty());
-  meter = new Meter(instance.fuel);
-  meter.idle();
-  return { instance, meter };
-}
-
-/** Readies `transpile`: an instance of the platform's SWC. */
-export async function loadTypeScript(): Promise<void> {
-  if (swcLoader === undefined) {
-    throw new TypeError("TypeScript needs SWC: this platform's entry did not give the core one (see useSwc)");
-  }
-  newSwc ??= await swcLoader();
-  swc ??= freshSwc();
-}
-
 const CACHE_ENTRIES = 256;
 /** Sources above this size are not worth keeping in memory. */
 const CACHE_MAX_SOURCE = 256 * 1024;
-const cache = new Map<string, Transpiled | TranspileFailure>();
 
-/** Erases types from one module, SWC's work charged to `account`. `loadTypeScript()` must have resolved for it first. */
-export function transpile(source: string, account: FuelAccount): Transpiled | TranspileFailure {
-  const cached = cache.get(source);
-  if (cached !== undefined) {
-    cache.delete(source);
-    cache.set(source, cached);
-    return cached;
-  }
-  if (swc === undefined) throw new Error("transpile() called before loadTypeScript()");
-  const allowance = TRANSPILE_BASE_FUEL + TRANSPILE_FUEL_PER_CHAR * source.length;
-  const tooCostly: TranspileFailure = {
-    message: `Source is too costly to transpile: over ${allowance} units of fuel for its ${source.length} characters`,
-    line: 1,
-    column: 1,
-  };
-  const budget = Math.min(allowance, Math.max(0, account.fuelLeft));
-  // Out of the run's fuel, the run's stop ends it; out of the source's allowance, it fails to transpile.
-  const outOfFuel = budget < allowance ? STOPPED : tooCostly;
-  const { instance, meter } = swc;
-  const { counter } = meter;
-  // Fuel spent before the current grant, and the grant (as in Limits).
-  let spent = 0;
-  let granted = Math.min(FUEL_QUANTUM, budget);
-  counter.value = granted;
-  meter.onEmpty = () => {
-    spent += granted - (counter.value as number);
-    granted = Math.min(FUEL_QUANTUM, budget - spent);
-    const stopped = account.stopped();
-    if (stopped || granted <= 0) {
-      // Unwinding runs a little of the glue's cleanup in the wasm, counted: the instance is dropped after it.
-      meter.idle();
-      granted = counter.value as number;
-      throw new Halt(stopped ? STOPPED : outOfFuel);
-    }
-    counter.value = granted;
-  };
-  let result: Transpiled | TranspileFailure;
-  try {
-    result = transpileWithSwc(instance, source);
-  } catch (error) {
-    if (!(error instanceof Halt)) throw error;
-    swc = freshSwc();
-    result = error.failure;
-  } finally {
-    account.spend(spent + granted - (counter.value as number));
-    meter.idle();
-  }
-  if (result === STOPPED) return result;
-  if (source.length <= CACHE_MAX_SOURCE) {
-    cache.set(source, result);
-    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-  }
-  return result;
+/** One SWC instance and its meter. */
+interface Metered {
+  instance: Swc;
+  meter: Meter;
 }
 
-function transpileWithSwc(instance: Swc, source: string): Transpiled | TranspileFailure {
-  try {
-    return { code: instance.transformSync(source, STRIP).code };
-  } catch (error) {
-    if (!isDiagnostic(error)) return trapped(error);
-    if (error.code !== "UnsupportedSyntax") return syntaxError(instance, source, error);
+/** TypeScript erasure by SWC, loaded on the first TypeScript run of a sandbox given it (`SandboxOptions.transpiler`). */
+export class Transpiler {
+  readonly #load: () => Promise<NewSwc>;
+  /**
+   * Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) or a halt (an exception thrown through
+   * its frames) leaves the old one's memory untrusted.
+   */
+  #newSwc: NewSwc | undefined;
+  #swc: Metered | undefined;
+  readonly #cache = new Map<string, Transpiled | TranspileFailure>();
+
+  /** `load` resolves to a maker of fresh instances of SWC's metered wasm; it is called on the first TypeScript run. */
+  constructor(load: () => Promise<NewSwc>) {
+    this.#load = load;
   }
-  try {
-    const { code, map } = instance.transformSync(source, TRANSFORM);
-    return { code, map: new TraceMap(map as string) };
-  } catch (error) {
-    return isDiagnostic(error) ? syntaxError(instance, source, error) : trapped(error);
+
+  /** Readies {@link transpile}: an instance of SWC. */
+  async load(): Promise<void> {
+    this.#newSwc ??= await this.#load();
+    this.#swc ??= this.#fresh();
+  }
+
+  /** Erases types from one module, SWC's work charged to `account`. {@link load} must have resolved first. */
+  transpile(source: string, account: FuelAccount): Transpiled | TranspileFailure {
+    const cached = this.#cache.get(source);
+    if (cached !== undefined) {
+      this.#cache.delete(source);
+      this.#cache.set(source, cached);
+      return cached;
+    }
+    if (this.#swc === undefined) throw new Error("Transpiler.transpile() called before load()");
+    const allowance = TRANSPILE_BASE_FUEL + TRANSPILE_FUEL_PER_CHAR * source.length;
+    const tooCostly: TranspileFailure = {
+      message: `Source is too costly to transpile: over ${allowance} units of fuel for its ${source.length} characters`,
+      line: 1,
+      column: 1,
+    };
+    const budget = Math.min(allowance, Math.max(0, account.fuelLeft));
+    // Out of the run's fuel, the run's stop ends it; out of the source's allowance, it fails to transpile.
+    const outOfFuel = budget < allowance ? STOPPED : tooCostly;
+    const { instance, meter } = this.#swc;
+    const { counter } = meter;
+    // Fuel spent before the current grant, and the grant (as in Limits).
+    let spent = 0;
+    let granted = Math.min(FUEL_QUANTUM, budget);
+    counter.value = granted;
+    meter.onEmpty = () => {
+      spent += granted - (counter.value as number);
+      granted = Math.min(FUEL_QUANTUM, budget - spent);
+      const stopped = account.stopped();
+      if (stopped || granted <= 0) {
+        // Unwinding runs a little of the glue's cleanup in the wasm, counted: the instance is dropped after it.
+        meter.idle();
+        granted = counter.value as number;
+        throw new Halt(stopped ? STOPPED : outOfFuel);
+      }
+      counter.value = granted;
+    };
+    let result: Transpiled | TranspileFailure;
+    try {
+      result = this.#transpileWithSwc(instance, source);
+    } catch (error) {
+      if (!(error instanceof Halt)) throw error;
+      this.#swc = this.#fresh();
+      result = error.failure;
+    } finally {
+      account.spend(spent + granted - (counter.value as number));
+      meter.idle();
+    }
+    if (result === STOPPED) return result;
+    if (source.length <= CACHE_MAX_SOURCE) {
+      this.#cache.set(source, result);
+      if (this.#cache.size > CACHE_ENTRIES) this.#cache.delete(this.#cache.keys().next().value as string);
+    }
+    return result;
+  }
+
+  #fresh(): Metered {
+    let meter: Meter | undefined;
+    const instance = (this.#newSwc as NewSwc)(() => (meter as Meter).onEmpty());
+    meter = new Meter(instance.fuel);
+    meter.idle();
+    return { instance, meter };
+  }
+
+  #transpileWithSwc(instance: Swc, source: string): Transpiled | TranspileFailure {
+    try {
+      return { code: instance.transformSync(source, STRIP).code };
+    } catch (error) {
+      if (!isDiagnostic(error)) return this.#trapped(error);
+      if (error.code !== "UnsupportedSyntax") return syntaxError(instance, source, error);
+    }
+    try {
+      const { code, map } = instance.transformSync(source, TRANSFORM);
+      return { code, map: new TraceMap(map as string) };
+    } catch (error) {
+      return isDiagnostic(error) ? syntaxError(instance, source, error) : this.#trapped(error);
+    }
+  }
+
+  /** After a trap in its wasm every later call failed ("memory access out of bounds"): the next source gets a fresh one. */
+  #trapped(error: unknown): TranspileFailure {
+    if (error instanceof Halt) throw error;
+    this.#swc = this.#fresh();
+    return NESTED_TOO_DEEPLY;
   }
 }
 
 const isDiagnostic = (error: unknown): error is SwcDiagnostic =>
   typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string";
-
-/** After a trap in its wasm every later call failed ("memory access out of bounds"): the next source gets a fresh one. */
-function trapped(error: unknown): TranspileFailure {
-  if (error instanceof Halt) throw error;
-  swc = freshSwc();
-  return NESTED_TOO_DEEPLY;
-}
 
 /** SWC's diagnostic at its 1-based line, and the UTF-16 column its display column stands for. */
 function syntaxError(instance: Swc, source: string, error: SwcDiagnostic): TranspileFailure {

@@ -3,6 +3,11 @@
  * sandbox runner.
  * @module
  */
+import type { FetchOptions } from "../fetch/policy.js";
+import type { InstancePool } from "./instance-pool.js";
+import type { Transpiler } from "./transpile.js";
+
+export type { FetchOptions, FetchTransport } from "../fetch/policy.js";
 
 /** Options of one run (contract.md §3). Unknown keys are rejected with a `TypeError`. */
 export interface CodeExecutionOptions {
@@ -35,10 +40,18 @@ export interface CodeExecutionOptions {
 /** The five outcomes of a run (contract.md §4.1). */
 export type CodeExecutionStatus = "success" | "error" | "memory" | "terminated" | "link_error";
 
+/**
+ * What the runtime tells apart by `code` where `name` alone does not: `"missing_export"`, the module does not export
+ * what `execute.fn` names.
+ */
+export type CodeExecutionErrorCode = "missing_export";
+
 /** What went wrong, with positions in the caller's original source (contract.md §4.2). */
 export interface CodeExecutionError {
   name: string;
   message: string;
+  /** See {@link CodeExecutionErrorCode}. */
+  code?: CodeExecutionErrorCode;
   stack?: string;
   /** Module specifier that failed to link, when applicable. */
   specifier?: string;
@@ -145,7 +158,7 @@ export interface SandboxOptions {
   /**
    * Installs the Web APIs on the sandbox's global object (contract.md §13): `URL`, `URLSearchParams`, `TextEncoder`,
    * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, the timers, `Event`, `EventTarget`,
-   * `AbortController`, `AbortSignal` and `DOMException`. They are part of the booted image, so a run pays nothing for
+   * `AbortController`, `AbortSignal`, `DOMException`, `Headers`, `Request` and `Response`. They are part of the booted image, so a run pays nothing for
    * them. Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.
    */
   webApis?: boolean;
@@ -154,6 +167,22 @@ export interface SandboxOptions {
    * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
    */
   onLog?: (entry: CodeExecutionLog) => void;
+  /**
+   * Erases TypeScript (the default `language`): a {@link Transpiler} over SWC's metered wasm (`runcode/swc` and
+   * `runcode/swc.wasm`); sandboxes given the same one share its SWC instance and its cache. Without one a TypeScript
+   * run fails. Node's entry gives its own.
+   */
+  transpiler?: Transpiler;
+  /**
+   * The booted instances runs take and give back (see {@link InstancePool}); sandboxes given the same pool share its
+   * idle instances and its memory bound. Default: a pool of this sandbox's own.
+   */
+  pool?: InstancePool;
+  /**
+   * Gives the guest `fetch` (contract.md §13.8), reaching only the origins (and path prefixes) of `allow`; needs
+   * `webApis: true`. Without it `fetch` does not exist in the guest.
+   */
+  fetch?: FetchOptions;
 }
 
 /** A sandbox runner: every `runCode` call holds its own wasm instance and linear memory, as booted, while it runs. */

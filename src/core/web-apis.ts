@@ -8,6 +8,7 @@
 import {
   guestWebCryptoSource,
   guestWebEventsSource,
+  guestWebFetchSource,
   guestWebKitSource,
   guestWebTextSource,
   guestWebTimersSource,
@@ -23,6 +24,7 @@ export const WEB_API_SOURCES: readonly (readonly [name: string, source: string])
   ["text", guestWebTextSource],
   ["url", guestWebUrlSource],
   ["crypto", guestWebCryptoSource],
+  ["fetch", guestWebFetchSource],
 ] as const);
 
 /** Most timers pending at once in one run; past it `setTimeout` and `setInterval` throw a `RangeError`. */

@@ -15,14 +15,21 @@ export interface DocsSettings {
   /** Units (about characters) one console line, and one output patch or tool call's parameters, may take. */
   consoleLine: number;
   data: number;
+  /** The origins (and path prefixes) `fetch` reaches; none: no `fetch`. */
+  fetchAllow: readonly string[];
   /** Whether processes have the Web APIs. */
   webApis: boolean;
 }
 
 /** The Web APIs' row of the globals table, and what a process still lacks with and without them. */
 const WEB_APIS_ROW =
-  "| Web APIs | `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder` (UTF-8), `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, `setTimeout`, `setInterval`, `clearTimeout`, `clearInterval`, `AbortController`, `AbortSignal`, `Event`, `EventTarget`, `DOMException`, as browsers have them |\n";
-const WITH_WEB_APIS = `Not available: \`fetch\`, \`process\`, \`require\`, \`eval\`, \`new Function\`, \`WebAssembly\`, \`crypto.subtle\`.
+  "| Web APIs | `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder` (UTF-8), `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, `setTimeout`, `setInterval`, `clearTimeout`, `clearInterval`, `AbortController`, `AbortSignal`, `Event`, `EventTarget`, `DOMException`, `Headers`, `Request`, `Response`, as browsers have them |\n";
+/** The row of `fetch`, which reaches `allow` only. */
+const fetchRow = (allow: readonly string[]) =>
+  `| \`fetch(url, init?)\` | HTTP requests to ${allow.map((entry) => `\`${entry}\``).join(", ")} only (any other URL, or a redirect to one, rejects with a \`TypeError\`); responses are read whole (\`text()\`, \`json()\`, \`arrayBuffer()\`), within the host's limits on requests, bytes and time |\n`;
+const withWebApis = (
+  fetches: boolean,
+) => `Not available: ${fetches ? "" : "`fetch`, "}\`process\`, \`require\`, \`eval\`, \`new Function\`, \`WebAssembly\`, \`crypto.subtle\`.
 A process waits for its pending timers before it ends, and an exception a timer callback or an event listener throws
 fails it; the time its timers wait counts against its \`timeoutMs\`. \`Date.now()\` and \`Math.random()\` work.`;
 const WITHOUT_WEB_APIS = `Not available: \`fetch\`, \`setTimeout\`/\`setInterval\`, \`process\`, \`require\`, \`eval\`, \`new Function\`,
@@ -30,6 +37,7 @@ const WITHOUT_WEB_APIS = `Not available: \`fetch\`, \`setTimeout\`/\`setInterval
 
 export function environmentDocs(limits: DocsSettings): string {
   const mib = Math.round(limits.memoryLimitBytes / 1048576);
+  const fetches = limits.fetchAllow.length > 0;
   return `# QuickJS TypeScript environment
 
 Process code runs in a fresh QuickJS-WASM sandbox per execution. Nothing of the host is reachable except the
@@ -55,8 +63,8 @@ globals below.
 | \`cyrnel.output(patch)\` | merges a **plain object** into the process output (\`Object.assign\` semantics: same key overwrites) |
 | \`cyrnel.services[serviceId].tools[toolId].invoke(parameters)\` | calls a host tool; returns a Promise of its result |
 | ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
-${limits.webApis ? WEB_APIS_ROW : ""}
-${limits.webApis ? WITH_WEB_APIS : WITHOUT_WEB_APIS}
+${limits.webApis ? WEB_APIS_ROW : ""}${fetches ? fetchRow(limits.fetchAllow) : ""}
+${limits.webApis ? withWebApis(fetches) : WITHOUT_WEB_APIS}
 
 ### console
 Arguments are joined with a space. Strings print as they are; other values print like Node's \`util.inspect\`

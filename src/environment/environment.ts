@@ -27,8 +27,17 @@
  */
 
 import { compiledModule } from "../core/engine.js";
+import { InstancePool } from "../core/instance-pool.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, safetyCapWithin } from "../core/sandbox.js";
-import type { CodeExecution, CodeExecutionResult, Sandbox, SandboxOptions, WasmSource } from "../core/types.js";
+import type {
+  CodeExecution,
+  CodeExecutionResult,
+  FetchOptions,
+  Sandbox,
+  SandboxOptions,
+  WasmSource,
+} from "../core/types.js";
+import { fetchPolicyOf } from "../fetch/policy.js";
 import type { ServiceInfo } from "../tools/types.js";
 import { BudgetError, WorkBudget } from "../values/budget.js";
 import { type JsonValue, toJsonSized } from "../values/json.js";
@@ -110,11 +119,25 @@ export interface EnvironmentOptions {
    */
   webApis?: boolean;
   /**
-   * How each execution's sandbox is made. Default the core's `createSandbox`; Node's `instantiate` passes its
-   * threaded one, so `timeoutMs` and `kill` stop any guest work at once.
+   * How the executions' sandboxes are made: one for each timeout in use (their safety cap comes from it), reused by
+   * every execution with that timeout. Default the core's `createSandbox`, the sandboxes sharing one pool, with no
+   * transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
+   * TypeScript) and the host's `pool`. Node's `instantiate` passes its threaded one, so `timeoutMs` and `kill` stop
+   * any guest work at once.
    */
   createSandbox?: (settings: SandboxOptions) => Sandbox;
+  /**
+   * Gives process code `fetch` (and the Web APIs with it), reaching only the origins of `allow`, within the limits of
+   * {@link FetchOptions} per execution. Default none: no `fetch`.
+   */
+  fetch?: FetchOptions;
 }
+
+/**
+ * Most sandboxes an environment keeps, one per timeout, the least recently used dropped first: timeouts are the
+ * clients' to choose, and a sandbox costs little to make again.
+ */
+const MAX_SANDBOXES = 16;
 
 type Phase = "queued" | "running" | "done";
 interface Job {
@@ -168,13 +191,19 @@ class QuickJSEnvironment implements EnvironmentModule {
   /** The wasm, compiled once for every execution's sandbox (see `compiledModule`). */
   readonly #wasm: () => Promise<WebAssembly.Module | undefined>;
   readonly #createSandbox: (settings: SandboxOptions) => Sandbox;
+  /** Sandboxes by the timeout of their executions, the most recently used last. */
+  readonly #sandboxes = new Map<number, Sandbox>();
+  readonly #fetch: FetchOptions | undefined;
+  /** The origins `fetch` reaches, as normalized (none without a fetch setting). */
+  readonly #fetchAllow: readonly string[];
   #bindings: EnvironmentBindings | undefined;
   #running = 0;
   #tornDown = false;
 
   constructor(options: EnvironmentOptions) {
     this.#wasm = compiledModule(options.wasm);
-    this.#createSandbox = options.createSandbox ?? createSandbox;
+    const pool = new InstancePool();
+    this.#createSandbox = options.createSandbox ?? ((settings) => createSandbox({ ...settings, pool }));
     this.#clock = options.clock;
     this.#now = options.clock ?? (() => performance.now());
     const budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
@@ -187,9 +216,13 @@ class QuickJSEnvironment implements EnvironmentModule {
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
+    this.#fetch = options.fetch;
+    this.#fetchAllow =
+      options.fetch === undefined ? [] : fetchPolicyOf(options.fetch, "instantiate: fetch").allow.entries;
     const { webApis = false } = options;
     if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
-    this.#webApis = webApis;
+    // `fetch` needs the Web APIs' Request, Response and Headers.
+    this.#webApis = webApis || options.fetch !== undefined;
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -256,6 +289,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       consoleLine: this.#budgets.consoleLine,
       data: this.#budgets.data,
       webApis: this.#webApis,
+      fetchAllow: this.#fetchAllow,
     });
   }
 
@@ -353,15 +387,8 @@ class QuickJSEnvironment implements EnvironmentModule {
     services: GuestServices,
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
-    const { eid, timeoutMs } = job;
-    const sandbox = this.#createSandbox({
-      ...(wasm === undefined ? {} : { wasm }),
-      ...(this.#clock === undefined ? {} : { clock: this.#clock }),
-      defaultMemoryLimitBytes: this.#memoryLimitBytes,
-      bootModules: RUNTIME_BOOT_MODULES,
-      webApis: this.#webApis,
-      safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: this.#maxCpuMs }),
-    });
+    const { eid } = job;
+    const sandbox = this.#sandbox(job.timeoutMs, wasm);
     const host: GuestHost = {
       write: (stream, args) => {
         if (this.#overdue(job)) return false;
@@ -419,6 +446,26 @@ class QuickJSEnvironment implements EnvironmentModule {
       globals: { console: {}, cyrnel: { services, __host: host }, report: undefined },
     });
     return job.run;
+  }
+
+  /** The sandbox of executions with timeout `timeoutMs` (`wasm` is the same for every execution: compiled once). */
+  #sandbox(timeoutMs: number, wasm: WebAssembly.Module | undefined): Sandbox {
+    let sandbox = this.#sandboxes.get(timeoutMs);
+    if (sandbox === undefined) {
+      sandbox = this.#createSandbox({
+        ...(wasm === undefined ? {} : { wasm }),
+        ...(this.#clock === undefined ? {} : { clock: this.#clock }),
+        defaultMemoryLimitBytes: this.#memoryLimitBytes,
+        bootModules: RUNTIME_BOOT_MODULES,
+        webApis: this.#webApis,
+        ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
+        safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: this.#maxCpuMs }),
+      });
+    }
+    this.#sandboxes.delete(timeoutMs);
+    this.#sandboxes.set(timeoutMs, sandbox);
+    if (this.#sandboxes.size > MAX_SANDBOXES) this.#sandboxes.delete(this.#sandboxes.keys().next().value as number);
+    return sandbox;
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {

@@ -12,8 +12,16 @@
  * @module
  */
 
-/** The single host function the guest may call: `(op, a, tape, side, ok) => value` (see values/tape.ts). */
+/**
+ * The host function the guest asks the host through: `(op, a, tape, side, ok) => value` (see values/tape.ts). Calls
+ * of the caller's functions have their own, {@link HostFunctionCall}.
+ */
 export type HostCall = (op: number, a: number, tape: string, side: unknown[], ok?: number) => unknown;
+/**
+ * The host's function that calls the caller's functions: `this` is the function's number (see values/to-guest.ts's
+ * `FunctionTable`), the arguments are the guest's own.
+ */
+export type HostFunctionCall = (this: number, ...args: unknown[]) => unknown;
 
 type Fn = (...args: never[]) => unknown;
 type Uncurried = (self: unknown, ...args: unknown[]) => unknown;
@@ -57,6 +65,7 @@ export interface NativeKit {
 /** Intrinsics and helpers captured before user code runs, shared with the marshaling half. */
 export interface Intrinsics {
   apply: typeof Reflect.apply;
+  bind: Uncurried;
   defineProperty: typeof Object.defineProperty;
   getPrototypeOf: typeof Object.getPrototypeOf;
   getOwnPropertyDescriptor: typeof Object.getOwnPropertyDescriptor;
@@ -165,8 +174,13 @@ export interface CoreInternals {
   runExport(namespace: object, name: string, args: unknown[]): Promise<unknown>;
   /** An error (or any thrown value) -> a JSON text of its fields, read without running host code. */
   describeError(error: unknown): string;
-  /** A guest promise with its resolvers, for a host promise handed to the guest (see `Run#newDeferred`). */
-  deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
+  /** A guest promise for the host promise the host numbered `id`, settled later by {@link settle}. */
+  deferred(id: number): Promise<unknown>;
+  /**
+   * Settles guest promises made by {@link deferred}: `deliveries` are `id, ok, value` for each (fulfilled with
+   * `value` when `ok`, else rejected with it), in the order their host promises settled.
+   */
+  settle(...deliveries: unknown[]): void;
 }
 
 export function guestCore(hostCall: HostCall): CoreInternals {
@@ -227,6 +241,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const I: Intrinsics = {
     __proto__: null,
     apply,
+    bind: uncurry(Function.prototype.bind),
     defineProperty,
     getPrototypeOf,
     getOwnPropertyDescriptor,
@@ -978,16 +993,24 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   // Made here rather than by the library's `newPromise`, which reads its resolvers through a view of the wasm
   // memory taken before the call: when creating the promise grows the memory, that view is detached and the
-  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer".
+  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer". The resolvers stay
+  // here, so the host holds no handle per pending promise and settles any number of them in one call.
   const PromiseCtor = Promise;
-  function deferred() {
-    const made = { __proto__: null, promise: undefined as unknown, resolve: undefined as unknown, reject: undefined };
-    made.promise = new PromiseCtor((resolve, reject) => {
-      made.resolve = resolve;
-      made.reject = reject as never;
+  // Indexed by number: no Map method, whose uncurried call costs more than the rest of the work here.
+  const resolvers: Record<number, [(value: unknown) => void, (reason: unknown) => void]> = { __proto__: null } as never;
+  function deferred(id: number) {
+    return new PromiseCtor((resolve, reject) => {
+      resolvers[id] = [resolve, reject];
     });
-    return made as never;
+  }
+  function settle(...deliveries: unknown[]) {
+    for (let i = 0; i < deliveries.length; i += 3) {
+      const id = deliveries[i] as number;
+      const settlers = resolvers[id] as [(value: unknown) => void, (reason: unknown) => void];
+      delete resolvers[id];
+      settlers[deliveries[i + 1] === true ? 0 : 1](deliveries[i + 2]);
+    }
   }
 
-  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred };
+  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred, settle };
 }

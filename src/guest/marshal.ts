@@ -9,7 +9,7 @@
  * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
-import type { HostCall, Intrinsics } from "./core.js";
+import type { HostCall, HostFunctionCall, Intrinsics } from "./core.js";
 
 /** What the marshaling half hands back. */
 export interface MarshalInternals {
@@ -17,15 +17,16 @@ export interface MarshalInternals {
   encode(value: unknown, mode: number): [string, unknown[]];
   /** `tape` + side values -> a guest value. */
   decode(tape: string, ...side: unknown[]): unknown;
+  /** A host function's arguments -> `[tape, side]`, for the host when one of them is not a primitive it reads. */
+  encodeArguments(...args: unknown[]): [string, unknown[]];
   /** The guest's `structuredClone(value, options)`: the HTML structured clone algorithm, `transfer` included. */
   clone(value: unknown, options: unknown): unknown;
 }
 
-export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternals {
+export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFunctionCall): MarshalInternals {
   const MODE_CALL = 1;
   const MODE_LOG = 2;
   const MODE_STRUCTURED_CLONE = 3;
-  const OP_CALL = 0;
   const OP_SETTLE = 3;
   const { define, text, stringify, mapGet, mapSet, getPrototypeOf, keys, hasOwn } = I;
   const { isArray, isProxy, lookupGetter } = I;
@@ -490,34 +491,12 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     hostCall(OP_SETTLE, promise, encoded[0], encoded[1], ok ? 1 : 0);
   }
 
-  const NO_SIDE: unknown[] = [];
-  // The tape of arguments that are all strings, booleans, null or finite numbers other than -0, written without the
-  // encoder's per-value bookkeeping (most host calls pass only such values).
-  const primitiveArguments = (args: unknown[]): string | undefined => {
-    let out = "";
-    for (let i = 0; i < args.length; i++) {
-      const v = args[i];
-      let item: string;
-      if (typeof v === "string") item = stringify(v);
-      else if (typeof v === "number") {
-        if (v - v !== 0 || (v === 0 && 1 / v < 0)) return undefined;
-        item = "" + v;
-      } else if (typeof v === "boolean" || v === null) item = "" + v;
-      else return undefined;
-      out += i === 0 ? item : "," + item;
-    }
-    return '["a",0,[' + out + "]]";
-  };
-
   function hostFunction(id: number, name: string, length: number) {
     const known = mapGet(hostFunctions, id);
     if (known !== undefined) return known;
-    const fn = (...args: unknown[]) => {
-      const tape = primitiveArguments(args);
-      if (tape !== undefined) return hostCall(OP_CALL, id, tape, NO_SIDE);
-      const encoded = encode(args, MODE_CALL);
-      return hostCall(OP_CALL, id, encoded[0], encoded[1]);
-    };
+    // Bound to its number, the host's call function takes the arguments as they are: no guest code runs on the way,
+    // and the host reads primitives itself (the rest it has encoded by `encodeArguments`).
+    const fn = I.bind(call, id) as (...args: unknown[]) => unknown;
     I.hide(fn, "name", name);
     I.hide(fn, "length", length);
     I.weakSet(hostFunctionIds, fn, id);
@@ -721,5 +700,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     return decodeTree(I.parse(encoded[0]), side, cloned);
   };
 
-  return { encode, decode, clone };
+  const encodeArguments = (...args: unknown[]) => encode(args, MODE_CALL);
+
+  return { encode, decode, encodeArguments, clone };
 }

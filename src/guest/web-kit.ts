@@ -41,6 +41,8 @@ export interface WebKit {
   utf8Encode(text: string): Uint8Array;
   /** UTF-8 decode without BOM, malformed sequences as U+FFFD. */
   utf8Decode(bytes: Uint8Array): string;
+  /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
+  installFetch(): void;
 }
 
 export function guestWebKit(hostCall: HostCall, kit: WebKit): void {

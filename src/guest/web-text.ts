@@ -124,6 +124,7 @@ export function guestWebText(_hostCall: HostCall, kit: WebKit): void {
     upper: number;
   }
   const CHUNK = 8192;
+  const NON_ASCII = /[\x80-\xff]/;
   const decodeInto = (bytes: Uint8Array, state: Decoding, fatal: boolean, end: boolean, skipBOM: boolean) => {
     let text = "";
     // A byte makes at most one code unit, and an unfinished sequence one U+FFFD: no more room than that is zeroed.
@@ -152,9 +153,23 @@ export function guestWebText(_hostCall: HostCall, kit: WebKit): void {
     const s = state;
     for (let i = 0; i < bytes.length; i++) {
       const byte = bytes[i] as number;
+      if (s.needed === 0 && byte < 0x80) {
+        // A run of ASCII becomes text natively, a chunk at a time (byte by byte, 1 MiB took 140 ms).
+        first = false;
+        if (count > 0) {
+          text += apply(fromCharCode, null, units.subarray(0, count) as unknown as number[]) as string;
+          count = 0;
+        }
+        const chunk = bytes.subarray(i, min(i + CHUNK, bytes.length));
+        const latin = apply(fromCharCode, null, chunk as unknown as number[]) as string;
+        const high = latin.search(NON_ASCII);
+        const run = high < 0 ? latin : latin.slice(0, high);
+        text += run;
+        i += run.length - 1;
+        continue;
+      }
       if (s.needed === 0) {
-        if (byte < 0x80) emit(byte);
-        else if (byte >= 0xc2 && byte <= 0xdf) {
+        if (byte >= 0xc2 && byte <= 0xdf) {
           s.needed = 1;
           s.codePoint = byte & 0x1f;
         } else if (byte >= 0xe0 && byte <= 0xef) {

@@ -5,6 +5,8 @@
  * @module
  */
 import { safetyCapWithin } from "../core/sandbox.js";
+import type { FetchOptions } from "../core/types.js";
+import { AllowList } from "../fetch/allow-list.js";
 import { type HttpUpstream, httpUpstreamsFrom } from "../tools/upstream-config.js";
 import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
 import { type Access, accessFrom } from "./http/auth.js";
@@ -25,8 +27,15 @@ export interface HostSettings {
   /** The sandbox's own stop for `POST /run`: guest CPU milliseconds (each process run's most too) and fuel (the engine's metered work). */
   runCpuMs: number;
   runFuel: number;
-  /** Whether runs and processes have the Web APIs (`RUNCODE_WEB_APIS`). */
+  /** Whether runs and processes have the Web APIs (`RUNCODE_WEB_APIS`, or a fetch setting, which needs them). */
   webApis: boolean;
+  /** Runs' and processes' `fetch` (`RUNCODE_FETCH_ALLOW`); none without it. */
+  fetch: FetchOptions | undefined;
+  /**
+   * How long an ended process is kept after its end, in milliseconds (`RUNCODE_RETENTION_DAYS`); `undefined` keeps it
+   * until it is deleted.
+   */
+  retentionMs: number | undefined;
 }
 
 /** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -61,11 +70,33 @@ function flag(settings: Settings, name: string): boolean {
   return raw === "true";
 }
 
+/** `RUNCODE_FETCH_ALLOW`: the origins (and path prefixes) guest code may fetch, comma-separated. Default none. */
+function fetchOf(settings: Settings): FetchOptions | undefined {
+  const entries = listOf(settings, "RUNCODE_FETCH_ALLOW");
+  if (entries.length === 0) return undefined;
+  return { allow: new AllowList(entries, (index) => `RUNCODE_FETCH_ALLOW entry ${index + 1}`).entries };
+}
+
 function count(settings: Settings, name: string): number {
   const raw = String(settings[name] ?? "");
   if (!/^[1-9][0-9]{0,14}$/.test(raw))
     throw new TypeError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+/** The most days `RUNCODE_RETENTION_DAYS` may give: 100 years, so that every expiry is a date both hosts can hold. */
+const MAX_RETENTION_DAYS = 36_500;
+const DAY_MS = 86_400_000;
+
+/** `RUNCODE_RETENTION_DAYS` in milliseconds; unset or empty, `undefined`: processes are kept until deleted. */
+function retentionOf(settings: Settings): number | undefined {
+  const raw = settings.RUNCODE_RETENTION_DAYS;
+  if (raw === undefined || raw === "") return undefined;
+  const days = count(settings, "RUNCODE_RETENTION_DAYS");
+  if (days > MAX_RETENTION_DAYS) {
+    throw new TypeError(`RUNCODE_RETENTION_DAYS must be at most ${MAX_RETENTION_DAYS} days, got ${days}`);
+  }
+  return days * DAY_MS;
 }
 
 /** The settings of `settings`; throws a `TypeError` that names the first bad one. */
@@ -84,7 +115,9 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
     runFuel: count(settings, "RUN_FUEL"),
-    webApis: flag(settings, "RUNCODE_WEB_APIS"),
+    webApis: flag(settings, "RUNCODE_WEB_APIS") || fetchOf(settings) !== undefined,
+    fetch: fetchOf(settings),
+    retentionMs: retentionOf(settings),
   };
 }
 
@@ -96,12 +129,23 @@ export const appOptionsOf = (settings: HostSettings) => ({
   mcpServers: settings.mcpServers,
 });
 
+/** The fetch setting as sandboxes and the environment take it: `{ fetch }`, or nothing. */
+export const fetchOptionOf = (settings: HostSettings) =>
+  settings.fetch === undefined ? {} : { fetch: settings.fetch };
+
+/** What `/run` and `/mcp` tell of their sandbox: its Web APIs and the origins its `fetch` reaches. */
+export const runWebOf = (settings: HostSettings) => ({
+  webApis: settings.webApis,
+  ...(settings.fetch === undefined ? {} : { fetchAllow: settings.fetch.allow }),
+});
+
 /**
  * The sandbox of `/run` and `run_code`: its stops, the settings' CPU milliseconds and fuel (for one run of `timeoutMs`,
- * as much of each as stops it within that time, `safetyCapWithin`), its default heap limit and the Web APIs.
+ * as much of each as stops it within that time, `safetyCapWithin`), its default heap limit, the Web APIs and `fetch`.
  */
 export const runSandboxOptionsOf = (settings: HostSettings, timeoutMs = Number.POSITIVE_INFINITY) => ({
   safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel }),
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
   webApis: settings.webApis,
+  ...fetchOptionOf(settings),
 });

@@ -7,8 +7,8 @@
  * - JSON string, boolean, null and finite numbers other than -0 stand for themselves
  * - `["u"]` undefined, `["n","NaN"|"Infinity"|"-Infinity"|"-0"]`, `["b","<decimal>"]` bigint
  * - `["r",id]` a reference to an object already encoded
- * - `["j",json]` host to guest only: plain objects and arrays as JSON, for the engine's own parser; there is no
- *   other reference to any object in it (it has no ids)
+ * - `["j",json]` plain objects and arrays (of the standard prototypes, data properties only) as JSON, written and
+ *   parsed by each engine's own JSON code; there is no other reference to any object in it (it has no ids)
  * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
  * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
  * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
@@ -33,8 +33,10 @@ export const MODE_LOG = 2;
 /** The guest's own `structuredClone`, which never leaves the guest: the HTML algorithm itself. */
 export const MODE_STRUCTURED_CLONE = 3;
 
-/** Operations the guest asks of the host through its single host function. */
-export const OP_CALL = 0;
+/**
+ * Operations the guest asks of the host through its host function (calls of the caller's functions have their own,
+ * see `HostFunctionCall` in guest/core.ts).
+ */
 export const OP_REPORT = 1;
 export const OP_LOG = 2;
 export const OP_SETTLE = 3;
@@ -51,6 +53,13 @@ export const OP_RANDOM = 6;
 export const OP_UNCAUGHT = 7;
 /** The most bytes one `crypto.getRandomValues` may ask for (WebCrypto's bound). */
 export const MAX_RANDOM_BYTES = 65_536;
+/**
+ * A request of the guest's `fetch` (guest/web-fetch.ts): `a` is its number in the run, the tape its record; the host
+ * answers with a promise of the response (src/fetch/session.ts).
+ */
+export const OP_FETCH = 8;
+/** The guest's signal aborted request number `a`: the host aborts it. The tape is `null`. */
+export const OP_FETCH_ABORT = 9;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

@@ -8,9 +8,15 @@ import { SerializationError } from "./errors.js";
 /** A binary buffer or a host promise the tape refers to by index. */
 export type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
 
-export interface Encoded {
-  tape: string;
-  side: SideItem[];
+/**
+ * A host value as a tape and its side list. Handed to `encodeForGuest` as the value itself, it crosses as it is: a
+ * host on another thread encodes its values there, and the core passes them through.
+ */
+export class Encoded {
+  constructor(
+    readonly tape: string,
+    readonly side: SideItem[],
+  ) {}
 }
 
 /** A function of the caller's, callable from the guest. */
@@ -140,7 +146,10 @@ function jsonPlain(value: unknown): Set<object> {
     seen.add(v);
     const proto = Object.getPrototypeOf(v);
     const isArray = Array.isArray(v);
-    if (!isArray && proto !== Object.prototype && proto !== null && !holdsNoObjects(v)) {
+    // Not plain, and of what they hold only bytes, a time or a pattern cross: their keys (a typed array has one per
+    // element) are not walked.
+    if (holdsNoObjects(v)) return false;
+    if (!isArray && proto !== Object.prototype && proto !== null) {
       // A Map, Set, Error, class instance... reaches objects this walk does not see, which a plain subtree may share.
       shared = true;
       return false;
@@ -181,11 +190,34 @@ function holdsNoObjects(value: object): boolean {
 const NOTHING_PLAIN: ReadonlySet<object> = new Set();
 
 /**
- * `value` as a tape for the guest. `json: false` leaves out the `["j",json]` form, for a tape that another thread
- * decodes with the host's decoder (which takes only what the guest's encoder writes) before its own run re-encodes it.
+ * The tape of a string, number, boolean, bigint, `undefined` or `null`, which is the same in both directions;
+ * `undefined` for anything else.
  */
-export function encodeForGuest(value: unknown, functions: FunctionTable, { json = true } = {}): Encoded {
-  const plain = json && typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
+export function encodePrimitive(v: unknown): string | undefined {
+  switch (typeof v) {
+    case "string":
+      return JSON.stringify(v);
+    case "number":
+      if (Number.isNaN(v)) return '["n","NaN"]';
+      if (v === Number.POSITIVE_INFINITY) return '["n","Infinity"]';
+      if (v === Number.NEGATIVE_INFINITY) return '["n","-Infinity"]';
+      return Object.is(v, -0) ? '["n","-0"]' : String(v);
+    case "boolean":
+      return v ? "true" : "false";
+    case "undefined":
+      return '["u"]';
+    case "bigint":
+      return `["b","${v}"]`;
+  }
+  return v === null ? "null" : undefined;
+}
+
+/** `value` as a tape for the guest. */
+export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
+  if (value instanceof Encoded) return value;
+  const primitive = encodePrimitive(value);
+  if (primitive !== undefined) return new Encoded(primitive, []);
+  const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
   const side: SideItem[] = [];
@@ -194,26 +226,14 @@ export function encodeForGuest(value: unknown, functions: FunctionTable, { json 
   const pairs = (list: [unknown, unknown][]) => list.map(([k, v]) => `${enc(k)},${enc(v)}`).join(",");
 
   const enc = (v: unknown): string => {
+    const primitive = encodePrimitive(v);
+    if (primitive !== undefined) return primitive;
     switch (typeof v) {
-      case "string":
-        return JSON.stringify(v);
-      case "number":
-        if (Number.isNaN(v)) return '["n","NaN"]';
-        if (v === Number.POSITIVE_INFINITY) return '["n","Infinity"]';
-        if (v === Number.NEGATIVE_INFINITY) return '["n","-Infinity"]';
-        return Object.is(v, -0) ? '["n","-0"]' : String(v);
-      case "boolean":
-        return v ? "true" : "false";
-      case "undefined":
-        return '["u"]';
-      case "bigint":
-        return `["b","${v}"]`;
       case "symbol":
         throw new SerializationError(`${String(v)} cannot be cloned: symbols do not cross the sandbox boundary`);
       case "function":
         return `["f",${functions.idOf(v as HostFunction)},${JSON.stringify(v.name)},${v.length}]`;
     }
-    if (v === null) return "null";
     if (plain.has(v as object)) return `["j",${JSON.stringify(v)}]`;
     const seen = ids.get(v as object);
     if (seen !== undefined) return `["r",${seen}]`;
@@ -277,5 +297,5 @@ export function encodeForGuest(value: unknown, functions: FunctionTable, { json 
     );
   };
 
-  return { tape: enc(value), side };
+  return new Encoded(enc(value), side);
 }

@@ -73,6 +73,17 @@ export function executeSuite(runCode: RunCode): void {
       expect(error.message).toContain("default");
     });
 
+    it("a missing export is told by its code, missing_export; a module that does not resolve has no code", async () => {
+      const missing = await fails(runCode, "link_error", "export const yes = 1", { execute: { fn: "no" } });
+      expect(missing).toEqual({
+        name: "LinkError",
+        message: "The module does not export 'no'",
+        code: "missing_export",
+      });
+      const unresolved = await fails(runCode, "link_error", "import 'ghost';\nexport default 1");
+      expect(unresolved.code).toBeUndefined();
+    });
+
     it("a non-function export with non-empty args is an error (TypeError)", async () => {
       const error = await fails(runCode, "error", "export const data = 5", { execute: { fn: "data", args: [1] } });
       expect(error.name).toBe("TypeError");

@@ -7,6 +7,7 @@
 import type { RunCode } from "../../src/core/types.js";
 import { guestCloneSuite } from "./clone-battery.js";
 import { executeSuite } from "./execute.js";
+import { fetchSuite } from "./fetch.js";
 import { freshRunsSuite } from "./fresh-runs.js";
 import { globalsSuite } from "./globals.js";
 import { handleSuite } from "./handle.js";
@@ -46,5 +47,6 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   isolationSuite(runCode);
   freshRunsSuite(opts);
   typescriptSuite(runCode);
+  fetchSuite(opts);
   if (opts.sandbox !== undefined) webApisSuite(opts.sandbox);
 }

@@ -4,6 +4,7 @@ import {
   guestCoreSource,
   guestMarshalSource,
   guestWebCryptoSource,
+  guestWebFetchSource,
   guestWebKitSource,
   guestWebTimersSource,
 } from "../../src/guest/sources.generated.js";
@@ -19,6 +20,7 @@ describe("the guest's copies of the tape's constants", () => {
     ["marshal", guestMarshalSource],
     ["Web APIs' kit", guestWebKitSource],
     ["Web APIs' crypto", guestWebCryptoSource],
+    ["Web APIs' fetch", guestWebFetchSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadSwc } from "../../node/swc.js";
-import { type FuelAccount, loadTypeScript, transpile as transpileWith, useSwc } from "../../src/core/transpile.js";
+import { type FuelAccount, Transpiler } from "../../src/core/transpile.js";
 
 const ENTRY = fileURLToPath(new URL("../../dist/node/index.js", import.meta.url));
 
@@ -67,12 +67,12 @@ console.log(JSON.stringify(((await rss()) - before) / 2 ** 20));`;
 });
 
 describe("SWC as the transpiler", () => {
-  useSwc(loadSwc);
+  const transpiler = new Transpiler(loadSwc);
   const unlimited: FuelAccount = { fuelLeft: Number.POSITIVE_INFINITY, spend: () => {}, stopped: () => false };
-  const transpile = (source: string) => transpileWith(source, unlimited);
+  const transpile = (source: string) => transpiler.transpile(source, unlimited);
 
   it("blanks erasable types in place and maps what it transforms; after a trap in its wasm the next source gets a fresh instance", async () => {
-    await loadTypeScript();
+    await transpiler.load();
     const annotation = ': "é😀"'; // 7 UTF-16 units: blanked to as many spaces, so columns after it stay exact
     expect(transpile(`const a${annotation} = "x";\nlet b = c!;`)).toEqual({
       code: `const a${" ".repeat(7)} = "x";\nlet b = c ;`,
@@ -88,7 +88,7 @@ describe("SWC as the transpiler", () => {
   });
 
   it("places a syntax error at its UTF-16 column after tabs, wide characters and astral ones", async () => {
-    await loadTypeScript();
+    await transpiler.load();
     for (const before of ["\t", "中", "😀", "é\u0301", "😀中\t"]) {
       const line = `/* ${before} */ let z: = 1;`;
       expect([before, transpile(`let a = 1;\r\n${line}`)]).toEqual([

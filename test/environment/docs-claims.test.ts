@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
-import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+import { deferred, inThread, type Recorder, recorder, wasm } from "./helpers.js";
 
 const KV: ServiceInfo[] = [
   {
@@ -33,7 +33,7 @@ async function environment(
   }, KV),
   webApis = false,
 ): Promise<{ env: EnvironmentModule; b: Recorder }> {
-  const env = instantiate({ wasm: await wasm(), ...LIMITS, budgets: BUDGETS, webApis });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...LIMITS, budgets: BUDGETS, webApis });
   await env.setup({ config: {}, secrets: {}, bindings: b });
   return { env, b };
 }

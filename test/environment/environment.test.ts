@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { type EnvironmentModule, instantiate, type ServiceInfo } from "../../src/environment/index.js";
-import { deferred, type Recorder, recorder, wasm } from "./helpers.js";
+import { deferred, inThread, type Recorder, recorder, wasm } from "./helpers.js";
 
 const KV: ServiceInfo[] = [
   {
@@ -18,7 +18,7 @@ async function environment(
   bindings: Recorder,
   options: Parameters<typeof instantiate>[0] = {},
 ): Promise<EnvironmentModule> {
-  const env = instantiate({ wasm: await wasm(), ...options });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...options });
   await env.setup({ config: {}, secrets: {}, bindings });
   return env;
 }
@@ -221,6 +221,38 @@ console.log(typeof fetch, typeof setTimeout, typeof process, typeof require);`;
   });
 });
 
+describe("fetch", () => {
+  test("reaches the origins of the host's fetch setting only, and the docs name them", async () => {
+    const b = recorder();
+    const requested: string[] = [];
+    const fetch = async (url: string) => {
+      requested.push(url);
+      return Response.json({ ok: 1 });
+    };
+    const env = await environment(b, { fetch: { allow: ["https://api.example.com/v1/"], fetch } });
+    const code = `console.log(await (await fetch("https://api.example.com/v1/x")).json());
+console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message));`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe(
+      "{ ok: 1 }\nfetch: https://api.example.com/v2/x is outside the paths allowed for https://api.example.com\n",
+    );
+    expect(requested).toEqual(["https://api.example.com/v1/x"]);
+    const docs = await env.generateDocs();
+    expect(docs).toContain("HTTP requests to `https://api.example.com/v1/` only");
+    expect(docs).toContain("| Web APIs | `URL`");
+    expect(docs).toContain("Not available: `process`");
+    expect(await (await environment(recorder(), { webApis: true })).generateDocs()).toContain(
+      "Not available: `fetch`, `process`",
+    );
+  });
+
+  test("a bad setting is refused when the environment is made", () => {
+    expect(() => instantiate({ fetch: { allow: ["ftp://x.org"] } })).toThrow(
+      new TypeError('instantiate: fetch.allow[0] must be an http: or https: origin, got "ftp://x.org"'),
+    );
+  });
+});
+
 describe("timeouts", () => {
   test("while(true){} stops at timeoutMs with exit timeout and a message", async () => {
     const b = recorder();
@@ -280,6 +312,24 @@ describe("timeouts", () => {
   });
 });
 
+describe("sandboxes", () => {
+  test("one per timeout, made at its first execution and reused by every later one with that timeout", async () => {
+    const made: number[] = [];
+    const b = recorder();
+    const env = await environment(b, {
+      createSandbox: (settings) => {
+        made.push(settings.safetyCap?.cpuTimeMs as number);
+        return inThread(settings);
+      },
+    });
+    const exits = [];
+    for (const timeoutMs of [20_000, 20_000, 25_000, 20_000, 25_000]) {
+      exits.push(await env.execute({ eid: exits.length, code: "console.log(1);", options: { timeoutMs } }));
+    }
+    expect({ exits, made }).toEqual({ exits: Array(5).fill("success"), made: [20_000, 25_000] });
+  });
+});
+
 describe("kill and teardown", () => {
   test("a queued execution is canceled without running", async () => {
     const gate = deferred<unknown>();
@@ -329,7 +379,7 @@ describe("kill and teardown", () => {
   });
 
   test("execute before setup and a duplicate eid reject", async () => {
-    const env = instantiate({ wasm: await wasm() });
+    const env = instantiate({ wasm: await wasm(), createSandbox: inThread });
     await expect(env.execute({ eid: 1, code: "1" })).rejects.toThrow("call setup() first");
     await env.setup({ config: {}, secrets: {}, bindings: recorder(() => new Promise(() => {}), KV) });
     const first = env.execute({ eid: 1, code: `await cyrnel.services.kv.tools.get.invoke({ key: "k" });` });

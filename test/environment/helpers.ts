@@ -1,5 +1,9 @@
-/** Shared helpers of the environment and host tests: the wasm compiled once, and bindings that record calls. */
-import { nodeWasm } from "../../node/index.js";
+/**
+ * Shared helpers of the environment and host tests: the wasm compiled once, sandboxes on the caller's thread, and
+ * bindings that record calls.
+ */
+import { createSandbox, nodeWasm } from "../../node/index.js";
+import type { SandboxOptions } from "../../src/core/types.js";
 import type { EnvironmentBindings, ExecutionState, InvokeInput, ServiceInfo } from "../../src/environment/index.js";
 
 let compiled: Promise<WebAssembly.Module> | undefined;
@@ -11,6 +15,9 @@ export function wasm(): Promise<WebAssembly.Module> {
   })();
   return compiled;
 }
+
+/** The environment's `createSandbox` on the caller's thread, with Node's transpiler and pool. */
+export const inThread = (settings: SandboxOptions) => createSandbox({ ...settings, threads: false });
 
 export type Call =
   | { kind: "state"; eid: number; state: ExecutionState }

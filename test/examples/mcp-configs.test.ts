@@ -10,10 +10,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../node/index.js";
+import { createSandbox } from "../../node/index.js";
 import { accessFrom } from "../../src/host/http/auth.js";
 import { createHost } from "../../src/host/index.js";
-import { createSandbox } from "../../src/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 
@@ -65,7 +64,7 @@ describe("examples/mcp", () => {
     const { app } = await createHost({
       app: {
         access: await accessFrom({ apiKeys: `example:${key}` }),
-        run: { runCode: createSandbox({ wasm: nodeWasm }).runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
+        run: { runCode: createSandbox({ threads: false }).runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },
       },
     });
     const filled = Object.fromEntries(

@@ -1,5 +1,5 @@
 /** The `runcode` command, run as a user runs it: the built CLI in a child process. */
-import { spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { FORMAT_BUDGET } from "../../src/environment/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
+import { startServer } from "../fetch/server.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-cli-"));
@@ -19,6 +20,36 @@ function cli(args: string[], files: Record<string, string> = {}, input?: string)
   return { code: done.status, stdout: done.stdout, stderr: done.stderr };
 }
 const status = (stdout: string) => /status: '(\w+)'/.exec(stdout)?.[1];
+
+describe("runcode [file] --allow-fetch", () => {
+  it("gives the code fetch reaching only the origins named, none without the flag; a bad origin exits 2", async () => {
+    const server = await startServer();
+    writeFileSync(
+      join(dir, "f.js"),
+      `export default [typeof fetch, await fetch("${server.origin}/echo/cli")
+      .then((res) => res.json()).then((echo) => echo.path, (e) => e.message)];`,
+    );
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) =>
+        execFile(process.execPath, [CLI, ...args], { cwd: dir, timeout: 20_000 }, (error, stdout) =>
+          resolve({ code: error === null ? 0 : (error.code as number), stdout }),
+        ),
+      );
+    expect(await run(["f.js", "--allow-fetch", "https://x.org", "--allow-fetch", server.origin])).toEqual({
+      code: 0,
+      stdout: expect.stringContaining("result: [ 'function', '/echo/cli' ]"),
+    });
+    const refused = await run(["f.js", "--allow-fetch", "https://x.org"]);
+    expect(refused.stdout).toContain(`"fetch: ${server.origin} is not on the sandbox's allow list"`);
+    expect(status((await run(["f.js"])).stdout)).toBe("error");
+    await server.close();
+    expect(cli(["f.js", "--allow-fetch", "api.example.com"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: 'runcode: --allow-fetch is not an absolute URL, got "api.example.com" (runcode --help)\n',
+    });
+  });
+});
 
 describe("runcode [file]", () => {
   it("runs .js files as JavaScript and .ts as TypeScript; --ts and --js decide instead", () => {

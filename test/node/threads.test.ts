@@ -11,6 +11,9 @@ import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { instantiate } from "../../node/environment.js";
 import { createSandbox, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "../../node/index.js";
+import { loadSwc } from "../../node/swc.js";
+import { InstancePool } from "../../src/core/instance-pool.js";
+import { Transpiler } from "../../src/core/transpile.js";
 import type { CodeExecution } from "../../src/core/types.js";
 import { recorder } from "../environment/helpers.js";
 
@@ -282,6 +285,15 @@ export default out;`;
     );
     expect(() => createSandbox({ threads: "yes" as never })).toThrow(
       new TypeError("createSandbox: threads must be a boolean"),
+    );
+  });
+
+  it("a transpiler and a pool are the worker's own: given with threads, they are refused", () => {
+    expect(() => createSandbox({ threads: true, transpiler: new Transpiler(loadSwc) })).toThrow(
+      new TypeError("createSandbox: transpiler cannot cross to a worker thread; pass threads: false to use it"),
+    );
+    expect(() => createSandbox({ threads: true, pool: new InstancePool() })).toThrow(
+      new TypeError("createSandbox: pool cannot cross to a worker thread; pass threads: false to use it"),
     );
   });
 });

@@ -122,13 +122,14 @@ export const used = [result.status, sandbox.runCode, app.fetch, createApp];
     writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module" src="./page.js"></script>`);
     writeFileSync(
       join(dir, "page.js"),
-      `import { runCode, useSwc } from "runcode";
+      `import { createSandbox, Transpiler } from "runcode";
 import { instantiate } from "runcode/swc";
 import swcWasmUrl from "runcode/swc.wasm?url";
-useSwc(async () => {
+const transpiler = new Transpiler(async () => {
   const module = await WebAssembly.compileStreaming(fetch(swcWasmUrl));
   return (out) => instantiate(module, out);
 });
+const { runCode } = createSandbox({ transpiler });
 const result = await runCode("const n: number = 20; export default new Map([['n', n + 22]]);");
 document.title = result.status + ":" + result.result.get("n");`,
     );

@@ -16,7 +16,7 @@ import {
   truncationMarker,
 } from "../../src/environment/index.js";
 import { WorkBudget } from "../../src/values/budget.js";
-import { type Recorder, recorder, wasm } from "../environment/helpers.js";
+import { inThread, type Recorder, recorder, wasm } from "../environment/helpers.js";
 
 /** Generous: only a hang (minutes, before these fixes) goes past it. */
 const HANG_MS = 20_000;
@@ -39,7 +39,7 @@ async function run(
   options: { env?: EnvironmentOptions; timeoutMs?: number; tool?: (input: InvokeInput) => Promise<unknown> } = {},
 ): Promise<Outcome> {
   const b = recorder(options.tool);
-  const env = instantiate({ wasm: await wasm(), ...options.env });
+  const env = instantiate({ wasm: await wasm(), createSandbox: inThread, ...options.env });
   await env.setup({ config: {}, secrets: {}, bindings: b });
   // Warm: the first execution also compiles the engine and loads TypeScript, which a 200 ms timeout would not cover.
   await env.execute({ eid: 0, code: "1" });

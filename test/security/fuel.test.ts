@@ -6,14 +6,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
-import { sharedPool } from "../../src/core/instance-pool.js";
+import { InstancePool } from "../../src/core/instance-pool.js";
 import { STOP_GRACE_FUEL } from "../../src/core/limits.js";
 import type { RunCode } from "../../src/core/types.js";
 import { outcome, sandbox } from "./helpers.js";
 
 const FUEL = 20_000_000;
 const HANG_MS = 20_000;
-const frozen = sandbox({ clock: () => 0, safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 } });
+const pool = new InstancePool();
+const frozen = sandbox({ clock: () => 0, safetyCap: { fuel: FUEL, cpuTimeMs: 1e12 }, pool });
 const js = { language: "javascript" } as const;
 const STOPPED = {
   status: "terminated",
@@ -59,13 +60,13 @@ describe("fuel stops runaway code with a frozen clock, in-thread", () => {
   it("a stop inside a native that never polls is a hard stop: the instance is dropped, not restored", async () => {
     await frozen("export default 1", js);
     await frozen("export default 1", js);
-    const idle = sharedPool.idle;
+    const idle = pool.idle;
     expect(idle).toBeGreaterThan(0);
     expect(outcome(await frozen("while (true) {}", js))).toEqual(STOPPED);
-    expect(sharedPool.idle).toBe(idle);
+    expect(pool.idle).toBe(idle);
     const bigint = await frozen("let x = 3n ** 2000000n; for (;;) x = (x * x) % (3n ** 2000000n);", js);
     expect(outcome(bigint)).toEqual(STOPPED);
-    expect(sharedPool.idle).toBe(idle - 1);
+    expect(pool.idle).toBe(idle - 1);
   });
 
   it("catching in the guest does not keep a hard-stopped run going", async () => {

@@ -4,15 +4,14 @@
  * @module
  */
 import { expect } from "vitest";
-import { nodeWasm, runCode } from "../../node/index.js";
+import { createSandbox, runCode } from "../../node/index.js";
 import type { CodeExecutionOptions, CodeExecutionResult, RunCode, SandboxOptions } from "../../src/core/types.js";
-import { createSandbox } from "../../src/index.js";
 
 export { runCode };
 
-/** A runner with custom host-level settings (as the conformance suite builds one). */
+/** A runner with custom host-level settings (as the conformance suite builds one), on the caller's thread. */
 export function sandbox(settings: SandboxOptions): RunCode {
-  return createSandbox({ ...settings, wasm: nodeWasm }).runCode;
+  return createSandbox({ ...settings, threads: false }).runCode;
 }
 
 /** A runner whose safety cap fires after 300 ms of guest CPU (hostile loops end quickly). */

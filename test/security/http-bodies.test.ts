@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { instantiate } from "../../src/environment/index.js";
 import { createHost } from "../../src/host/index.js";
-import { wasm } from "../environment/helpers.js";
+import { inThread, wasm } from "../environment/helpers.js";
 import { CHUNK_BYTES, countingBody } from "./counting-body.js";
 
 const MiB = 1024 * 1024;
@@ -14,7 +14,9 @@ const JSON_TYPE = { "content-type": "application/json" };
 const CODE = '{"code":"1"}';
 
 async function host() {
-  return createHost({ environment: { module: instantiate({ wasm: await wasm(), concurrency: 1 }) } });
+  return createHost({
+    environment: { module: instantiate({ wasm: await wasm(), createSandbox: inThread, concurrency: 1 }) },
+  });
 }
 
 type Host = Awaited<ReturnType<typeof host>>;

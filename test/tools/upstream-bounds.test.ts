@@ -16,9 +16,8 @@ import {
   type ListToolsResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../node/index.js";
+import { createSandbox } from "../../node/index.js";
 import { createHost } from "../../src/host/index.js";
-import { createSandbox } from "../../src/index.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import {
@@ -36,7 +35,7 @@ import { mcpServerOf } from "../host/mcp/helpers.js";
 import { sseEvents } from "../host/sse.js";
 
 // A thousand calls through the bridge take about a second of the run's CPU time.
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 10_000 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 10_000 } });
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();

@@ -29,7 +29,7 @@ function guestTape(expression: string, setup = "", mode = MODE_CLONE): string {
     const boot = `let marshal;
       const hostCall = (op) => (op === ${OP_MARSHAL} ? marshal : op === ${OP_CHARGE} ? false : undefined);
       const core = (${guestCoreSource})(hostCall);
-      marshal = (${guestMarshalSource})(core.intrinsics, hostCall);
+      marshal = (${guestMarshalSource})(core.intrinsics, hostCall, () => undefined);
       globalThis.encode = (value) => marshal.encode(value, ${mode})[0];`;
     ctx.unwrapResult(ctx.evalCode(boot)).dispose();
     const tape = ctx.unwrapResult(ctx.evalCode(`${setup};\nencode(${expression})`));

@@ -8,11 +8,12 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createHost } from "../../src/host/index.js";
 import { MAX_RUN_MEMORY_BYTES } from "../../src/host/limits.js";
-import { type CodeExecutionResult, createSandbox, type RunCode } from "../../src/index.js";
+import type { CodeExecutionResult, RunCode } from "../../src/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import wasm from "../../wasm/quickjs-fuel.wasm";
 import { unwrap } from "../../worker/rpc-refusals.js";
+import { edgeSandbox } from "../../worker/sandboxes.js";
 import { CHUNK_BYTES, countingBody } from "../security/counting-body.js";
 import { api, BASE } from "./client.js";
 
@@ -548,7 +549,7 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
    * `POST /run` of an app of its own, with a CPU cap of its own (the pool's 2,000 ms can stop a 200,000-element encode in
    * the guest) and runs whose heap cap, and so whose answer's cap, is the largest `/run` allows.
    */
-  const sandbox = createSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, fuel: 2_500_000_000 } }).runCode;
+  const sandbox = edgeSandbox({ wasm, safetyCap: { cpuTimeMs: 10_000, fuel: 2_500_000_000 } }).runCode;
   /** A runner whose every run ends with `result`, as the host holds it after a run. */
   const ending =
     (result: CodeExecutionResult): RunCode =>

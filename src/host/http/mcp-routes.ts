@@ -84,7 +84,7 @@ async function answered(response: Response): Promise<Response> {
  */
 export function addMcpRoutes(
   app: OpenAPIHono<AppEnv>,
-  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis">,
+  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
 ): void {
@@ -136,6 +136,7 @@ export function addMcpRoutes(
         webApis: runs.webApis ?? false,
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
+        ...(runs.fetchAllow === undefined ? {} : { fetchAllow: runs.fetchAllow }),
       });
       response = await serveMcpRequest(c.req.raw, body, server, end);
     } catch (error) {

@@ -24,6 +24,8 @@ export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
   webApis?: boolean;
   /** The cap of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
   admission?: Partial<AdmissionCaps>;
+  /** The origins `runCode`'s sandbox lets guest code fetch, which `POST /mcp`'s guide names. Default none. */
+  fetchAllow?: readonly string[];
 }
 
 const BODY_KEYS = ["source", "options", "timeoutMs"];

@@ -41,6 +41,11 @@ export interface McpServerOptions {
   tools?: ToolRegistry;
   /** The process environment's documentation (Markdown), served as a resource when given. */
   environmentDocs?: () => string | Promise<string>;
+  /**
+   * The origins `execute`'s sandbox lets guest code fetch (its `fetch.allow`), for the guide to name. Default none: the
+   * guide says there is no `fetch`.
+   */
+  fetchAllow?: readonly string[];
 }
 
 /** The logging level of each console method's entries. */
@@ -55,14 +60,21 @@ const SEVERITY = LoggingLevelSchema.options;
 
 const WITHOUT_WEB_APIS = `- Only ECMAScript built-ins, \`structuredClone\` and \`queueMicrotask\` exist: no \`fetch\`, timers, \`require\`,
   \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
-const WITH_WEB_APIS = `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
+/** The Web APIs, and `fetch` when the sandbox reaches `fetchAllow`. */
+const withWebApis = (
+  fetchAllow: readonly string[],
+) => `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
   \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`, \`setTimeout\`,
   \`setInterval\` (the run waits for pending timers), \`AbortController\`, \`AbortSignal\`, \`Event\`, \`EventTarget\`,
-  \`DOMException\`. No \`fetch\`, \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below
-  provides it.`;
+  \`DOMException\`, \`Headers\`, \`Request\`, \`Response\`. ${
+    fetchAllow.length === 0
+      ? "No `fetch`,"
+      : `\`fetch(url, init?)\` reaches only ${fetchAllow.map((entry) => `\`${entry}\``).join(", ")}: any other URL, or a
+  redirect to one, rejects with a TypeError; read a response whole (\`await res.json()\`, \`text()\`). No`
+  } \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
 
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(declarations: string, webApis: boolean): string {
+function guide(declarations: string, webApis: boolean, fetchAllow: readonly string[]): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
 persists between calls except what you store through a bridged service.
 
@@ -78,7 +90,7 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-${webApis ? WITH_WEB_APIS : WITHOUT_WEB_APIS}
+${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}
 - Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`: ${DEFAULT_RUN_TIMEOUT_MS / 1000} s unless set, at most ${MAX_RUN_TIMEOUT_MS / 1000} s);
   past them the status is \`memory\` or \`terminated\`.
@@ -90,7 +102,7 @@ ${declarations === "" ? "" : `\nServices importable as modules (TypeScript decla
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { execute, webApis = false, tools, environmentDocs } = options;
+  const { execute, webApis = false, tools, environmentDocs, fetchAllow = [] } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -101,7 +113,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     logLevel = request.params.level;
     return {};
   });
-  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()), webApis);
+  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()), webApis, fetchAllow);
 
   server.registerTool(
     "run_code",

@@ -3,16 +3,16 @@
  * the generated OpenAPI document, in Node (test/workers/tenants.test.ts proves the same inside workerd).
  */
 import { describe, expect, test } from "vitest";
+import { createSandbox } from "../../../node/index.js";
 import { instantiate } from "../../../src/environment/index.js";
 import { MemoryQuotas, takeToken } from "../../../src/host/admission/quotas.js";
 import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
 import { type Access, accessFrom, tenantOf } from "../../../src/host/http/auth.js";
 import { createHost } from "../../../src/host/index.js";
-import { createSandbox } from "../../../src/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
 import { STATUSES } from "../../conformance/helpers.js";
-import { wasm } from "../../environment/helpers.js";
+import { inThread, wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
@@ -21,9 +21,9 @@ const SETTINGS = `alpha:${KEYS.alpha}, beta:${KEYS.beta}`;
 type Host = Awaited<ReturnType<typeof createHost>>;
 
 async function host(access: Access, extra: Parameters<typeof createHost>[0] = {}): Promise<Host> {
-  const { runCode } = createSandbox({ wasm: await wasm() });
+  const { runCode } = createSandbox({ threads: false, wasm: await wasm() });
   return createHost({
-    environment: { module: instantiate({ wasm: await wasm(), concurrency: 2 }) },
+    environment: { module: instantiate({ wasm: await wasm(), createSandbox: inThread, concurrency: 2 }) },
     ...extra,
     app: {
       access,
@@ -40,7 +40,7 @@ async function gatedHost(admission: Partial<AdmissionCaps>) {
     services: [gate],
     app: {
       run: {
-        runCode: createSandbox({ wasm: await wasm() }).runCode,
+        runCode: createSandbox({ threads: false, wasm: await wasm() }).runCode,
         defaultMemoryLimitBytes: 32 * 1024 * 1024,
         admission,
       },

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { instantiate } from "../../../src/environment/index.js";
 import { createHost } from "../../../src/host/index.js";
 import type { ProcessRecord } from "../../../src/host/processes/storage.js";
-import { wasm } from "../../environment/helpers.js";
+import { inThread, wasm } from "../../environment/helpers.js";
 import { sseEvents } from "../sse.js";
 
 type Host = Awaited<ReturnType<typeof createHost>>;
@@ -11,7 +11,7 @@ type Host = Awaited<ReturnType<typeof createHost>>;
 async function host(options: Parameters<typeof createHost>[0] = {}) {
   const waiting: (() => void)[] = [];
   const h = await createHost({
-    environment: { module: instantiate({ wasm: await wasm(), concurrency: 1 }) },
+    environment: { module: instantiate({ wasm: await wasm(), createSandbox: inThread, concurrency: 1 }) },
     services: [
       {
         id: "demo",

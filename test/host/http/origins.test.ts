@@ -6,19 +6,19 @@
  * them or from an origin on the CORS list. e2e/abuse.spec.ts sends the same requests to `wrangler dev`.
  */
 import { describe, expect, test } from "vitest";
+import { createSandbox } from "../../../node/index.js";
 import { instantiate } from "../../../src/environment/index.js";
 import { accessFrom } from "../../../src/host/http/auth.js";
 import { originOf } from "../../../src/host/http/origins.js";
 import { createHost } from "../../../src/host/index.js";
-import { createSandbox } from "../../../src/index.js";
-import { wasm } from "../../environment/helpers.js";
+import { inThread, wasm } from "../../environment/helpers.js";
 
 const OWN = ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"];
 
 async function host(app: { origins?: string[]; corsOrigins?: string[] } = { origins: OWN }) {
-  const { runCode } = createSandbox({ wasm: await wasm(), safetyCap: { cpuTimeMs: 2_000 } });
+  const { runCode } = createSandbox({ threads: false, wasm: await wasm(), safetyCap: { cpuTimeMs: 2_000 } });
   return createHost({
-    environment: { module: instantiate({ wasm: await wasm(), concurrency: 2 }) },
+    environment: { module: instantiate({ wasm: await wasm(), createSandbox: inThread, concurrency: 2 }) },
     app: {
       access: await accessFrom({ allowAnonymous: true }),
       run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024 },

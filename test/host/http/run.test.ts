@@ -3,12 +3,11 @@
  * then the result), within the answer's length and released when its client goes away.
  */
 import { describe, expect, it } from "vitest";
+import { createSandbox } from "../../../node/index.js";
 import type { AdmissionCaps } from "../../../src/host/admission/run-admission.js";
 import { createHost } from "../../../src/host/index.js";
-import { createSandbox } from "../../../src/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
-import { wasm } from "../../environment/helpers.js";
 import { gateService } from "../gate.js";
 import { sseEvents } from "../sse.js";
 
@@ -17,7 +16,7 @@ const HOLD = `import { hold } from "gate";`;
 /** An anonymous host whose runs may import `gate`, which holds them until the test releases them. */
 async function gatedHost(admission: Partial<AdmissionCaps> = {}) {
   const { gate, held } = gateService();
-  const { runCode } = createSandbox({ wasm: await wasm() });
+  const { runCode } = createSandbox({ threads: false });
   const { app } = await createHost({
     services: [gate],
     app: { run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024, admission } },

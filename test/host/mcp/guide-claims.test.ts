@@ -6,13 +6,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
-import { createSandbox } from "../../../src/index.js";
+import { createSandbox } from "../../../node/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire, toWire } from "../../../src/values/wire.js";
 import { mcpServerOf } from "./helpers.js";
 
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 2_000 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 2_000 } });
 const client = new Client({ name: "test", version: "1.0.0" });
 let guide = "";
 
@@ -133,6 +132,25 @@ export default [absent, typeof structuredClone, typeof queueMicrotask, fn];`,
     ]);
   });
 
+  it("with a fetch setting: fetch reaches only the origins the guide names", async () => {
+    const allow = ["https://api.example.com"];
+    const fetch = async () => Response.json({ temperature: 21 });
+    const sandbox = createSandbox({ threads: false, webApis: true, fetch: { allow, fetch } });
+    const fetching = new Client({ name: "test", version: "1.0.0" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcpServerOf(sandbox.runCode, undefined, { webApis: true, fetchAllow: allow }).connect(serverSide);
+    await fetching.connect(clientSide);
+    const described = (await fetching.listTools()).tools[0]?.description ?? "";
+    expect(described).toContain(
+      "`DOMException`, `Headers`, `Request`, `Response`. `fetch(url, init?)` reaches only `https://api.example.com`: any other URL, or a\n  redirect to one, rejects with a TypeError; read a response whole (`await res.json()`, `text()`). No `require`,",
+    );
+    const code = `const res = await fetch("https://api.example.com/weather");
+export default [(await res.json()).temperature, await fetch("https://evil.com/").catch((e) => e.name)];`;
+    const result = (await fetching.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as Answer).result).toEqual([21, "TypeError"]);
+    await fetching.close();
+  });
+
   it("past the memory cap the status is memory; past timeoutMs it is terminated", async () => {
     expect(guide).toContain("past them the status is `memory` or `terminated`");
     expect(
@@ -147,9 +165,9 @@ describe("the run_code guide of a sandbox with the Web APIs", () => {
   const web = new Client({ name: "test", version: "1.0.0" });
   let webGuide = "";
   beforeAll(async () => {
-    const sandbox = createSandbox({ wasm: nodeWasm, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
+    const sandbox = createSandbox({ threads: false, webApis: true, safetyCap: { cpuTimeMs: 2_000 } });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await mcpServerOf(sandbox.runCode, undefined, true).connect(serverSide);
+    await mcpServerOf(sandbox.runCode, undefined, { webApis: true }).connect(serverSide);
     await web.connect(clientSide);
     webGuide = (await web.listTools()).tools[0]?.description ?? "";
   });

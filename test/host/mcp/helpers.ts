@@ -2,15 +2,19 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RunCode } from "../../../src/core/types.js";
 import { createRunOnce, type ToolRegistry } from "../../../src/host/index.js";
-import { createMcpServer } from "../../../src/host/mcp/server.js";
+import { createMcpServer, type McpServerOptions } from "../../../src/host/mcp/server.js";
 import { DEFAULT_MEMORY_LIMIT_BYTES } from "../../../src/index.js";
 
 /**
  * An MCP server whose calls take the host's one path for runs on `runCode`, importing `tools`, as stdio's does;
- * `webApis` says whether `runCode`'s sandbox has them.
+ * `sandbox` says what `runCode`'s sandbox gives the guest (its Web APIs, the origins its `fetch` reaches).
  */
-export function mcpServerOf(runCode: RunCode, tools?: ToolRegistry, webApis = false): McpServer {
+export function mcpServerOf(
+  runCode: RunCode,
+  tools?: ToolRegistry,
+  sandbox: Pick<McpServerOptions, "webApis" | "fetchAllow"> = {},
+): McpServer {
   const withTools = tools === undefined ? {} : { tools };
   const { execute } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, ...withTools });
-  return createMcpServer({ execute, webApis, ...withTools });
+  return createMcpServer({ execute, ...sandbox, ...withTools });
 }

@@ -7,14 +7,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
+import { createSandbox } from "../../../node/index.js";
 import { linearMemoryBytes } from "../../../src/core/engine.js";
 import { MemoryQuotas } from "../../../src/host/admission/quotas.js";
 import { type AdmissionCaps, RUN_MEMORY_CAP_BYTES } from "../../../src/host/admission/run-admission.js";
 import { accessFrom } from "../../../src/host/http/auth.js";
 import { createHost } from "../../../src/host/index.js";
 import { MAX_CODE_BYTES } from "../../../src/host/limits.js";
-import { createSandbox } from "../../../src/index.js";
 import { httpUpstreamsFrom, upstreamsFrom } from "../../../src/tools/upstream-config.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
@@ -23,7 +22,7 @@ import { sseEvents } from "../sse.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const KEYS = { alpha: "alpha-key-0123456789abcdef", beta: "beta-key-0123456789abcdef" };
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 300 } });
 type Host = Awaited<ReturnType<typeof createHost>>;
 const clients: Client[] = [];
 

@@ -6,9 +6,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeWasm } from "../../../node/index.js";
+import { createSandbox } from "../../../node/index.js";
 import { SHOWN_CHARS } from "../../../src/host/mcp/summary.js";
-import { createSandbox } from "../../../src/index.js";
 import { kvService, memoryKeyValueStores } from "../../../src/tools/kv.js";
 import { ToolRegistry } from "../../../src/tools/registry.js";
 import { upstreamService } from "../../../src/tools/upstream.js";
@@ -17,7 +16,7 @@ import { fromWire } from "../../../src/values/wire.js";
 import { calcServer } from "./fixtures/calc-server.mjs";
 import { mcpServerOf } from "./helpers.js";
 
-const { runCode } = createSandbox({ wasm: nodeWasm, safetyCap: { cpuTimeMs: 300 } });
+const { runCode } = createSandbox({ threads: false, safetyCap: { cpuTimeMs: 300 } });
 const clients: Client[] = [];
 
 async function connect(tools = new ToolRegistry().register(kvService(memoryKeyValueStores()))): Promise<Client> {
@@ -132,7 +131,7 @@ describe("MCP: the run_code tool", () => {
     const named = await call(client, { code: "console.log('hi');", execute: { fn: "default" } });
     expect({ isError: named.isError, error: decoded(named).error }).toEqual({
       isError: true,
-      error: { name: "LinkError", message: "The module does not export 'default'" },
+      error: { name: "LinkError", message: "The module does not export 'default'", code: "missing_export" },
     });
   });
 

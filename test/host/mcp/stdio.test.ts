@@ -12,6 +12,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
+import { startServer } from "../../fetch/server.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
 const CLI = fileURLToPath(new URL("../../../dist/node/cli.js", import.meta.url));
@@ -61,6 +62,21 @@ describe("runcode mcp --web-apis", () => {
     const result = (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
     expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe("1");
   });
+});
+
+describe("runcode mcp --allow-fetch", () => {
+  it("gives run_code fetch reaching the origins named, and its guide names them", async () => {
+    const server = await startServer();
+    const client = new Client({ name: "test", version: "1.0.0" });
+    const args = [CLI, "mcp", "--allow-fetch", server.origin];
+    await client.connect(new StdioClientTransport({ command: process.execPath, args, stderr: "pipe" }));
+    expect((await client.listTools()).tools[0]?.description).toContain(`reaches only \`${server.origin}\``);
+    const code = `export default (await (await fetch("${server.origin}/echo/mcp")).json()).path;`;
+    const result = (await client.callTool({ name: "run_code", arguments: { code } })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as { result: unknown }).result).toBe("/echo/mcp");
+    await client.close();
+    await server.close();
+  }, 30_000);
 });
 
 describe("runcode mcp --config: upstream servers, over stdio and by URL, become modules", () => {

@@ -1,0 +1,72 @@
+/**
+ * `npm run bench:fetch`: what the guest's `fetch` adds to a request, against the host's own `fetch` to the same
+ * loopback server, in one process and interleaved round by round (only the ratios compare between machines). A
+ * sample is 20 sequential requests, each response read whole; the guest's 20 are one run, so a run's own cost (a
+ * few tenths of a millisecond) is spread over them.
+ */
+import { createServer } from "node:http";
+import { createSandbox, nodeWasm } from "../node/index.js";
+import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
+
+const REQUESTS = 20;
+const ROUNDS = 15;
+const SMALL = Buffer.from(JSON.stringify({ ok: true, items: [1, 2, 3], name: "small" }));
+const LARGE = Buffer.alloc(1024 * 1024, "a");
+
+const server = createServer((req, res) => {
+  const body = req.url === "/large" ? LARGE : SMALL;
+  res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+});
+await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+
+const settings = { wasm: nodeWasm, webApis: true, fetch: { allow: [origin] } } as const;
+const inThread = createSandbox({ ...settings, threads: false });
+const threaded = createSandbox({ ...settings, threads: true });
+
+/** 20 requests by the host itself, each body read as `read`. */
+const direct = (path: string, read: "text" | "arrayBuffer") => async () => {
+  for (let i = 0; i < REQUESTS; i++) await (await fetch(origin + path))[read]();
+};
+/** One run making the same 20 requests. */
+const guest = (sandbox: typeof inThread, path: string, read: "text" | "arrayBuffer") => async () => {
+  const source = `for (let i = 0; i < ${REQUESTS}; i++) await (await fetch("${origin}${path}")).${read}();\nexport default 0;`;
+  const result = await sandbox.runCode(source, { language: "javascript" });
+  if (result.status !== "success") throw new Error(`bench run failed: ${JSON.stringify(result.error)}`);
+};
+
+const cases = [
+  ["host fetch, small JSON, text()", direct("/small", "text")],
+  ["guest fetch in-thread, small JSON, text()", guest(inThread, "/small", "text")],
+  ["guest fetch on a thread, small JSON, text()", guest(threaded, "/small", "text")],
+  ["host fetch, 1 MiB, arrayBuffer()", direct("/large", "arrayBuffer")],
+  ["guest fetch in-thread, 1 MiB, arrayBuffer()", guest(inThread, "/large", "arrayBuffer")],
+  ["guest fetch on a thread, 1 MiB, arrayBuffer()", guest(threaded, "/large", "arrayBuffer")],
+  ["host fetch, 1 MiB, text()", direct("/large", "text")],
+  ["guest fetch in-thread, 1 MiB, text() (UTF-8 in the guest)", guest(inThread, "/large", "text")],
+] as const;
+
+// Warm-up: the pool's instances, the worker, the type stripper, the connections.
+for (const [, run] of cases) await run();
+const times: number[][] = cases.map(() => []);
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [index, [, run]] of cases.entries()) (times[index] as number[]).push(...(await sample(1, run)));
+}
+const rows = cases.map(([label], index) =>
+  summarize(
+    label,
+    (times[index] as number[]).map((ms) => ms / REQUESTS),
+  ),
+);
+console.log(`per request, p50 over ${ROUNDS} samples of ${REQUESTS} sequential requests to a loopback server\n`);
+printTable(rows);
+console.log();
+const [hostSmall, inSmall, threadSmall, hostLarge, inLarge, threadLarge, hostText, inText] = rows;
+ratio("small JSON: guest in-thread / host", inSmall as Summary, hostSmall as Summary);
+ratio("small JSON: guest on a thread / host", threadSmall as Summary, hostSmall as Summary);
+ratio("1 MiB: guest in-thread / host", inLarge as Summary, hostLarge as Summary);
+ratio("1 MiB: guest on a thread / host", threadLarge as Summary, hostLarge as Summary);
+ratio("1 MiB text(): guest in-thread / host", inText as Summary, hostText as Summary);
+server.close();
+process.exit(0);

@@ -1,0 +1,67 @@
+/**
+ * A run as its runner receives it: the options checked, plain data, and the values encoded beside them, so a value
+ * that cannot cross has made `runCode` throw before anything runs, and a runner on another thread receives them as
+ * tapes it passes through.
+ * @module
+ */
+import { type Encoded, encodeForGuest, FunctionTable, type HostFunction } from "../values/to-guest.js";
+import { resolveOptions } from "./options.js";
+import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
+
+/** A run's options as plain data (its values travel encoded beside them). */
+export interface RunOptions {
+  fn: string;
+  /** See `ResolvedOptions.script`. */
+  script: boolean;
+  modules: Record<string, string>;
+  language: "javascript" | "typescript";
+  memoryLimitBytes: number;
+  filename: string;
+  /** The names `options.globals` binds. */
+  globals: string[];
+  /** Bare specifier -> the names its synthetic module exports. */
+  imports: Record<string, string[]>;
+}
+
+export interface RunRequest {
+  source: string;
+  options: RunOptions;
+  /** `[globals, imports]`. */
+  values: Encoded;
+  args: Encoded;
+  /** The host functions the values hold, numbered as their tapes number them. */
+  functions: FunctionTable;
+  /** The caller's report sink, if any. */
+  report: HostFunction | undefined;
+  /** The run's own log listener, if any (`CodeExecutionOptions.onLog`). */
+  onLog: ((entry: CodeExecutionLog) => void) | undefined;
+}
+
+/** Checks `runCode`'s arguments and encodes their values; throws what `runCode` throws. */
+export function prepareRun(
+  source: unknown,
+  options: CodeExecutionOptions | undefined,
+  defaultMemoryLimitBytes: number,
+): RunRequest {
+  const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
+  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename, report, onLog } = resolved;
+  const functions = new FunctionTable();
+  return {
+    source: source as string,
+    options: {
+      fn,
+      script,
+      modules,
+      language,
+      memoryLimitBytes,
+      filename,
+      globals: Object.keys(globals),
+      imports: Object.fromEntries(Object.entries(imports).map(([specifier, named]) => [specifier, Object.keys(named)])),
+    },
+    values: encodeForGuest([globals, imports], functions),
+    args: encodeForGuest(args, functions),
+    functions,
+    report,
+    onLog,
+  };
+}

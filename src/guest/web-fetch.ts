@@ -1,0 +1,581 @@
+/**
+ * `Headers`, `Request` and `Response` (Fetch) of a sandbox made with `webApis: true`, without guards or streams (a body
+ * is bytes held whole), and, in sandboxes with a fetch setting, `fetch` (`kit.installFetch`, which the host calls at
+ * boot): it hands the request to the host (`OP_FETCH`), which checks it against the allow list and the run's limits,
+ * and makes a `Response` of the answer. Installed after the other Web APIs, whose `URL`, `AbortController`, UTF-8 and
+ * WebIDL conversions it uses. Shipped as source text (see core.ts); the constants it repeats from `../values/tape.ts`
+ * are checked against it by `test/core/guest-constants.test.ts`.
+ * @module
+ */
+import type { HostCall } from "./core.js";
+import type { WebKit } from "./web-kit.js";
+
+/** What crosses to the host for one request (see src/fetch/session.ts). */
+interface RequestRecord {
+  url: string;
+  method: string;
+  headers: [string, string][];
+  body: ArrayBuffer | null;
+  redirect: string;
+}
+
+/** What the host answers (see `GuestResponse` in src/fetch/session.ts). */
+interface ResponseRecord {
+  status: number;
+  statusText: string;
+  url: string;
+  redirected: boolean;
+  headers: [string, string][];
+  body: ArrayBuffer;
+}
+
+type HeadersInit = Headers | Iterable<Iterable<unknown>> | Record<string, unknown>;
+type BodyInit = unknown;
+
+export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
+  "use strict";
+  const OP_MARSHAL = 4;
+  const OP_FETCH = 8;
+  const OP_FETCH_ABORT = 9;
+  const MODE_CLONE = 0;
+
+  const G = globalThis as unknown as Record<string, unknown>;
+  const { defineProperty, getOwnPropertyDescriptor, keys } = Object;
+  const { apply } = Reflect;
+  const { install, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
+  const StringCtor = String;
+  const NumberCtor = Number;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const PromiseCtor = Promise;
+  const Uint8ArrayCtor = Uint8Array;
+  // The core's stand-in for the constructor: `instanceof` sees through it.
+  const ArrayBufferCtor = ArrayBuffer;
+  const { isView } = ArrayBuffer;
+  const { trunc } = Math;
+  const { isFinite: finite } = Number;
+  const parseJson = JSON.parse;
+  const stringify = JSON.stringify;
+  const promiseThen = Promise.prototype.then;
+  const iteratorSymbol = Symbol.iterator;
+  // The Web APIs installed before this one.
+  const URLCtor = G.URL as new (url: string) => { href: string };
+  const URLSearchParamsCtor = G.URLSearchParams as new () => object;
+  const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
+  const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
+
+  const fail = (message: string): never => {
+    throw new TypeErrorCtor(message);
+  };
+  const hide = (target: object, key: PropertyKey, value: unknown) =>
+    defineProperty(target, key, { __proto__: null, value, writable: true, configurable: true } as PropertyDescriptor);
+  /** The Encoding standard's "UTF-8 decode": a byte order mark is not text. */
+  const decodeText = (bytes: Uint8Array) =>
+    utf8Decode(
+      bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes,
+    );
+  const tag = (proto: object, name: string) =>
+    defineProperty(proto, Symbol.toStringTag, {
+      __proto__: null,
+      value: name,
+      configurable: true,
+    } as PropertyDescriptor);
+
+  // Headers: a list of lowercase names and values, in the order they were added.
+  const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+  const BAD_VALUE = /[\0\r\n]/;
+  const NOT_BYTES = /[^\0-\xff]/;
+  const headerName = (name: unknown): string => {
+    const text = StringCtor(name);
+    if (!TOKEN.test(text)) fail(`Headers: ${stringify(text)} is not a valid header name`);
+    return text.toLowerCase();
+  };
+  const headerValue = (value: unknown, name: string): string => {
+    const text = StringCtor(value).replace(EDGE_WHITESPACE, "");
+    if (BAD_VALUE.test(text) || NOT_BYTES.test(text))
+      fail(`Headers: the value of '${name}' is not a valid header value`);
+    return text;
+  };
+
+  let listOf: (headers: Headers) => [string, string][];
+  /** Headers holding `list` as it is: the host's, already lowercase and valid. */
+  let headersOf: (list: [string, string][]) => Headers;
+  class Headers {
+    #list: [string, string][] = [];
+
+    constructor(init?: HeadersInit) {
+      if (init === undefined || init === null) {
+        if (init === null) fail("Headers: init must be an object, not null");
+        return;
+      }
+      if (typeof init !== "object" && typeof init !== "function") fail("Headers: init must be an object");
+      if (#list in (init as object)) {
+        const list = (init as Headers).#list;
+        for (let i = 0; i < list.length; i++)
+          this.#list.push([(list[i] as [string, string])[0], (list[i] as [string, string])[1]]);
+        return;
+      }
+      if (typeof (init as Record<PropertyKey, unknown>)[iteratorSymbol] === "function") {
+        for (const pair of init as Iterable<Iterable<unknown>>) {
+          if (typeof pair !== "object" || pair === null) fail("Headers: each header must be a [name, value] pair");
+          const items = [...pair];
+          if (items.length !== 2) fail("Headers: each header must be a [name, value] pair");
+          this.append(items[0] as string, items[1] as string);
+        }
+        return;
+      }
+      const record = init as Record<string, unknown>;
+      const names = keys(record);
+      for (let i = 0; i < names.length; i++) this.append(names[i] as string, record[names[i] as string] as string);
+    }
+
+    append(name: string, value: string): void {
+      const key = headerName(name);
+      this.#list.push([key, headerValue(value, key)]);
+    }
+
+    delete(name: string): void {
+      const key = headerName(name);
+      this.#list = this.#list.filter((entry) => entry[0] !== key);
+    }
+
+    get(name: string): string | null {
+      const key = headerName(name);
+      let value: string | null = null;
+      for (const entry of this.#list) if (entry[0] === key) value = value === null ? entry[1] : `${value}, ${entry[1]}`;
+      return value;
+    }
+
+    getSetCookie(): string[] {
+      return this.#list.filter((entry) => entry[0] === "set-cookie").map((entry) => entry[1]);
+    }
+
+    has(name: string): boolean {
+      const key = headerName(name);
+      return this.#list.some((entry) => entry[0] === key);
+    }
+
+    set(name: string, value: string): void {
+      const key = headerName(name);
+      const text = headerValue(value, key);
+      const at = this.#list.findIndex((entry) => entry[0] === key);
+      if (at < 0) {
+        this.#list.push([key, text]);
+        return;
+      }
+      this.#list = this.#list.filter((entry, i) => i <= at || entry[0] !== key);
+      this.#list[at] = [key, text];
+    }
+
+    forEach(callback: (value: string, name: string, headers: Headers) => void, thisArg?: unknown): void {
+      if (typeof callback !== "function") fail("Headers.forEach: callback must be a function");
+      for (const [name, value] of this.#sorted()) apply(callback, thisArg, [value, name, this]);
+    }
+
+    *entries(): IterableIterator<[string, string]> {
+      yield* this.#sorted();
+    }
+
+    *keys(): IterableIterator<string> {
+      for (const entry of this.#sorted()) yield entry[0];
+    }
+
+    *values(): IterableIterator<string> {
+      for (const entry of this.#sorted()) yield entry[1];
+    }
+
+    [Symbol.iterator](): IterableIterator<[string, string]> {
+      return this.entries();
+    }
+
+    /** Sorted by name, each name once with its values joined by ", ", but `set-cookie` once per cookie. */
+    #sorted(): [string, string][] {
+      const names = [...new Set(this.#list.map((entry) => entry[0]))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      const out: [string, string][] = [];
+      for (const name of names) {
+        if (name === "set-cookie") for (const value of this.getSetCookie()) out.push([name, value]);
+        else out.push([name, this.get(name) as string]);
+      }
+      return out;
+    }
+
+    static {
+      listOf = (headers) => headers.#list;
+      headersOf = (list) => {
+        const headers = new Headers();
+        headers.#list = list;
+        return headers;
+      };
+    }
+  }
+  defineProperty(Headers.prototype, iteratorSymbol, {
+    __proto__: null,
+    value: Headers.prototype.entries,
+    writable: true,
+    configurable: true,
+  } as PropertyDescriptor);
+
+  // Bodies: bytes held whole, read once.
+  interface Body {
+    bytes: Uint8Array | null;
+    used: boolean;
+  }
+  const bodies = new WeakMap<object, Body>();
+  defineProperty(bodies, "get", { __proto__: null, value: WeakMap.prototype.get } as PropertyDescriptor);
+  defineProperty(bodies, "set", { __proto__: null, value: WeakMap.prototype.set } as PropertyDescriptor);
+  const bodyOf = (self: unknown): Body => {
+    const body = typeof self === "object" && self !== null ? bodies.get(self) : undefined;
+    return body === undefined ? fail("Illegal invocation: not a Request or Response") : body;
+  };
+  /** A body from its init: the bytes, and the content type it implies when the headers name none. */
+  const extract = (init: BodyInit): { bytes: Uint8Array; type: string | null } => {
+    if (isView(init) || init instanceof ArrayBufferCtor) return { bytes: bytesOf(init, "body").slice(), type: null };
+    if (init instanceof URLSearchParamsCtor) {
+      return { bytes: utf8Encode(usv(init)), type: "application/x-www-form-urlencoded;charset=UTF-8" };
+    }
+    return { bytes: utf8Encode(usv(init)), type: "text/plain;charset=UTF-8" };
+  };
+  /** Gives `target` the body `init`, with its content type unless `headers` has one. */
+  const initBody = (target: object, init: BodyInit, headers: Headers) => {
+    if (init === null || init === undefined) {
+      bodies.set(target, { bytes: null, used: false });
+      return;
+    }
+    const { bytes, type } = extract(init);
+    if (type !== null && !headers.has("content-type")) headers.append("content-type", type);
+    bodies.set(target, { bytes, used: false });
+  };
+  /** The body's bytes, which can be read only once. */
+  const consume = (self: unknown): Uint8Array => {
+    const body = bodyOf(self);
+    if (body.bytes === null) return new Uint8ArrayCtor(0);
+    if (body.used) fail("Body has already been used");
+    body.used = true;
+    return body.bytes;
+  };
+  const bodyMethods = {
+    async text(this: unknown) {
+      return decodeText(consume(this));
+    },
+    async json(this: unknown) {
+      return parseJson(decodeText(consume(this)));
+    },
+    async arrayBuffer(this: unknown) {
+      return consume(this).slice().buffer;
+    },
+    async bytes(this: unknown) {
+      return consume(this).slice();
+    },
+  };
+  const bodyUsed = {
+    get bodyUsed() {
+      const body = bodyOf(this);
+      return body.bytes !== null && body.used;
+    },
+  };
+
+  const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+  const parseUrl = (input: unknown): string => {
+    const text = usv(input);
+    if (!ABSOLUTE.test(text))
+      fail(`Failed to parse URL from ${text}: the sandbox has no base URL, use an absolute URL`);
+    return new URLCtor(text).href;
+  };
+
+  // Request.
+  const METHOD_NAMES = ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"];
+  const REDIRECT_MODES = ["follow", "error", "manual"];
+  const methodOf = (value: unknown): string => {
+    const method = StringCtor(value);
+    if (!TOKEN.test(method)) fail(`Request: ${stringify(method)} is not a valid HTTP method`);
+    const upper = method.toUpperCase();
+    if (upper === "CONNECT" || upper === "TRACE" || upper === "TRACK")
+      fail(`Request: the method ${upper} is not allowed`);
+    return METHOD_NAMES.includes(upper) ? upper : method;
+  };
+  /** A request's own signal, which follows `given` (an `AbortSignal`, or none). */
+  const signalOf = (given: unknown): AbortSignal => {
+    const controller = new AbortControllerCtor();
+    if (given === undefined || given === null) return controller.signal;
+    if (!(given instanceof AbortSignalCtor)) fail("Request: signal must be an AbortSignal");
+    addAbortAlgorithm(given as AbortSignal, () => controller.abort((given as AbortSignal).reason));
+    return controller.signal;
+  };
+
+  let requestParts: (request: Request) => { url: string; method: string; redirect: string; headers: Headers };
+  class Request {
+    #url: string;
+    #method = "GET";
+    #headers: Headers;
+    #redirect = "follow";
+    #signal: AbortSignal;
+
+    constructor(input: unknown, init?: unknown) {
+      const options = dictionary(init, "Request");
+      let inherited: Uint8Array | null = null;
+      let signal: unknown;
+      if (typeof input === "object" && input !== null && #url in input) {
+        const source = input as Request;
+        this.#url = source.#url;
+        this.#method = source.#method;
+        this.#headers = new Headers(source.#headers);
+        this.#redirect = source.#redirect;
+        signal = source.#signal;
+        const body = bodyOf(source);
+        if (body.bytes !== null && body.used) fail("Request: the input request's body has already been used");
+        inherited = body.bytes;
+      } else {
+        this.#url = parseUrl(input);
+        this.#headers = new Headers();
+      }
+      if (options.method !== undefined) this.#method = methodOf(options.method);
+      if (options.headers !== undefined) this.#headers = new Headers(options.headers as HeadersInit);
+      if (options.redirect !== undefined) {
+        const redirect = StringCtor(options.redirect);
+        if (!REDIRECT_MODES.includes(redirect)) fail(`Request: redirect must be "follow", "error" or "manual"`);
+        this.#redirect = redirect;
+      }
+      if ("signal" in options) signal = options.signal;
+      this.#signal = signalOf(signal);
+      const hasBody = options.body !== undefined && options.body !== null;
+      if ((hasBody || inherited !== null) && (this.#method === "GET" || this.#method === "HEAD"))
+        fail(`Request: a ${this.#method} request cannot have a body`);
+      if (options.body !== undefined) initBody(this, options.body, this.#headers);
+      else {
+        bodies.set(this, { bytes: inherited, used: false });
+        // The new request takes the body over: the input's is spent.
+        if (inherited !== null) bodyOf(input).used = true;
+      }
+    }
+
+    get url(): string {
+      return this.#url;
+    }
+
+    get method(): string {
+      return this.#method;
+    }
+
+    get headers(): Headers {
+      return this.#headers;
+    }
+
+    get redirect(): string {
+      return this.#redirect;
+    }
+
+    get signal(): AbortSignal {
+      return this.#signal;
+    }
+
+    clone(): Request {
+      const body = bodyOf(this);
+      if (body.bytes !== null && body.used) fail("Request.clone: the body has already been used");
+      const copy = new Request(this, { body: null });
+      bodies.set(copy, { bytes: body.bytes === null ? null : body.bytes.slice(), used: false });
+      return copy;
+    }
+
+    static {
+      requestParts = (request) => ({
+        url: request.#url,
+        method: request.#method,
+        redirect: request.#redirect,
+        headers: request.#headers,
+      });
+    }
+  }
+
+  // Response.
+  const NULL_BODY_STATUSES = [101, 103, 204, 205, 304];
+  const REDIRECT_STATUSES = [301, 302, 303, 307, 308];
+  const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
+  /** WebIDL's `unsigned short`: wraps modulo 2^16. */
+  const unsignedShort = (value: unknown): number => {
+    const n = trunc(NumberCtor(value));
+    return finite(n) ? ((n % 65536) + 65536) % 65536 : 0;
+  };
+
+  let responseOf: (record: ResponseRecord) => Response;
+  class Response {
+    #status = 200;
+    #statusText = "";
+    #headers: Headers;
+    #type = "default";
+    #url = "";
+    #redirected = false;
+
+    constructor(body: BodyInit = null, init?: unknown) {
+      const options = dictionary(init, "Response");
+      if (options.status !== undefined) {
+        const status = unsignedShort(options.status);
+        if (status < 200 || status > 599)
+          throw new RangeErrorCtor(`Response: status must be in the range 200 to 599, got ${status}`);
+        this.#status = status;
+      }
+      if (options.statusText !== undefined) {
+        const text = StringCtor(options.statusText);
+        if (!REASON_PHRASE.test(text)) fail("Response: statusText is not a valid reason phrase");
+        this.#statusText = text;
+      }
+      this.#headers = new Headers(options.headers === undefined ? undefined : (options.headers as HeadersInit));
+      if (body !== null && body !== undefined && NULL_BODY_STATUSES.includes(this.#status))
+        fail(`Response: a response with status ${this.#status} cannot have a body`);
+      initBody(this, body, this.#headers);
+    }
+
+    get status(): number {
+      return this.#status;
+    }
+
+    get ok(): boolean {
+      return this.#status >= 200 && this.#status <= 299;
+    }
+
+    get statusText(): string {
+      return this.#statusText;
+    }
+
+    get headers(): Headers {
+      return this.#headers;
+    }
+
+    get type(): string {
+      return this.#type;
+    }
+
+    get url(): string {
+      return this.#url;
+    }
+
+    get redirected(): boolean {
+      return this.#redirected;
+    }
+
+    clone(): Response {
+      const body = bodyOf(this);
+      if (body.bytes !== null && body.used) fail("Response.clone: the body has already been used");
+      const copy = new Response(null, { headers: this.#headers });
+      copy.#status = this.#status;
+      copy.#statusText = this.#statusText;
+      copy.#type = this.#type;
+      copy.#url = this.#url;
+      copy.#redirected = this.#redirected;
+      bodies.set(copy, { bytes: body.bytes === null ? null : body.bytes.slice(), used: false });
+      return copy;
+    }
+
+    static error(): Response {
+      const response = new Response();
+      response.#status = 0;
+      response.#type = "error";
+      return response;
+    }
+
+    static json(data: unknown, init?: unknown): Response {
+      const text = stringify(data);
+      if (text === undefined) fail("Response.json: the data is not JSON-serializable");
+      const options = dictionary(init, "Response.json");
+      const headers = new Headers(options.headers === undefined ? undefined : (options.headers as HeadersInit));
+      if (!headers.has("content-type")) headers.set("content-type", "application/json");
+      return new Response(text, { status: options.status, statusText: options.statusText, headers });
+    }
+
+    static redirect(url: unknown, status: unknown = 302): Response {
+      const location = parseUrl(url);
+      const code = unsignedShort(status);
+      if (!REDIRECT_STATUSES.includes(code))
+        throw new RangeErrorCtor(`Response.redirect: ${code} is not a redirect status`);
+      const response = new Response(null, { status: code, headers: [["location", location]] });
+      return response;
+    }
+
+    static {
+      responseOf = (record) => {
+        const response = new Response();
+        response.#status = record.status;
+        response.#statusText = record.statusText;
+        response.#headers = headersOf(record.headers);
+        response.#type = "basic";
+        response.#url = record.url;
+        response.#redirected = record.redirected;
+        const bytes = new Uint8ArrayCtor(record.body);
+        bodies.set(response, {
+          bytes: bytes.length === 0 && NULL_BODY_STATUSES.includes(record.status) ? null : bytes,
+          used: false,
+        });
+        return response;
+      };
+    }
+  }
+
+  for (const [Ctor, name] of [
+    [Headers, "Headers"],
+    [Request, "Request"],
+    [Response, "Response"],
+  ] as const) {
+    tag(Ctor.prototype, name);
+    install(name, Ctor);
+  }
+  for (const proto of [Request.prototype, Response.prototype]) {
+    for (const name of keys(bodyMethods)) hide(proto, name, bodyMethods[name as keyof typeof bodyMethods]);
+    const getter = getOwnPropertyDescriptor(bodyUsed, "bodyUsed") as PropertyDescriptor;
+    defineProperty(proto, "bodyUsed", { __proto__: null, get: getter.get, configurable: true } as PropertyDescriptor);
+  }
+
+  // fetch, when the sandbox has a fetch setting: the request crosses to the host as a record; the answer becomes a
+  // Response.
+  kit.installFetch = () => {
+    let marshal: { encode(value: unknown, mode: number): [string, unknown[]] } | undefined;
+    let requests = 0;
+    const EMPTY: unknown[] = [];
+    /** Settles with `pending`, or rejects with the signal's reason once it aborts (and the host aborts the request). */
+    const abortable = (pending: Promise<unknown>, signal: AbortSignal, id: number) =>
+      new PromiseCtor<unknown>((resolve, reject) => {
+        let settled = false;
+        addAbortAlgorithm(signal, () => {
+          if (settled) return;
+          settled = true;
+          hostCall(OP_FETCH_ABORT, id, "null", EMPTY);
+          reject(signal.reason);
+        });
+        apply(promiseThen, pending, [
+          (value: unknown) => {
+            settled = true;
+            resolve(value);
+          },
+          (error: unknown) => {
+            settled = true;
+            reject(error);
+          },
+        ]);
+      });
+    const fetch = {
+      async fetch(input: unknown, init: unknown = undefined): Promise<Response> {
+        const request = new Request(input, init);
+        const { url, method, redirect, headers } = requestParts(request);
+        const { signal } = request;
+        if (signal.aborted) throw signal.reason;
+        const body = bodyOf(request);
+        const bytes = body.bytes;
+        // Fetching a request spends its body.
+        if (bytes !== null) body.used = true;
+        const record: RequestRecord = {
+          url,
+          method,
+          headers: listOf(headers),
+          body: bytes === null ? null : (bytes.slice().buffer as ArrayBuffer),
+          redirect,
+        };
+        marshal ??= hostCall(OP_MARSHAL, 0, "", EMPTY) as NonNullable<typeof marshal>;
+        const id = ++requests;
+        const encoded = marshal.encode(record, MODE_CLONE);
+        const pending = hostCall(OP_FETCH, id, encoded[0], encoded[1]) as Promise<unknown>;
+        return responseOf((await abortable(pending, signal, id)) as ResponseRecord);
+      },
+    }.fetch;
+    install("fetch", fetch);
+  };
+}

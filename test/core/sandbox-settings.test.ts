@@ -1,0 +1,44 @@
+/**
+ * A sandbox's transpiler and pool are its settings, never what a module set when it was imported: sandboxes of one
+ * process, the Node entry's among them, differ in both as they were made.
+ */
+import { describe, expect, it } from "vitest";
+import { loadSwc } from "../../node/swc.js";
+import { InstancePool } from "../../src/core/instance-pool.js";
+import { Transpiler } from "../../src/core/transpile.js";
+import { createSandbox } from "../../src/index.js";
+import { wasm } from "../environment/helpers.js";
+import { outcome } from "../security/helpers.js";
+
+const TYPESCRIPT = "const n: number = 41;\nexport default n + 1;";
+const js = { language: "javascript" } as const;
+
+describe("sandbox settings", () => {
+  it("TypeScript runs on a sandbox given a transpiler, and fails on one without, beside the Node entry", async () => {
+    const given = createSandbox({ wasm: await wasm(), transpiler: new Transpiler(loadSwc) });
+    expect(outcome(await given.runCode(TYPESCRIPT))).toEqual({ status: "success", result: 42 });
+    const without = createSandbox({ wasm: await wasm() });
+    expect(outcome(await without.runCode(TYPESCRIPT))).toEqual({
+      status: "error",
+      error:
+        "InternalError: The sandbox failed: TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)",
+    });
+  });
+
+  it("sandboxes given one pool share its idle instances; a sandbox given none keeps its own", async () => {
+    const pool = new InstancePool();
+    const sharing = async () => createSandbox({ wasm: await wasm(), pool }).runCode;
+    const first = await sharing();
+    // The pool's first run gets an instance booted for it alone; the second leaves its instance idle.
+    await first("export default 1", js);
+    await first("export default 1", js);
+    expect(pool.idle).toBe(1);
+    // Two at once: one takes the idle instance, the other boots one; both come back.
+    const second = await sharing();
+    await Promise.all([second("export default 1", js), second("export default 1", js)]);
+    expect(pool.idle).toBe(2);
+    const own = createSandbox({ wasm: await wasm() }).runCode;
+    for (let i = 0; i < 3; i++) await own("export default 1", js);
+    expect(pool.idle).toBe(2);
+  });
+});

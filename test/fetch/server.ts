@@ -1,0 +1,142 @@
+/**
+ * A loopback HTTP server (port 0) for the fetch tests: it records every request that reaches it and serves the
+ * routes the tests need: echoes, redirects, large and declared bodies, many headers, and requests that never answer.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+
+/** A request as the server received it. */
+export interface Received {
+  method: string;
+  path: string;
+  headers: IncomingMessage["headers"];
+  body: string;
+}
+
+export interface LoopbackServer {
+  origin: string;
+  /** Every request that reached the server, in order. */
+  received: Received[];
+  /** Resolves when a request for `path` has arrived. */
+  arrived(path: string): Promise<void>;
+  /** Resolves when the client dropped a request for `path` before its response ended. */
+  dropped(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Route = (request: Received, res: ServerResponse) => void;
+
+const CHUNK = 64 * 1024;
+
+const routes: [RegExp, (match: RegExpExecArray) => Route][] = [
+  [/^\/echo/, () => (request, res) => json(res, request)],
+  [
+    /^\/redirect\/(\d+)\?to=(.*)$/,
+    (m) => (_, res) => {
+      res.writeHead(Number(m[1]), { location: decodeURIComponent(m[2] as string) });
+      res.end();
+    },
+  ],
+  [
+    /^\/loop$/,
+    () => (_, res) => {
+      res.writeHead(302, { location: "/loop" });
+      res.end();
+    },
+  ],
+  [
+    /^\/bytes\/(\d+)/,
+    (m) => (_, res) => {
+      let left = Number(m[1]);
+      const write = () => {
+        while (left > 0 && !res.destroyed) {
+          const size = Math.min(CHUNK, left);
+          left -= size;
+          if (!res.write(Buffer.alloc(size, 120))) return void res.once("drain", write);
+        }
+        res.end();
+      };
+      write();
+    },
+  ],
+  [
+    /^\/declared\/(\d+)$/,
+    (m) => (_, res) => {
+      res.writeHead(200, { "content-length": m[1] });
+      res.end(Buffer.alloc(Number(m[1]), 120));
+    },
+  ],
+  [
+    /^\/headers\/(\d+)\/(\d+)$/,
+    (m) => (_, res) => {
+      for (let i = 0; i < Number(m[1]); i++) res.setHeader(`x-h-${i}`, "v".repeat(Number(m[2])));
+      res.end("ok");
+    },
+  ],
+  [
+    /^\/cookies$/,
+    () => (_, res) => {
+      res.setHeader("set-cookie", ["a=1; Path=/", "b=2"]);
+      res.end();
+    },
+  ],
+  [/^\/hang/, () => () => {}],
+];
+
+function json(res: ServerResponse, value: unknown): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify(value));
+}
+
+export async function startServer(): Promise<LoopbackServer> {
+  const received: Received[] = [];
+  const waiting: { path: string; event: "arrived" | "dropped"; resolve(): void }[] = [];
+  const notify = (path: string, event: "arrived" | "dropped") => {
+    for (const waiter of waiting.filter((w) => w.path === path && w.event === event)) {
+      waiting.splice(waiting.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
+  const seen = new Map<string, Set<string>>();
+  const mark = (path: string, event: "arrived" | "dropped") => {
+    seen.set(path, (seen.get(path) ?? new Set()).add(event));
+    notify(path, event);
+  };
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const request = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString(),
+    };
+    received.push(request);
+    res.on("close", () => {
+      if (!res.writableFinished) mark(request.path, "dropped");
+    });
+    mark(request.path, "arrived");
+    for (const [pattern, route] of routes) {
+      const match = pattern.exec(request.path);
+      if (match !== null) return route(match)(request, res);
+    }
+    res.writeHead(404);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  const when = (path: string, event: "arrived" | "dropped") =>
+    seen.get(path)?.has(event)
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiting.push({ path, event, resolve }));
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    received,
+    arrived: (path) => when(path, "arrived"),
+    dropped: (path) => when(path, "dropped"),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
