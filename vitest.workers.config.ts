@@ -24,6 +24,8 @@ export default defineConfig({
           RUNCODE_ORIGINS: "http://runcode.test",
           // Runs and processes have the Web APIs (test/workers/api.test.ts).
           RUNCODE_WEB_APIS: "true",
+          // Processes are kept a day after they end (test/workers/retention.test.ts).
+          RUNCODE_RETENTION_DAYS: "1",
         },
       },
     }),

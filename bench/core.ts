@@ -14,7 +14,7 @@ import ts from "typescript";
 import { createSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
 import { BootedInstance, bootOf } from "../src/core/instance.js";
-import { rawCases, runCodeCases } from "./crossing.js";
+import { peerCases, rawCases, runCodeCases } from "./crossing.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 /** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
@@ -268,19 +268,36 @@ console.log(
 );
 
 // Values and host calls crossing, each beside its bare-engine floor (interleaved, fewer runs: the data case is long).
+// The peer's cases once a round: its 1.1 MB case takes seconds.
 const crossing = {
   ...rawCases(ready),
   ...runCodeCases(runCode),
+  ...peerCases(peer),
   ...runCodeCases(threaded.runCode, " on a worker thread"),
 };
-for (const fn of Object.values(crossing)) for (let i = 0; i < 5; i++) await fn();
+const runsPerRound = (label: string) => (label.startsWith("peer:") ? 1 : 5);
+for (const [label, fn] of Object.entries(crossing)) for (let i = 0; i < runsPerRound(label); i++) await fn();
 const crossingTimes = new Map<string, number[]>(Object.keys(crossing).map((k) => [k, []]));
 for (let round = 0; round < 8; round++) {
-  for (const [label, fn] of Object.entries(crossing)) crossingTimes.get(label)?.push(...(await sample(5, fn)));
+  for (const [label, fn] of Object.entries(crossing)) {
+    crossingTimes.get(label)?.push(...(await sample(runsPerRound(label), fn)));
+  }
 }
 const crossingRows = [...crossingTimes].map(([label, t]) => summarize(label, t));
-const [rawData, rawCalls, rawAsync, data, calls, asyncCalls, threadedData, threadedCalls, threadedAsync] =
-  crossingRows as Tuple<9, Summary>;
+const [
+  rawData,
+  rawCalls,
+  rawAsync,
+  data,
+  calls,
+  asyncCalls,
+  peerData,
+  peerCalls,
+  peerAsync,
+  threadedData,
+  threadedCalls,
+  threadedAsync,
+] = crossingRows as Tuple<12, Summary>;
 console.log();
 printTable(crossingRows);
 ratio("1.1 MB in and out: runCode / raw engine", data, rawData, "<= 1.5x");
@@ -290,6 +307,12 @@ ratio("trivial run: runCode / raw engine", trivial, floorRuntime, "<= 2x");
 ratio("1.1 MB in and out: on a worker thread / raw engine", threadedData, rawData, "<= 2x");
 ratio("1,000 sync host calls: on a worker thread / in-thread", threadedCalls, calls, "<= 2x");
 ratio("1,000 awaited async host calls: on a worker thread / in-thread", threadedAsync, asyncCalls);
+// The peer table: each case through the peer against runCode, in the same run.
+console.log();
+ratio("peer / runCode: trivial run", trivialPeer, trivial);
+ratio("peer / runCode: 1.1 MB in and out", peerData, data);
+ratio("peer / runCode: 1,000 sync host calls", peerCalls, calls);
+ratio("peer / runCode: 1,000 awaited async host calls", peerAsync, asyncCalls);
 
 // Stops on a worker thread: from terminate() to the worker reporting the run over (its next interrupt poll saw the
 // flag) or exiting (ended after the grace: native work that never polls). Run by run, so each event is the stop's.
@@ -334,11 +357,11 @@ console.log(
 
 // Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
 // erases types with SWC from its package, on a worker thread by default or on the caller's thread; the core alone
-// gets SWC as Workers and browsers do, its glue and wasm from dist/swc/.
+// gets SWC as Workers and browsers do: its glue from dist/swc/, its metered wasm from the package (`runcode/swc.wasm`).
 type ColdCase = "threads" | "in-thread" | "core";
 const coreSwc = `
 const { instantiate } = await import(${JSON.stringify(fileURLToPath(new URL("../swc/swc.js", import.meta.url)))});
-const swcWasm = await WebAssembly.compile(await readFile(${JSON.stringify(fileURLToPath(new URL("../../wasm/swc-fuel.wasm", import.meta.url)))}));
+const swcWasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
 const { Transpiler } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
 const transpiler = new Transpiler(async () => (out) => instantiate(swcWasm, out));`;
 const coldScript = (entry: ColdCase) => `

@@ -2,6 +2,7 @@
  * Values and host calls crossing into and out of a run, beside the same work done on the bare engine (a fresh
  * runtime and context per run, data as JSON text, host functions called by handle): the floor runCode is held to.
  */
+import type { loadQuickJs } from "@sebastianwessel/quickjs";
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { CodeExecutionResult } from "../src/index.js";
 
@@ -112,5 +113,30 @@ export function runCodeCases(runCode: RunCode, where = ""): Record<string, () =>
       check(await runCode(CALLS, { language: "javascript", globals: { add } }), 500_500),
     [`runCode${where}: 1,000 awaited async host calls`]: async () =>
       check(await runCode(AWAITED, { language: "javascript", globals: { add: addAsync } }), 500_500),
+  };
+}
+
+/**
+ * The same through a peer on the same engine build (`@sebastianwessel/quickjs`, dev only): values and functions
+ * reach the guest as `env`, a fresh runtime and context per run in one shared instance.
+ */
+export function peerCases(peer: Awaited<ReturnType<typeof loadQuickJs>>): Record<string, () => unknown> {
+  const run = async (code: string, env: Record<string, unknown>) => {
+    const answer = await peer.runSandboxed(async ({ evalCode }) => evalCode(code), { env });
+    if (!answer.ok) throw new Error(`peer run failed: ${JSON.stringify(answer.error)}`);
+    return answer.data;
+  };
+  const expect = (value: unknown, expected: unknown) => {
+    if (value !== expected) throw new Error(`peer run returned ${String(value)}`);
+  };
+  return {
+    "peer: 1.1 MB in (env) and out (result)": async () => {
+      if (((await run("export default env.data", { data: DATA })) as unknown[]).length !== DATA.length)
+        throw new Error("peer run lost data");
+    },
+    "peer: 1,000 sync host calls": async () =>
+      expect(await run(`const { add } = env;\n${CALLS}`, { add: (a: number, b: number) => a + b }), 500_500),
+    "peer: 1,000 awaited async host calls": async () =>
+      expect(await run(`const { add } = env;\n${AWAITED}`, { add: async (a: number, b: number) => a + b }), 500_500),
   };
 }

@@ -6,6 +6,10 @@
  * eviction, a deploy), the alarm set for the end of the run's timeout brings the object back, and its constructor
  * marks the run failed: the registry learns the process is idle and its tenant's slot is free, without anyone
  * reading the process.
+ *
+ * With a retention (`RUNCODE_RETENTION_DAYS`), the same alarm, finding the run ended, is set again for the process's
+ * expiry (its end plus the retention), and then deletes it as `DELETE /processes/:pid` does. An object has one alarm:
+ * the run's watch comes first, and running the process again sets the watch in place of the expiry.
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
@@ -13,6 +17,7 @@ import { instantiate } from "../src/environment/index.js";
 import { createHost } from "../src/host/index.js";
 import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
 import { failCutOffRuns } from "../src/host/processes/restarts.js";
+import { expiryOf } from "../src/host/processes/retention.js";
 import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
 import { fetchOptionOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
@@ -28,7 +33,9 @@ export const SLOT_RELEASE_GRACE_MS = 60_000;
 type Started = { pid: number; state: HostState };
 
 export class ProcessObject extends DurableObject<Env> {
+  /** This object's pid: the one its record has, from the record's creation on. */
   #pid = 0;
+  readonly #config: ReturnType<typeof configOf>;
   readonly #host: ReturnType<typeof createHost>;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -38,7 +45,8 @@ export class ProcessObject extends DurableObject<Env> {
       index: (record) => registry().index(record),
       remove: (pid) => registry().remove(pid),
     });
-    this.#host = configOf(env).then((config) =>
+    this.#config = configOf(env);
+    this.#host = this.#config.then((config) =>
       createHost({
         store,
         kv: kvStoreOf(env),
@@ -57,7 +65,8 @@ export class ProcessObject extends DurableObject<Env> {
     );
     ctx.blockConcurrencyWhile(async () => {
       // A run cannot outlive the isolate that ran it: a record still active here was cut off by a restart.
-      for (const pid of await failCutOffRuns(store, Date.now())) this.#pid = pid;
+      await failCutOffRuns(store, Date.now());
+      this.#pid = (await store.list({ limit: 1 }))[0]?.pid ?? 0;
     });
   }
 
@@ -99,11 +108,22 @@ export class ProcessObject extends DurableObject<Env> {
     return (await this.#host).service.usage(this.#pid) ?? null;
   }
 
-  /** Still running past its timeout and the grace: look again later (the run's own timeout stops it). */
+  /**
+   * Still running past its timeout and the grace: look again later (the run's own timeout stops it). Ended: deleted
+   * once it has expired, else the alarm is set for its expiry.
+   */
   override async alarm(): Promise<void> {
-    if ((await this.#host).service.usage(this.#pid) !== undefined) {
+    const { service } = await this.#host;
+    if (service.usage(this.#pid) !== undefined) {
       await this.ctx.storage.setAlarm(Date.now() + SLOT_RELEASE_GRACE_MS);
+      return;
     }
+    const { retentionMs } = await this.#config;
+    const record = await service.get(this.#pid);
+    const expiry = retentionMs === undefined || record === undefined ? undefined : expiryOf(record, retentionMs);
+    if (expiry === undefined) return;
+    if (expiry <= Date.now()) await service.delete(this.#pid);
+    else await this.ctx.storage.setAlarm(expiry);
   }
 
   /** The answer goes out before the code finishes: the run goes on here, and an alarm watches its end. */

@@ -27,12 +27,16 @@ import {
 } from "../../src/host/sqlite.js";
 import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../../src/tools/kv-store.js";
 
+/** When an idle row's process ended (the record's `finishedAt`): what retention's sweep finds rows by, indexed. */
+const ENDED_AT = "json_extract(record, '$.finishedAt')";
+
 const SCHEMA = `
   ${PID_TAGS_TABLE};
   CREATE TABLE IF NOT EXISTS processes (
     pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL
   );
   ${PROCESS_INDEXES}
+  CREATE INDEX IF NOT EXISTS processes_ended ON processes (${ENDED_AT}) WHERE state = 'idle';
   CREATE TABLE IF NOT EXISTS kv (
     tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tenant, key)
   ) WITHOUT ROWID;
@@ -118,6 +122,19 @@ export class LibsqlProcessStore implements ProcessStore {
   async delete(pid: number): Promise<boolean> {
     const { rowsAffected } = await this.#db.execute({ sql: "DELETE FROM processes WHERE pid = ?", args: [pid] });
     return rowsAffected > 0;
+  }
+
+  /**
+   * Deletes at most `limit` processes that ended before `time` (epoch milliseconds), as {@link delete} deletes one;
+   * how many it deleted. Found by the `processes_ended` index, so one call costs what it deletes.
+   */
+  async deleteEndedBefore(time: number, limit: number): Promise<number> {
+    const { rowsAffected } = await this.#db.execute({
+      sql: `DELETE FROM processes WHERE pid IN (
+              SELECT pid FROM processes WHERE state = 'idle' AND ${ENDED_AT} < ? LIMIT ?)`,
+      args: [time, limit],
+    });
+    return rowsAffected;
   }
 }
 

@@ -3,9 +3,10 @@
  * (node/serve/libsql-stores.ts), processes on the environment module's worker threads, `/run` in the thread pool,
  * and the edge's settings and limits (src/host/settings.ts). What no route matches is the playground's.
  *
- * Starting, it ends the runs its database shows active (the last stop cut them off). Stopping
- * ({@link Served.stop}), it stops accepting connections, gives requests in flight {@link DRAIN_MS} to finish, then
- * ends every running process as a restart would, each final record written, and closes the database.
+ * Starting, it ends the runs its database shows active (the last stop cut them off), and with a retention, starts
+ * sweeping out the processes past it (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting
+ * connections, gives requests in flight {@link DRAIN_MS} to finish, then ends every running process as a restart
+ * would, each final record written, and closes the database; the sweeps stop first.
  * @module
  */
 import type { AddressInfo } from "node:net";
@@ -19,6 +20,7 @@ import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../.
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { playgroundFiles } from "./playground.js";
+import { sweepEndedProcesses } from "./retention.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the server stops accepting. */
@@ -106,6 +108,13 @@ export async function serve(options: ServeOptions): Promise<Served> {
     ...(fallback === undefined ? {} : { fallback }),
   });
   const host = options.host.includes(":") && !options.host.startsWith("[") ? `[${options.host}]` : options.host;
+  const sweeps =
+    settings.retentionMs === undefined
+      ? undefined
+      : sweepEndedProcesses(store, {
+          retentionMs: settings.retentionMs,
+          onError: (error) => console.error("runcode serve: the retention sweep failed:", error),
+        });
   let stopping: Promise<void> | undefined;
   return {
     url: `http://${host}:${port}`,
@@ -113,6 +122,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     playground: fallback !== undefined,
     stop: () => {
       stopping ??= (async () => {
+        await sweeps?.stop();
         const closed = new Promise((resolve) => server.close(resolve));
         await within(DRAIN_MS, closed);
         if ("closeAllConnections" in server) server.closeAllConnections();

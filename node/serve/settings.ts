@@ -21,6 +21,7 @@ export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
   RUN_FUEL: "2500000000",
   RUNCODE_WEB_APIS: "false",
   RUNCODE_FETCH_ALLOW: "",
+  RUNCODE_RETENTION_DAYS: "",
 });
 
 /** Settings a flag can give, by name. */
@@ -45,6 +46,7 @@ libSQL: a database file, or a libSQL server (--db libsql://..., its token in --d
 RUNCODE_DB_AUTH_TOKEN; --db defaults to RUNCODE_DB, then file:runcode.db). Each setting is also read from the environment variable it is named after (--tenant-max-active:
 RUNCODE_TENANT_MAX_ACTIVE); API keys only from RUNCODE_API_KEYS. On loopback it serves anonymous callers unless keys
 are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCODE_ALLOW_ANONYMOUS=true).
+With --retention-days N, a process that ended more than N days ago is deleted (swept at start, then hourly).
 SIGINT or SIGTERM stops it: requests in flight get a few seconds to finish, then running processes end failed.`;
 
 export interface ServeOptions {

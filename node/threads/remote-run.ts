@@ -25,8 +25,13 @@ import type { Holder, Thread } from "./thread.js";
  * is ended: guest work of any kind stops within this plus the worker's termination, under 50 ms.
  */
 export const STOP_GRACE_MS = 20;
-/** How far past `safetyCap.cpuTimeMs` a worker's guest work may go before the watchdog ends the worker. */
-export const WATCHDOG_MARGIN_MS = 50;
+/**
+ * How far past `safetyCap.cpuTimeMs` a worker's guest work may go before the watchdog ends the worker. The metered
+ * engine stops itself at its next fuel refill and keeps its worker; the watchdog is the backstop for an engine without
+ * the meter, and its margin leaves room for a loaded machine holding the worker off the CPU (a narrower one ended
+ * workers that were about to stop on their own).
+ */
+export const WATCHDOG_MARGIN_MS = 250;
 
 /** Runs each run on a worker thread of the process's pool. */
 export const onThreads: Runner = (context, request, channel) => new RemoteRun(context, request, channel);

@@ -21,9 +21,10 @@ export function createThreadedSandbox(settings: SandboxOptions): Sandbox {
       throw new TypeError(`createSandbox: ${key} cannot cross to a worker thread; pass threads: false to use it`);
     }
   }
+  const sandbox = createSandbox({ ...settings, runner: onThreads });
   // The host's requests are made on the worker, by its own fetch (so a stop there aborts them at once).
   if (settings.fetch?.fetch !== undefined) {
     throw new TypeError("createSandbox: fetch.fetch cannot cross to a worker thread; pass threads: false to use it");
   }
-  return createSandbox({ ...settings, runner: onThreads });
+  return sandbox;
 }

@@ -1,6 +1,6 @@
 /**
- * The guest bridge, where values cross between one run's guest and the host: the guest's single host function
- * (calls, reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
+ * The guest bridge, where values cross between one run's guest and the host: the guest's calls of host functions,
+ * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
  * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
  * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
  * host: both sides parse the other's tapes as data (values/tape.ts).
@@ -17,7 +17,6 @@ import { isBridged, SerializationError, Thrown } from "../values/errors.js";
 import {
   LOG_LEVELS,
   MODE_CLONE,
-  OP_CALL,
   OP_CHARGE,
   OP_FETCH,
   OP_FETCH_ABORT,
@@ -28,9 +27,15 @@ import {
   OP_SETTLE,
   OP_UNCAUGHT,
 } from "../values/tape.js";
-import { type Encoded, encodeForGuest, type FunctionTable, type HostFunction } from "../values/to-guest.js";
+import {
+  type Encoded,
+  encodeForGuest,
+  encodePrimitive,
+  type FunctionTable,
+  type HostFunction,
+} from "../values/to-guest.js";
 import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
-import type { BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
+import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
@@ -44,8 +49,12 @@ import { randomBytes } from "./web-apis.js";
  */
 export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 
-/** A guest promise and its resolvers (see `deferred` in the prelude). */
-type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
+/** A host promise that settled, encoded for its guest promise (see `deferred` in the prelude). */
+interface Delivery {
+  id: number;
+  ok: boolean;
+  value: Encoded;
+}
 
 /**
  * Where the guest's values go when the host that takes them is on another thread: as the guest's own tapes, decoded
@@ -54,7 +63,7 @@ type Deferred = Record<"promise" | "resolve" | "reject", QuickJSHandle>;
  * the far function threw as a `Thrown`. Anything else any of them throws is a fault of the host.
  */
 export interface Relay {
-  /** A call of host function number `id`. */
+  /** A call of host function number `id` (`args` is the tape of the arguments' array). */
   call(id: number, args: GuestTape): unknown;
   /** A reported value: the far host keeps it and hands it to the caller's sink. */
   report(value: GuestTape): unknown;
@@ -88,6 +97,10 @@ export class GuestBridge {
   readonly #run: RunSide;
   readonly #guestPromises = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   #inflight = 0;
+  /** The number of the next host promise handed to the guest. */
+  #nextPromise = 0;
+  /** Host promises that settled since the guest last ran, in the order they settled. */
+  #deliveries: Delivery[] = [];
   #wake: (() => void) | undefined;
   #uncaught: Described | undefined;
 
@@ -152,7 +165,7 @@ export class GuestBridge {
     tapeHandle: QuickJSHandle,
     sideHandle: QuickJSHandle,
     okHandle: QuickJSHandle,
-  ): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined => {
+  ): Answer => {
     const ctx = this.#ctx;
     try {
       const op = ctx.getNumber(opHandle);
@@ -166,7 +179,7 @@ export class GuestBridge {
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
       const { relay } = this.#run;
-      const relayed = relay !== undefined && (op === OP_CALL || op === OP_SETTLE || retained);
+      const relayed = relay !== undefined && (op === OP_SETTLE || retained);
       const guest = relayed ? this.#guestTape(tape, sideHandle) : undefined;
       const buffers =
         guest === undefined ? this.#buffersOf(sideHandle) : (i: number) => guest.buffers[i] as ArrayBuffer;
@@ -175,9 +188,6 @@ export class GuestBridge {
       const value = undecoded ? undefined : this.#decode(tape, buffers, kept, op === OP_LOG);
       if (retained && !this.#limits.retain(kept.bytes)) return this.#stopped();
       switch (op) {
-        case OP_CALL:
-          if (relayed) return this.#callHost(relay.call as HostFunction, [a, guest]);
-          return this.#callHost(this.#run.functions.get(a), value as unknown[]);
         case OP_REPORT:
           this.#run.reports.push(value);
           if (relayed) return this.#callHost(relay.report as HostFunction, [guest]);
@@ -227,12 +237,55 @@ export class GuestBridge {
       }
       return undefined;
     } catch (fault) {
-      if (fault instanceof GuestFailure) return { error: this.#guestError(new Error(fault.described.message)) };
-      // Our own VM calls failed (stack or memory exhausted mid-call): the instance is no longer trustworthy.
-      this.#limits.fault(fault);
-      return undefined;
+      return this.#failed(fault);
     }
   };
+
+  /**
+   * The guest called the caller's function number `id` with `args`. Primitives are read as they are; when any
+   * argument is more, the guest's encoder makes the tape of them all (what it throws, the call throws).
+   */
+  readonly call = (idHandle: QuickJSHandle, args: QuickJSHandle[]): Answer => {
+    const ctx = this.#ctx;
+    try {
+      const id = ctx.getNumber(idHandle);
+      const values: unknown[] = [];
+      for (const handle of args) {
+        const value = this.#primitive(handle);
+        if (value === NOT_PRIMITIVE) return this.#callEncoded(id, args);
+        values.push(value);
+      }
+      const { relay } = this.#run;
+      if (relay === undefined) return this.#callHost(this.#run.functions.get(id), values);
+      const tape = `["a",0,[${values.map(encodePrimitive).join(",")}]]`;
+      return this.#callHost(relay.call as HostFunction, [id, { tape, buffers: [] } satisfies GuestTape]);
+    } catch (fault) {
+      return this.#failed(fault);
+    }
+  };
+
+  /** As {@link call}, the arguments encoded by the guest. */
+  #callEncoded(id: number, args: QuickJSHandle[]): Answer {
+    const ctx = this.#ctx;
+    const { encodeArguments } = this.#marshal();
+    const encoded = this.#limits.enter(() => ctx.callFunction(encodeArguments, ctx.undefined, args));
+    if (encoded.error !== undefined) return encoded;
+    const { relay } = this.#run;
+    if (relay !== undefined) {
+      const tape = this.#read(encoded.value, (text, side) => this.#guestTape(text, side));
+      return this.#callHost(relay.call as HostFunction, [id, tape]);
+    }
+    const values = this.#read(encoded.value, (text, side) => this.#decode(text, this.#buffersOf(side)));
+    return this.#callHost(this.#run.functions.get(id), values as unknown[]);
+  }
+
+  /** What a call from the guest that failed on the host answers. */
+  #failed(fault: unknown): Answer {
+    if (fault instanceof GuestFailure) return { error: this.#guestError(new Error(fault.described.message)) };
+    // Our own VM calls failed (stack or memory exhausted mid-call): the instance is no longer trustworthy.
+    this.#limits.fault(fault);
+    return undefined;
+  }
 
   /** What a log or report of a stopped run gets: the stop's message, thrown in the guest. */
   #stopped(): VmCallResult<QuickJSHandle> {
@@ -243,11 +296,7 @@ export class GuestBridge {
    * Calls a host function with cloned arguments; its outcome goes back to the guest. A sink's (`report`, `onLog`)
    * plain return is ignored (only a promise is awaited by the guest).
    */
-  #callHost(
-    fn: HostFunction | undefined,
-    args: unknown[],
-    sink = false,
-  ): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined {
+  #callHost(fn: HostFunction | undefined, args: unknown[], sink = false): Answer {
     if (fn === undefined) return undefined;
     if (this.#inflight >= MAX_HOST_CALLS_IN_FLIGHT) {
       const message = `${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`;
@@ -256,7 +305,10 @@ export class GuestBridge {
     const applied = this.#apply(fn, args);
     if ("error" in applied) return applied;
     const { returned } = applied;
-    if (sink && !(returned instanceof Promise)) return undefined;
+    if (returned instanceof Promise) return this.#guestPromise(returned);
+    if (sink) return undefined;
+    const primitive = primitiveHandle(this.#ctx, returned);
+    if (primitive !== undefined) return primitive;
     let encoded: Encoded;
     try {
       encoded = encodeForGuest(returned, this.#run.functions);
@@ -279,14 +331,16 @@ export class GuestBridge {
 
   /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */
   #guestError(error: unknown): QuickJSHandle {
-    let encoded: Encoded;
+    return this.toGuest(this.#errorTape(error));
+  }
+
+  /** The tape of a host value that was thrown: an Error crosses as name and message only (see values/to-guest.ts). */
+  #errorTape(error: unknown): Encoded {
     try {
-      // An Error crosses as name and message only (see values/to-guest.ts).
-      encoded = encodeForGuest(error, this.#run.functions);
+      return encodeForGuest(error, this.#run.functions);
     } catch {
-      encoded = encodeForGuest(String(error), this.#run.functions);
+      return encodeForGuest(String(error), this.#run.functions);
     }
-    return this.toGuest(encoded);
   }
 
   /** Encoded host value -> guest value (host promises become guest promises the host settles later). */
@@ -299,19 +353,12 @@ export class GuestBridge {
   /** As {@link toGuest}, leaving a guest error (the decoder ran out of stack or memory) to the caller. */
   toGuestResult(encoded: Encoded): VmCallResult<QuickJSHandle> {
     const ctx = this.#ctx;
-    const primitive = encoded.side.length === 0 ? primitiveHandle(ctx, encoded.tape) : undefined;
+    const primitive = encoded.side.length === 0 ? tapeHandle(ctx, encoded.tape) : undefined;
     if (primitive !== undefined) return { value: primitive };
     const { decode } = this.#marshal();
-    const side = encoded.side.map((item) => {
-      if (item.kind === "buffer") return ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer);
-      const deferred = this.#newDeferred();
-      this.#inflight++;
-      item.promise.then(
-        (value) => this.#deliver(deferred, value, true),
-        (reason) => this.#deliver(deferred, reason, false),
-      );
-      return deferred.promise;
-    });
+    const side = encoded.side.map((item) =>
+      item.kind === "buffer" ? ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer) : this.#guestPromise(item.promise),
+    );
     const tape = ctx.newString(encoded.tape);
     try {
       return this.#limits.enter(() => ctx.callFunction(decode, ctx.undefined, [tape, ...side]));
@@ -321,85 +368,111 @@ export class GuestBridge {
     }
   }
 
-  /** A guest promise and its resolvers, made by the prelude (the library's `newPromise` breaks when memory grows). */
-  #newDeferred(): Deferred {
+  /** A guest promise settled as `promise` settles, once the run delivers it (see {@link deliver}). */
+  #guestPromise(promise: Promise<unknown>): QuickJSHandle {
     const ctx = this.#ctx;
-    const made = this.guard(() => ctx.callFunction(this.#core.deferred, ctx.undefined, []));
-    const deferred = {
-      promise: ctx.getProp(made, "promise"),
-      resolve: ctx.getProp(made, "resolve"),
-      reject: ctx.getProp(made, "reject"),
-    };
-    made.dispose();
-    return deferred;
+    const id = this.#nextPromise++;
+    const idHandle = ctx.newNumber(id);
+    let guestPromise: QuickJSHandle;
+    try {
+      guestPromise = this.guard(() => ctx.callFunction(this.#core.deferred, ctx.undefined, [idHandle]));
+    } finally {
+      idHandle.dispose();
+    }
+    this.#inflight++;
+    promise.then(
+      (value) => this.#settled(id, value, true),
+      (reason) => this.#settled(id, reason, false),
+    );
+    return guestPromise;
   }
 
-  /** A host promise settled: settle its guest promise and let the pump go on. */
-  #deliver(deferred: Deferred, value: unknown, ok: boolean): void {
+  /**
+   * A host promise settled: its outcome is encoded now, as it is (the caller may change the value after), and
+   * waits for the run to deliver it.
+   */
+  #settled(id: number, value: unknown, ok: boolean): void {
     this.#inflight--;
-    // The run may have ended and its instance gone to another run: its handles point into memory that is not its own.
-    const held = this.#booted.heldBy(this.#holder) && deferred.resolve.alive;
-    if (!held || this.#limits.stopped() || this.#limits.faulted) return;
-    const ctx = this.#ctx;
+    // The run may have ended and its instance gone to another run.
+    if (!this.#booted.heldBy(this.#holder) || this.#limits.stopped() || this.#limits.faulted) return;
+    let delivery: Delivery;
     try {
-      let result: VmCallResult<QuickJSHandle>;
-      try {
-        result = ok
-          ? this.toGuestResult(encodeForGuest(value, this.#run.functions))
-          : { error: this.#guestError(value) };
-      } catch (error) {
-        if (!(error instanceof SerializationError)) throw error;
-        result = { error: this.#guestError(error) };
+      delivery = { id, ok, value: ok ? encodeForGuest(value, this.#run.functions) : this.#errorTape(value) };
+    } catch (error) {
+      if (error instanceof SerializationError) delivery = { id, ok: false, value: this.#errorTape(error) };
+      else {
+        this.#limits.fault(error);
+        this.wake();
+        return;
       }
-      const handle = result.error ?? result.value;
-      const settle = result.error === undefined ? deferred.resolve : deferred.reject;
-      const settled = this.#limits.enter(() => ctx.callFunction(settle, ctx.undefined, [handle]));
-      (settled.error ?? settled.value).dispose();
-      for (const h of [handle, deferred.resolve, deferred.reject]) h.dispose();
-    } catch (fault) {
-      if (!(fault instanceof GuestFailure)) this.#limits.fault(fault);
     }
+    this.#deliveries.push(delivery);
     this.wake();
+  }
+
+  /**
+   * Settles the guest promises of the host promises that settled since the guest last ran, all in one call of the
+   * guest; the run calls it before it runs the guest's jobs. A value the guest's decoder fails on (out of memory or
+   * stack) rejects its promise with that error.
+   */
+  deliver(): void {
+    const deliveries = this.#deliveries;
+    if (deliveries.length === 0) return;
+    this.#deliveries = [];
+    const ctx = this.#ctx;
+    const handles: QuickJSHandle[] = [];
+    try {
+      for (const { id, ok, value } of deliveries) {
+        const made = this.toGuestResult(value);
+        const fulfilled = ok && made.error === undefined;
+        handles.push(ctx.newNumber(id), fulfilled ? ctx.true : ctx.false, made.error ?? made.value);
+      }
+      const settled = this.#limits.enter(() => ctx.callFunction(this.#core.settle, ctx.undefined, handles));
+      (settled.error ?? settled.value).dispose();
+    } finally {
+      for (const handle of handles) handle.dispose();
+    }
   }
 
   /** Guest value -> host value by the guest's encoder, in `mode` (see MODE_* in values/tape.ts). */
   toHost(handle: QuickJSHandle, mode: number): unknown {
     const primitive = this.#primitive(handle);
-    if (primitive !== undefined) return primitive.value;
+    if (primitive !== NOT_PRIMITIVE) return primitive;
     return this.#encode(handle, mode, (tape, side) => this.#decode(tape, this.#buffersOf(side)));
   }
 
   /** As {@link toHost} (structured clone), leaving the value as its tape for a host on another thread to decode. */
   toTape(handle: QuickJSHandle): GuestTape {
-    const primitive = this.#primitive(handle);
-    if (primitive !== undefined)
-      return { tape: encodeForGuest(primitive.value, this.#run.functions).tape, buffers: [] };
+    const primitive = encodePrimitive(this.#primitive(handle));
+    if (primitive !== undefined) return { tape: primitive, buffers: [] };
     return this.#encode(handle, MODE_CLONE, (tape, side) => this.#guestTape(tape, side));
   }
 
-  /** A primitive read without the guest's encoder, as `{ value }`; `undefined` for what needs the encoder. */
-  #primitive(handle: QuickJSHandle): { value: unknown } | undefined {
+  /** A primitive read without the guest's encoder; {@link NOT_PRIMITIVE} for what needs the encoder. */
+  #primitive(handle: QuickJSHandle): unknown {
     const ctx = this.#ctx;
-    switch (ctx.typeof(handle)) {
+    switch (this.#booted.bits?.kind(handle) ?? ctx.typeof(handle)) {
       case "undefined":
-        return { value: undefined };
+        return undefined;
+      case "null":
+        return null;
       case "number":
-        return { value: ctx.getNumber(handle) };
+        return ctx.getNumber(handle);
       case "string": {
         // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
         // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
         const text = ctx.getString(handle);
-        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return { value: text };
-        return undefined;
+        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return text;
+        return NOT_PRIMITIVE;
       }
       case "bigint":
-        return { value: ctx.getBigInt(handle) };
+        return ctx.getBigInt(handle);
       case "boolean":
-        return { value: ctx.eq(handle, ctx.true) };
+        return ctx.eq(handle, ctx.true);
       case "object":
-        if (ctx.eq(handle, ctx.null)) return { value: null };
+        if (ctx.eq(handle, ctx.null)) return null;
     }
-    return undefined;
+    return NOT_PRIMITIVE;
   }
 
   /** Runs the guest's encoder on `handle` in `mode` and reads its tape and side list with `read`. */
@@ -407,13 +480,25 @@ export class GuestBridge {
     const ctx = this.#ctx;
     const modeHandle = ctx.newNumber(mode);
     const { encode } = this.#marshal();
-    const pair = this.guard(() => ctx.callFunction(encode, ctx.undefined, [handle, modeHandle]));
+    try {
+      return this.#read(
+        this.guard(() => ctx.callFunction(encode, ctx.undefined, [handle, modeHandle])),
+        read,
+      );
+    } finally {
+      modeHandle.dispose();
+    }
+  }
+
+  /** Reads the guest encoder's `[tape, side]` pair with `read`, then disposes it. */
+  #read<T>(pair: QuickJSHandle, read: (tape: string, side: QuickJSHandle) => T): T {
+    const ctx = this.#ctx;
     const tape = ctx.getProp(pair, 0);
     const side = ctx.getProp(pair, 1);
     try {
       return read(ctx.getString(tape), side);
     } finally {
-      for (const h of [modeHandle, pair, tape, side]) h.dispose();
+      for (const h of [pair, tape, side]) h.dispose();
     }
   }
 
@@ -491,17 +576,33 @@ const noSide = {
 /** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
 const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
 
-/** The tapes of primitives (see values/tape.ts) become handles without the guest's decoder. */
-function primitiveHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | undefined {
-  if (tape === '["a",0,[]]') return ctx.newArray();
-  if (tape.startsWith("[")) {
-    if (tape === '["u"]') return ctx.undefined;
-    if (tape.startsWith('["b",')) return ctx.newBigInt(BigInt(JSON.parse(tape)[1] as string));
-    if (tape.startsWith('["n",')) return ctx.newNumber(Number(JSON.parse(tape)[1] === "-0" ? -0 : JSON.parse(tape)[1]));
-    return undefined;
+/** What {@link GuestBridge.#primitive} answers for a value that is not a primitive it reads. */
+const NOT_PRIMITIVE = Symbol("not a primitive");
+
+/** A primitive as a handle, made without the guest's decoder; `undefined` for what needs it. */
+function primitiveHandle(ctx: QuickJSContext, value: unknown): QuickJSHandle | undefined {
+  switch (typeof value) {
+    case "number":
+      return ctx.newNumber(value);
+    case "string":
+      return UNSAFE_FOR_C_STRINGS.test(value) ? undefined : ctx.newString(value);
+    case "boolean":
+      return value ? ctx.true : ctx.false;
+    case "undefined":
+      return ctx.undefined;
+    case "bigint":
+      return ctx.newBigInt(value);
   }
-  const value = JSON.parse(tape) as string | number | boolean | null;
-  if (typeof value === "string") return UNSAFE_FOR_C_STRINGS.test(value) ? undefined : ctx.newString(value);
-  if (typeof value === "number") return ctx.newNumber(value);
-  return value === null ? ctx.null : value ? ctx.true : ctx.false;
+  return value === null ? ctx.null : undefined;
+}
+
+/** The tapes of primitives and of an empty array (see values/tape.ts) become handles without the guest's decoder. */
+function tapeHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | undefined {
+  if (tape === '["a",0,[]]') return ctx.newArray();
+  if (!tape.startsWith("[")) return primitiveHandle(ctx, JSON.parse(tape));
+  if (tape === '["u"]') return ctx.undefined;
+  if (tape.startsWith('["b",')) return ctx.newBigInt(BigInt(JSON.parse(tape)[1] as string));
+  if (!tape.startsWith('["n",')) return undefined;
+  const number = JSON.parse(tape)[1] as string;
+  return ctx.newNumber(number === "-0" ? -0 : Number(number));
 }

@@ -15,6 +15,7 @@ import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 import type { TimerHandles } from "./timers.js";
+import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
 
 /** QuickJS's own stack limit; deeper guest recursion is a clean `RangeError` (see docs/limits). */
@@ -26,19 +27,26 @@ const PROBE_BYTES = 8 * 1024 * 1024;
 /** Static data, where the break lives, is within the first pages; the probe compares this much. */
 const PROBE_SCAN_BYTES = 1024 * 1024;
 
-/** The single host function of the guest (see OP_* in values/tape.ts). */
+/** What the guest's host functions answer: a handle, a guest error, or `undefined`. */
+export type Answer = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
+
+/** The guest's requests of the host (see OP_* in values/tape.ts). */
 export type HostCall = (
   op: QuickJSHandle,
   a: QuickJSHandle,
   tape: QuickJSHandle,
   side: QuickJSHandle,
   ok: QuickJSHandle,
-) => QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
+) => Answer;
 
-/** What the run holding the instance answers for it: the interrupt, the host function and module loading. */
+/** The guest's calls of the caller's functions: function number `id` with the guest's own arguments. */
+export type HostFunctionCall = (id: QuickJSHandle, args: QuickJSHandle[]) => Answer;
+
+/** What the run holding the instance answers for it: the interrupt, the host functions and module loading. */
 export interface Holder {
   poll(): boolean;
   hostCall: HostCall;
+  call: HostFunctionCall;
   normalize(base: string, specifier: string): string;
   load(name: string): string | { error: Error };
 }
@@ -159,8 +167,11 @@ export class BootedInstance {
   readonly runtime: QuickJSRuntime;
   readonly ctx: QuickJSContext;
   readonly core: CoreHandles;
-  /** The guest's host function, bound to whichever run holds the instance. */
+  /** The guest's host functions, bound to whichever run holds the instance. */
   readonly hostCall: QuickJSHandle;
+  readonly call: QuickJSHandle;
+  /** Reads the kinds of its values from their bits, where the engine keeps them so (see value-bits.ts). */
+  readonly bits: ValueBits | undefined;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
@@ -190,10 +201,24 @@ export class BootedInstance {
     );
     const ctx = runtime.newContext();
     this.ctx = ctx;
+    this.bits = ValueBits.of(ctx, instance.memory);
     this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
+    const booted = this;
+    this.call = ctx.newFunction("", function (this: QuickJSHandle, ...args: QuickJSHandle[]) {
+      return booted.#holder?.call(this, args);
+    });
     const core = unwrap(ctx, ctx.evalCode(guestCoreSource, `${INTERNALS_MODULE}/core`, { type: "global" }));
     const internals = unwrap(ctx, ctx.callFunction(core, ctx.undefined, [this.hostCall]));
-    const names = ["intrinsics", "stage", "evaluating", "hasExport", "runExport", "describeError", "deferred"] as const;
+    const names = [
+      "intrinsics",
+      "stage",
+      "evaluating",
+      "hasExport",
+      "runExport",
+      "describeError",
+      "deferred",
+      "settle",
+    ] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
     this.timers = boot.webApis ? this.#installWebApis() : undefined;
     for (const [name, source] of Object.entries(boot.modules)) {
@@ -207,8 +232,11 @@ export class BootedInstance {
     }
     const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
     const factory = unwrap(ctx, source);
-    const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, [this.core.intrinsics, this.hostCall]));
-    this.marshal = { object, encode: ctx.getProp(object, "encode"), decode: ctx.getProp(object, "decode") };
+    const marshalArgs = [this.core.intrinsics, this.hostCall, this.call];
+    const object = unwrap(ctx, ctx.callFunction(factory, ctx.undefined, marshalArgs));
+    const marshalNames = ["encode", "decode", "encodeArguments"] as const;
+    const handles = Object.fromEntries(marshalNames.map((k) => [k, ctx.getProp(object, k)]));
+    this.marshal = { object, ...handles } as MarshalHandles;
   }
 
   /**

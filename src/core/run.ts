@@ -231,6 +231,7 @@ class Run implements StartedRun {
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
+    call: (id, args) => this.#bridge?.call(id, args),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
     load: (name) => this.#linker.load(name, this.#limits),
   };
@@ -271,10 +272,12 @@ class Run implements StartedRun {
     if (uncaught !== undefined) throw new GuestFailure(uncaught);
   }
 
-  /** Runs the guest's queued jobs; how many ran. */
+  /** Delivers what host promises settled to, then runs the guest's queued jobs; how many ran. */
   #runJobs(): number {
     const bridge = this.#bridge as GuestBridge;
     const { runtime } = this.#booted as BootedInstance;
+    bridge.deliver();
+    if (!runtime.hasPendingJob()) return 0;
     const ran = this.#limits.enter(() => runtime.executePendingJobs());
     if (ran.error !== undefined) throw new GuestFailure(bridge.describe(ran.error));
     return ran.value;

@@ -3,8 +3,32 @@
  * defaults, and the platform's fetch the host makes the requests with.
  * @module
  */
-import type { FetchOptions, FetchTransport } from "../core/types.js";
 import { AllowList } from "./allow-list.js";
+
+/** The platform's `fetch`, as the host calls it: always with a URL string and `redirect: "manual"`. */
+export type FetchTransport = (url: string, init: RequestInit) => Promise<Response>;
+
+/** The guest's `fetch` (`SandboxOptions.fetch`): what it may reach, and how much of it one run may use. */
+export interface FetchOptions {
+  /**
+   * Origins the guest may fetch (`https://api.example.com`), each optionally narrowed to a path prefix
+   * (`https://x.org/v1/` covers `/v1/` and below; `https://x.org/v1` also `/v1` itself). Every other URL, and every
+   * redirect to one, is refused with a `TypeError` naming its origin, and never reaches the network.
+   */
+  allow: readonly string[];
+  /** The fetch the host makes requests with. Default the platform's global `fetch`. */
+  fetch?: FetchTransport;
+  /** Requests one run may make, each redirect followed counted as one. Default 50. */
+  maxRequests?: number;
+  /** Largest request body in bytes. Default 1 MiB. */
+  maxRequestBytes?: number;
+  /** Largest response body in bytes, counted as it streams in. Default 8 MiB. */
+  maxResponseBytes?: number;
+  /** Largest request URL plus headers, and response status text plus headers, in bytes. Default 64 KiB. */
+  maxHeaderBytes?: number;
+  /** Milliseconds from a request to the last byte of its response, redirects included. Default 10,000. */
+  timeoutMs?: number;
+}
 
 /** The limits of `SandboxOptions.fetch` a host leaves out. */
 export const DEFAULT_FETCH_LIMITS = Object.freeze({

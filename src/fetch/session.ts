@@ -8,8 +8,7 @@
  * browser host runs in never reach the network.
  * @module
  */
-import type { FetchTransport } from "../core/types.js";
-import { type FetchPolicy, MAX_REDIRECTS } from "./policy.js";
+import { type FetchPolicy, type FetchTransport, MAX_REDIRECTS } from "./policy.js";
 
 /** A response as the guest receives it. */
 export interface GuestResponse {

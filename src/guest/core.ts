@@ -6,13 +6,22 @@
  *
  * Shipped as source text (sources.generated.ts, `npm run build:guest`): `guestCore` must not close over anything in
  * this file, and once user code has run no function here may touch a global, a prototype method or the iteration
- * protocol (all are the guest's to change).
+ * protocol (all are the guest's to change), nor build a template literal with a substitution (the engine calls
+ * `String.prototype.concat` for it).
  * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
 
-/** The single host function the guest may call: `(op, a, tape, side, ok) => value` (see values/tape.ts). */
+/**
+ * The host function the guest asks the host through: `(op, a, tape, side, ok) => value` (see values/tape.ts). Calls
+ * of the caller's functions have their own, {@link HostFunctionCall}.
+ */
 export type HostCall = (op: number, a: number, tape: string, side: unknown[], ok?: number) => unknown;
+/**
+ * The host's function that calls the caller's functions: `this` is the function's number (see values/to-guest.ts's
+ * `FunctionTable`), the arguments are the guest's own.
+ */
+export type HostFunctionCall = (this: number, ...args: unknown[]) => unknown;
 
 type Fn = (...args: never[]) => unknown;
 type Uncurried = (self: unknown, ...args: unknown[]) => unknown;
@@ -56,6 +65,7 @@ export interface NativeKit {
 /** Intrinsics and helpers captured before user code runs, shared with the marshaling half. */
 export interface Intrinsics {
   apply: typeof Reflect.apply;
+  bind: Uncurried;
   defineProperty: typeof Object.defineProperty;
   getPrototypeOf: typeof Object.getPrototypeOf;
   getOwnPropertyDescriptor: typeof Object.getOwnPropertyDescriptor;
@@ -76,10 +86,13 @@ export interface Intrinsics {
   DataView: DataViewConstructor;
   ArrayBuffer: new (length: number, options?: { maxByteLength: number }) => ArrayBuffer;
   ObjectProto: object;
+  ArrayProto: object;
   RegExpProto: object;
   symbolIterator: typeof Symbol.iterator;
   typedArrays: Record<string, new (buffer: ArrayBuffer, byteOffset: number, length: number) => unknown>;
   errorTypes: Record<string, ErrorConstructor>;
+  /** `Object.prototype.__lookupGetter__`: the getter reading `key` would call, found without calling it. */
+  lookupGetter: Uncurried;
   mapGet: Uncurried;
   mapSet: Uncurried;
   mapHas: Uncurried;
@@ -161,8 +174,13 @@ export interface CoreInternals {
   runExport(namespace: object, name: string, args: unknown[]): Promise<unknown>;
   /** An error (or any thrown value) -> a JSON text of its fields, read without running host code. */
   describeError(error: unknown): string;
-  /** A guest promise with its resolvers, for a host promise handed to the guest (see `Run#newDeferred`). */
-  deferred(): { promise: Promise<unknown>; resolve(value: unknown): void; reject(reason: unknown): void };
+  /** A guest promise for the host promise the host numbered `id`, settled later by {@link settle}. */
+  deferred(id: number): Promise<unknown>;
+  /**
+   * Settles guest promises made by {@link deferred}: `deliveries` are `id, ok, value` for each (fulfilled with
+   * `value` when `ok`, else rejected with it), in the order their host promises settled.
+   */
+  settle(...deliveries: unknown[]): void;
 }
 
 export function guestCore(hostCall: HostCall): CoreInternals {
@@ -178,15 +196,14 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const G = globalThis;
   const { apply } = Reflect;
   const { defineProperty, getPrototypeOf, getOwnPropertyDescriptor, keys, freeze, hasOwn } = Object;
-  const uncurry =
-    (fn: Fn): Uncurried =>
-    (self, ...args) =>
-      apply(fn, self, args);
+  // `call` bound to `fn`: the engine's own call, with no guest frame and no array of arguments per call.
+  const uncurry = (fn: Fn): Uncurried => apply(Function.prototype.bind, Function.prototype.call, [fn]) as Uncurried;
   const getter = (proto: object, key: PropertyKey) => uncurry(getOwnPropertyDescriptor(proto, key)?.get as Fn);
   const TypedArrayProto = getPrototypeOf(Uint8Array.prototype) as object;
   const slotEntry = (proto: object, wrapper: boolean, check: Uncurried) => [proto, { wrapper, check }] as const;
   const unregister = FinalizationRegistry.prototype.unregister;
   const symbolToString = uncurry(Symbol.prototype.toString);
+  const StringCtor = String;
   const ErrorProto = Error.prototype;
 
   const slot = { __proto__: null, value: undefined as unknown, writable: true, enumerable: true, configurable: true };
@@ -219,11 +236,12 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     return false;
   };
   const text = (value: unknown): string =>
-    typeof value === "symbol" ? (symbolToString(value) as string) : value === undefined ? "" : String(value);
+    typeof value === "symbol" ? (symbolToString(value) as string) : value === undefined ? "" : StringCtor(value);
 
   const I: Intrinsics = {
     __proto__: null,
     apply,
+    bind: uncurry(Function.prototype.bind),
     defineProperty,
     getPrototypeOf,
     getOwnPropertyDescriptor,
@@ -244,6 +262,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     DataView,
     ArrayBuffer,
     ObjectProto: Object.prototype,
+    ArrayProto: Array.prototype,
     RegExpProto: RegExp.prototype,
     symbolIterator: Symbol.iterator,
     typedArrays: {
@@ -272,6 +291,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       TypeError,
       URIError,
     } as never,
+    lookupGetter: uncurry((Object.prototype as { __lookupGetter__: Fn }).__lookupGetter__),
     mapGet: uncurry(Map.prototype.get),
     mapSet: uncurry(Map.prototype.set),
     mapHas: uncurry(Map.prototype.has),
@@ -397,7 +417,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const MAX_ERROR_TEXT = 65_536;
   function describeError(error: unknown): string {
     if (typeof error !== "object" || error === null || !isError(error)) {
-      return `{"thrown":${loadMarshal().encode(error, MODE_LOG)[0]}}`;
+      return '{"thrown":' + loadMarshal().encode(error, MODE_LOG)[0] + "}";
     }
     const fields = ["name", "message", "stack", "fileName", "lineNumber", "columnNumber"];
     let out = "";
@@ -410,10 +430,10 @@ export function guestCore(hostCall: HostCall): CoreInternals {
       }
       // Cut here, before the host reads it: a guest can make `stack` or `message` tens of megabytes, and the host
       // copies and parses what crosses several times over.
-      const field = typeof value === "number" ? value : I.stringify(text(value).slice(0, MAX_ERROR_TEXT));
-      out += `${i === 0 ? "" : ","}"${fields[i]}":${field}`;
+      const field = typeof value === "number" ? value : I.stringify(I.stringSlice(text(value), 0, MAX_ERROR_TEXT));
+      out += (i === 0 ? "" : ",") + '"' + fields[i] + '":' + field;
     }
-    return `{${out}}`;
+    return "{" + out + "}";
   }
 
   // Harden the global object: no way to compile source text, no shared memory, nothing beyond ECMAScript.
@@ -973,16 +993,24 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   // Made here rather than by the library's `newPromise`, which reads its resolvers through a view of the wasm
   // memory taken before the call: when creating the promise grows the memory, that view is detached and the
-  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer".
+  // run failed with "Cannot perform %TypedArray%.prototype.values on a detached ArrayBuffer". The resolvers stay
+  // here, so the host holds no handle per pending promise and settles any number of them in one call.
   const PromiseCtor = Promise;
-  function deferred() {
-    const made = { __proto__: null, promise: undefined as unknown, resolve: undefined as unknown, reject: undefined };
-    made.promise = new PromiseCtor((resolve, reject) => {
-      made.resolve = resolve;
-      made.reject = reject as never;
+  // Indexed by number: no Map method, whose uncurried call costs more than the rest of the work here.
+  const resolvers: Record<number, [(value: unknown) => void, (reason: unknown) => void]> = { __proto__: null } as never;
+  function deferred(id: number) {
+    return new PromiseCtor((resolve, reject) => {
+      resolvers[id] = [resolve, reject];
     });
-    return made as never;
+  }
+  function settle(...deliveries: unknown[]) {
+    for (let i = 0; i < deliveries.length; i += 3) {
+      const id = deliveries[i] as number;
+      const settlers = resolvers[id] as [(value: unknown) => void, (reason: unknown) => void];
+      delete resolvers[id];
+      settlers[deliveries[i + 1] === true ? 0 : 1](deliveries[i + 2]);
+    }
   }
 
-  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred };
+  return { intrinsics: I, stage, evaluating, hasExport, runExport, describeError, deferred, settle };
 }

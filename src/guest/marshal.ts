@@ -4,11 +4,12 @@
  * core prelude's capture (`Intrinsics`). Guest getters, proxies and `toJSON` run here, inside the guest, never on
  * the host; `toJSON` is never called at all.
  *
- * Shipped as source text: `guestMarshal` must not close over anything in this file.
+ * Shipped as source text: `guestMarshal` must not close over anything in this file. It writes no template literal
+ * with a substitution: the engine builds one by calling `String.prototype.concat`, which the guest can replace.
  * The constants it repeats from `../values/tape.ts` are checked against it by `test/core/guest-constants.test.ts`.
  * @module
  */
-import type { HostCall, Intrinsics } from "./core.js";
+import type { HostCall, HostFunctionCall, Intrinsics } from "./core.js";
 
 /** What the marshaling half hands back. */
 export interface MarshalInternals {
@@ -16,17 +17,19 @@ export interface MarshalInternals {
   encode(value: unknown, mode: number): [string, unknown[]];
   /** `tape` + side values -> a guest value. */
   decode(tape: string, ...side: unknown[]): unknown;
+  /** A host function's arguments -> `[tape, side]`, for the host when one of them is not a primitive it reads. */
+  encodeArguments(...args: unknown[]): [string, unknown[]];
   /** The guest's `structuredClone(value, options)`: the HTML structured clone algorithm, `transfer` included. */
   clone(value: unknown, options: unknown): unknown;
 }
 
-export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternals {
+export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFunctionCall): MarshalInternals {
   const MODE_CALL = 1;
   const MODE_LOG = 2;
   const MODE_STRUCTURED_CLONE = 3;
-  const OP_CALL = 0;
   const OP_SETTLE = 3;
-  const { define, text, stringify, mapGet, mapSet, getPrototypeOf } = I;
+  const { define, text, stringify, mapGet, mapSet, getPrototypeOf, keys, hasOwn } = I;
+  const { isArray, isProxy, lookupGetter } = I;
 
   const serializationError = (message: string) =>
     I.makeError(I.errorTypes.TypeError as ErrorConstructor, "SerializationError", message);
@@ -64,7 +67,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     try {
       const kind = I.startsWith(I.functionToString(fn), "class") ? "class" : "Function";
       const name = (fn as { name?: unknown }).name;
-      return typeof name === "string" && name !== "" ? `[${kind}: ${name}]` : `[${kind} (anonymous)]`;
+      return typeof name === "string" && name !== "" ? "[" + kind + ": " + name + "]" : "[" + kind + " (anonymous)]";
     } catch {
       return "[Function]";
     }
@@ -90,10 +93,12 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     }
     return out + natives;
   };
+  /** ToString, as a template literal converts (a symbol throws). */
+  const toText = (value: unknown) => (typeof value === "symbol" ? "" + (value as never as string) : I.String(value));
   // The own data property `key` of an error, as structured clone reads `message` and `cause` (accessors are not).
   const ownData = (object: object, key: string): { value: unknown } | undefined => {
     const descriptor = I.getOwnPropertyDescriptor(object, key);
-    return descriptor !== undefined && I.hasOwn(descriptor, "value") ? (descriptor as { value: unknown }) : undefined;
+    return descriptor !== undefined && hasOwn(descriptor, "value") ? (descriptor as { value: unknown }) : undefined;
   };
   /**
    * What the HTML algorithm makes of an object none of the other kinds claimed: a wrapper's primitive (`[value]`),
@@ -106,7 +111,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       const kind = mapGet(I.slotted, p) as { wrapper: boolean; check: (self: unknown) => unknown } | undefined;
       if (kind === undefined || !is(kind.check, object)) continue;
       if (kind.wrapper) return [kind.check(object)];
-      throw dataCloneError(`An instance of ${className(object)} cannot be cloned`);
+      throw dataCloneError("An instance of " + className(object) + " cannot be cloned");
     }
     return undefined;
   };
@@ -153,182 +158,327 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
   const hostFunctionIds = new I.WeakMap<object, number>();
   const hostFunctions = new I.Map<number, unknown>();
 
-  function encode(value: unknown, mode: number): [string, unknown[]] {
-    // The guest's own structuredClone follows the HTML algorithm; the boundary keeps its own rules (docs/contract.md).
-    const html = mode === MODE_STRUCTURED_CLONE;
-    const fail = html ? dataCloneError : serializationError;
-    /** What cannot be cloned; the boundary says why. */
-    const cannot = (what: string, why: string) => fail(`${what} cannot be cloned${html ? "" : `: ${why}`}`);
-    const ids = new I.Map<object, number | string>();
-    const side: unknown[] = [];
-    let nextId = 0;
-    const toSide = (item: unknown) => {
-      const index = side.length;
-      define(side, index, item);
-      return index;
-    };
-    const entries = (list: string[], source: Record<string, unknown>) => {
-      let out = "";
-      for (let i = 0; i < list.length; i++) {
-        const key = list[i] as string;
-        // The HTML algorithm skips a key an earlier getter deleted.
-        if (html && !I.hasOwn(source, key)) continue;
-        out += `${out === "" ? "" : ","}${stringify(key)},${enc(source[key])}`;
+  /**
+   * Thrown by an encoding that writes plain subtrees as JSON at the first step that could run guest code (a getter, a
+   * proxy's trap, a promise's `then`, an error's `name`, a function's `name`) or that meets an object a second time.
+   * Until then it ran no guest code, so the value is encoded again without JSON and guest code runs exactly as the
+   * tape's encoder runs it, and no JSON text ever holds an object the tape refers to twice.
+   */
+  const TAPE_ONLY = { __proto__: null };
+
+  // The state of the encoding under way, kept here rather than in closures made for each one (which cost more than
+  // encoding a small value). A getter the encoder calls may encode in turn: `encode` saves and restores it.
+  let encoding = false;
+  let mode = 0;
+  // The guest's own structuredClone follows the HTML algorithm; the boundary keeps its own rules (docs/contract.md).
+  let html = false;
+  /** Plain subtrees are being written as JSON (see `TAPE_ONLY`). */
+  let json = false;
+  let ids = new I.Map<object, number | string>();
+  let side: unknown[] = [];
+  let nextId = 0;
+  // Levels of arrays and objects the encoder is inside, the most it was, and up to which `JSON.stringify` is safe.
+  let level = 0;
+  let deepest = 0;
+  let safeLevels = -1;
+
+  /**
+   * Value -> `[tape, side]`. Plain subtrees (plain objects and dense arrays of the standard prototypes whose members
+   * are data properties holding strings, booleans, null, finite numbers other than -0 and such subtrees) cross as
+   * `["j",json]`, written by the engine's own `JSON.stringify`; everything else as the tape's own nodes.
+   */
+  function encode(value: unknown, as: number): [string, unknown[]] {
+    const outer = encoding ? [mode, html, json, ids, side, nextId, level, deepest, safeLevels] : undefined;
+    encoding = true;
+    try {
+      try {
+        return encodeAs(value, as, true);
+      } catch (error) {
+        if (error !== TAPE_ONLY) throw error;
       }
-      return out;
-    };
-    // The id of an object logged as a placeholder string stands for that string: a second reference to it must not
-    // become `["r",id]`, which the host cannot resolve (it fails the whole run).
-    const describeAs = (object: object, placeholder: string) => {
-      mapSet(ids, object, placeholder);
-      return placeholder;
-    };
-    // What structured clone refuses (a detached buffer, a view out of its buffer's bounds): logged as `label`.
-    const refuse = (object: object, label: string, message: string) => {
-      if (mode === MODE_LOG) return describeAs(object, stringify(label));
-      throw fail(message);
-    };
-    const enc = (v: unknown): string => {
-      switch (typeof v) {
-        case "string":
-          return stringify(v);
-        case "number":
-          // biome-ignore lint/suspicious/noSelfCompare: Number.isNaN is the guest's to replace.
-          if (v !== v) return '["n","NaN"]';
-          if (v === 1 / 0) return '["n","Infinity"]';
-          if (v === -1 / 0) return '["n","-Infinity"]';
-          if (v === 0 && 1 / v < 0) return '["n","-0"]';
-          return `${v}`;
-        case "boolean":
-          return v ? "true" : "false";
-        case "undefined":
-          return '["u"]';
-        case "bigint":
-          return `["b","${I.bigIntToString(v)}"]`;
-        case "symbol":
-          if (mode === MODE_LOG) return stringify(text(v));
-          throw cannot(text(v), "symbols do not cross the sandbox boundary");
+      return encodeAs(value, as, false);
+    } finally {
+      encoding = outer !== undefined;
+      if (outer !== undefined) {
+        mode = outer[0] as number;
+        html = outer[1] as boolean;
+        json = outer[2] as boolean;
+        ids = outer[3] as Map<object, number | string>;
+        side = outer[4] as unknown[];
+        nextId = outer[5] as number;
+        level = outer[6] as number;
+        deepest = outer[7] as number;
+        safeLevels = outer[8] as number;
       }
-      if (v === null) return "null";
-      const object = v as Record<string, unknown>;
-      const seen = mapGet(ids, object) as number | string | undefined;
-      // A string is the placeholder of a value the log mode describes instead of encoding (see `describeAs`).
-      if (seen !== undefined) return typeof seen === "string" ? seen : `["r",${seen}]`;
-      if (typeof object === "function") {
-        const hostId = I.weakGet(hostFunctionIds, object);
-        if (hostId !== undefined && mode === MODE_CALL) return `["f",${hostId},"",0]`;
-        if (mode === MODE_LOG) return stringify(functionLabel(object));
-        throw cannot(functionLabel(object), "functions do not leave the sandbox");
-      }
-      // A proxy has internal slots of its own: the HTML algorithm refuses it before any trap runs.
-      if (html && I.isProxy(object)) throw dataCloneError("A Proxy cannot be cloned");
-      const id = nextId++;
-      mapSet(ids, object, id);
-      if (I.isArray(object)) {
-        const length = object.length as unknown;
-        // A Proxy of an array answers `length` itself, and the length is spliced into the tape as is: a string
-        // there could forge any tape entry (a host promise in a result, a host function in a report).
-        if (typeof length !== "number" || length >>> 0 !== length) {
-          if (mode === MODE_LOG) return describeAs(object, '"[Array]"');
-          throw serializationError("An array whose length is not an array length cannot be cloned");
-        }
-        const list = I.keys(object);
-        if (list.length === length && (length === 0 || list[length - 1] === `${length - 1}`)) {
-          let out = "";
-          for (let i = 0; i < length; i++) out += (i === 0 ? "" : ",") + enc(object[i]);
-          return `["a",${id},[${out}]]`;
-        }
-        return `["A",${id},${length},[${entries(list, object)}]]`;
-      }
-      const proto = getPrototypeOf(object);
-      if (proto === I.ObjectProto || proto === null) return `["o",${id},[${entries(I.keys(object), object)}]]`;
-      if (is(I.dateGetTime, object)) return `["d",${id},${enc(I.dateGetTime(object))}]`;
-      if (is((m) => I.mapHas(m, undefined), object)) {
-        let out = "";
-        I.mapForEach(object, (item: unknown, key: unknown) => {
-          out += `${out === "" ? "" : ","}${enc(key)},${enc(item)}`;
-        });
-        return `["m",${id},[${out}]]`;
-      }
-      if (is((s) => I.setHas(s, undefined), object)) {
-        let out = "";
-        I.setForEach(object, (item: unknown) => {
-          out += (out === "" ? "" : ",") + enc(item);
-        });
-        return `["s",${id},[${out}]]`;
-      }
-      if ((object as object) !== I.RegExpProto && is(I.regExpSource, object)) {
-        return `["x",${id},${stringify(I.regExpSource(object))},${stringify(I.regExpFlags(object))}]`;
-      }
-      if (is(I.bufferByteLength, object)) {
-        if (I.bufferDetached(object)) {
-          return refuse(object, "[ArrayBuffer (detached)]", "A detached ArrayBuffer cannot be cloned");
-        }
-        const max = I.bufferResizable(object) ? `,${I.bufferMaxByteLength(object)}` : "";
-        return `["B",${id},${toSide(object)}${max}]`;
-      }
-      const kind = I.typedArrayTag(object) as string | undefined;
-      if (kind !== undefined) {
-        if (!inBounds(object, false)) {
-          return refuse(object, `[${kind} (out of bounds)]`, `A ${kind} out of its buffer's bounds cannot be cloned`);
-        }
-        const buffer = I.typedArrayBuffer(object) as object;
-        const element = (I.typedArrays[kind] as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-        const length = tracksLength(object, buffer, element, false) ? '"auto"' : I.typedArrayLength(object);
-        return `["t",${id},"${kind}",${enc(buffer)},${I.typedArrayOffset(object)},${length}]`;
-      }
-      if (is(I.viewBuffer, object)) {
-        if (!inBounds(object, true)) {
-          return refuse(object, "[DataView (out of bounds)]", "A DataView out of its buffer's bounds cannot be cloned");
-        }
-        const buffer = I.viewBuffer(object) as object;
-        const length = tracksLength(object, buffer, 1, true) ? '"auto"' : I.viewLength(object);
-        return `["v",${id},${enc(buffer)},${I.viewOffset(object)},${length}]`;
-      }
-      if (isPromise(object)) {
-        if (mode === MODE_LOG) return describeAs(object, '"[Promise]"');
-        if (mode !== MODE_CALL) throw cannot("A Promise", "await it first");
-        const promise = nextPromise++;
-        I.promiseThen(
-          object,
-          (result: unknown) => settle(promise, result, true),
-          (reason: unknown) => settle(promise, reason, false),
-        );
-        return `["p",${id},${promise}]`;
-      }
-      if (html ? I.errorIsError(object) : I.isError(object)) {
-        // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
-        // The HTML algorithm keeps the seven standard names only (and converts the message as `${}` does); the
-        // boundary keeps any name, as text.
-        const got = object.name;
-        const name = stringify(
-          !html ? text(got) : typeof got === "string" && I.errorTypes[got] !== undefined ? got : "Error",
-        );
-        const message = ownData(object, "message");
-        const said =
-          message === undefined
-            ? "null"
-            : stringify(html ? `${message.value}` : message.value === undefined ? "undefined" : text(message.value));
-        const stack = stringify(userFrames(text(object.stack)));
-        const cause = ownData(object, "cause");
-        return `["e",${id},${name},${said},${stack}${cause === undefined ? "" : `,${enc(cause.value)}`}]`;
-      }
-      if (html) {
-        // Boolean, Number, String and BigInt wrappers are cloned; any other object is copied as a plain one (its
-        // class is lost).
-        const primitive = wrapped(object);
-        if (primitive !== undefined) return `["P",${id},${enc(primitive[0])}]`;
-      } else if (mode !== MODE_LOG) {
-        throw cannot(
-          `An instance of ${className(object)}`,
-          "only plain objects, arrays, Map, Set, Date, RegExp, Error, ArrayBuffer and typed arrays cross the sandbox boundary",
-        );
-      }
-      return `["o",${id},[${entries(I.keys(object), object)}]]`;
-    };
-    const tape = enc(value);
-    return [tape, side];
+    }
   }
+
+  function encodeAs(value: unknown, as: number, asJson: boolean): [string, unknown[]] {
+    mode = as;
+    html = as === MODE_STRUCTURED_CLONE;
+    json = asJson;
+    ids = new I.Map<object, number | string>();
+    side = [];
+    nextId = 0;
+    level = 0;
+    deepest = 0;
+    safeLevels = -1;
+    return [tape(value), side];
+  }
+
+  /** What cannot be cloned; the boundary says why. */
+  const cannot = (what: string, why: string) =>
+    html ? dataCloneError(what + " cannot be cloned") : serializationError(what + " cannot be cloned: " + why);
+  const toSide = (item: unknown) => {
+    const index = side.length;
+    define(side, index, item);
+    return index;
+  };
+  /**
+   * Throws unless the engine's `JSON.stringify` runs no guest code on plain data `deepest` levels deep. It calls a
+   * `toJSON` the standard prototypes hold, and it keeps the objects it is inside in an array it grows by assignment,
+   * which reaches index properties of Array.prototype and Object.prototype (a setter there would run, a read-only
+   * one throw).
+   */
+  const checkStringify = () => {
+    if (safeLevels < 0) {
+      const safe =
+        (I.ArrayProto as unknown[]).length === 0 &&
+        getPrototypeOf(I.ArrayProto) === I.ObjectProto &&
+        !hasOwn(I.ArrayProto, "toJSON") &&
+        !hasOwn(I.ObjectProto, "toJSON");
+      if (!safe) throw TAPE_ONLY;
+      safeLevels = 0;
+    }
+    for (; safeLevels < deepest; safeLevels++) if (hasOwn(I.ObjectProto, safeLevels)) throw TAPE_ONLY;
+  };
+  /** The tape of a value `enc` found plain: a primitive stands for itself, an object crosses as `["j",json]`. */
+  const plainTape = (v: unknown): string => {
+    if (typeof v !== "object" || v === null) return stringify(v);
+    if (safeLevels < deepest) checkStringify();
+    return '["j",' + stringify(v) + "]";
+  };
+  /** The tape of `v`, or `undefined` when it is plain: a JSON primitive, or while writing JSON a plain subtree. */
+  const enc = (v: unknown): string | undefined =>
+    (typeof v === "object" && v !== null) || typeof v === "function"
+      ? encObject(v as Record<string, unknown>)
+      : encPrimitive(v);
+  const tape = (v: unknown): string => enc(v) ?? plainTape(v);
+  /** The tape of the first `count` members, all plain data properties: read again, as no guest code ran since. */
+  const plainMembers = (object: Record<string, unknown>, names: string[] | undefined, count: number) => {
+    let out = "";
+    for (let i = 0; i < count; i++) {
+      const key = names === undefined ? i : (names[i] as string);
+      out += (i === 0 ? "" : ",") + (names === undefined ? "" : stringify(key) + ",") + plainTape(object[key]);
+    }
+    return out;
+  };
+  // The id of an object logged as a placeholder string stands for that string: a second reference to it must not
+  // become `["r",id]`, which the host cannot resolve (it fails the whole run).
+  const describeAs = (object: object, placeholder: string) => {
+    mapSet(ids, object, placeholder);
+    return placeholder;
+  };
+  // What structured clone refuses (a detached buffer, a view out of its buffer's bounds): logged as `label`.
+  const refuse = (object: object, label: string, message: string) => {
+    if (mode === MODE_LOG) return describeAs(object, stringify(label));
+    throw html ? dataCloneError(message) : serializationError(message);
+  };
+  // Primitives, objects and the rarer kinds of object each have their own function: a call costs more the more
+  // locals its function has. Arrays and objects recurse through `encObject` alone, one frame a level, so the
+  // engine's own stack check stops a deep value before the host's stack runs out.
+  const encPrimitive = (v: unknown): string | undefined => {
+    switch (typeof v) {
+      case "number":
+        if (v - v === 0) return v !== 0 || 1 / v > 0 ? undefined : '["n","-0"]';
+        // biome-ignore lint/suspicious/noSelfCompare: Number.isNaN is the guest's to replace.
+        if (v !== v) return '["n","NaN"]';
+        return v > 0 ? '["n","Infinity"]' : '["n","-Infinity"]';
+      case "undefined":
+        return '["u"]';
+      case "bigint":
+        return '["b","' + I.bigIntToString(v) + '"]';
+      case "symbol":
+        if (mode === MODE_LOG) return stringify(text(v));
+        throw cannot(text(v), "symbols do not cross the sandbox boundary");
+    }
+    // Strings, booleans and null.
+    return undefined;
+  };
+  const encObject = (object: Record<string, unknown>): string | undefined => {
+    const seen = mapGet(ids, object) as number | string | undefined;
+    if (seen !== undefined) {
+      if (json) throw TAPE_ONLY;
+      // A string is the placeholder of a value the log mode describes instead of encoding (see `describeAs`).
+      return typeof seen === "string" ? seen : '["r",' + seen + "]";
+    }
+    if (typeof object === "function") {
+      const hostId = I.weakGet(hostFunctionIds, object);
+      if (hostId !== undefined && mode === MODE_CALL) return '["f",' + hostId + ',"",0]';
+      if (json) throw TAPE_ONLY;
+      if (mode === MODE_LOG) return stringify(functionLabel(object));
+      throw cannot(functionLabel(object), "functions do not leave the sandbox");
+    }
+    if (isProxy(object)) {
+      if (json) throw TAPE_ONLY;
+      // A proxy has internal slots of its own: the HTML algorithm refuses it before any trap runs.
+      if (html) throw dataCloneError("A Proxy cannot be cloned");
+    }
+    const id = nextId++;
+    mapSet(ids, object, id);
+    // Arrays cross as `["a",id,[items]]` when dense, else as `["A",id,length,[key,value,...]]`; other objects
+    // the tape's own way, or as `["o",id,[key,value,...]]`. `plain`: the object itself may cross as JSON.
+    let head: string;
+    let names: string[] | undefined;
+    let count: number;
+    let plain: boolean;
+    if (isArray(object)) {
+      const length = object.length as unknown;
+      // A Proxy of an array answers `length` itself, and the length is spliced into the tape as is: a string
+      // there could forge any tape entry (a host promise in a result, a host function in a report).
+      if (typeof length !== "number" || length >>> 0 !== length) {
+        if (mode === MODE_LOG) return describeAs(object, '"[Array]"');
+        throw serializationError("An array whose length is not an array length cannot be cloned");
+      }
+      names = keys(object);
+      plain = names.length === length && (length === 0 || names[length - 1] === "" + (length - 1));
+      if (plain) {
+        head = '["a",' + id + ",[";
+        names = undefined;
+        count = length;
+        plain = getPrototypeOf(object) === I.ArrayProto;
+      } else {
+        head = '["A",' + id + "," + length + ",[";
+        count = names.length;
+      }
+    } else {
+      const proto = getPrototypeOf(object);
+      plain = proto === I.ObjectProto || proto === null;
+      if (!plain) {
+        const other = encOther(object, id);
+        if (other !== undefined) return other;
+      }
+      head = '["o",' + id + ",[";
+      names = keys(object);
+      count = names.length;
+    }
+    let out = json ? undefined : "";
+    if (++level > deepest) deepest = level;
+    for (let i = 0; i < count; i++) {
+      const key = names === undefined ? i : (names[i] as string);
+      // The HTML algorithm skips a key an earlier getter deleted.
+      if (html && names !== undefined && !hasOwn(object, key)) continue;
+      if (json && lookupGetter(object, key) !== undefined) throw TAPE_ONLY;
+      const item = object[key];
+      // Strings, the most common members, are told first.
+      const encoded =
+        typeof item === "string"
+          ? undefined
+          : (typeof item === "object" && item !== null) || typeof item === "function"
+            ? encObject(item as Record<string, unknown>)
+            : encPrimitive(item);
+      // While all members so far are plain, nothing is written: they are written once one is not.
+      if (out === undefined) {
+        if (encoded === undefined) continue;
+        out = plainMembers(object, names, i);
+      }
+      out += (out === "" ? "" : ",") + (names === undefined ? "" : stringify(key) + ",") + (encoded ?? plainTape(item));
+    }
+    level--;
+    // `JSON.stringify` would call an own `toJSON`, enumerable or not.
+    if (out === undefined && plain && !hasOwn(object, "toJSON")) return undefined;
+    return head + (out ?? plainMembers(object, names, count)) + "]]";
+  };
+  /** The tape of an object of another kind, or `undefined` for one copied as a plain object (not by the boundary). */
+  const encOther = (object: Record<string, unknown>, id: number): string | undefined => {
+    if (is(I.dateGetTime, object)) return '["d",' + id + "," + tape(I.dateGetTime(object)) + "]";
+    if (is((m) => I.mapHas(m, undefined), object)) {
+      let out = "";
+      I.mapForEach(object, (item: unknown, key: unknown) => {
+        out += (out === "" ? "" : ",") + tape(key) + "," + tape(item);
+      });
+      return '["m",' + id + ",[" + out + "]]";
+    }
+    if (is((s) => I.setHas(s, undefined), object)) {
+      let out = "";
+      I.setForEach(object, (item: unknown) => {
+        out += (out === "" ? "" : ",") + tape(item);
+      });
+      return '["s",' + id + ",[" + out + "]]";
+    }
+    if ((object as object) !== I.RegExpProto && is(I.regExpSource, object)) {
+      return '["x",' + id + "," + stringify(I.regExpSource(object)) + "," + stringify(I.regExpFlags(object)) + "]";
+    }
+    if (is(I.bufferByteLength, object)) {
+      if (I.bufferDetached(object)) {
+        return refuse(object, "[ArrayBuffer (detached)]", "A detached ArrayBuffer cannot be cloned");
+      }
+      const max = I.bufferResizable(object) ? "," + I.bufferMaxByteLength(object) : "";
+      return '["B",' + id + "," + toSide(object) + max + "]";
+    }
+    const kind = I.typedArrayTag(object) as string | undefined;
+    if (kind !== undefined) {
+      if (!inBounds(object, false)) {
+        const message = "A " + kind + " out of its buffer's bounds cannot be cloned";
+        return refuse(object, "[" + kind + " (out of bounds)]", message);
+      }
+      const buffer = I.typedArrayBuffer(object) as object;
+      const element = (I.typedArrays[kind] as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+      const length = tracksLength(object, buffer, element, false) ? '"auto"' : I.typedArrayLength(object);
+      return '["t",' + id + ',"' + kind + '",' + tape(buffer) + "," + I.typedArrayOffset(object) + "," + length + "]";
+    }
+    if (is(I.viewBuffer, object)) {
+      if (!inBounds(object, true)) {
+        return refuse(object, "[DataView (out of bounds)]", "A DataView out of its buffer's bounds cannot be cloned");
+      }
+      const buffer = I.viewBuffer(object) as object;
+      const length = tracksLength(object, buffer, 1, true) ? '"auto"' : I.viewLength(object);
+      return '["v",' + id + "," + tape(buffer) + "," + I.viewOffset(object) + "," + length + "]";
+    }
+    // What remains (promises, errors, wrappers, class instances) is read by steps that can run guest code.
+    if (json) throw TAPE_ONLY;
+    if (isPromise(object)) {
+      if (mode === MODE_LOG) return describeAs(object, '"[Promise]"');
+      if (mode !== MODE_CALL) throw cannot("A Promise", "await it first");
+      const promise = nextPromise++;
+      I.promiseThen(
+        object,
+        (result: unknown) => settle(promise, result, true),
+        (reason: unknown) => settle(promise, reason, false),
+      );
+      return '["p",' + id + "," + promise + "]";
+    }
+    if (html ? I.errorIsError(object) : I.isError(object)) {
+      // As structured clone reads an error: `name` by a get, `message` and `cause` only as own data properties.
+      // The HTML algorithm keeps the seven standard names only (and converts the message with ToString); the
+      // boundary keeps any name, as text.
+      const got = object.name;
+      const name = stringify(
+        !html ? text(got) : typeof got === "string" && I.errorTypes[got] !== undefined ? got : "Error",
+      );
+      const message = ownData(object, "message");
+      const said =
+        message === undefined
+          ? "null"
+          : stringify(html ? toText(message.value) : message.value === undefined ? "undefined" : text(message.value));
+      const stack = stringify(userFrames(text(object.stack)));
+      const cause = ownData(object, "cause");
+      const caused = cause === undefined ? "" : "," + tape(cause.value);
+      return '["e",' + id + "," + name + "," + said + "," + stack + caused + "]";
+    }
+    if (html) {
+      // Boolean, Number, String and BigInt wrappers are cloned; any other object is copied as a plain one (its
+      // class is lost).
+      const primitive = wrapped(object);
+      if (primitive !== undefined) return '["P",' + id + "," + tape(primitive[0]) + "]";
+    } else if (mode !== MODE_LOG) {
+      throw cannot(
+        "An instance of " + className(object),
+        "only plain objects, arrays, Map, Set, Date, RegExp, Error, ArrayBuffer and typed arrays cross the sandbox boundary",
+      );
+    }
+    return undefined;
+  };
 
   function settle(promise: number, value: unknown, ok: boolean) {
     let encoded: [string, unknown[]];
@@ -341,34 +491,12 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     hostCall(OP_SETTLE, promise, encoded[0], encoded[1], ok ? 1 : 0);
   }
 
-  const NO_SIDE: unknown[] = [];
-  // The tape of arguments that are all strings, booleans, null or finite numbers other than -0, written without the
-  // encoder's per-value bookkeeping (most host calls pass only such values).
-  const primitiveArguments = (args: unknown[]): string | undefined => {
-    let out = "";
-    for (let i = 0; i < args.length; i++) {
-      const v = args[i];
-      let item: string;
-      if (typeof v === "string") item = stringify(v);
-      else if (typeof v === "number") {
-        if (v - v !== 0 || (v === 0 && 1 / v < 0)) return undefined;
-        item = `${v}`;
-      } else if (typeof v === "boolean" || v === null) item = `${v}`;
-      else return undefined;
-      out += i === 0 ? item : `,${item}`;
-    }
-    return `["a",0,[${out}]]`;
-  };
-
   function hostFunction(id: number, name: string, length: number) {
     const known = mapGet(hostFunctions, id);
     if (known !== undefined) return known;
-    const fn = (...args: unknown[]) => {
-      const tape = primitiveArguments(args);
-      if (tape !== undefined) return hostCall(OP_CALL, id, tape, NO_SIDE);
-      const encoded = encode(args, MODE_CALL);
-      return hostCall(OP_CALL, id, encoded[0], encoded[1]);
-    };
+    // Bound to its number, the host's call function takes the arguments as they are: no guest code runs on the way,
+    // and the host reads primitives itself (the rest it has encoded by `encodeArguments`).
+    const fn = I.bind(call, id) as (...args: unknown[]) => unknown;
     I.hide(fn, "name", name);
     I.hide(fn, "length", length);
     I.weakSet(hostFunctionIds, fn, id);
@@ -491,7 +619,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
               ) => unknown)
             | undefined;
           const at = tag === "v" ? 2 : 3;
-          if (ctor === undefined) throw serializationError(`Unknown typed array ${text(n[2])}`);
+          if (ctor === undefined) throw serializationError("Unknown typed array " + text(n[2]));
           const buffer = dec(n[at]) as ArrayBuffer;
           // `"auto"`: the length tracks a resizable buffer.
           out =
@@ -501,7 +629,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
           break;
         }
         default:
-          throw serializationError(`Malformed value: ${text(tag)}`);
+          throw serializationError("Malformed value: " + text(tag));
       }
       mapSet(refs, id, out);
       return out;
@@ -540,10 +668,11 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
       const item = list[i] as object;
       if (!is(I.bufferByteLength, item)) {
         throw dataCloneError(
-          `Item ${i} of the transfer list is not an ArrayBuffer (the only transferable object here)`,
+          "Item " + i + " of the transfer list is not an ArrayBuffer (the only transferable object here)",
         );
       }
-      if (I.setHas(seen, item)) throw dataCloneError(`Item ${i} of the transfer list is an ArrayBuffer listed before`);
+      if (I.setHas(seen, item))
+        throw dataCloneError("Item " + i + " of the transfer list is an ArrayBuffer listed before");
       I.setAdd(seen, item);
     }
     return list;
@@ -558,7 +687,8 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     const cloned = new I.Set<unknown>();
     for (let i = 0; i < transfer.length; i++) {
       const buffer = transfer[i] as object;
-      if (I.bufferDetached(buffer)) throw dataCloneError(`Item ${i} of the transfer list is a detached ArrayBuffer`);
+      if (I.bufferDetached(buffer))
+        throw dataCloneError("Item " + i + " of the transfer list is a detached ArrayBuffer");
       const contents = I.bufferTransfer(buffer);
       mapSet(moved, buffer, contents);
       I.setAdd(cloned, contents);
@@ -570,5 +700,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall): MarshalInternal
     return decodeTree(I.parse(encoded[0]), side, cloned);
   };
 
-  return { encode, decode, clone };
+  const encodeArguments = (...args: unknown[]) => encode(args, MODE_CALL);
+
+  return { encode, decode, encodeArguments, clone };
 }

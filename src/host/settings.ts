@@ -31,6 +31,11 @@ export interface HostSettings {
   webApis: boolean;
   /** Runs' and processes' `fetch` (`RUNCODE_FETCH_ALLOW`); none without it. */
   fetch: FetchOptions | undefined;
+  /**
+   * How long an ended process is kept after its end, in milliseconds (`RUNCODE_RETENTION_DAYS`); `undefined` keeps it
+   * until it is deleted.
+   */
+  retentionMs: number | undefined;
 }
 
 /** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -79,6 +84,21 @@ function count(settings: Settings, name: string): number {
   return Number(raw);
 }
 
+/** The most days `RUNCODE_RETENTION_DAYS` may give: 100 years, so that every expiry is a date both hosts can hold. */
+const MAX_RETENTION_DAYS = 36_500;
+const DAY_MS = 86_400_000;
+
+/** `RUNCODE_RETENTION_DAYS` in milliseconds; unset or empty, `undefined`: processes are kept until deleted. */
+function retentionOf(settings: Settings): number | undefined {
+  const raw = settings.RUNCODE_RETENTION_DAYS;
+  if (raw === undefined || raw === "") return undefined;
+  const days = count(settings, "RUNCODE_RETENTION_DAYS");
+  if (days > MAX_RETENTION_DAYS) {
+    throw new TypeError(`RUNCODE_RETENTION_DAYS must be at most ${MAX_RETENTION_DAYS} days, got ${days}`);
+  }
+  return days * DAY_MS;
+}
+
 /** The settings of `settings`; throws a `TypeError` that names the first bad one. */
 export async function hostSettingsOf(settings: Settings): Promise<HostSettings> {
   return {
@@ -97,6 +117,7 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     runFuel: count(settings, "RUN_FUEL"),
     webApis: flag(settings, "RUNCODE_WEB_APIS") || fetchOf(settings) !== undefined,
     fetch: fetchOf(settings),
+    retentionMs: retentionOf(settings),
   };
 }
 

@@ -7,8 +7,8 @@
  * - JSON string, boolean, null and finite numbers other than -0 stand for themselves
  * - `["u"]` undefined, `["n","NaN"|"Infinity"|"-Infinity"|"-0"]`, `["b","<decimal>"]` bigint
  * - `["r",id]` a reference to an object already encoded
- * - `["j",json]` host to guest only: plain objects and arrays as JSON, for the engine's own parser; there is no
- *   other reference to any object in it (it has no ids)
+ * - `["j",json]` plain objects and arrays (of the standard prototypes, data properties only) as JSON, written and
+ *   parsed by each engine's own JSON code; there is no other reference to any object in it (it has no ids)
  * - `["a",id,[...values]]` dense array; `["A",id,length,[key,value,...]]` array with holes or extra keys
  * - `["o",id,[key,value,...]]` plain object; `["m",id,[key,value,...]]` Map; `["s",id,[...values]]` Set
  * - `["d",id,time]` Date; `["x",id,source,flags]` RegExp; `["e",id,name,message,stack(,cause)]` Error: `message`
@@ -33,8 +33,10 @@ export const MODE_LOG = 2;
 /** The guest's own `structuredClone`, which never leaves the guest: the HTML algorithm itself. */
 export const MODE_STRUCTURED_CLONE = 3;
 
-/** Operations the guest asks of the host through its single host function. */
-export const OP_CALL = 0;
+/**
+ * Operations the guest asks of the host through its host function (calls of the caller's functions have their own,
+ * see `HostFunctionCall` in guest/core.ts).
+ */
 export const OP_REPORT = 1;
 export const OP_LOG = 2;
 export const OP_SETTLE = 3;

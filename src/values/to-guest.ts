@@ -189,9 +189,34 @@ function holdsNoObjects(value: object): boolean {
 
 const NOTHING_PLAIN: ReadonlySet<object> = new Set();
 
-/** `value` as a tape for the guest (only the guest decodes the `["j",json]` form: the host's decoder does not take it). */
+/**
+ * The tape of a string, number, boolean, bigint, `undefined` or `null`, which is the same in both directions;
+ * `undefined` for anything else.
+ */
+export function encodePrimitive(v: unknown): string | undefined {
+  switch (typeof v) {
+    case "string":
+      return JSON.stringify(v);
+    case "number":
+      if (Number.isNaN(v)) return '["n","NaN"]';
+      if (v === Number.POSITIVE_INFINITY) return '["n","Infinity"]';
+      if (v === Number.NEGATIVE_INFINITY) return '["n","-Infinity"]';
+      return Object.is(v, -0) ? '["n","-0"]' : String(v);
+    case "boolean":
+      return v ? "true" : "false";
+    case "undefined":
+      return '["u"]';
+    case "bigint":
+      return `["b","${v}"]`;
+  }
+  return v === null ? "null" : undefined;
+}
+
+/** `value` as a tape for the guest. */
 export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
   if (value instanceof Encoded) return value;
+  const primitive = encodePrimitive(value);
+  if (primitive !== undefined) return new Encoded(primitive, []);
   const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
@@ -201,26 +226,14 @@ export function encodeForGuest(value: unknown, functions: FunctionTable): Encode
   const pairs = (list: [unknown, unknown][]) => list.map(([k, v]) => `${enc(k)},${enc(v)}`).join(",");
 
   const enc = (v: unknown): string => {
+    const primitive = encodePrimitive(v);
+    if (primitive !== undefined) return primitive;
     switch (typeof v) {
-      case "string":
-        return JSON.stringify(v);
-      case "number":
-        if (Number.isNaN(v)) return '["n","NaN"]';
-        if (v === Number.POSITIVE_INFINITY) return '["n","Infinity"]';
-        if (v === Number.NEGATIVE_INFINITY) return '["n","-Infinity"]';
-        return Object.is(v, -0) ? '["n","-0"]' : String(v);
-      case "boolean":
-        return v ? "true" : "false";
-      case "undefined":
-        return '["u"]';
-      case "bigint":
-        return `["b","${v}"]`;
       case "symbol":
         throw new SerializationError(`${String(v)} cannot be cloned: symbols do not cross the sandbox boundary`);
       case "function":
         return `["f",${functions.idOf(v as HostFunction)},${JSON.stringify(v.name)},${v.length}]`;
     }
-    if (v === null) return "null";
     if (plain.has(v as object)) return `["j",${JSON.stringify(v)}]`;
     const seen = ids.get(v as object);
     if (seen !== undefined) return `["r",${seen}]`;

@@ -83,6 +83,26 @@ const BOXED_BYTES = 200;
  */
 export const MAX_RESERVED_BYTES = 2 ** 32;
 
+/**
+ * The estimated heap of plain JSON data beyond its text, as `decodeFromGuest` counts the same values decoded one by
+ * one (the `["j",...]` node itself is one of them). Walked with a stack: the guest's JSON may nest past the host's.
+ */
+function plainHeap(json: unknown): number {
+  let bytes = 0;
+  const stack: unknown[] = [json];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    bytes += VALUE_BYTES;
+    if (typeof value === "number") {
+      if (!Number.isInteger(value)) bytes += FLOAT_BYTES;
+    } else if (typeof value === "object" && value !== null) {
+      bytes += CONTAINER_BYTES;
+      for (const item of Array.isArray(value) ? value : Object.values(value)) stack.push(item);
+    }
+  }
+  return bytes - VALUE_BYTES;
+}
+
 /** Counts the host bytes a decoding builds (see {@link decodeFromGuest}). */
 export interface HeapMeter {
   bytes: number;
@@ -117,10 +137,14 @@ export function decodeFromGuest(tape: string, side: HostDecoding, meter?: HeapMe
     }
     const [tag, id, a, b, c] = node;
     if (tag === "a" || tag === "A" || tag === "o") bytes += CONTAINER_BYTES;
-    else if (tag !== "u" && tag !== "n" && tag !== "b" && tag !== "r" && tag !== "f" && tag !== "p")
+    else if (tag !== "u" && tag !== "n" && tag !== "b" && tag !== "r" && tag !== "f" && tag !== "p" && tag !== "j")
       bytes += BOXED_BYTES;
     const list = (Array.isArray(a) ? a : []) as Node[];
     switch (tag) {
+      case "j":
+        // Plain JSON, already parsed with the rest of the tape; counted only when the caller keeps it.
+        if (meter !== undefined) bytes += plainHeap(id);
+        return id;
       case "u":
         return undefined;
       case "n":

@@ -21,6 +21,7 @@ const MiB = 1024 * 1024;
 const idleHolder: Holder = {
   poll: () => false,
   hostCall: () => undefined,
+  call: () => undefined,
   normalize: (_base, specifier) => specifier,
   load: () => ({ error: new Error("no modules") }),
 };

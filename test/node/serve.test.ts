@@ -13,11 +13,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
 import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
+import { processRecord } from "../host/processes/records.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
 const WEB = fileURLToPath(new URL("../../dist/web/", import.meta.url));
@@ -370,6 +372,51 @@ describe("runcode serve", () => {
     expect(await third.stop("SIGTERM")).toBe(0);
   });
 
+  it("--retention-days (RUNCODE_RETENTION_DAYS) deletes processes that ended longer ago, any tenant's, from its start; younger and cut-off ones stay", async () => {
+    const db = newDatabase();
+    const day = 86_400_000;
+    const seeded = await openDatabase(db);
+    const store = new LibsqlProcessStore(seeded);
+    const seed = async (tenant: string, patch: Parameters<typeof processRecord>[1]) => {
+      const pid = await store.nextPid(tenant);
+      await store.create(processRecord(pid, { tenant, ...patch }));
+      return pid;
+    };
+    const ended = (ago: number) => ({ state: "idle", exitState: "success", finishedAt: Date.now() - ago }) as const;
+    const old = await seed("alpha", ended(day + 60_000));
+    const young = await seed("alpha", ended(day - 3_600_000));
+    const running = await seed("alpha", { state: "running", createdAt: Date.now() - 9 * day });
+    const othersOld = await seed("beta", ended(2 * day));
+    const othersYoung = await seed("beta", ended(60_000));
+    seeded.close();
+
+    const server = await start(["--db", db, "--retention-days", "1"], {
+      RUNCODE_API_KEYS: `alpha:${KEYS.alpha},beta:${KEYS.beta}`,
+    });
+    const [alpha, beta] = [client(server, "alpha"), client(server, "beta")];
+    const gone = (pid: number) => ({
+      status: 404,
+      body: { error: { code: "not_found", message: `No process ${pid}` } },
+    });
+    const read = async (tenant: typeof alpha, pid: number) => {
+      const { status, body } = await tenant.call("GET", `/processes/${pid}`);
+      return { status, body };
+    };
+    // The first sweep runs beside the server's start.
+    await alpha.until(old, (r) => r.error !== undefined);
+    expect(await read(alpha, old)).toEqual(gone(old));
+    expect(await read(beta, othersOld)).toEqual(gone(othersOld));
+    const listed = async (tenant: typeof alpha) =>
+      ((await tenant.call("GET", "/processes")).body.processes as { pid: number }[]).map((p) => p.pid);
+    expect([await listed(alpha), await listed(beta)]).toEqual([[young, running], [othersYoung]]);
+    expect((await read(alpha, running)).body).toMatchObject({
+      state: "idle",
+      exitState: "failed",
+      error: CUT_OFF_BY_RESTART,
+    });
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("refuses options it cannot serve with: one line on standard error, exit 2 (1 for a database or an address it cannot use)", async () => {
     expect(await refused(["--port", "http"])).toEqual({
       code: 2,
@@ -388,6 +435,14 @@ describe("runcode serve", () => {
     expect(await refused([], { RUNCODE_TENANT_MAX_ACTIVE: "lots" })).toEqual({
       code: 2,
       output: 'runcode serve: RUNCODE_TENANT_MAX_ACTIVE must be a positive integer, got "lots" (runcode serve --help)',
+    });
+    expect(await refused([], { RUNCODE_RETENTION_DAYS: "0" })).toEqual({
+      code: 2,
+      output: 'runcode serve: RUNCODE_RETENTION_DAYS must be a positive integer, got "0" (runcode serve --help)',
+    });
+    expect(await refused(["--retention-days", "36501"])).toEqual({
+      code: 2,
+      output: "runcode serve: RUNCODE_RETENTION_DAYS must be at most 36500 days, got 36501 (runcode serve --help)",
     });
     const missing = join(dir, "no-such-folder", "x.db");
     const unopened = await refused(["--db", `file:${missing}`]);

@@ -217,6 +217,32 @@ describe("libSQL stores", () => {
     expect((await store.list()).map((r) => r.pid)).toEqual([1]);
   });
 
+  test("deleteEndedBefore deletes ended processes that ended before the time, any tenant's, at most `limit`, by an index", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    const ended = (finishedAt: number, tenant = "alpha") =>
+      ({ tenant, state: "idle", exitState: "success", finishedAt }) as const;
+    await store.create(record(1, ended(999)));
+    await store.create(record(2, ended(1_000)));
+    await store.create(record(3, ended(5_000)));
+    await store.create(record(4, { state: "running", startedAt: 0 }));
+    await store.create(record(5, { state: "queued", runs: 2 }));
+    await store.create(record(6, { state: "terminating", startedAt: 0 }));
+    await store.create(record(7, ended(0, "beta")));
+    await store.create(record(8, ended(2_000, "beta")));
+    expect(await store.deleteEndedBefore(1_000, 1)).toBe(1);
+    expect(await store.deleteEndedBefore(1_000, 500)).toBe(1);
+    expect(await store.deleteEndedBefore(1_000, 500)).toBe(0);
+    expect((await store.list()).map((r) => r.pid)).toEqual([2, 3, 4, 5, 6, 8]);
+    expect([await store.get(1), await store.get(7)]).toEqual([undefined, undefined]);
+    const plan = await db.execute(
+      "EXPLAIN QUERY PLAN SELECT pid FROM processes WHERE state = 'idle' AND json_extract(record, '$.finishedAt') < 1 LIMIT 1",
+    );
+    expect(plan.rows.map((row) => String(row.detail))).toEqual([
+      "SEARCH processes USING INDEX processes_ended (<expr><?)",
+    ]);
+  });
+
   test("a tenant's usage is counted from its rows when it has no usage row", async () => {
     const db = await database()();
     await libsqlKeyValueStores(db)("alpha").set("kk", "v");

@@ -330,6 +330,9 @@ String.prototype.startsWith = () => true;
 Symbol.prototype.toString = () => "evil";
 BigInt.prototype.toString = () => "0";
 Array.isArray = () => false;
+String.prototype.concat = () => '["f",0,"",0]';
+String.prototype.slice = () => "evil";
+globalThis.String = () => "evil";
 globalThis.Map = globalThis.Set = globalThis.Date = globalThis.Promise = globalThis.WeakMap = null;
 `;
 const tampering: Case[] = [
@@ -371,6 +374,11 @@ const tampering: Case[] = [
     name: "tampered intrinsics do not change reports and logs",
     source: `const m = new Map([[1, 2]]);\n${TAMPER}report([1, 2, m]); console.log([3], m); export default 1;`,
     expected: { status: "success", result: 1 },
+  },
+  {
+    name: "tampered intrinsics do not change a thrown error",
+    source: `${TAMPER}throw new RangeError("boom");`,
+    expected: { status: "error", error: "RangeError: boom" },
   },
   {
     name: "tampered structuredClone and queueMicrotask are the guest's own business",

@@ -1,4 +1,4 @@
-/** The edge's settings as the Worker reads them from its environment: `RUNCODE_FETCH_ALLOW`. */
+/** The edge's settings as the Worker reads them from its environment: `RUNCODE_FETCH_ALLOW`, `RUNCODE_RETENTION_DAYS`. */
 import { describe, expect, it } from "vitest";
 import { configOf } from "../../worker/config.js";
 
@@ -28,6 +28,29 @@ describe("RUNCODE_FETCH_ALLOW", () => {
   it("names a bad entry", async () => {
     await expect(config({ RUNCODE_FETCH_ALLOW: "https://ok.org,ftp://x.org" })).rejects.toThrow(
       new TypeError('RUNCODE_FETCH_ALLOW entry 2 must be an http: or https: origin, got "ftp://x.org"'),
+    );
+  });
+});
+
+describe("RUNCODE_RETENTION_DAYS", () => {
+  it("keeps processes until deleted when empty or absent", async () => {
+    expect((await config({})).retentionMs).toBeUndefined();
+    expect((await config({ RUNCODE_RETENTION_DAYS: "" })).retentionMs).toBeUndefined();
+  });
+
+  it("is a whole number of days, from 1 to 36500", async () => {
+    expect((await config({ RUNCODE_RETENTION_DAYS: "30" })).retentionMs).toBe(30 * 86_400_000);
+    expect((await config({ RUNCODE_RETENTION_DAYS: "36500" })).retentionMs).toBe(36_500 * 86_400_000);
+  });
+
+  it("names a bad value", async () => {
+    for (const bad of ["0", "-1", "1.5", "7d", " 7"]) {
+      await expect(config({ RUNCODE_RETENTION_DAYS: bad })).rejects.toThrow(
+        new TypeError(`RUNCODE_RETENTION_DAYS must be a positive integer, got ${JSON.stringify(bad)}`),
+      );
+    }
+    await expect(config({ RUNCODE_RETENTION_DAYS: "36501" })).rejects.toThrow(
+      new TypeError("RUNCODE_RETENTION_DAYS must be at most 36500 days, got 36501"),
     );
   });
 });

@@ -1,0 +1,60 @@
+/**
+ * Retention on `runcode serve` (src/host/processes/retention.ts): a sweep deletes the processes that ended more than
+ * the retention ago, when the server starts and then every {@link SWEEP_EVERY_MS}. It deletes in statements of
+ * {@link SWEEP_BATCH_ROWS} rows until none is left, so whatever has piled up, no statement holds the database for
+ * long.
+ * @module
+ */
+import type { LibsqlProcessStore } from "./libsql-stores.js";
+
+/** How often the sweep runs after the first. */
+export const SWEEP_EVERY_MS = 3_600_000;
+/** Rows one statement of the sweep deletes at most. */
+export const SWEEP_BATCH_ROWS = 500;
+
+export interface RetentionOptions {
+  /** How long an ended process is kept after its end. */
+  retentionMs: number;
+  /** Epoch milliseconds. Default `Date.now`. */
+  clock?: () => number;
+  /** Called with a sweep's failure: the next sweep tries again. */
+  onError: (error: unknown) => void;
+}
+
+export interface Sweeps {
+  /** No sweep starts from now on, nor another statement of one under way; resolves when that one has stopped. */
+  stop(): Promise<void>;
+}
+
+/** Sweeps `store` at once and then periodically, on a timer that keeps no process alive. */
+export function sweepEndedProcesses(
+  store: Pick<LibsqlProcessStore, "deleteEndedBefore">,
+  options: RetentionOptions,
+): Sweeps {
+  const clock = options.clock ?? Date.now;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = async () => {
+    try {
+      const before = clock() - options.retentionMs;
+      let deleted: number;
+      do deleted = await store.deleteEndedBefore(before, SWEEP_BATCH_ROWS);
+      while (deleted === SWEEP_BATCH_ROWS && !stopped);
+    } catch (error) {
+      options.onError(error);
+    }
+    if (!stopped) {
+      timer = setTimeout(() => {
+        sweeping = sweep();
+      }, SWEEP_EVERY_MS).unref();
+    }
+  };
+  let sweeping = sweep();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      return sweeping;
+    },
+  };
+}
