@@ -14,6 +14,7 @@ import type { MarshalInternals } from "../guest/marshal.js";
 import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import { PlainData, type PlainFacts, plainDataFacts } from "./plain-data.js";
 import type { TimerHandles } from "./timers.js";
 import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
@@ -172,6 +173,8 @@ export class BootedInstance {
   readonly call: QuickJSHandle;
   /** Reads the kinds of its values from their bits, where the engine keeps them so (see value-bits.ts). */
   readonly bits: ValueBits | undefined;
+  /** Reads whether a value is plain data from the engine's objects, where they are as it reads (see plain-data.ts). */
+  readonly plain: PlainData | undefined;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
@@ -187,7 +190,12 @@ export class BootedInstance {
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
 
-  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: Boot) {
+  private constructor(
+    wasm: WebAssembly.Module | undefined,
+    instance: Instance,
+    boot: Boot,
+    plainFacts: PlainFacts | undefined,
+  ) {
     this.wasm = wasm;
     this.boot = boot;
     this.instance = instance;
@@ -202,6 +210,7 @@ export class BootedInstance {
     const ctx = runtime.newContext();
     this.ctx = ctx;
     this.bits = ValueBits.of(ctx, instance.memory);
+    this.plain = plainFacts === undefined ? undefined : PlainData.forRealm(plainFacts, ctx, instance.memory);
     this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
     const booted = this;
     this.call = ctx.newFunction("", function (this: QuickJSHandle, ...args: QuickJSHandle[]) {
@@ -249,8 +258,8 @@ export class BootedInstance {
     restorable: boolean,
     boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
-    const layout = await memoryLayout(wasm);
-    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
+    const [layout, plainFacts] = await Promise.all([memoryLayout(wasm), plainDataFacts(wasm)]);
+    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot, plainFacts);
     booted.#complete();
     if (layout === undefined) return booted;
     booted.#measure(layout.breakAt);
