@@ -12,8 +12,7 @@
  * guest's walk, which decides as it always did.
  * @module
  */
-import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
-import { newInstance } from "./engine.js";
+import type { QuickJSContext, QuickJSHandle, QuickJSWASMModule } from "quickjs-emscripten-core";
 
 // Tags of the upper word of a value (quickjs.h); an upper word outside [TAG_FIRST, TAG_FLOAT64) is a float's.
 const TAG_FIRST = -9;
@@ -70,10 +69,6 @@ export interface PlainReading {
 export interface PlainFacts {
   toJSON: number;
 }
-
-const facts = new WeakMap<object, Promise<PlainFacts | undefined>>();
-const VARIANT_KEY = {};
-const PROBE_HEAP_BYTES = 8 * 1024 * 1024;
 
 export class PlainData {
   readonly #memory: WebAssembly.Memory;
@@ -237,49 +232,29 @@ const SAMPLES: [source: string, levels: number][] = [
   ["(function () { return arguments; })(1)", 0],
 ];
 
-/**
- * What {@link PlainData} needs of the engine of `wasm`, once it read values of every kind on a throwaway instance as
- * they are; `undefined` for an engine it does not read right.
- */
-export function plainDataFacts(wasm: WebAssembly.Module | undefined): Promise<PlainFacts | undefined> {
-  const key = wasm ?? VARIANT_KEY;
-  let known = facts.get(key);
-  if (known === undefined) {
-    known = newInstance(wasm, PROBE_HEAP_BYTES).then(({ quickjs, memory }) => {
-      const runtime = quickjs.newRuntime();
-      const ctx = runtime.newContext();
-      try {
-        return probe(ctx, memory);
-      } catch {
-        return undefined;
-      } finally {
-        ctx.dispose();
-        runtime.dispose();
-      }
-    });
-    facts.set(key, known);
-  }
-  return known;
-}
-
 /** Where the value `handle` stands for is kept in linear memory. */
 const pointer = (handle: QuickJSHandle) => handle.value as unknown as number;
 
-function probe(ctx: QuickJSContext, memory: WebAssembly.Memory): PlainFacts | undefined {
-  const sample = (source: string) => ctx.unwrapResult(ctx.evalCode(source));
-  // The atom of the one property of `{ toJSON: 1 }`: the second word of its shape's first property.
-  const withToJSON = sample("({ toJSON: 1 })");
-  const words = new Int32Array(memory.buffer);
-  const object = words[pointer(withToJSON) >>> 2] as number;
-  const shape = (words[(object >>> 2) + OBJECT_SHAPE] as number) >>> 2;
-  const toJSON = words[shape + SHAPE_PROPERTIES + 1] as number;
-  withToJSON.dispose();
-  const reader = PlainData.forRealm({ toJSON }, ctx, memory);
-  for (const [source, levels] of SAMPLES) {
-    const handle = sample(source);
-    const found = reader.read(handle).levels;
-    handle.dispose();
-    if (found !== levels) return undefined;
+/**
+ * What {@link PlainData} needs of an engine, once it read values of every kind on a throwaway instance (`quickjs`,
+ * with its `memory`) as they are; `undefined` for an engine it does not read right.
+ */
+export function plainFactsOf(quickjs: QuickJSWASMModule, memory: WebAssembly.Memory): PlainFacts | undefined {
+  // A throwaway instance: an engine that fails here is not read, and what the probe left is dropped with it.
+  try {
+    const ctx = quickjs.newRuntime().newContext();
+    const samples = ctx.unwrapResult(
+      ctx.evalCode(`[({ toJSON: 1 }), ${SAMPLES.map(([source]) => source).join(", ")}]`),
+    );
+    // The atom of the one property of `{ toJSON: 1 }`: the second word of its shape's first property.
+    const withToJSON = ctx.getProp(samples, 0);
+    const words = new Int32Array(memory.buffer);
+    const shape = (words[((words[pointer(withToJSON) >>> 2] as number) >>> 2) + OBJECT_SHAPE] as number) >>> 2;
+    const toJSON = words[shape + SHAPE_PROPERTIES + 1] as number;
+    const reader = PlainData.forRealm({ toJSON }, ctx, memory);
+    const agree = SAMPLES.every(([, levels], i) => reader.read(ctx.getProp(samples, i + 1)).levels === levels);
+    return agree ? { toJSON } : undefined;
+  } catch {
+    return undefined;
   }
-  return { toJSON };
 }

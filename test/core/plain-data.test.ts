@@ -7,7 +7,7 @@
 import type { QuickJSContext } from "quickjs-emscripten-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newInstance } from "../../src/core/engine.js";
-import { MAX_PLAIN_LEVELS, PlainData, plainDataFacts } from "../../src/core/plain-data.js";
+import { MAX_PLAIN_LEVELS, PlainData, plainFactsOf } from "../../src/core/plain-data.js";
 import { createSandbox } from "../../src/index.js";
 import { wasm } from "../environment/helpers.js";
 
@@ -62,10 +62,9 @@ describe("the reading of plain data", () => {
       let ctx: QuickJSContext;
       let reader: PlainData;
       beforeAll(async () => {
-        const compiled = await module();
-        const facts = await plainDataFacts(compiled);
+        const { quickjs, memory } = await newInstance(await module(), 64 * 1024 * 1024);
+        const facts = plainFactsOf(quickjs, memory);
         if (facts === undefined) throw new Error("the engine was not read as expected");
-        const { quickjs, memory } = await newInstance(compiled, 64 * 1024 * 1024);
         ctx = quickjs.newRuntime().newContext();
         reader = PlainData.forRealm(facts, ctx, memory);
       });
