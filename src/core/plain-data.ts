@@ -13,16 +13,11 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSWASMModule } from "quickjs-emscripten-core";
+import { TAG_BOOL, TAG_FIRST, TAG_FLOAT64, TAG_INT, TAG_NULL, TAG_STRING } from "./value-bits.js";
 
-// Tags of the upper word of a value (quickjs.h); an upper word outside [TAG_FIRST, TAG_FLOAT64) is a float's.
-const TAG_FIRST = -9;
-const TAG_STRING = -7;
+// Tags of the upper word of a value besides value-bits.ts's (quickjs.h).
 const TAG_STRING_ROPE = -6;
 const TAG_OBJECT = -1;
-const TAG_INT = 0;
-const TAG_BOOL = 1;
-const TAG_NULL = 2;
-const TAG_FLOAT64 = 8;
 /** What the engine subtracts from a float's upper word to box it (`JS_FLOAT64_TAG_ADDEND`). */
 const FLOAT_ADDEND = 0x7ff80000 - TAG_FIRST + 1;
 const EXPONENT = 0x7ff00000;

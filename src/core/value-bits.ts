@@ -11,14 +11,15 @@ import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 /** The kinds told from bits: those of `typeof`, with `null` apart. */
 export type BitKind = "number" | "boolean" | "string" | "undefined" | "null";
 
-const TAG_INT = 0;
-const TAG_BOOL = 1;
-const TAG_NULL = 2;
+// The tags of the upper word (quickjs.h), shared with plain-data.ts.
+export const TAG_INT = 0;
+export const TAG_BOOL = 1;
+export const TAG_NULL = 2;
 const TAG_UNDEFINED = 3;
-const TAG_STRING = -7;
+export const TAG_STRING = -7;
 /** The engine's tags run from `JS_TAG_FIRST` to `JS_TAG_FLOAT64` (excluded); any other upper word is a float's. */
-const TAG_FIRST = -9;
-const TAG_FLOAT64 = 8;
+export const TAG_FIRST = -9;
+export const TAG_FLOAT64 = 8;
 
 export class ValueBits {
   readonly #memory: WebAssembly.Memory;
