@@ -67,6 +67,8 @@ type Settlers = { resolve(value: unknown): void; reject(reason: unknown): void }
 let current: { run: number; promises: Map<number, Settlers>; started?: StartedRun; stopped: boolean } | undefined;
 
 const post = (message: FromWorker) => port.postMessage(message);
+/** Tells the caller's thread, when it does not watch the call channel, that a call waits there. */
+const wakeCaller = () => post({ kind: "call" });
 
 port.on("message", (message: ToWorker) => {
   if (message.kind === "run") void run(message);
@@ -252,7 +254,7 @@ function endSlice(): void {
 function call(run: number, request: HostRequest, value: GuestTape, promises: Map<number, Settlers>): Encoded {
   lastCall = (lastCall % 0x7fffffff) + 1;
   const number = lastCall;
-  calls.publish(number, { run, request, value }, () => post({ kind: "call" }));
+  calls.publish(number, { run, request, value }, wakeCaller);
   calls.awaitAnswer(number, SPIN_BEFORE_WAIT_MS);
   const answer = calls.answerTo(number);
   if ("fault" in answer) throw new SerializationError(answer.fault);
