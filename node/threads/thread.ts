@@ -189,19 +189,24 @@ export class Thread {
 
   /**
    * Answers the worker's waiting synchronous call, then the next ones while it makes them (see the module comment).
-   * A call answered with a promise ends the watch: the guest awaits it, and it settles only once this returns.
+   * A call answered with a promise ends the watch: the guest awaits it, and it settles only once this returns. A watch
+   * that ran its slice goes on after a turn of the event loop, still watching meanwhile, so the guest's next call
+   * waits for that turn rather than for a message.
    */
-  #serve(): void {
+  #serve(resumed = false): void {
     const calls = this.#calls;
     const started = performance.now();
-    let answered: number | undefined;
+    let answered = resumed ? started : undefined;
     calls.watch(true);
     for (;;) {
       const number = calls.pending();
       if (number !== 0) {
         if (this.#answer(number)) break;
         answered = performance.now();
-        if (answered - started > SERVE_SLICE_MS) break;
+        if (answered - started > SERVE_SLICE_MS) {
+          setImmediate(() => this.#serve(true));
+          return;
+        }
       } else if (answered === undefined || performance.now() - answered > WATCH_MS) break;
     }
     calls.watch(false);
