@@ -13,6 +13,7 @@ import {
   type Call,
   type CallOutcome,
   COMPUTING,
+  DOORBELL,
   type FromWorker,
   now,
   SETTINGS_KEPT,
@@ -124,8 +125,10 @@ export class Thread {
     });
   }
 
+  /** Posts `message` and rings the worker's doorbell, in case it watches it (see `DOORBELL`). */
   post(message: ToWorker): void {
     this.#worker.postMessage(message);
+    Atomics.store(this.#flags, DOORBELL, 1);
   }
 
   /** `module` as this worker needs it: by number once it has it. */

@@ -343,6 +343,33 @@ describe("what crosses to a worker", () => {
     expect(settles).toEqual([4]);
   });
 
+  it("a run is handed over alone only when no other is in flight: then its worker watches for the next", async () => {
+    const sandbox = createSandbox({ threads: true });
+    const runs = await posted(async () => {
+      for (let i = 0; i < 2; i++) await sandbox.runCode("export default 1", JS);
+      await Promise.all(Array.from({ length: 6 }, () => sandbox.runCode("export default 1", JS)));
+    });
+    const alone = runs.flatMap((message) => (message.kind === "run" ? [message.alone] : []));
+    // The last of the six may find the others over by the time it is handed over.
+    expect(alone.slice(0, 7)).toEqual([true, true, false, false, false, false, false]);
+  });
+
+  it("a worker watching for the next run takes whatever comes first, a stale settlement included", async () => {
+    const sandbox = createSandbox({ threads: true });
+    const gate = deferred();
+    // The first run's promise settles once the run is over: its settlement reaches a worker watching for a run.
+    const later = () => gate.promise.then(() => 1);
+    const first = await sandbox.runCode("later(); export default 1", { ...JS, globals: { later } });
+    gate.resolve();
+    await sleep(0);
+    const calls: number[] = [];
+    const second = await sandbox.runCode("export default add(2, 3) + (await twice(4))", {
+      ...JS,
+      globals: { add: (a: number, b: number) => calls.push(a + b) && a + b, twice: async (x: number) => 2 * x },
+    });
+    expect([first.status, second.status, second.result, calls]).toEqual(["success", "success", 13, [5]]);
+  });
+
   it("values too large for the call channel cross whole, both ways", async () => {
     const text = "\uD800".repeat(200_000);
     const echo = (value: unknown) => value;
