@@ -97,6 +97,19 @@ describe("stops", () => {
     }
   });
 
+  it("a run taken by a worker watching its doorbell stops as any other, the worker kept for the next", async () => {
+    expect((await runCode("export default 1", JS)).status).toBe("success");
+    // Handed over at once, to the worker watching for it since the run before.
+    const started = deferred();
+    const run = runCode("started();\nwhile (true) {}", { ...JS, globals: { started: () => started.resolve() } });
+    await started.promise;
+    const stopped = nextStop();
+    run.terminate("enough");
+    expect(await run).toMatchObject({ status: "terminated", error: { message: "enough" } });
+    expect((await stopped).exited).toBe(false);
+    expect((await runCode("export default 2", JS)).result).toBe(2);
+  });
+
   it("terminate() stops a native loop that never polls at the engine's next fuel refill: the worker is kept", async () => {
     for (let i = 0; i < 3; i++) expect(await stopLatency(NON_POLLING, false)).toBeLessThan(HANG_MS);
     expect(await runCode("export default 6 * 7", JS)).toMatchObject({ status: "success", result: 42 });
