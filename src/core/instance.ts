@@ -14,6 +14,7 @@ import type { MarshalInternals } from "../guest/marshal.js";
 import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import type { TimerHandles } from "./timers.js";
 import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
@@ -115,47 +116,64 @@ export interface MemoryLayout {
   stackTop: number;
 }
 
-/** Each compiled module's layout, probed once (`undefined`: not found or not as above, never restore). */
-const layouts = new WeakMap<object, Promise<MemoryLayout | undefined>>();
+/** What a compiled module's engine is found to be, probed once on a throwaway instance. */
+interface ModuleProbe {
+  /** `undefined`: not found or not as above, never restore. */
+  layout: MemoryLayout | undefined;
+  /** `undefined`: its objects are not as plain-data.ts reads them. */
+  plain: PlainFacts | undefined;
+}
+
+const probes = new WeakMap<object, Promise<ModuleProbe>>();
 const VARIANT_KEY = {};
 
-/**
- * The {@link MemoryLayout} of `wasm`. The break is the word of static data that an allocation on a throwaway instance
- * moves from below its end to above it, that stays there when the allocation is freed, and that is the highest such
- * (the allocator's other words that bound it, such as the top chunk, come back down or hold sizes). The stack's top
- * is where the library puts a string argument on the stack: just below the stack pointer, 16-byte aligned; the
- * function called returns the address it was given.
- */
-export function memoryLayout(wasm: WebAssembly.Module | undefined): Promise<MemoryLayout | undefined> {
+function probeModule(wasm: WebAssembly.Module | undefined): Promise<ModuleProbe> {
   const key = wasm ?? VARIANT_KEY;
-  let layout = layouts.get(key);
-  if (layout === undefined) {
-    layout = newInstance(wasm, 2 * PROBE_BYTES).then(({ emscripten, memory }) => {
-      const argumentAt = emscripten.cwrap("QTS_ArgvGetJSValueConstPointer", "number", ["string", "number"]);
-      const stackTop = (argumentAt("", 0) as number) + 16;
-      const before = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
-      const at = emscripten._malloc(PROBE_BYTES);
-      const end = at + PROBE_BYTES;
-      const grown = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
-      emscripten._free(at);
-      const after = new Int32Array(memory.buffer, 0, PROBE_SCAN_BYTES / 4);
-      let breakAt: number | undefined;
-      let highest = 0;
-      for (let i = 0; i < after.length; i++) {
-        const value = after[i] as number;
-        const bounds = (before[i] as number) < end && value >= end && value <= memory.buffer.byteLength;
-        if (bounds && grown[i] === value && value > highest) {
-          highest = value;
-          breakAt = i * 4;
-        }
-      }
-      // The stack must lie below the heap as it started: then below the break whatever the heap does.
-      if (breakAt === undefined || stackTop > (before[breakAt / 4] as number)) return undefined;
-      return { breakAt, stackTop };
-    });
-    layouts.set(key, layout);
+  let probe = probes.get(key);
+  if (probe === undefined) {
+    probe = newInstance(wasm, 2 * PROBE_BYTES).then((instance) => ({
+      // The layout first: it is measured on the instance's untouched allocator.
+      layout: measureLayout(instance),
+      plain: plainFactsOf(instance.quickjs, instance.memory),
+    }));
+    probes.set(key, probe);
   }
-  return layout;
+  return probe;
+}
+
+/** The {@link MemoryLayout} of `wasm`, probed once. */
+export async function memoryLayout(wasm: WebAssembly.Module | undefined): Promise<MemoryLayout | undefined> {
+  return (await probeModule(wasm)).layout;
+}
+
+/**
+ * The break is the word of static data that an allocation moves from below its end to above it, that stays there
+ * when the allocation is freed, and that is the highest such (the allocator's other words that bound it, such as the
+ * top chunk, come back down or hold sizes). The stack's top is where the library puts a string argument on the
+ * stack: just below the stack pointer, 16-byte aligned; the function called returns the address it was given.
+ */
+function measureLayout({ emscripten, memory }: Instance): MemoryLayout | undefined {
+  const argumentAt = emscripten.cwrap("QTS_ArgvGetJSValueConstPointer", "number", ["string", "number"]);
+  const stackTop = (argumentAt("", 0) as number) + 16;
+  const before = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+  const at = emscripten._malloc(PROBE_BYTES);
+  const end = at + PROBE_BYTES;
+  const grown = new Int32Array(memory.buffer.slice(0, PROBE_SCAN_BYTES));
+  emscripten._free(at);
+  const after = new Int32Array(memory.buffer, 0, PROBE_SCAN_BYTES / 4);
+  let breakAt: number | undefined;
+  let highest = 0;
+  for (let i = 0; i < after.length; i++) {
+    const value = after[i] as number;
+    const bounds = (before[i] as number) < end && value >= end && value <= memory.buffer.byteLength;
+    if (bounds && grown[i] === value && value > highest) {
+      highest = value;
+      breakAt = i * 4;
+    }
+  }
+  // The stack must lie below the heap as it started: then below the break whatever the heap does.
+  if (breakAt === undefined || stackTop > (before[breakAt / 4] as number)) return undefined;
+  return { breakAt, stackTop };
 }
 
 export class BootedInstance {
@@ -172,6 +190,8 @@ export class BootedInstance {
   readonly call: QuickJSHandle;
   /** Reads the kinds of its values from their bits, where the engine keeps them so (see value-bits.ts). */
   readonly bits: ValueBits | undefined;
+  /** Reads whether a value is plain data from the engine's objects, where they are as it reads (see plain-data.ts). */
+  readonly plain: PlainData | undefined;
   /** The marshaling half (see guest/marshal.ts). */
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
@@ -187,7 +207,12 @@ export class BootedInstance {
   /** The library's JS-side state a run must leave as booted (see {@link #fingerprint}). */
   #bootedFingerprint = "";
 
-  private constructor(wasm: WebAssembly.Module | undefined, instance: Instance, boot: Boot) {
+  private constructor(
+    wasm: WebAssembly.Module | undefined,
+    instance: Instance,
+    boot: Boot,
+    plainFacts: PlainFacts | undefined,
+  ) {
     this.wasm = wasm;
     this.boot = boot;
     this.instance = instance;
@@ -202,6 +227,7 @@ export class BootedInstance {
     const ctx = runtime.newContext();
     this.ctx = ctx;
     this.bits = ValueBits.of(ctx, instance.memory);
+    this.plain = plainFacts === undefined ? undefined : PlainData.forRealm(plainFacts, ctx, instance.memory);
     this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
     const booted = this;
     this.call = ctx.newFunction("", function (this: QuickJSHandle, ...args: QuickJSHandle[]) {
@@ -249,8 +275,8 @@ export class BootedInstance {
     restorable: boolean,
     boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
-    const layout = await memoryLayout(wasm);
-    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot);
+    const { layout, plain } = await probeModule(wasm);
+    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot, plain);
     booted.#complete();
     if (layout === undefined) return booted;
     booted.#measure(layout.breakAt);

@@ -190,6 +190,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const OP_LOG = 2;
   const OP_MARSHAL = 4;
   const OP_CHARGE = 5;
+  const OP_PLAIN = 10;
   const MODE_CLONE = 0;
   const MODE_LOG = 2;
 
@@ -351,24 +352,31 @@ export function guestCore(hostCall: HostCall): CoreInternals {
 
   // The marshaling half is compiled on first use: most runs move only primitives.
   let marshal:
-    | { encode(value: unknown, mode: number): [string, unknown[]]; clone(value: unknown, options: unknown): unknown }
+    | {
+        encode(value: unknown, mode: number, plainLevels?: number): [string, unknown[]];
+        clone(value: unknown, options: unknown): unknown;
+      }
     | undefined;
   const loadMarshal = () => {
     marshal ??= hostCall(OP_MARSHAL, 0, "", []) as NonNullable<typeof marshal>;
     return marshal;
   };
 
+  // The host reads whether an object is plain data faster than a walk here (see OP_PLAIN); no guest code runs between
+  // its reading and the encoding.
+  const plainLevels = (value: unknown) =>
+    typeof value === "object" && value !== null ? (hostCall(OP_PLAIN, 0, "", value as unknown[]) as number) : 0;
   const guestConsole = {};
   const levels = ["log", "info", "warn", "error", "debug"];
   for (let level = 0; level < levels.length; level++) {
     hide(guestConsole, levels[level] as string, (...args: unknown[]) => {
-      const encoded = loadMarshal().encode(args, MODE_LOG);
+      const encoded = loadMarshal().encode(args, MODE_LOG, plainLevels(args));
       hostCall(OP_LOG, level, encoded[0], encoded[1]);
     });
   }
   freeze(guestConsole);
   const report = (value: unknown) => {
-    const encoded = loadMarshal().encode(value, MODE_CLONE);
+    const encoded = loadMarshal().encode(value, MODE_CLONE, plainLevels(value));
     return hostCall(OP_REPORT, 0, encoded[0], encoded[1]);
   };
 

@@ -13,8 +13,11 @@ import type { HostCall, HostFunctionCall, Intrinsics } from "./core.js";
 
 /** What the marshaling half hands back. */
 export interface MarshalInternals {
-  /** Value -> `[tape, side]` in the given mode; throws `SerializationError` for what cannot cross. */
-  encode(value: unknown, mode: number): [string, unknown[]];
+  /**
+   * Value -> `[tape, side]` in the given mode; throws `SerializationError` for what cannot cross. `plainLevels`: the
+   * host read the value as plain data that many levels deep (see `core/plain-data.ts`).
+   */
+  encode(value: unknown, mode: number, plainLevels?: number): [string, unknown[]];
   /** `tape` + side values -> a guest value. */
   decode(tape: string, ...side: unknown[]): unknown;
   /** A host function's arguments -> `[tape, side]`, for the host when one of them is not a primitive it reads. */
@@ -187,12 +190,12 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
    * are data properties holding strings, booleans, null, finite numbers other than -0 and such subtrees) cross as
    * `["j",json]`, written by the engine's own `JSON.stringify`; everything else as the tape's own nodes.
    */
-  function encode(value: unknown, as: number): [string, unknown[]] {
+  function encode(value: unknown, as: number, plainLevels?: number): [string, unknown[]] {
     const outer = encoding ? [mode, html, json, ids, side, nextId, level, deepest, safeLevels] : undefined;
     encoding = true;
     try {
       try {
-        return encodeAs(value, as, true);
+        return encodeAs(value, as, true, plainLevels);
       } catch (error) {
         if (error !== TAPE_ONLY) throw error;
       }
@@ -213,7 +216,8 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
     }
   }
 
-  function encodeAs(value: unknown, as: number, asJson: boolean): [string, unknown[]] {
+  /** `plainLevels`: the host found `value` plain data that many levels deep, so it is written as JSON at once. */
+  function encodeAs(value: unknown, as: number, asJson: boolean, plainLevels = 0): [string, unknown[]] {
     mode = as;
     html = as === MODE_STRUCTURED_CLONE;
     json = asJson;
@@ -221,9 +225,9 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
     side = [];
     nextId = 0;
     level = 0;
-    deepest = 0;
+    deepest = plainLevels;
     safeLevels = -1;
-    return [tape(value), side];
+    return [plainLevels > 0 ? plainTape(value) : tape(value), side];
   }
 
   /** What cannot be cloned; the boundary says why. */

@@ -60,6 +60,11 @@ export const MAX_RANDOM_BYTES = 65_536;
 export const OP_FETCH = 8;
 /** The guest's signal aborted request number `a`: the host aborts it. The tape is `null`. */
 export const OP_FETCH_ABORT = 9;
+/**
+ * How many levels of plain data the object in `side` is, read by the host from the engine's objects (0: not plain,
+ * see core/plain-data.ts): the guest's encoder then writes it as JSON without its own walk. The tape is `""`.
+ */
+export const OP_PLAIN = 10;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
