@@ -16,23 +16,29 @@ import type { Call, CallOutcome, HostRequest } from "./protocol.js";
 
 /** Bytes of the buffer's payload (a call's or an answer's two texts, as UTF-16). */
 export const PAYLOAD_BYTES = 256 * 1024;
-const HEADER_BYTES = 32;
+/** Bytes before the payload: the `Int32Array` slots, then the `Float64Array` fields. */
+export const HEADER_BYTES = 64;
 /** Int32 slot: the number of the latest call the worker published. */
 const REQUESTED = 0;
 /** Int32 slot: the number of the latest call the caller's thread answered; the worker waits on it. */
 const ANSWERED = 1;
 /** Int32 slot: 1 while the caller's thread watches for the next call, so the worker need not wake it. */
 const WATCHING = 2;
-/** Int32 slots: UTF-16 units of the head and of the tape in the payload; a head of -1: they went by message. */
-const HEAD_UNITS = 3;
+/** Int32 slots: UTF-16 units of the note and of the tape in the payload; a note of -1: they went by message. */
+const NOTE_UNITS = 3;
 const TAPE_UNITS = 4;
 const BY_MESSAGE = -1;
-
-/** What crosses in the payload: a head (JSON of the small fields) and a tape, as they are. */
-interface Parcel {
-  head: string;
-  tape: string;
-}
+/** Texts up to this many UTF-16 units are written unit by unit (see `CallChannel#writeText`). */
+const SHORT_TEXT_UNITS = 64;
+/**
+ * The numbers of a call or an answer, as `Float64Array` fields (written as numbers, not as JSON, which took a
+ * third of each call's crossing): a call's run, its operation ({@link OPS}) and the operation's number and flag;
+ * an answer's kind ({@link VALUE} or {@link FAULT}) and whether the value was returned rather than thrown.
+ */
+const FIELDS = 4;
+const OPS = ["call", "report", "log", "settle"] as const;
+const VALUE = 0;
+const FAULT = 1;
 
 /** A call or an answer that went by message, with its number. */
 type Posted<T> = T & { call: number };
@@ -42,7 +48,10 @@ export class CallChannel {
   readonly buffer: SharedArrayBuffer;
   readonly #port: MessagePort;
   readonly #slots: Int32Array;
+  readonly #fields: Float64Array;
   readonly #payload: Buffer;
+  /** The payload as UTF-16 units. */
+  readonly #units: Uint16Array;
   /** The worker's side: the call whose answer it has not read (it gave up on it mid-way), 0 when none. */
   #unread = 0;
 
@@ -51,7 +60,9 @@ export class CallChannel {
     this.buffer = buffer;
     this.#port = port;
     this.#slots = new Int32Array(buffer, 0, 5);
+    this.#fields = new Float64Array(buffer, 32, FIELDS);
     this.#payload = Buffer.from(buffer, HEADER_BYTES, PAYLOAD_BYTES);
+    this.#units = new Uint16Array(buffer, HEADER_BYTES, PAYLOAD_BYTES / 2);
   }
 
   /**
@@ -67,8 +78,16 @@ export class CallChannel {
       this.#read();
     }
     const { run, request, value } = call;
-    const parcel = value.buffers.length === 0 ? { head: JSON.stringify([run, request]), tape: value.tape } : undefined;
-    if (!this.#write(parcel)) this.#port.postMessage({ call: number, ...call } satisfies Posted<Call>);
+    const fields = this.#fields;
+    fields[0] = run;
+    fields[1] = OPS.indexOf(request.op);
+    fields[2] = request.op === "call" ? request.fn : request.op === "settle" ? request.promise : 0;
+    fields[3] = request.op === "settle" ? Number(request.ok) : request.op === "log" ? request.timestamp : 0;
+    const note = request.op === "log" ? request.level : "";
+    if (value.buffers.length > 0 || !this.#write(note, value.tape)) {
+      this.#byMessage();
+      this.#port.postMessage({ call: number, ...call } satisfies Posted<Call>);
+    }
     this.#unread = number;
     Atomics.store(this.#slots, REQUESTED, number);
     if (Atomics.load(this.#slots, WATCHING) === 0) wake();
@@ -87,10 +106,14 @@ export class CallChannel {
   /** The worker's side: the answer to call `number`, which {@link awaitAnswer} saw published. */
   answerTo(number: number): CallOutcome {
     this.#unread = 0;
+    const fields = this.#fields;
+    const kind = fields[0];
+    const ok = fields[1];
     const parcel = this.#read();
     if (parcel === undefined) return this.#posted<CallOutcome>(number);
-    const head = JSON.parse(parcel.head) as { fault: string } | { ok: boolean; side: number[] };
-    return "fault" in head ? head : { ok: head.ok, value: { tape: parcel.tape, side: head.side } };
+    if (kind === FAULT) return { fault: parcel.note };
+    const side = parcel.note === "" ? [] : (JSON.parse(parcel.note) as number[]);
+    return { ok: ok === 1, value: { tape: parcel.tape, side } };
   }
 
   /** The caller's side: the number of the call waiting for its answer, 0 when none. */
@@ -101,21 +124,51 @@ export class CallChannel {
 
   /** The caller's side: call `number`, which {@link pending} named. Throws when the worker wrote what is no call. */
   call(number: number): Call {
+    const fields = this.#fields;
+    const run = fields[0] as number;
+    const op = fields[1] as number;
+    const a = fields[2] as number;
+    const b = fields[3] as number;
     const parcel = this.#read();
     if (parcel === undefined) return this.#posted<Call>(number);
-    const [run, request] = JSON.parse(parcel.head) as [number, HostRequest];
+    let request: HostRequest;
+    switch (OPS[op]) {
+      case "call":
+        request = { op: "call", fn: a };
+        break;
+      case "report":
+        request = { op: "report" };
+        break;
+      case "log":
+        request = { op: "log", level: parcel.note as Extract<HostRequest, { op: "log" }>["level"], timestamp: b };
+        break;
+      case "settle":
+        request = { op: "settle", promise: a, ok: b === 1 };
+        break;
+      default:
+        throw new RangeError(`The call channel holds operation ${op}: no call`);
+    }
     return { run, request, value: { tape: parcel.tape, buffers: [] } };
   }
 
   /** The caller's side: answers call `number` and wakes the worker. */
   answer(number: number, outcome: CallOutcome): void {
-    let parcel: Parcel | undefined = { head: JSON.stringify(outcome), tape: "" };
-    if (!("fault" in outcome)) {
+    const fields = this.#fields;
+    let written: boolean;
+    if ("fault" in outcome) {
+      fields[0] = FAULT;
+      written = this.#write(outcome.fault, "");
+    } else {
       const { ok, value } = outcome;
-      const buffers = value.side.some((item) => typeof item !== "number");
-      parcel = buffers ? undefined : { head: JSON.stringify({ ok, side: value.side }), tape: value.tape };
+      fields[0] = VALUE;
+      fields[1] = Number(ok);
+      const numbers = value.side.every((item) => typeof item === "number");
+      written = numbers && this.#write(value.side.length === 0 ? "" : JSON.stringify(value.side), value.tape);
     }
-    if (!this.#write(parcel)) this.#port.postMessage({ call: number, ...outcome } satisfies Posted<CallOutcome>);
+    if (!written) {
+      this.#byMessage();
+      this.#port.postMessage({ call: number, ...outcome } satisfies Posted<CallOutcome>);
+    }
     Atomics.store(this.#slots, ANSWERED, number);
     Atomics.notify(this.#slots, ANSWERED);
   }
@@ -125,39 +178,56 @@ export class CallChannel {
     Atomics.store(this.#slots, WATCHING, watching ? 1 : 0);
   }
 
-  /** Writes `parcel` into the payload; `false`, the buffer saying so, when there is none or it does not fit. */
-  #write(parcel: Parcel | undefined): boolean {
-    const slots = this.#slots;
-    if (parcel === undefined || 2 * (parcel.head.length + parcel.tape.length) > PAYLOAD_BYTES) {
-      slots[HEAD_UNITS] = BY_MESSAGE;
-      slots[TAPE_UNITS] = 0;
-      return false;
-    }
+  /** Writes the texts into the payload; `false` when they do not fit. */
+  #write(note: string, tape: string): boolean {
+    if (2 * (note.length + tape.length) > PAYLOAD_BYTES) return false;
     // UTF-16 as it is: the tapes' lone surrogates survive, which UTF-8 would replace.
-    const headBytes = this.#payload.write(parcel.head, 0, "utf16le");
-    this.#payload.write(parcel.tape, headBytes, "utf16le");
-    slots[HEAD_UNITS] = parcel.head.length;
-    slots[TAPE_UNITS] = parcel.tape.length;
+    this.#writeText(note, 0);
+    this.#writeText(tape, note.length);
+    this.#slots[NOTE_UNITS] = note.length;
+    this.#slots[TAPE_UNITS] = tape.length;
     return true;
   }
 
-  /** The parcel in the payload, which is cleared; `undefined` when it went by message. */
-  #read(): Parcel | undefined {
-    const slots = this.#slots;
-    const head = slots[HEAD_UNITS] as number;
-    const tape = slots[TAPE_UNITS] as number;
-    if (head === BY_MESSAGE) return undefined;
-    // The other thread wrote these: they are checked against the buffer before anything is read.
-    if (!(head >= 0 && tape >= 0 && 2 * (head + tape) <= PAYLOAD_BYTES)) {
-      throw new RangeError(`The call channel holds ${head} + ${tape} units: more than it can`);
+  /**
+   * Writes `text` at UTF-16 unit `at` of the payload: a short one unit by unit, quicker than a call into the runtime,
+   * which a call's note and tape mostly are.
+   */
+  #writeText(text: string, at: number): void {
+    if (text.length > SHORT_TEXT_UNITS) {
+      this.#payload.write(text, 2 * at, "utf16le");
+      return;
     }
-    const end = 2 * (head + tape);
+    const units = this.#units;
+    for (let i = 0; i < text.length; i++) units[at + i] = text.charCodeAt(i);
+  }
+
+  /** Marks the call or the answer as gone by message; its fields are cleared. */
+  #byMessage(): void {
+    this.#fields.fill(0);
+    this.#slots[NOTE_UNITS] = BY_MESSAGE;
+    this.#slots[TAPE_UNITS] = 0;
+  }
+
+  /** The texts in the payload, which is cleared with the fields; `undefined` when they went by message. */
+  #read(): { note: string; tape: string } | undefined {
+    const slots = this.#slots;
+    const note = slots[NOTE_UNITS] as number;
+    const tape = slots[TAPE_UNITS] as number;
+    this.#fields.fill(0);
+    if (note === BY_MESSAGE) return undefined;
+    // The other thread wrote these: they are checked against the buffer before anything is read.
+    if (!(note >= 0 && tape >= 0 && 2 * (note + tape) <= PAYLOAD_BYTES)) {
+      throw new RangeError(`The call channel holds ${note} + ${tape} units: more than it can`);
+    }
+    const end = 2 * (note + tape);
+    const payload = this.#payload;
     const parcel = {
-      head: this.#payload.toString("utf16le", 0, 2 * head),
-      tape: this.#payload.toString("utf16le", 2 * head, end),
+      note: note === 0 ? "" : payload.toString("utf16le", 0, 2 * note),
+      tape: tape === 0 ? "" : payload.toString("utf16le", 2 * note, end),
     };
     this.#payload.fill(0, 0, end);
-    slots[HEAD_UNITS] = 0;
+    slots[NOTE_UNITS] = 0;
     slots[TAPE_UNITS] = 0;
     return parcel;
   }

@@ -133,6 +133,13 @@ class ThreadPool {
     this.#dispatch();
   }
 
+  /** Whether `thread`'s run is the only one in flight: no other holds a worker or waits for one. */
+  alone(thread: Thread): boolean {
+    if (this.#queue.length > 0) return false;
+    for (const other of this.#threads) if (other !== thread && other.holder !== undefined) return false;
+    return true;
+  }
+
   /** Notes what runs look like, for warming new workers. */
   uses(latest: Latest): void {
     this.#latest = latest;

@@ -15,8 +15,8 @@ import type {
 } from "../../src/core/types.js";
 import type { GuestTape } from "../../src/values/to-host.js";
 
-/** Bytes of a worker's signals: two `Int32Array` slots, then two `Float64Array` slots. */
-export const SIGNAL_BYTES = 24;
+/** Bytes of a worker's signals: four `Int32Array` slots, then two `Float64Array` slots. */
+export const SIGNAL_BYTES = 32;
 /** Int32 slot: the id of the run the caller stopped; the worker's run reads it through `SandboxOptions.interrupted`. */
 export const STOP = 0;
 /**
@@ -25,6 +25,12 @@ export const STOP = 0;
  * tells workers at work from those waiting for the host.
  */
 export const COMPUTING = 1;
+/**
+ * Int32 slot: the worker's doorbell, rung (set to 1) by the caller's thread after each message it posts. A worker
+ * whose run was alone in flight watches it a moment for the caller's next run, and then takes its messages from its
+ * port itself, rather than let its thread sleep until the event loop delivers them.
+ */
+export const DOORBELL = 2;
 /** Float64 slot: when the worker's current slice of synchronous guest work began (see {@link now}), 0 between slices. */
 export const SLICE_STARTED = 0;
 /** Float64 slot: milliseconds of the current run's earlier slices. */
@@ -32,7 +38,7 @@ export const SLICES_SPENT = 1;
 
 /** A worker's signals as both threads read them. */
 export function signalViews(buffer: SharedArrayBuffer): { flags: Int32Array; clock: Float64Array } {
-  return { flags: new Int32Array(buffer, 0, 2), clock: new Float64Array(buffer, 8, 2) };
+  return { flags: new Int32Array(buffer, 0, 4), clock: new Float64Array(buffer, 16, 2) };
 }
 
 /** Milliseconds on a time line both threads share (each thread's `performance.now()` has its own origin). */
@@ -114,6 +120,11 @@ export type ToWorker =
        * request, so what the listener throws reaches the guest; else each is posted as a `log` message.
        */
       listened: boolean;
+      /**
+       * Whether no other run was in flight when this one was handed over: the worker then watches its doorbell for
+       * the caller's next run once this one is over. Never with others in flight, whose workers' cores it would take.
+       */
+      alone: boolean;
       /** `[globals, imports]`. */
       values: Crossed;
       args: Crossed;

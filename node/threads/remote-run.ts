@@ -70,7 +70,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
   readonly #crossing: Crossing;
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
   readonly #logs: CodeExecutionLog[] = [];
-  readonly #message: Omit<RunMessage, "wasm" | "settings">;
+  readonly #message: Omit<RunMessage, "wasm" | "settings" | "alone">;
   /** The compiled QuickJS wasm, and SWC's for TypeScript: compiled while the run waits for a worker. */
   readonly #compiled: Promise<{ module: WebAssembly.Module; swc: WebAssembly.Module | undefined }>;
   #end!: (ending: Ending) => void;
@@ -147,6 +147,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
           wasm: thread.wasmRef(module),
           settings: thread.settingsRef(id, settings),
           ...(swc === undefined ? {} : thread.swcRef(swc)),
+          alone: threadPool.alone(thread),
         });
         this.#posted = true;
         this.#watch(thread, this.#context.safetyCap.cpuTimeMs + WATCHDOG_MARGIN_MS);

@@ -13,6 +13,7 @@ import {
   type Call,
   type CallOutcome,
   COMPUTING,
+  DOORBELL,
   type FromWorker,
   now,
   SETTINGS_KEPT,
@@ -124,8 +125,10 @@ export class Thread {
     });
   }
 
+  /** Posts `message` and rings the worker's doorbell, in case it watches it (see `DOORBELL`). */
   post(message: ToWorker): void {
     this.#worker.postMessage(message);
+    Atomics.store(this.#flags, DOORBELL, 1);
   }
 
   /** `module` as this worker needs it: by number once it has it. */
@@ -189,19 +192,24 @@ export class Thread {
 
   /**
    * Answers the worker's waiting synchronous call, then the next ones while it makes them (see the module comment).
-   * A call answered with a promise ends the watch: the guest awaits it, and it settles only once this returns.
+   * A call answered with a promise ends the watch: the guest awaits it, and it settles only once this returns. A watch
+   * that ran its slice goes on after a turn of the event loop, still watching meanwhile, so the guest's next call
+   * waits for that turn rather than for a message.
    */
-  #serve(): void {
+  #serve(resumed = false): void {
     const calls = this.#calls;
     const started = performance.now();
-    let answered: number | undefined;
+    let answered = resumed ? started : undefined;
     calls.watch(true);
     for (;;) {
       const number = calls.pending();
       if (number !== 0) {
         if (this.#answer(number)) break;
         answered = performance.now();
-        if (answered - started > SERVE_SLICE_MS) break;
+        if (answered - started > SERVE_SLICE_MS) {
+          setImmediate(() => this.#serve(true));
+          return;
+        }
       } else if (answered === undefined || performance.now() - answered > WATCH_MS) break;
     }
     calls.watch(false);

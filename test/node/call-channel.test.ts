@@ -5,7 +5,7 @@
  */
 import { MessageChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
-import { CallChannel, PAYLOAD_BYTES } from "../../node/threads/call-channel.js";
+import { CallChannel, HEADER_BYTES, PAYLOAD_BYTES } from "../../node/threads/call-channel.js";
 import type { Call, CallOutcome } from "../../node/threads/protocol.js";
 
 /** A worker's end and the caller's end of one channel. */
@@ -22,7 +22,7 @@ const call = (tape: string, buffers: ArrayBuffer[] = []): Call => ({
 });
 
 /** The payload's bytes, as the other thread sees them. */
-const payload = (buffer: SharedArrayBuffer) => new Uint8Array(buffer, 32, PAYLOAD_BYTES);
+const payload = (buffer: SharedArrayBuffer) => new Uint8Array(buffer, HEADER_BYTES, PAYLOAD_BYTES);
 
 /** Publishes `sent` from the worker's end, answers it with `outcome` from the caller's; what each end received. */
 function roundTrip(sent: Call, outcome: CallOutcome, number = 1) {
@@ -69,6 +69,31 @@ describe("the call channel", () => {
     expect(buffers.answer).toEqual({ ok: true, value: { tape: '"b"', side: [bytes, 2] } });
   });
 
+  it("carries every request, and answers with promises of the host, and clears their numbers once read", () => {
+    const requests: Call["request"][] = [
+      { op: "call", fn: 12 },
+      { op: "report" },
+      { op: "log", level: "warn", timestamp: 1_764_126_000_123.5 },
+      { op: "settle", promise: 9, ok: true },
+      { op: "settle", promise: 10, ok: false },
+    ];
+    for (const request of requests) {
+      const sent: Call = { run: 2_147_483_647, request, value: { tape: '["u"]', buffers: [] } };
+      const outcome: CallOutcome = { ok: false, value: { tape: '["p",0]', side: [0, 41] } };
+      const { received, answer, buffer } = roundTrip(sent, outcome);
+      expect(received).toEqual(sent);
+      expect(answer).toEqual(outcome);
+      expect(new Uint8Array(buffer, 32, HEADER_BYTES - 32).every((byte) => byte === 0)).toBe(true);
+    }
+  });
+
+  it("takes no operation it does not know for a call", () => {
+    const { caller, worker } = channel();
+    worker.publish(1, call("1"), () => {});
+    new Float64Array(caller.buffer, 32, 4)[1] = 4;
+    expect(() => caller.call(1)).toThrow(new RangeError("The call channel holds operation 4: no call"));
+  });
+
   it("carries a fault of the host", () => {
     expect(roundTrip(call("1"), { fault: "cannot decode" }).answer).toEqual({ fault: "cannot decode" });
   });
@@ -92,10 +117,9 @@ describe("the call channel", () => {
     const { caller, worker } = channel();
     worker.publish(1, call("1"), () => {});
     const slots = new Int32Array(caller.buffer, 0, 5);
-    const head = JSON.stringify([7, { op: "call", fn: 3 }]).length;
     slots[4] = PAYLOAD_BYTES;
     expect(() => caller.call(1)).toThrow(
-      new RangeError(`The call channel holds ${head} + ${PAYLOAD_BYTES} units: more than it can`),
+      new RangeError(`The call channel holds 0 + ${PAYLOAD_BYTES} units: more than it can`),
     );
     slots[3] = -2;
     slots[4] = 0;

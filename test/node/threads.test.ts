@@ -97,6 +97,19 @@ describe("stops", () => {
     }
   });
 
+  it("a run taken by a worker watching its doorbell stops as any other, the worker kept for the next", async () => {
+    expect((await runCode("export default 1", JS)).status).toBe("success");
+    // Handed over at once, to the worker watching for it since the run before.
+    const started = deferred();
+    const run = runCode("started();\nwhile (true) {}", { ...JS, globals: { started: () => started.resolve() } });
+    await started.promise;
+    const stopped = nextStop();
+    run.terminate("enough");
+    expect(await run).toMatchObject({ status: "terminated", error: { message: "enough" } });
+    expect((await stopped).exited).toBe(false);
+    expect((await runCode("export default 2", JS)).result).toBe(2);
+  });
+
   it("terminate() stops a native loop that never polls at the engine's next fuel refill: the worker is kept", async () => {
     for (let i = 0; i < 3; i++) expect(await stopLatency(NON_POLLING, false)).toBeLessThan(HANG_MS);
     expect(await runCode("export default 6 * 7", JS)).toMatchObject({ status: "success", result: 42 });
@@ -341,6 +354,33 @@ describe("what crosses to a worker", () => {
     expect(result).toEqual([2, 4, 6, 8]);
     const settles = messages.flatMap((message) => (message.kind === "settle" ? [message.settled.length] : []));
     expect(settles).toEqual([4]);
+  });
+
+  it("a run is handed over alone only when no other is in flight: then its worker watches for the next", async () => {
+    const sandbox = createSandbox({ threads: true });
+    const runs = await posted(async () => {
+      for (let i = 0; i < 2; i++) await sandbox.runCode("export default 1", JS);
+      await Promise.all(Array.from({ length: 6 }, () => sandbox.runCode("export default 1", JS)));
+    });
+    const alone = runs.flatMap((message) => (message.kind === "run" ? [message.alone] : []));
+    // The last of the six may find the others over by the time it is handed over.
+    expect(alone.slice(0, 7)).toEqual([true, true, false, false, false, false, false]);
+  });
+
+  it("a worker watching for the next run takes whatever comes first, a stale settlement included", async () => {
+    const sandbox = createSandbox({ threads: true });
+    const gate = deferred();
+    // The first run's promise settles once the run is over: its settlement reaches a worker watching for a run.
+    const later = () => gate.promise.then(() => 1);
+    const first = await sandbox.runCode("later(); export default 1", { ...JS, globals: { later } });
+    gate.resolve();
+    await sleep(0);
+    const calls: number[] = [];
+    const second = await sandbox.runCode("export default add(2, 3) + (await twice(4))", {
+      ...JS,
+      globals: { add: (a: number, b: number) => calls.push(a + b) && a + b, twice: async (x: number) => 2 * x },
+    });
+    expect([first.status, second.status, second.result, calls]).toEqual(["success", "success", 13, [5]]);
   });
 
   it("values too large for the call channel cross whole, both ways", async () => {
