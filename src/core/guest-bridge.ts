@@ -496,7 +496,7 @@ export class GuestBridge {
 
   /** The levels of plain data `handle` is (0: not plain, or not known), its reading charged to the run. */
   #plainLevels(handle: QuickJSHandle): number {
-    const plain = this.#booted.plain?.read(handle);
+    const plain = this.#booted.plain?.read(handle, Math.max(0, this.#limits.fuelLeft) / PLAIN_READ_FUEL);
     if (plain === undefined) return 0;
     this.#limits.spend(plain.visits * PLAIN_READ_FUEL);
     return plain.levels;

@@ -101,8 +101,11 @@ export class PlainData {
     return this.#words;
   }
 
-  /** Reads the value `handle` points to (see {@link PlainReading}); linear in the values read, each read once. */
-  read(handle: QuickJSHandle): PlainReading {
+  /**
+   * Reads the value `handle` points to (see {@link PlainReading}): linear in the values read, each read once, and
+   * not plain past `maxVisits` of them (what the run can still pay for).
+   */
+  read(handle: QuickJSHandle, maxVisits = Number.POSITIVE_INFINITY): PlainReading {
     const words = this.#view();
     const at = pointer(handle) >>> 2;
     if (words[at + 1] !== TAG_OBJECT) return { levels: 0, visits: 1 };
@@ -114,7 +117,7 @@ export class PlainData {
     // Every value read is within memory: addresses past its end (no engine makes one) read as not plain.
     const end = words.length - SHAPE_PROPERTIES;
     const value = (low: number, high: number, level: number): boolean => {
-      visits++;
+      if (++visits > maxVisits) return false;
       switch (high) {
         case TAG_OBJECT:
           pending.push(low, level);

@@ -88,10 +88,14 @@ describe("the reading of plain data", () => {
         expect(levelsOf(nested(MAX_PLAIN_LEVELS + 1))).toBe(0);
       });
 
-      it("counts every value it read, and reads a primitive as not plain at the cost of one", () => {
+      it("counts every value it read, stops past the visits it may make, and reads a primitive as not plain", () => {
         const handle = ctx.unwrapResult(ctx.evalCode("[1, 'a', { b: null, c: [true] }]"));
         expect(reader.read(handle)).toEqual({ levels: 3, visits: 6 });
         handle.dispose();
+        const ten = ctx.unwrapResult(ctx.evalCode("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"));
+        expect(reader.read(ten, 10)).toEqual({ levels: 1, visits: 10 });
+        expect(reader.read(ten, 5)).toEqual({ levels: 0, visits: 6 });
+        ten.dispose();
         const number = ctx.newNumber(1);
         expect(reader.read(number)).toEqual({ levels: 0, visits: 1 });
         number.dispose();
