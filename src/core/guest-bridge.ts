@@ -585,13 +585,13 @@ const noSide = {
   promise: () => Promise.resolve(),
 };
 
-/** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
 /**
  * Fuel charged for each value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, as much as 8-20
  * units of the engine's own work (1.3-4.3 ms of CPU per 10^6 units), so reading for the guest is never cheaper than
  * the engine's own walk would be at its fastest.
  */
 const PLAIN_READ_FUEL = 16;
+/** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
 const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
 
 /** What {@link GuestBridge.#primitive} answers for a value that is not a primitive it reads. */
