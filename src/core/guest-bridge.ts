@@ -586,9 +586,9 @@ const noSide = {
 };
 
 /**
- * Fuel charged for each value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, as much as 8-20
- * units of the engine's own work (1.3-4.3 ms of CPU per 10^6 units), so reading for the guest is never cheaper than
- * the engine's own walk would be at its fastest.
+ * Fuel charged for each value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, the CPU time of
+ * 8-20 units of the engine's own work (1.3-4.3 ms per 10^6 units), so the safety cap bounds the host's reading for a
+ * run as it bounds the engine.
  */
 const PLAIN_READ_FUEL = 16;
 /** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
