@@ -3,16 +3,23 @@
  * path prefix (`https://x.org/v1/`). A URL is compared as the platform's WHATWG parser normalized it (host lowercased,
  * default port dropped, `.` and `..` segments and their percent-encoded forms resolved, userinfo apart from the
  * host), so `https://api.example.com.evil.com`, `https://api.example.com@evil.com` or `/v1/%2e%2e/admin` name
- * another origin or path and are refused. A path must also stay under its prefix once percent-decoded and resolved
- * again: a server that decodes `%2f` or `%252e` before it resolves dot segments must not be led out of the prefix.
+ * another origin or path and are refused.
+ *
+ * Below a prefix, servers read a path in ways the WHATWG parser does not: they percent-decode before resolving dot
+ * segments (`%2F..%2F`), collapse empty segments (`//..`), take `\` for `/` (Windows rules), drop `;` parameters
+ * (`..;/`: Servlet containers), stop at a NUL, or decode twice (`%252F`). Rather than model every such reading and
+ * resolve the path each way, the rest of the path after the prefix is refused when, percent-decoded once, it could
+ * be read as anything but plain names below the prefix: an escape still in it (a second decoding would change it),
+ * an empty segment but a trailing one, a segment of only dots (and spaces), a backslash, a `;` or a control
+ * character. What is left is a path every one of those readings resolves to itself, so it stays under the prefix;
+ * the rule is one linear pass, easy to check, and refuses only paths no API needs.
  * @module
  */
 
 interface Rule {
   origin: string;
-  /** `""` for the whole origin; else the prefix as parsed, and percent-decoded and resolved. */
+  /** `""` for the whole origin; else the prefix as parsed. */
   path: string;
-  decodedPath: string;
 }
 
 export class AllowList {
@@ -33,11 +40,8 @@ export class AllowList {
 
   /** Whether `url` (http or https, without userinfo) is under one of the entries. */
   allows(url: URL): boolean {
-    const decoded = decodedPath(url.pathname);
     return this.#rules.some(
-      (rule) =>
-        rule.origin === url.origin &&
-        (rule.path === "" || (under(url.pathname, rule.path) && under(decoded, rule.decodedPath))),
+      (rule) => rule.origin === url.origin && (rule.path === "" || under(url.pathname, rule.path)),
     );
   }
 }
@@ -52,32 +56,34 @@ function ruleOf(entry: unknown, where: string): Rule {
   if (url.username !== "" || url.password !== "") fail("must not hold credentials");
   if (/[?#]/.test(entry)) fail("must not have a query or fragment");
   const path = url.pathname === "/" ? "" : url.pathname;
-  return { origin: url.origin, path, decodedPath: decodedPath(path) };
-}
-
-/** `path` is `prefix` or below it, on a segment boundary (`/v1` covers `/v1` and `/v1/x`, not `/v1x`). */
-function under(path: string, prefix: string): boolean {
-  if (prefix.endsWith("/")) return path.startsWith(prefix);
-  return path === prefix || path.startsWith(`${prefix}/`);
+  return { origin: url.origin, path };
 }
 
 /**
- * `path` percent-decoded until nothing changes (each pass shortens it), backslashes read as slashes, and its dot
- * segments resolved: the path a server that decodes first would serve.
+ * `path` is `prefix` or below it, on a segment boundary (`/v1` covers `/v1` and `/v1/x`, not `/v1x`), with a rest
+ * that every server reads as plain names (see the module's comment).
  */
-function decodedPath(path: string): string {
-  let decoded = path;
-  for (let previous = ""; previous !== decoded; ) {
-    previous = decoded;
-    decoded = decoded.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
-  }
-  const parts = decoded.replaceAll("\\", "/").split("/").slice(1);
-  const segments: string[] = [];
-  for (const [index, part] of parts.entries()) {
-    if (part === "..") segments.pop();
-    // A trailing `.` or `..` leaves a directory, as the WHATWG parser resolves them.
-    if ((part === "." || part === "..") && index === parts.length - 1) segments.push("");
-    else if (part !== "." && part !== "..") segments.push(part);
-  }
-  return `/${segments.join("/")}`;
+function under(path: string, prefix: string): boolean {
+  if (path === prefix) return true;
+  const base = prefix.endsWith("/") ? prefix : `${prefix}/`;
+  return path.startsWith(base) && plainNames(path.slice(base.length));
+}
+
+const ESCAPES = /%([0-9a-fA-F]{2})/g;
+const ESCAPE = /%[0-9a-fA-F]{2}/;
+/** A backslash (Windows' `/`), a `;` (Servlet path parameters are dropped) or a control character (C stops at NUL). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+const UNSAFE_CHARACTER = /[\\;\x00-\x1f\x7f]/;
+/** A segment of dots and spaces only: `.` and `..`, and what Windows trims to them or to nothing (`...`, `.. `). */
+const DOTS = /^[. ]+$/;
+
+/**
+ * `rest` (a path below a prefix, as sent), decoded once, is names joined by single slashes (an empty last one for a
+ * trailing slash), with no escape left in it that a second decoding would change (`%252F`).
+ */
+function plainNames(rest: string): boolean {
+  const decoded = rest.replace(ESCAPES, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  if (ESCAPE.test(decoded) || UNSAFE_CHARACTER.test(decoded)) return false;
+  const segments = decoded.split("/");
+  return segments.every((segment, index) => (segment !== "" || index === segments.length - 1) && !DOTS.test(segment));
 }

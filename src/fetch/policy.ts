@@ -12,8 +12,9 @@ export type FetchTransport = (url: string, init: RequestInit) => Promise<Respons
 export interface FetchOptions {
   /**
    * Origins the guest may fetch (`https://api.example.com`), each optionally narrowed to a path prefix
-   * (`https://x.org/v1/` covers `/v1/` and below; `https://x.org/v1` also `/v1` itself). Every other URL, and every
-   * redirect to one, is refused with a `TypeError` naming its origin, and never reaches the network.
+   * (`https://x.org/v1/` covers `/v1/` and plain names below it, so no `..`, `//`, `\` or `;` however encoded;
+   * `https://x.org/v1` also `/v1` itself). Every other URL, and every redirect to one, is refused with a `TypeError`
+   * naming its origin, and never reaches the network.
    */
   allow: readonly string[];
   /** The fetch the host makes requests with. Default the platform's global `fetch`. */
