@@ -491,7 +491,8 @@ export function guestCore(hostCall: HostCall): CoreInternals {
         if (given.length === 0) {
           throw makeError(TypeErrorCtor, "TypeError", "structuredClone: 1 argument required, but only 0 present");
         }
-        return loadMarshal().clone(value, given[1]);
+        // Read within `arguments`: past its end the read would run a getter the guest put on Object.prototype.
+        return loadMarshal().clone(value, given.length > 1 ? given[1] : undefined);
       },
     }.structuredClone,
   );

@@ -783,4 +783,48 @@ export function marshalingSuite(runCode: RunCode): void {
       expect([buffer.byteLength, [...new Uint8Array(buffer)]]).toEqual([8, [1, 2, 3, 4, 5, 6, 7, 8]]);
     });
   });
+
+  describe("§3.5 marshaling: accessors the guest puts on the prototypes' indices", () => {
+    // The boundary reads tapes and arguments within their lengths: a read past an end would run these.
+    const trap = `for (const proto of [Object.prototype, Array.prototype]) {
+        for (let i = 0; i < 8; i++) {
+          const fail = () => { throw new Error("index " + i + " read through a prototype"); };
+          Object.defineProperty(proto, i, { get: fail, set: fail, configurable: true });
+        }
+      }`;
+
+    it("never run while values cross, both ways, nor in structuredClone", async () => {
+      const echo = (...args: unknown[]) => args;
+      const source = `${trap}
+        const sent = [undefined, NaN, -0, 1n, new Error("e", { cause: 1 }), new Map([[1, 2]]), new Date(0), /x/g,
+          new ArrayBuffer(2, { maxByteLength: 4 }), new Uint8Array(3), new DataView(new ArrayBuffer(1))];
+        const back = await echo(...sent);
+        const cloned = structuredClone(sent);
+        console.log(sent);
+        report(back.length, cloned.length);
+        export default [back.length, cloned.length, String(back[3]), Object.is(cloned[2], -0)];`;
+      const r = await runCode(source, { globals: { echo } });
+      expect([r.status, r.error, r.result, r.reports.length]).toEqual(["success", undefined, [11, 11, "1", true], 1]);
+    });
+
+    it("leave a sort whose comparator throws as the engine does (the accessor read once, nothing written)", async () => {
+      const source = `const seen = [];
+        Object.defineProperty(Object.prototype, "2", {
+          get() { seen.push("read"); return 9; },
+          set(v) { seen.push("wrote " + v); },
+          configurable: true,
+        });
+        const list = [undefined, 5, , 4, undefined, , 8];
+        let calls = 0;
+        try {
+          list.sort((a, b) => { if (++calls === 3) throw new Error("third"); return a - b; });
+        } catch (error) { seen.push(error.message); }
+        const state = [list.length, Object.hasOwn(list, 2), 2 in list, Object.hasOwn(list, 5), list[1], list[3], list[6]];
+        export default [seen, state];`;
+      expect(await ok(runCode, source)).toEqual([
+        ["read", "third"],
+        [7, false, true, false, 5, 4, 8],
+      ]);
+    });
+  });
 }
