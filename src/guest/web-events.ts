@@ -145,7 +145,9 @@ export function guestWebEvents(_hostCall: HostCall, kit: WebKit): void {
         cancelable: !!init.cancelable,
         composed: !!init.composed,
         trusted: false,
-        timeStamp: kit.now(),
+        // The global's time origin is its creation, before the run: the timer clock counts from the run's start, so
+        // an event's time is that clock plus the least step it knows (1 ms), positive and never going back.
+        timeStamp: kit.now() + 1,
         target: null,
         currentTarget: null,
         phase: NONE,

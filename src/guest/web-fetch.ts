@@ -41,8 +41,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const MODE_CLONE = 0;
 
   const G = globalThis as unknown as Record<string, unknown>;
-  const { defineProperty, getOwnPropertyDescriptor, keys } = Object;
-  const { apply } = Reflect;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, keys } = Object;
+  const { apply, ownKeys } = Reflect;
   const { install, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
   const StringCtor = String;
   const NumberCtor = Number;
@@ -60,7 +60,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const promiseThen = Promise.prototype.then;
   const iteratorSymbol = Symbol.iterator;
   // The Web APIs installed before this one.
-  const URLCtor = G.URL as new (url: string) => { href: string };
+  const URLCtor = G.URL as new (url: string) => { href: string; username: string; password: string };
   const URLSearchParamsCtor = G.URLSearchParams as new () => object;
   const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
   const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
@@ -87,48 +87,86 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
   const BAD_VALUE = /[\0\r\n]/;
   const NOT_BYTES = /[^\0-\xff]/;
+  /** WebIDL's ByteString: ToString (a symbol is refused, as `String()` would not), nothing past U+00FF. */
+  const byteString = (value: unknown): string => {
+    if (typeof value === "symbol") fail("Headers: a Symbol is not a header name or value");
+    const text = StringCtor(value);
+    if (NOT_BYTES.test(text)) fail(`Headers: ${stringify(text)} holds a character past U+00FF`);
+    return text;
+  };
   const headerName = (name: unknown): string => {
-    const text = StringCtor(name);
+    const text = byteString(name);
     if (!TOKEN.test(text)) fail(`Headers: ${stringify(text)} is not a valid header name`);
     return text.toLowerCase();
   };
   const headerValue = (value: unknown, name: string): string => {
-    const text = StringCtor(value).replace(EDGE_WHITESPACE, "");
-    if (BAD_VALUE.test(text) || NOT_BYTES.test(text))
-      fail(`Headers: the value of '${name}' is not a valid header value`);
+    const text = byteString(value).replace(EDGE_WHITESPACE, "");
+    if (BAD_VALUE.test(text)) fail(`Headers: the value of '${name}' is not a valid header value`);
     return text;
+  };
+  const isObject = (value: unknown): value is Record<PropertyKey, unknown> =>
+    (typeof value === "object" && value !== null) || typeof value === "function";
+  /** WebIDL's sequence<ByteString...> of an iterable whose `@@iterator` is `method`, each item converted by `convert`. */
+  const sequence = <T>(iterable: object, method: unknown, convert: (item: unknown) => T): T[] => {
+    const iterator = apply(method as () => unknown, iterable, []);
+    if (!isObject(iterator)) fail("Headers: an iterator must be an object");
+    const next = (iterator as Record<string, unknown>).next as () => unknown;
+    const items: T[] = [];
+    for (;;) {
+      const step = apply(next, iterator, []);
+      if (!isObject(step)) fail("Headers: an iterator result must be an object");
+      if ((step as IteratorResult<unknown>).done) return items;
+      items[items.length] = convert((step as IteratorResult<unknown>).value);
+    }
+  };
+  /** One header of a sequence init: an iterable of ByteStrings (its size is checked when the headers are filled). */
+  const headerPair = (pair: unknown): string[] => {
+    const method = isObject(pair) ? pair[iteratorSymbol] : undefined;
+    if (typeof method !== "function") fail("Headers: each header must be a [name, value] pair");
+    return sequence(pair as object, method, byteString);
+  };
+  /**
+   * A `HeadersInit` converted as WebIDL converts `(sequence<sequence<ByteString>> or record<ByteString, ByteString>)`:
+   * an object with an `@@iterator` (a Headers too) is iterated; any other is a record, read key by key in
+   * [[OwnPropertyKeys]] order, its enumerable own properties only, a symbol key refused.
+   */
+  const initPairs = (init: Record<PropertyKey, unknown>): string[][] => {
+    const method = init[iteratorSymbol];
+    if (method !== undefined && method !== null) {
+      if (typeof method !== "function") fail("Headers: init's Symbol.iterator must be a function");
+      return sequence(init, method, headerPair);
+    }
+    const pairs: string[][] = [];
+    const names = ownKeys(init);
+    for (let i = 0; i < names.length; i++) {
+      const key = names[i] as PropertyKey;
+      const own = getOwnPropertyDescriptor(init, key);
+      if (own === undefined || !own.enumerable) continue;
+      const name = byteString(key);
+      pairs[pairs.length] = [name, byteString(init[key])];
+    }
+    return pairs;
   };
 
   let listOf: (headers: Headers) => [string, string][];
   /** Headers holding `list` as it is: the host's, already lowercase and valid. */
   let headersOf: (list: [string, string][]) => Headers;
+  /** A copy of `headers`' list, as it is (the Fetch standard copies a request's list; iterating would combine it). */
+  let copyOf: (headers: Headers) => Headers;
+  /** The sorted and combined list that iterators and `forEach` read, as it is when they read it. */
+  let sortedOf: (headers: Headers) => [string, string][];
   class Headers {
     #list: [string, string][] = [];
 
     constructor(init?: HeadersInit) {
-      if (init === undefined || init === null) {
-        if (init === null) fail("Headers: init must be an object, not null");
-        return;
+      if (init === undefined) return;
+      if (!isObject(init)) fail("Headers: init must be an object");
+      const pairs = initPairs(init as Record<PropertyKey, unknown>);
+      for (let i = 0; i < pairs.length; i++) {
+        const pair = pairs[i] as string[];
+        if (pair.length !== 2) fail("Headers: each header must be a [name, value] pair");
+        this.append(pair[0] as string, pair[1] as string);
       }
-      if (typeof init !== "object" && typeof init !== "function") fail("Headers: init must be an object");
-      if (#list in (init as object)) {
-        const list = (init as Headers).#list;
-        for (let i = 0; i < list.length; i++)
-          this.#list.push([(list[i] as [string, string])[0], (list[i] as [string, string])[1]]);
-        return;
-      }
-      if (typeof (init as Record<PropertyKey, unknown>)[iteratorSymbol] === "function") {
-        for (const pair of init as Iterable<Iterable<unknown>>) {
-          if (typeof pair !== "object" || pair === null) fail("Headers: each header must be a [name, value] pair");
-          const items = [...pair];
-          if (items.length !== 2) fail("Headers: each header must be a [name, value] pair");
-          this.append(items[0] as string, items[1] as string);
-        }
-        return;
-      }
-      const record = init as Record<string, unknown>;
-      const names = keys(record);
-      for (let i = 0; i < names.length; i++) this.append(names[i] as string, record[names[i] as string] as string);
     }
 
     append(name: string, value: string): void {
@@ -169,25 +207,27 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       this.#list[at] = [key, text];
     }
 
+    /** WebIDL's forEach of a pair iterable: the list is read again before each call, as changed by the last. */
     forEach(callback: (value: string, name: string, headers: Headers) => void, thisArg?: unknown): void {
       if (typeof callback !== "function") fail("Headers.forEach: callback must be a function");
-      for (const [name, value] of this.#sorted()) apply(callback, thisArg, [value, name, this]);
+      for (let i = 0; ; i++) {
+        const pairs = this.#sorted();
+        if (i >= pairs.length) return;
+        const pair = pairs[i] as [string, string];
+        apply(callback, thisArg, [pair[1], pair[0], this]);
+      }
     }
 
-    *entries(): IterableIterator<[string, string]> {
-      yield* this.#sorted();
+    entries(): HeadersIterator {
+      return new HeadersIterator(this, ENTRIES);
     }
 
-    *keys(): IterableIterator<string> {
-      for (const entry of this.#sorted()) yield entry[0];
+    keys(): HeadersIterator {
+      return new HeadersIterator(this, KEYS);
     }
 
-    *values(): IterableIterator<string> {
-      for (const entry of this.#sorted()) yield entry[1];
-    }
-
-    [Symbol.iterator](): IterableIterator<[string, string]> {
-      return this.entries();
+    values(): HeadersIterator {
+      return new HeadersIterator(this, VALUES);
     }
 
     /** Sorted by name, each name once with its values joined by ", ", but `set-cookie` once per cookie. */
@@ -208,8 +248,54 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         headers.#list = list;
         return headers;
       };
+      copyOf = (headers) => {
+        const list = headers.#list;
+        const copy: [string, string][] = [];
+        for (let i = 0; i < list.length; i++)
+          copy[i] = [(list[i] as [string, string])[0], (list[i] as [string, string])[1]];
+        return headersOf(copy);
+      };
+      sortedOf = (headers) => headers.#sorted();
     }
   }
+  // WebIDL's pair iterator: %HeadersIteratorPrototype% (on %IteratorPrototype%), whose next() reads the headers'
+  // sorted and combined list as it is at that moment, at the iterator's index, so changes while iterating show.
+  const KEYS = 0;
+  const VALUES = 1;
+  const ENTRIES = 2;
+  class HeadersIterator {
+    #headers: Headers;
+    #kind: number;
+    #index = 0;
+
+    constructor(headers: Headers, kind: number) {
+      this.#headers = headers;
+      this.#kind = kind;
+    }
+
+    next(): IteratorResult<unknown> {
+      if (!isObject(this) || !(#kind in this)) fail("next: the receiver is not a Headers iterator");
+      const pairs = sortedOf(this.#headers);
+      const index = this.#index;
+      if (index >= pairs.length) return { value: undefined, done: true };
+      this.#index = index + 1;
+      const pair = pairs[index] as [string, string];
+      const kind = this.#kind;
+      return { value: kind === KEYS ? pair[0] : kind === VALUES ? pair[1] : [pair[0], pair[1]], done: false };
+    }
+  }
+  const HeadersIteratorProto = HeadersIterator.prototype;
+  const arrayIterator = ([] as unknown as Record<symbol, () => object>)[iteratorSymbol] as () => object;
+  setPrototypeOf(HeadersIteratorProto, getPrototypeOf(getPrototypeOf(apply(arrayIterator, [], []))));
+  delete (HeadersIteratorProto as { constructor?: unknown }).constructor;
+  defineProperty(HeadersIteratorProto, "next", {
+    __proto__: null,
+    value: HeadersIteratorProto.next,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  } as PropertyDescriptor);
+  tag(HeadersIteratorProto, "Headers Iterator");
   defineProperty(Headers.prototype, iteratorSymbol, {
     __proto__: null,
     value: Headers.prototype.entries,
@@ -277,11 +363,11 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   };
 
   const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
-  const parseUrl = (input: unknown): string => {
+  const parseUrl = (input: unknown) => {
     const text = usv(input);
     if (!ABSOLUTE.test(text))
       fail(`Failed to parse URL from ${text}: the sandbox has no base URL, use an absolute URL`);
-    return new URLCtor(text).href;
+    return new URLCtor(text);
   };
 
   // Request.
@@ -320,14 +406,15 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         const source = input as Request;
         this.#url = source.#url;
         this.#method = source.#method;
-        this.#headers = new Headers(source.#headers);
+        this.#headers = copyOf(source.#headers);
         this.#redirect = source.#redirect;
         signal = source.#signal;
-        const body = bodyOf(source);
-        if (body.bytes !== null && body.used) fail("Request: the input request's body has already been used");
-        inherited = body.bytes;
+        inherited = bodyOf(source).bytes;
       } else {
-        this.#url = parseUrl(input);
+        const url = parseUrl(input);
+        if (url.username !== "" || url.password !== "")
+          fail(`Request: ${url.href} holds credentials: send them in a header`);
+        this.#url = url.href;
         this.#headers = new Headers();
       }
       if (options.method !== undefined) this.#method = methodOf(options.method);
@@ -342,10 +429,11 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       const hasBody = options.body !== undefined && options.body !== null;
       if ((hasBody || inherited !== null) && (this.#method === "GET" || this.#method === "HEAD"))
         fail(`Request: a ${this.#method} request cannot have a body`);
-      if (options.body !== undefined) initBody(this, options.body, this.#headers);
+      if (hasBody) initBody(this, options.body, this.#headers);
       else {
+        // Without a body of its own, the new request takes the input's over (refused when spent): the input's is spent.
+        if (inherited !== null && bodyOf(input).used) fail("Request: the input request's body has already been used");
         bodies.set(this, { bytes: inherited, used: false });
-        // The new request takes the body over: the input's is spent.
         if (inherited !== null) bodyOf(input).used = true;
       }
     }
@@ -373,9 +461,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     clone(): Request {
       const body = bodyOf(this);
       if (body.bytes !== null && body.used) fail("Request.clone: the body has already been used");
-      const copy = new Request(this, { body: null });
-      bodies.set(copy, { bytes: body.bytes === null ? null : body.bytes.slice(), used: false });
-      return copy;
+      // A body of its own, a copy of this one's, so this request keeps its body.
+      return new Request(this, body.bytes === null ? undefined : { body: body.bytes });
     }
 
     static {
@@ -457,7 +544,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     clone(): Response {
       const body = bodyOf(this);
       if (body.bytes !== null && body.used) fail("Response.clone: the body has already been used");
-      const copy = new Response(null, { headers: this.#headers });
+      const copy = new Response(null);
+      copy.#headers = copyOf(this.#headers);
       copy.#status = this.#status;
       copy.#statusText = this.#statusText;
       copy.#type = this.#type;
@@ -484,7 +572,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     }
 
     static redirect(url: unknown, status: unknown = 302): Response {
-      const location = parseUrl(url);
+      const location = parseUrl(url).href;
       const code = unsignedShort(status);
       if (!REDIRECT_STATUSES.includes(code))
         throw new RangeErrorCtor(`Response.redirect: ${code} is not a redirect status`);
