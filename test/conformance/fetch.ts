@@ -115,6 +115,114 @@ export function fetchSuite(options: ConformanceOptions): void {
       const r = await webApis(source);
       expect(r.reports).toEqual([["TypeError", "Headers: each header must be a [name, value] pair"], "TypeError"]);
     });
+
+    it("iterate as WebIDL pair iterators: one %HeadersIteratorPrototype% on %IteratorPrototype%", async () => {
+      const source = `const h = new Headers({ b: "2", a: "1" });
+        const it = h.keys();
+        const proto = Object.getPrototypeOf(it);
+        const next = Object.getOwnPropertyDescriptor(proto, "next");
+        const IteratorProto = Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()));
+        let foreign;
+        try { it.next.call({}); } catch (e) { foreign = e.name; }
+        export default [Object.getPrototypeOf(proto) === IteratorProto, [next.writable, next.enumerable, next.configurable],
+          Reflect.ownKeys(proto).map(String), proto === Object.getPrototypeOf(h.entries()),
+          proto === Object.getPrototypeOf(h[Symbol.iterator]()), Object.prototype.toString.call(it), foreign,
+          it.next(), it.next(), it.next(), it.next()];`;
+      expect(await ok(webApis, source)).toEqual([
+        true,
+        [true, true, true],
+        ["next", "Symbol(Symbol.toStringTag)"],
+        true,
+        true,
+        "[object Headers Iterator]",
+        "TypeError",
+        { value: "a", done: false },
+        { value: "b", done: false },
+        { value: undefined, done: true },
+        { value: undefined, done: true },
+      ]);
+    });
+
+    it("iterators and forEach read the sorted list as it is at each step, changes while iterating included", async () => {
+      const source = `const walk = (changes) => {
+          const h = new Headers({ foo: "2", baz: "1", BAR: "0", quux: "3" });
+          const seen = [];
+          for (const [name, value] of h) { seen.push(name + "=" + value); changes(h, name); }
+          return seen.join(" ");
+        };
+        const h = new Headers([["fizz", "buzz"], ["X-Header", "test"]]);
+        const it = h[Symbol.iterator]();
+        const steps = [it.next().value];
+        h.append("Set-Cookie", "a=b");
+        steps.push(it.next().value);
+        h.append("Accept", "text/html");
+        steps.push(it.next().value, it.next().value);
+        h.append("set-cookie", "c=d");
+        steps.push(it.next().value, it.next().done);
+        const f = new Headers({ a: "1", b: "2" });
+        const called = [];
+        f.forEach((value, name) => { called.push(name); if (name === "a") f.append("c", "3"); });
+        export default [
+          walk((h) => h.delete("foo")),
+          walk((h, name) => name === "baz" && h.delete("bar")),
+          walk((h, name) => name === "baz" && h.append("X-yZ", "4")),
+          walk((h, name) => name === "baz" && h.append("abc", "-1")),
+          steps,
+          called,
+        ];`;
+      expect(await ok(webApis, source)).toEqual([
+        "bar=0 baz=1 quux=3",
+        "bar=0 baz=1 quux=3",
+        "bar=0 baz=1 foo=2 quux=3 x-yz=4",
+        "bar=0 baz=1 baz=1 foo=2 quux=3",
+        [
+          ["fizz", "buzz"],
+          ["set-cookie", "a=b"],
+          ["set-cookie", "a=b"],
+          ["x-header", "test"],
+          ["x-header", "test"],
+          true,
+        ],
+        ["a", "b", "c"],
+      ]);
+    });
+
+    it("take an init as WebIDL converts it: an @@iterator makes a sequence, anything else a record", async () => {
+      const source = `const custom = new Headers({ a: "1" });
+        custom[Symbol.iterator] = function* () { yield ["test", "value"]; };
+        const log = [];
+        const traps = {};
+        for (const trap of ["get", "ownKeys", "getOwnPropertyDescriptor"]) {
+          traps[trap] = (...args) => { log.push(trap + " " + String(args[1] ?? "")); return Reflect[trap](...args); };
+        }
+        const record = { b: "2", a: "1" };
+        Object.defineProperty(record, "hidden", { value: "x", enumerable: false });
+        Object.defineProperty(record, Symbol("quiet"), { value: "x", enumerable: false });
+        const fromRecord = [...new Headers(new Proxy(record, traps))];
+        const refused = [];
+        for (const init of [{ a: "1", [Symbol("loud")]: "x" }, { [Symbol.iterator]: 5 }, ["ab"], [["a", Symbol("v")]]]) {
+          try { new Headers(init); refused.push("accepted"); } catch (e) { refused.push(e.name); }
+        }
+        export default [[...new Headers(custom)], fromRecord, log, refused];`;
+      expect(await ok(webApis, source)).toEqual([
+        [["test", "value"]],
+        [
+          ["a", "1"],
+          ["b", "2"],
+        ],
+        [
+          "get Symbol(Symbol.iterator)",
+          "ownKeys ",
+          "getOwnPropertyDescriptor b",
+          "get b",
+          "getOwnPropertyDescriptor a",
+          "get a",
+          "getOwnPropertyDescriptor hidden",
+          "getOwnPropertyDescriptor Symbol(quiet)",
+        ],
+        ["TypeError", "TypeError", "TypeError", "TypeError"],
+      ]);
+    });
   });
 
   describe("web APIs: Request", () => {
@@ -165,6 +273,28 @@ export function fetchSuite(options: ConformanceOptions): void {
         }
         export default refused;`;
       expect(await ok(webApis, source)).toEqual(["TypeError", "TypeError", "TypeError", "TypeError", "TypeError"]);
+    });
+
+    it("refuses a URL with credentials", async () => {
+      const source = `try { new Request("https://user:pw@x.org/"); } catch (e) { report([e.name, e.message]); }
+        try { new Request("https://:pw@x.org/"); } catch (e) { report(e.name); }`;
+      const r = await webApis(source);
+      expect(r.reports).toEqual([
+        ["TypeError", "Request: https://user:pw@x.org/ holds credentials: send them in a header"],
+        "TypeError",
+      ]);
+    });
+
+    it("made from a request whose body is spent, takes a body of its own but refuses to go without", async () => {
+      const source = `const a = new Request("https://x.org/", { method: "POST", body: "one" });
+        await a.text();
+        const b = new Request(a, { body: "two" });
+        const refused = [];
+        for (const init of [undefined, { body: null }]) {
+          try { new Request(a, init); } catch (e) { refused.push(e.name); }
+        }
+        export default [await b.text(), b.method, a.bodyUsed, refused];`;
+      expect(await ok(webApis, source)).toEqual(["two", "POST", true, ["TypeError", "TypeError"]]);
     });
 
     it("made from another request takes its body over; clone copies it", async () => {

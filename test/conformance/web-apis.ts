@@ -380,6 +380,15 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       ]);
     });
 
+    it("an event's timeStamp is positive from the run's start and follows the timer clock", async () => {
+      const source = `const first = new Event("a").timeStamp;
+        const second = new Event("b").timeStamp;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const later = new Event("c").timeStamp;
+        export default [first > 0, second >= first, later >= first + 5, typeof later];`;
+      expect(await ok(runCode, source)).toEqual([true, true, true, "number"]);
+    });
+
     it("an uncaught DOMException is the run's error, with its name", async () => {
       const error = await fails(runCode, "error", "AbortSignal.abort().throwIfAborted();\nexport default 1", js);
       expect([error.name, error.message, error.line]).toEqual(["AbortError", "signal is aborted without reason", 1]);
