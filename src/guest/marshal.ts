@@ -518,15 +518,15 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
    */
   function decodeTree(tree: unknown, side: unknown[], cloned: Set<unknown> | undefined): unknown {
     const refs = new I.Map<number, unknown>();
-    // A node's members are read within its length: a read past the end (`["u"]`'s id, `["B",id,side]`'s maximum)
-    // would go on to Array.prototype and Object.prototype, and run a getter the guest put there for that index.
-    const member = (n: unknown[], index: number) => (index < n.length ? n[index] : undefined);
     const dec = (node: unknown): unknown => {
       if (typeof node !== "object" || node === null) return node;
       const n = node as unknown[];
-      const tag = member(n, 0) as string;
-      const id = member(n, 1) as number;
-      const list = member(n, 2) as unknown[];
+      // Members are read within the node's length: a read past the end (`["u"]`'s id, `["B",id,side]`'s maximum)
+      // would go on to Array.prototype and Object.prototype, and run a getter the guest put there for that index.
+      const size = n.length;
+      const tag = n[0] as string;
+      const id = (size > 1 ? n[1] : undefined) as number;
+      const list = (size > 2 ? n[2] : undefined) as unknown[];
       let out: unknown;
       switch (tag) {
         case "u":
@@ -600,7 +600,7 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
         }
         case "B": {
           const buffer = side[n[2] as number] as object;
-          const max = member(n, 3) as number | undefined;
+          const max = (size > 3 ? n[3] : undefined) as number | undefined;
           if (cloned === undefined ? max === undefined : I.setHas(cloned, buffer)) {
             out = buffer;
             break;
