@@ -10,7 +10,13 @@
  */
 import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.js";
 import type { RunRequest } from "../../src/core/request.js";
-import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/run.js";
+import {
+  ORPHANED as ORPHANED_ERROR,
+  type RunChannel,
+  type RunContext,
+  type Runner,
+  type StartedRun,
+} from "../../src/core/run.js";
 import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
 import { fetchSettingOf } from "../../src/fetch/policy.js";
 import type { GuestTape } from "../../src/values/to-host.js";
@@ -61,10 +67,7 @@ function settingsOf(context: RunContext): { id: number; settings: ThreadSettings
 }
 
 /** How a nested run ends when the run that started it is over. */
-const ORPHANED: Ending = {
-  status: "terminated",
-  error: { name: "TerminatedError", message: "Execution terminated: the run that started it has ended" },
-};
+const ORPHANED: Ending = { status: "terminated", error: ORPHANED_ERROR };
 
 class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   readonly depth: number;

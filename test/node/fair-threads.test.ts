@@ -125,7 +125,7 @@ describe("a nested run never outlives the run that started it", () => {
    * A root run whose host function `nest()` starts a run awaiting `gate()` (which calls `started` first) and hands
    * the guest a promise of its result, and whose `hold()` awaits the test's word; the root runs `source`.
    */
-  function withNested(source: string, settings: Parameters<typeof createSandbox>[0] = { threads: true }) {
+  function withNested(source: string, settings: Parameters<typeof createSandbox>[0]) {
     const sandbox = createSandbox(settings);
     const gate = deferred<string>();
     const hold = deferred<string>();
@@ -150,33 +150,39 @@ describe("a nested run never outlives the run that started it", () => {
     error: { name: "TerminatedError", message: "Execution terminated: the run that started it has ended" },
   };
 
-  it(
-    "terminate() of the root ends its nested run, terminated, not run on to success",
-    async () => {
-      const { root, gate, nestedStarted, nestedRun } = withNested("export default await nest();");
-      await nestedStarted;
-      root.terminate("enough");
-      expect(await root).toMatchObject({ status: "terminated", error: { message: "enough" } });
-      const nested = nestedRun();
-      gate.resolve("ran on");
-      expect(await nested).toMatchObject(ORPHANED);
-    },
-    HANG_MS,
-  );
+  for (const threads of [true, false]) {
+    describe(threads ? "on threads" : "in-thread", () => {
+      it(
+        "terminate() of the root ends its nested run, terminated, not run on to success",
+        async () => {
+          const { root, gate, nestedStarted, nestedRun } = withNested("export default await nest();", { threads });
+          await nestedStarted;
+          root.terminate("enough");
+          expect(await root).toMatchObject({ status: "terminated", error: { message: "enough" } });
+          const nested = nestedRun();
+          gate.resolve("ran on");
+          expect(await nested).toMatchObject(ORPHANED);
+        },
+        HANG_MS,
+      );
 
-  it(
-    "the root's end ends a nested run it did not await",
-    async () => {
-      const { root, gate, hold, nestedStarted, nestedRun } = withNested("nest();\nexport default await hold();");
-      await nestedStarted;
-      hold.resolve("root done");
-      expect(await root).toMatchObject({ status: "success", result: "root done" });
-      const nested = nestedRun();
-      gate.resolve("ran on");
-      expect(await nested).toMatchObject(ORPHANED);
-    },
-    HANG_MS,
-  );
+      it(
+        "the root's end ends a nested run it did not await",
+        async () => {
+          const { root, gate, hold, nestedStarted, nestedRun } = withNested("nest();\nexport default await hold();", {
+            threads,
+          });
+          await nestedStarted;
+          hold.resolve("root done");
+          expect(await root).toMatchObject({ status: "success", result: "root done" });
+          const nested = nestedRun();
+          gate.resolve("ran on");
+          expect(await nested).toMatchObject(ORPHANED);
+        },
+        HANG_MS,
+      );
+    });
+  }
 
   it(
     "the root's stop by its safety cap ends its nested run",
