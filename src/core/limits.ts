@@ -46,6 +46,19 @@ export const UNMETERED_POLL_FUEL = 50_000;
  */
 export const FUEL_PER_MS = 1_000_000;
 
+/** The stop of a run past its safety cap, after `spent`. */
+function capStop(spent: string): Stop {
+  return {
+    kind: "terminated",
+    error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
+  };
+}
+
+/** The stop of a run past its safety cap's `fuel`. */
+function fuelStop(fuel: number): Stop {
+  return capStop(`${fuel} units of fuel`);
+}
+
 /** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
 class FuelHardStop extends Error {}
 
@@ -140,9 +153,29 @@ export class Limits {
     return this.#settings.safetyCap.fuel - this.fuelUsed;
   }
 
-  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript). */
+  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript, see host-fuel.ts). */
   spend(units: number): void {
     this.#fuel += units;
+  }
+
+  /**
+   * Charges host work about to be done for the guest (see host-fuel.ts); `false` when the run must stop instead (its
+   * stop recorded, the work not to be done).
+   */
+  pay(units: number): boolean {
+    if (!this.affords(units)) return false;
+    this.#fuel += units;
+    return !this.#mustStop();
+  }
+
+  /**
+   * Whether the run's fuel can pay for `units` of work; if not, the run stops on its fuel without being charged
+   * them (the work is not done: a wait past what it has left, a host call past the cap), so `fuelUsed` stays what it did.
+   */
+  affords(units: number): boolean {
+    if (units <= this.fuelLeft) return true;
+    this.#stop ??= fuelStop(this.#settings.safetyCap.fuel);
+    return false;
   }
 
   /** Makes `meter` spend for this run until {@link release}. */
@@ -191,11 +224,7 @@ export class Limits {
     const cpuMs = this.#cpuMs + slice;
     const outOfFuel = this.fuelUsed > fuel;
     if (outOfFuel || cpuMs > cpuTimeMs) {
-      const spent = outOfFuel ? `${fuel} units of fuel` : `${cpuTimeMs} ms of CPU time`;
-      this.#stop = {
-        kind: "terminated",
-        error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
-      };
+      this.#stop = outOfFuel ? fuelStop(fuel) : capStop(`${cpuTimeMs} ms of CPU time`);
       return true;
     }
     return false;

@@ -6,10 +6,17 @@
  * unique internal name whose `load` fails with the recorded `LinkError`.
  * @module
  */
+
+import { charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { RunOptions } from "./request.js";
 import type { FuelAccount, Transpiled, Transpiler } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
+
+/** The run's side of a module load: a transpile's, and the load's own charge (`false`: the run cannot pay). */
+export interface ModuleAccount extends FuelAccount {
+  pay(units: number): boolean;
+}
 
 /** Names of the runtime's own modules; no user specifier normalizes to one. */
 export const INTERNALS_MODULE = `${INTERNAL}internals`;
@@ -69,10 +76,11 @@ export class Linker {
     return this.#compile(this.entryName, source, account);
   }
 
-  /** QuickJS's normalizer: never throws (see the module comment). */
-  normalize = (base: string, specifier: string): string => {
+  /** QuickJS's normalizer: never throws (see the module comment); its work is `account`'s (see host-fuel.ts). */
+  normalize = (base: string, specifier: string, account: FuelAccount): string => {
     if (specifier === PHASE_MODULE || this.#isBootModule(specifier)) return specifier;
     if ((base.startsWith(IMPORT_PREFIX) || base === PHASE_MODULE) && specifier === INTERNALS_MODULE) return specifier;
+    account.spend(MODULE_RESOLVE_FUEL + charFuel(base.length + specifier.length));
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
     if (specifier.startsWith("./") || specifier.startsWith("../")) {
       const key = resolveRelative(this.#directoryOf(base), specifier);
@@ -90,10 +98,12 @@ export class Linker {
   };
 
   /** QuickJS's loader: source text for a normalized name, or the error that fails the import. */
-  load = (name: string, account: FuelAccount): string | { error: Error } => {
+  load = (name: string, account: ModuleAccount): string | { error: Error } => {
+    if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
+    if (!account.pay(MODULE_LOAD_FUEL + charFuel(name.length + (this.#options.modules[name]?.length ?? 0))))
+      return { error: new Error("The run's fuel cannot pay for loading the module") };
     if (name.startsWith(UNRESOLVED_PREFIX))
       return { error: asError(this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length))]) };
-    if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
     if (name.startsWith(IMPORT_PREFIX)) return syntheticModule(name.slice(IMPORT_PREFIX.length), this.#options.imports);
     const source = this.#options.modules[name];
     if (source === undefined) return { error: new Error(`Cannot find module '${name}'`) };
