@@ -116,6 +116,27 @@ export function fetchSuite(options: ConformanceOptions): void {
       expect(r.reports).toEqual([["TypeError", "Headers: each header must be a [name, value] pair"], "TypeError"]);
     });
 
+    it("refuse calls missing a required argument, as WebIDL counts them", async () => {
+      const source = `const h = new Headers();
+        const calls = [() => h.append("a"), () => h.set("a"), () => h.get(), () => h.has(), () => h.delete(), () => h.forEach()];
+        const refused = [];
+        for (const call of calls) {
+          try { call(); refused.push("accepted"); } catch (e) { refused.push(e.message); }
+        }
+        export default [refused, Headers.prototype.forEach.length];`;
+      expect(await ok(webApis, source)).toEqual([
+        [
+          "Headers.append: 2 arguments required, but only 1 present",
+          "Headers.set: 2 arguments required, but only 1 present",
+          "Headers.get: 1 argument required, but only 0 present",
+          "Headers.has: 1 argument required, but only 0 present",
+          "Headers.delete: 1 argument required, but only 0 present",
+          "Headers.forEach: 1 argument required, but only 0 present",
+        ],
+        1,
+      ]);
+    });
+
     it("iterate as WebIDL pair iterators: one %HeadersIteratorPrototype% on %IteratorPrototype%", async () => {
       const source = `const h = new Headers({ b: "2", a: "1" });
         const it = h.keys();
