@@ -487,6 +487,28 @@ export function fetchSuite(options: ConformanceOptions): void {
       expect(sent.map((s) => s.url)).toEqual([`${API}/start`, `${API}/next`, `${API}/away`]);
     });
 
+    it("refuses paths a server could read out of a prefix, sent or redirected to, before any request", async () => {
+      const { sent, fetch } = network({
+        "/v1/jump": () => new Response(null, { status: 302, headers: { location: "/v1/..;/admin" } }),
+        "/v1/ok": () => new Response("ok"),
+      });
+      const source = `const outcomes = [];
+        for (const path of ["/v1/a/%2F..%2F..%2Fadmin", "/v1/%2F%2F..%2F..%2Fadmin", "/v1/a/%5C%5C..%5C..%5Cadmin", "/v1/jump", "/v1/ok"]) {
+          outcomes.push(await fetch("${API}" + path).then((r) => r.text(), (e) => e.message));
+        }
+        export default outcomes;`;
+      const outside = (path: string, redirect = "") =>
+        `fetch: ${redirect}${API}${path} is outside the paths allowed for ${API}`;
+      expect(await ok(withFetch(fetch, [`${API}/v1/`]), source)).toEqual([
+        outside("/v1/a/%2F..%2F..%2Fadmin"),
+        outside("/v1/%2F%2F..%2F..%2Fadmin"),
+        outside("/v1/a/%5C%5C..%5C..%5Cadmin"),
+        outside("/v1/..;/admin", "a redirect to "),
+        "ok",
+      ]);
+      expect(sent.map((s) => new URL(s.url).pathname)).toEqual(["/v1/jump", "/v1/ok"]);
+    });
+
     it("fails a request with the error its platform's fetch met, as a TypeError", async () => {
       const fetch = async () => {
         throw new Error("connection reset");
