@@ -610,6 +610,11 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     natives.set(wrapper, original);
     hide(target, key, wrapper);
   };
+  /**
+   * The argument at `index`, read within the arguments: a read past their end would go on to Array.prototype and
+   * Object.prototype and run a getter the guest put there (test262's sort tests put one on index 0 and 2).
+   */
+  const arg = (args: unknown[], index: number) => (index >= 0 && index < args.length ? args[index] : undefined);
   /** A position argument (relative from the end when negative) clamped to [0, length]; other values give `or`. */
   const at = (value: unknown, length: number, or: number) => {
     if (typeof value !== "number") return or;
@@ -625,13 +630,13 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const span =
     (weight: number, i: number, j: number): Cost =>
     (length, args) =>
-      max(0, at(args[j], length, length) - at(args[i], length, 0)) * weight;
+      max(0, at(arg(args, j), length, length) - at(arg(args, i), length, 0)) * weight;
   /** What a search went through, from its result (an index, or -1, or a boolean: all of it). */
   const scanned =
     (weight: number, backward: boolean): Cost =>
     (length, args, result) => {
       const hit = typeof result === "number" && result >= 0;
-      const from = at(args[1], length, backward ? length : 0);
+      const from = at(arg(args, 1), length, backward ? length : 0);
       return (
         (backward ? from - (hit ? (result as number) : 0) : (hit ? (result as number) + 1 : length) - from) * weight
       );
@@ -651,7 +656,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   const sorting =
     (weight: number): Cost =>
     (length, args) =>
-      length * log2(length + 2) * (args[0] === undefined ? weight : 2);
+      length * log2(length + 2) * (arg(args, 0) === undefined ? weight : 2);
   // As the engine prints a built-in: by the function's `name` property, read when printed.
   wrap(FunctionProto, "toString", (self, args, original) => {
     if (natives.get(self as object) === undefined) return apply(original, self, args);
@@ -858,7 +863,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   ]) {
     // Fresh memory is cheap (about 16 bytes a nanosecond); copying from another object is not.
     standIn(name, (made, args) => {
-      const source = args[0];
+      const source = arg(args, 0);
       if (typeof source !== "object" || source === null) return (taLength(made) as number) / 4;
       return I.typedArrayBuffer(made) === source ? 0 : (taLength(made) as number) * 10;
     });
@@ -908,7 +913,10 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   wrap(StringProto, "lastIndexOf", STRING, undefined, scanned(2, true));
   wrap(StringProto, "includes", STRING, undefined, scanned(2, false));
   for (const name of ["isWellFormed", "localeCompare"]) wrap(StringProto, name, STRING, perElement(2));
-  const prefix: Cost = (length, args) => (typeof args[0] === "string" ? min(args[0].length, length) * 2 : 0);
+  const prefix: Cost = (length, args) => {
+    const search = arg(args, 0);
+    return typeof search === "string" ? min(search.length, length) * 2 : 0;
+  };
   for (const name of ["startsWith", "endsWith"]) wrap(StringProto, name, STRING, prefix);
   for (const name of [
     "split",
@@ -935,7 +943,8 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   }
   const JSONObject = JSON as unknown as Record<string, Fn>;
   wrap(JSONObject, "parse", (self, args, original) => {
-    charge(typeof args[0] === "string" ? args[0].length * 5 : 0);
+    const text = arg(args, 0);
+    charge(typeof text === "string" ? text.length * 5 : 0);
     return apply(original, self, args);
   });
   wrap(JSONObject, "stringify", (self, args, original) => {

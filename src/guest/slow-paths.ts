@@ -27,6 +27,8 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
   const { symbolSpecies, symbolSpreadable } = K;
   const MAX_LENGTH = 2 ** 53 - 1;
 
+  /** The argument at `index`, read within the arguments (past their end a read would run the guest's getters). */
+  const arg = (args: unknown[], index: number) => (index < args.length ? args[index] : undefined);
   const toObject = (value: unknown) => ObjectCtor(value) as Obj;
   const lengthOf = (o: Obj) => toLength(o.length);
   const isObject = (value: unknown) => (typeof value === "object" && value !== null) || typeof value === "function";
@@ -75,7 +77,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     (self, args) => {
       const o = toObject(self);
       const length = lengthOf(o);
-      const f = args[0] as Fn;
+      const f = arg(args, 0) as Fn;
       const thisArg = args.length > 1 ? args[1] : undefined;
       callable(f);
       const out = mode === MAP ? speciesCreate(o, length) : mode === FILTER ? speciesCreate(o, 0) : undefined;
@@ -99,7 +101,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     (self, args) => {
       const o = toObject(self);
       const length = lengthOf(o);
-      const f = args[0] as Fn;
+      const f = arg(args, 0) as Fn;
       callable(f);
       let k = 0;
       let acc: unknown;
@@ -127,7 +129,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     (self, args) => {
       const o = toObject(self);
       const length = lengthOf(o);
-      const x = args[0];
+      const x = arg(args, 0);
       if (length <= 0) return mode === 2 ? false : -1;
       if (mode === 1) {
         let n = args.length > 1 ? clamp(args[1], -1, length - 1, length) : length - 1;
@@ -169,7 +171,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     (self, args) => {
       const o = toObject(self);
       const length = lengthOf(o);
-      const start = clamp(args[0], 0, length, length);
+      const start = clamp(arg(args, 0), 0, length, length);
       let count: number;
       let items = 0;
       let deleted = 0;
@@ -177,12 +179,12 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
         if (args.length === 1) deleted = length - start;
         else if (args.length > 1) {
           items = args.length - 2;
-          deleted = clamp(args[1], 0, length - start, 0);
+          deleted = clamp(arg(args, 1), 0, length - start, 0);
         }
         if (items - deleted > MAX_LENGTH - length) fail("Array loo long");
         count = deleted;
       } else {
-        const end = args[1] === undefined ? length : clamp(args[1], 0, length, length);
+        const end = arg(args, 1) === undefined ? length : clamp(arg(args, 1), 0, length, length);
         count = maxOf(end - start, 0);
       }
       const out = speciesCreate(o, count);
@@ -421,7 +423,8 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
       const length = lengthOf(o);
       let start = args.length > 1 && args[1] !== undefined ? clamp(args[1], 0, length, length) : 0;
       const end = args.length > 2 && args[2] !== undefined ? clamp(args[2], 0, length, length) : length;
-      for (; start < end; start++) o[start] = args[0];
+      const value = arg(args, 0);
+      for (; start < end; start++) o[start] = value;
       return o;
     },
     shift(self: unknown) {
@@ -470,23 +473,23 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     copyWithin(self: unknown, args: unknown[]) {
       const o = toObject(self);
       const length = lengthOf(o);
-      const to = clamp(args[0], 0, length, length);
-      const from = clamp(args[1], 0, length, length);
+      const to = clamp(arg(args, 0), 0, length, length);
+      const from = clamp(arg(args, 1), 0, length, length);
       const end = args.length > 2 && args[2] !== undefined ? clamp(args[2], 0, length, length) : length;
       const count = minOf(end - from, length - to);
       copySub(o, to, from, count, from < to && to < from + count ? -1 : 1);
       return o;
     },
     sort(self: unknown, args: unknown[]) {
-      comparator(args[0]);
-      return sortObject(toObject(self), args[0]);
+      comparator(arg(args, 0));
+      return sortObject(toObject(self), arg(args, 0));
     },
     toSorted(self: unknown, args: unknown[]) {
-      comparator(args[0]);
+      comparator(arg(args, 0));
       // toSpliced() reads and copies exactly as toSorted does (holes become undefined) into a fresh array.
       const copy = apply(K.originals.toSpliced as Fn, self, []) as Obj;
       K.charge((copy.length as number) * 10);
-      return sortObject(copy, args[0]);
+      return sortObject(copy, arg(args, 0));
     },
     concat(self: unknown, args: unknown[]) {
       const o = toObject(self);
@@ -511,7 +514,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
       const length = lengthOf(o);
       let depth = 1;
       if (args.length > 0 && args[0] !== undefined) {
-        depth = trunc(args[0] as number);
+        depth = trunc(arg(args, 0) as number);
         // biome-ignore lint/suspicious/noSelfCompare: NaN without the guest's Number.isNaN.
         depth = depth !== depth ? 0 : minOf(maxOf(depth, -2147483648), 2147483647);
       }
@@ -522,7 +525,7 @@ export function guestSlowPaths(K: NativeKit): Record<string, Guard> {
     flatMap(self: unknown, args: unknown[]) {
       const o = toObject(self);
       const length = lengthOf(o);
-      const mapper = args[0] as Fn;
+      const mapper = arg(args, 0) as Fn;
       const thisArg = args.length > 1 ? args[1] : undefined;
       callable(mapper);
       const out = speciesCreate(o, 0);

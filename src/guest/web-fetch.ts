@@ -43,7 +43,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const G = globalThis as unknown as Record<string, unknown>;
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, keys } = Object;
   const { apply, ownKeys } = Reflect;
-  const { install, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
+  const { install, required, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
   const StringCtor = String;
   const NumberCtor = Number;
   const TypeErrorCtor = TypeError;
@@ -170,16 +170,19 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     }
 
     append(name: string, value: string): void {
+      required(arguments.length, 2, "Headers.append");
       const key = headerName(name);
       this.#list.push([key, headerValue(value, key)]);
     }
 
     delete(name: string): void {
+      required(arguments.length, 1, "Headers.delete");
       const key = headerName(name);
       this.#list = this.#list.filter((entry) => entry[0] !== key);
     }
 
     get(name: string): string | null {
+      required(arguments.length, 1, "Headers.get");
       const key = headerName(name);
       let value: string | null = null;
       for (const entry of this.#list) if (entry[0] === key) value = value === null ? entry[1] : `${value}, ${entry[1]}`;
@@ -191,11 +194,13 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     }
 
     has(name: string): boolean {
+      required(arguments.length, 1, "Headers.has");
       const key = headerName(name);
       return this.#list.some((entry) => entry[0] === key);
     }
 
     set(name: string, value: string): void {
+      required(arguments.length, 2, "Headers.set");
       const key = headerName(name);
       const text = headerValue(value, key);
       const at = this.#list.findIndex((entry) => entry[0] === key);
@@ -208,7 +213,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     }
 
     /** WebIDL's forEach of a pair iterable: the list is read again before each call, as changed by the last. */
-    forEach(callback: (value: string, name: string, headers: Headers) => void, thisArg?: unknown): void {
+    forEach(callback: (value: string, name: string, headers: Headers) => void, thisArg: unknown = undefined): void {
+      required(arguments.length, 1, "Headers.forEach");
       if (typeof callback !== "function") fail("Headers.forEach: callback must be a function");
       for (let i = 0; ; i++) {
         const pairs = this.#sorted();

@@ -420,7 +420,9 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
   };
   /** The host parser: a host's serialization, or `null` for failure. */
   const parseHost = (input: string, opaque: boolean): string | null => {
-    if (input[0] === "[") {
+    // Indexes are read within the string: past its end a read goes on to Object.prototype, where the guest may have
+    // put a getter.
+    if (input.length > 0 && input[0] === "[") {
       if (input[input.length - 1] !== "]") return null;
       return parseIPv6(codePoints(input.slice(1, -1)));
     }
@@ -753,7 +755,8 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
           else {
             if (base !== null && base.scheme === "file") {
               url.host = base.host;
-              const first = (base.path as string[])[0];
+              const path = base.path as string[];
+              const first = path.length > 0 ? path[0] : undefined;
               if (!startsWithDriveLetter(cps, p) && isDriveLetter(first, true)) append(url, first as string);
             }
             state = PATH;
@@ -995,7 +998,7 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
         }
       } else {
         const text = usv(init);
-        this.#list = parseForm(text[0] === "?" ? text.slice(1) : text);
+        this.#list = parseForm(text.length > 0 && text[0] === "?" ? text.slice(1) : text);
       }
     }
     static {
@@ -1230,7 +1233,7 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
     set search(value: string) {
       const url = this.#url;
       const text = usv(value);
-      const input = text[0] === "?" ? text.slice(1) : text;
+      const input = text.length > 0 && text[0] === "?" ? text.slice(1) : text;
       if (text === "") url.query = null;
       else {
         url.query = "";
@@ -1253,7 +1256,7 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
         return;
       }
       url.fragment = "";
-      parse(text[0] === "#" ? text.slice(1) : text, null, url, FRAGMENT);
+      parse(text.length > 0 && text[0] === "#" ? text.slice(1) : text, null, url, FRAGMENT);
     }
     toJSON(): string {
       return serialize(this.#url);

@@ -116,6 +116,27 @@ export function fetchSuite(options: ConformanceOptions): void {
       expect(r.reports).toEqual([["TypeError", "Headers: each header must be a [name, value] pair"], "TypeError"]);
     });
 
+    it("refuse calls missing a required argument, as WebIDL counts them", async () => {
+      const source = `const h = new Headers();
+        const calls = [() => h.append("a"), () => h.set("a"), () => h.get(), () => h.has(), () => h.delete(), () => h.forEach()];
+        const refused = [];
+        for (const call of calls) {
+          try { call(); refused.push("accepted"); } catch (e) { refused.push(e.message); }
+        }
+        export default [refused, Headers.prototype.forEach.length];`;
+      expect(await ok(webApis, source)).toEqual([
+        [
+          "Headers.append: 2 arguments required, but only 1 present",
+          "Headers.set: 2 arguments required, but only 1 present",
+          "Headers.get: 1 argument required, but only 0 present",
+          "Headers.has: 1 argument required, but only 0 present",
+          "Headers.delete: 1 argument required, but only 0 present",
+          "Headers.forEach: 1 argument required, but only 0 present",
+        ],
+        1,
+      ]);
+    });
+
     it("iterate as WebIDL pair iterators: one %HeadersIteratorPrototype% on %IteratorPrototype%", async () => {
       const source = `const h = new Headers({ b: "2", a: "1" });
         const it = h.keys();
@@ -464,6 +485,28 @@ export function fetchSuite(options: ConformanceOptions): void {
         ["TypeError", "fetch: a redirect to https://evil.com is not on the sandbox's allow list"],
       ]);
       expect(sent.map((s) => s.url)).toEqual([`${API}/start`, `${API}/next`, `${API}/away`]);
+    });
+
+    it("refuses paths a server could read out of a prefix, sent or redirected to, before any request", async () => {
+      const { sent, fetch } = network({
+        "/v1/jump": () => new Response(null, { status: 302, headers: { location: "/v1/..;/admin" } }),
+        "/v1/ok": () => new Response("ok"),
+      });
+      const source = `const outcomes = [];
+        for (const path of ["/v1/a/%2F..%2F..%2Fadmin", "/v1/%2F%2F..%2F..%2Fadmin", "/v1/a/%5C%5C..%5C..%5Cadmin", "/v1/jump", "/v1/ok"]) {
+          outcomes.push(await fetch("${API}" + path).then((r) => r.text(), (e) => e.message));
+        }
+        export default outcomes;`;
+      const outside = (path: string, redirect = "") =>
+        `fetch: ${redirect}${API}${path} is outside the paths allowed for ${API}`;
+      expect(await ok(withFetch(fetch, [`${API}/v1/`]), source)).toEqual([
+        outside("/v1/a/%2F..%2F..%2Fadmin"),
+        outside("/v1/%2F%2F..%2F..%2Fadmin"),
+        outside("/v1/a/%5C%5C..%5C..%5Cadmin"),
+        outside("/v1/..;/admin", "a redirect to "),
+        "ok",
+      ]);
+      expect(sent.map((s) => new URL(s.url).pathname)).toEqual(["/v1/jump", "/v1/ok"]);
     });
 
     it("fails a request with the error its platform's fetch met, as a TypeError", async () => {

@@ -807,6 +807,28 @@ export function marshalingSuite(runCode: RunCode): void {
       expect([r.status, r.error, r.result, r.reports.length]).toEqual(["success", undefined, [11, 11, "1", true], 1]);
     });
 
+    it("never run when built-ins are called with fewer arguments than they take", async () => {
+      const source = `${trap}
+        const proxy = new Proxy([3, 1, 2], {});
+        export default [[3, 1, 2].sort(), [1, 2].indexOf(2), [1, 2].lastIndexOf(1), [1, 2].includes(3), [1, 2, 3].fill(0),
+          [1, 2, 3].splice(1), [1, 2, 3].copyWithin(1), "ab".startsWith("a"), JSON.parse("[1]"), new Uint8Array().length,
+          Array.prototype.sort.call(proxy).length, Array.prototype.map.call(proxy, (x) => x * 2)];`;
+      expect(await ok(runCode, source)).toEqual([
+        [1, 2, 3],
+        1,
+        0,
+        false,
+        [0, 0, 0],
+        [2, 3],
+        [1, 1, 2],
+        true,
+        [1],
+        0,
+        3,
+        [2, 4, 6],
+      ]);
+    });
+
     it("leave a sort whose comparator throws as the engine does (the accessor read once, nothing written)", async () => {
       const source = `const seen = [];
         Object.defineProperty(Object.prototype, "2", {

@@ -389,6 +389,22 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       expect(await ok(runCode, source)).toEqual([true, true, true, "number"]);
     });
 
+    it("never read an index through the prototypes, where the guest may have put getters", async () => {
+      const source = `for (let i = 0; i < 4; i++) {
+          Object.defineProperty(Object.prototype, i, {
+            get() { throw new Error("index " + i + " read"); },
+            set(value) { Object.defineProperty(this, i, { value, writable: true, enumerable: true, configurable: true }); },
+            configurable: true,
+          });
+        }
+        const url = new URL("https://x.org/?a=1#f");
+        url.search = "";
+        url.hash = "";
+        const params = new URLSearchParams("");
+        export default [url.href, params.size, new URLSearchParams("?b=2").get("b")];`;
+      expect(await ok(runCode, source)).toEqual(["https://x.org/", 0, "2"]);
+    });
+
     it("an uncaught DOMException is the run's error, with its name", async () => {
       const error = await fails(runCode, "error", "AbortSignal.abort().throwIfAborted();\nexport default 1", js);
       expect([error.name, error.message, error.line]).toEqual(["AbortError", "signal is aborted without reason", 1]);
