@@ -40,9 +40,10 @@ export const STOP_GRACE_FUEL = 1_000_000;
 export const UNMETERED_POLL_FUEL = 50_000;
 
 /**
- * Fuel per millisecond of CPU time. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
- * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the cap.
+ * Fuel per millisecond of CPU time. A million units took 1.2-5.1 ms of CPU across a catalogue of 77 runaways, the
+ * host's work for them included (`npm run bench:fuel`, in-thread and in workerd), so at this rate the clock fires
+ * first wherever it moves, and where clocks stand still during synchronous work (deployed Workers) fuel stops the run
+ * within 1.2-5.1x the cap.
  */
 export const FUEL_PER_MS = 1_000_000;
 
