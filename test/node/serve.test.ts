@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
-import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
+import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
@@ -320,7 +320,7 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
-  it("a stop ends running processes as a restart does; a restart keeps every acknowledged record and kv value", async () => {
+  it("a stop ends running processes (canceled, saying the host stopped); a restart keeps every acknowledged record and kv value", async () => {
     const db = newDatabase();
     const first = await start(["--db", db], { RUN_CPU_MS: "60000" });
     const one = client(first);
@@ -341,8 +341,8 @@ describe("runcode serve", () => {
     expect(await two.call("GET", `/processes/${running}`)).toMatchObject({
       body: {
         state: "idle",
-        exitState: "failed",
-        error: CUT_OFF_BY_RESTART,
+        exitState: "canceled",
+        error: STOPPED_BY_HOST,
         stdout: "before the stop\n",
       },
     });

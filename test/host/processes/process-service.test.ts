@@ -12,7 +12,7 @@ import {
   ProcessService,
   type ProcessServiceOptions,
 } from "../../../src/host/processes/process-service.js";
-import { CUT_OFF_BY_RESTART } from "../../../src/host/processes/restarts.js";
+import { STOPPED_BY_HOST } from "../../../src/host/processes/restarts.js";
 import { MemoryProcessStore } from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
 
@@ -197,7 +197,7 @@ describe("ProcessService", () => {
     await expect(svc.kill(9)).rejects.toMatchObject({ code: "not_found" });
   });
 
-  test("cutOffAll: every active process is killed and ends failed as a restart's cut-off run, stored and told", async () => {
+  test("stopAll: every active process is killed and ends canceled, saying the host stopped, stored and told", async () => {
     const { svc, store, env } = await service(async ({ eid, code }, b) => {
       if (code === "done") return "success";
       if (code === "run") b.setState(eid, "running");
@@ -212,12 +212,12 @@ describe("ProcessService", () => {
     await new Promise((r) => setTimeout(r, 5));
     const exits: ProcessEvent[] = [];
     await svc.watch(running, (e) => e.type === "exit" && exits.push(e));
-    await svc.cutOffAll();
+    await svc.stopAll();
     expect(svc.activeCount).toBe(0);
-    const cut = { state: "idle", exitState: "failed", error: CUT_OFF_BY_RESTART, stdout: "partial" };
-    expect([await store.get(running), await store.get(queued)]).toMatchObject([cut, cut]);
+    const stopped = { state: "idle", exitState: "canceled", error: STOPPED_BY_HOST, stdout: "partial" };
+    expect([await store.get(running), await store.get(queued)]).toMatchObject([stopped, stopped]);
     expect(await store.get(finished)).toMatchObject({ exitState: "success", error: null });
-    expect(exits).toEqual([{ type: "exit", pid: running, exitState: "failed", error: CUT_OFF_BY_RESTART }]);
+    expect(exits).toEqual([{ type: "exit", pid: running, exitState: "canceled", error: STOPPED_BY_HOST }]);
     expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
   });
 
