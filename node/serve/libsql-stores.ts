@@ -231,12 +231,12 @@ export class LibsqlProcessStore implements ProcessStore {
   /** `substr` counts characters (code points) and hands over only the chunk. */
   async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
     const { rows } = await this.#db.execute({
-      sql: `SELECT substr(${field}, ?, ?) AS text, length(${field}) AS length FROM processes WHERE pid = ?`,
+      sql: `SELECT substr(${field}, ?, ?) AS text, length(${field}) AS chars FROM processes WHERE pid = ?`,
       args: [at + 1, size, pid],
     });
     const found = rows[0];
     if (found === undefined) return undefined;
-    return { text: String(found.text), next: at + size < Number(found.length) ? at + size : undefined };
+    return { text: String(found.text), next: at + size < Number(found.chars) ? at + size : undefined };
   }
 
   /** The summary and sizes read, patched and written back: a record has one writer, the server that runs it. */

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Client } from "@libsql/client";
 import { afterAll, describe, expect, test } from "vitest";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "../../node/serve/libsql-stores.js";
+import type { HostError } from "../../src/host/errors.js";
 import { CUT_OFF_BY_RESTART, failCutOffRuns } from "../../src/host/processes/restarts.js";
 import {
   MemoryProcessStore,
@@ -124,6 +125,41 @@ describe.each(processStores)("ProcessStore: %s", (_name, make) => {
       ].map(summaryOf),
     );
     expect(await failCutOffRuns(store, 78)).toEqual([]);
+  });
+});
+
+describe.each(processStores)("ProcessStore's large fields: %s", (_name, make) => {
+  test("a listing and a summary carry no large field; a chunk of one is read from where the last ended", async () => {
+    const store = await make();
+    const big = record(1, { code: "c", stdout: `${"é".repeat(5)}😀z`, output: { a: "x".repeat(8) } });
+    await store.create(big);
+    expect(await store.list()).toEqual([summaryOf(big)]);
+    expect(await store.summary(1)).toEqual(summaryOf(big));
+    expect(await store.summary(2)).toBeUndefined();
+    expect(await store.read(1, "stdout", 0, 5)).toEqual({ text: "ééééé", next: 5 });
+    const rest = await store.read(1, "stdout", 5, 5);
+    expect(rest?.text).toBe("😀z");
+    expect(rest?.next).toBeUndefined();
+    expect(await store.read(1, "output", 0, 1000)).toEqual({ text: `{"a":"${"x".repeat(8)}"}`, next: undefined });
+    expect(await store.read(1, "stderr", 0, 10)).toEqual({ text: "", next: undefined });
+    expect(await store.read(2, "code", 0, 10)).toBeUndefined();
+  });
+
+  test("usage: each tenant's UTF-8 bytes of code, streams and output's JSON, counted with every create, update and delete", async () => {
+    const store = await make();
+    const usage = (tenant: string) => (store.usage as NonNullable<ProcessStore["usage"]>).call(store, tenant);
+    expect(await usage("alpha")).toBe(0);
+    await store.create(record(1, { tenant: "alpha", code: "é", stdout: "ab" }));
+    await store.create(record(2, { tenant: "beta", code: "1" }));
+    // "é" 2, "ab" 2, "{}" 2.
+    expect([await usage("alpha"), await usage("beta")]).toEqual([6, 3]);
+    await store.update(1, { stdout: "", stderr: "😀", output: { k: 1 } });
+    // "é" 2, "😀" 4, '{"k":1}' 7.
+    expect(await usage("alpha")).toBe(13);
+    await store.update(1, { state: "queued" });
+    expect(await usage("alpha")).toBe(13);
+    expect(await store.delete(1)).toBe(13);
+    expect([await usage("alpha"), await usage("beta")]).toEqual([0, 3]);
   });
 });
 
@@ -255,6 +291,73 @@ describe("libSQL stores", () => {
     await libsqlKeyValueStores(db)("alpha").set("kk", "v");
     await db.execute("DELETE FROM kv_usage");
     expect(await libsqlKeyValueStores(db)("alpha").usage?.()).toEqual({ keys: 1, bytes: 2 + 3 });
+  });
+
+  test("a listing selects each row's summary only, never a large column", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    for (let pid = 1; pid <= 3; pid++) await store.create(record(pid, { stdout: "s".repeat(1_048_576) }));
+    const sql: string[] = [];
+    const spied = new Proxy(db, {
+      get: (target, name) =>
+        name === "execute"
+          ? (statement: { sql: string }) => {
+              sql.push(statement.sql);
+              return target.execute(statement);
+            }
+          : Reflect.get(target, name),
+    });
+    const summaries = await new LibsqlProcessStore(spied).list({ limit: 2 });
+    expect(summaries.map((found) => found.pid)).toEqual([1, 2]);
+    expect(sql).toEqual(["SELECT record FROM processes  ORDER BY pid LIMIT ?"]);
+    expect(JSON.stringify(summaries).length).toBeLessThan(1_000);
+  });
+
+  test("a full database is 507 storage_full naming the process store, and what was stored stays", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    await store.create(record(1, { stdout: "kept" }));
+    const { rows } = await db.execute("PRAGMA page_count");
+    await db.execute(`PRAGMA max_page_count = ${Number(rows[0]?.page_count)}`);
+    const error = (await store
+      .create(record(2, { stdout: "x".repeat(1_048_576) }))
+      .catch((e: unknown) => e)) as HostError;
+    expect([error.code, error.status, error.message]).toEqual([
+      "storage_full",
+      507,
+      "The process store is full: its database or disk has no room for this write",
+    ]);
+    expect(await store.get(1)).toEqual(record(1, { stdout: "kept" }));
+    expect(await store.get(2)).toBeUndefined();
+  });
+
+  test("a database of whole-record rows (before large fields had columns) is split once on opening, nothing lost", async () => {
+    const open = database();
+    const old = await open();
+    // openDatabase made the table as it is now: remake it as it was, triggers and usage gone with it.
+    const before = [
+      record(1, { tenant: "alpha", ref: "r", code: "é", stdout: "out", output: { a: [1] }, exitState: "success" }),
+      record(2, { tenant: "beta", stderr: "err" }),
+    ];
+    await old.execute("DROP TABLE processes");
+    await old.execute(
+      "CREATE TABLE processes (pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL)",
+    );
+    await old.execute("DROP TABLE process_usage");
+    for (const r of before) {
+      await old.execute({
+        sql: "INSERT INTO processes (pid, tenant, ref, state, exit_state, record) VALUES (?, ?, ?, ?, ?, ?)",
+        args: [r.pid, r.tenant, r.ref ?? null, r.state, r.exitState, JSON.stringify(r)],
+      });
+    }
+    old.close();
+    const store = new LibsqlProcessStore(await open());
+    expect([await store.get(1), await store.get(2)]).toEqual(before);
+    expect(await store.list()).toEqual(before.map(summaryOf));
+    // "é" 2, "out" 3, '{"a":[1]}' 9; "1" 1, "err" 3, "{}" 2.
+    expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([14, 6]);
+    await store.update(2, { stderr: "" });
+    expect(await store.usage("beta")).toBe(3);
   });
 
   test("a database that cannot be opened is an error that says why", async () => {
