@@ -410,11 +410,14 @@ describe("runcode serve", () => {
         source: "console.log('started'); await new Promise((r) => setTimeout(r, 3000)); export default 42",
       }),
     });
-    const reader = (run.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    const reader = (run.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
     let streamed = "";
-    while (!streamed.includes("started")) streamed += (await reader.read()).value ?? "";
+    while (!streamed.includes("started")) streamed += decoder.decode((await reader.read()).value, { stream: true });
     const stopped = server.stop("SIGTERM");
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) streamed += chunk.value;
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      streamed += decoder.decode(chunk.value, { stream: true });
+    }
     const result = /event: result\ndata: (.*)/.exec(streamed)?.[1];
     arrived.push(
       `run: ${(fromWire(JSON.parse(result ?? "null") as JsonValue) as { result?: unknown } | null)?.result}`,
