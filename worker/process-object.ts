@@ -18,7 +18,14 @@ import { createHost } from "../src/host/index.js";
 import type { CreateProcessInput, ProcessUsage } from "../src/host/processes/process-service.js";
 import { failCutOffRuns } from "../src/host/processes/restarts.js";
 import { expiryOf } from "../src/host/processes/retention.js";
-import type { HostState, ProcessRecord } from "../src/host/processes/storage.js";
+import {
+  CHUNK_CHARS,
+  type HostState,
+  type LargeField,
+  type ProcessRecord,
+  type ProcessSummary,
+  type TextChunk,
+} from "../src/host/processes/storage.js";
 import { fetchOptionOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
@@ -76,8 +83,13 @@ export class ProcessObject extends DurableObject<Env> {
     return answer(async () => this.#started(await (await this.#host).service.create(input)));
   }
 
-  async record(pid: number): Promise<ProcessRecord | null> {
-    return (await (await this.#host).service.get(pid)) ?? null;
+  async summary(pid: number): Promise<ProcessSummary | null> {
+    return (await (await this.#host).service.summary(pid)) ?? null;
+  }
+
+  /** A chunk of a large field from `at` (see `ProcessStore.read`), live while the process runs; `null` for none. */
+  async read(pid: number, field: LargeField, at: number): Promise<TextChunk | null> {
+    return (await (await this.#host).service.chunk(pid, field, at, CHUNK_CHARS)) ?? null;
   }
 
   /** The process's Server-Sent Events, made here where the process runs; `null` when there is none. */

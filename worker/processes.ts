@@ -28,8 +28,16 @@ export function edgeProcesses(env: Env, limits: SlotQuotas): ProcessBackend {
       return unwrap(created);
     },
     // The registry knows whose a pid is: an unknown or foreign pid never reaches (and so never creates) an object.
-    get: async (pid, tenant) =>
-      (await registry().tenantOf(pid)) === tenant ? ((await processObject(pid).record(pid)) ?? undefined) : undefined,
+    summary: async (pid, tenant) =>
+      (await registry().tenantOf(pid)) === tenant ? ((await processObject(pid).summary(pid)) ?? undefined) : undefined,
+    async *read(pid, field) {
+      for (let at: number | undefined = 0; at !== undefined; ) {
+        const chunk = await processObject(pid).read(pid, field, at);
+        if (chunk === null) return;
+        if (chunk.text !== "") yield chunk.text;
+        at = chunk.next;
+      }
+    },
     list: (filter) => registry().list(filter),
     events: async (pid) => unwrap(await processObject(pid).events(pid)) ?? undefined,
     kill: async (pid) => unwrap(await processObject(pid).kill(pid)),
@@ -37,7 +45,7 @@ export function edgeProcesses(env: Env, limits: SlotQuotas): ProcessBackend {
       unwrap(await registry().reserveRun(pid, limits));
       // Refused or failed, the registry gets the record back as it is (idle), and the slot with it.
       const restore = async () => {
-        const record = await processObject(pid).record(pid);
+        const record = await processObject(pid).summary(pid);
         if (record !== null) await registry().index(record);
       };
       let answered: Awaited<ReturnType<ReturnType<typeof processObject>["run"]>>;

@@ -10,8 +10,8 @@ import { DurableObject } from "cloudflare:workers";
 import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
 import { checkSlots, type SlotQuotas } from "../src/host/admission/slots.js";
 import { HostError } from "../src/host/errors.js";
-import { summaryOf } from "../src/host/http/process-routes.js";
-import { newPidTag, type ProcessFilter, type ProcessRecord, pidOf } from "../src/host/processes/storage.js";
+import { listedOf } from "../src/host/http/process-routes.js";
+import { newPidTag, type ProcessFilter, type ProcessSummary, pidOf } from "../src/host/processes/storage.js";
 import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 
@@ -144,7 +144,7 @@ export class RegistryObject extends DurableObject {
     );
   }
 
-  async index(record: ProcessRecord): Promise<void> {
+  async index(record: ProcessSummary): Promise<void> {
     this.#sql.exec("DELETE FROM pending WHERE pid = ?", record.pid);
     this.#sql.exec(
       `INSERT INTO processes (pid, tenant, ref, state, exit_state, summary) VALUES (?, ?, ?, ?, ?, ?)
@@ -155,7 +155,7 @@ export class RegistryObject extends DurableObject {
       record.ref ?? null,
       record.state,
       record.exitState,
-      JSON.stringify(summaryOf(record)),
+      JSON.stringify(listedOf(record)),
     );
   }
 
@@ -165,9 +165,9 @@ export class RegistryObject extends DurableObject {
   }
 
   /** Summaries matching `filter`, ascending by pid, at most `limit`, each with its tenant. */
-  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+  async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
     const { sql, args } = processListStatement("tenant, summary", filter);
     const rows = this.#sql.exec<{ tenant: string; summary: string }>(sql, ...args).toArray();
-    return rows.map((row) => ({ ...(JSON.parse(row.summary) as ProcessRecord), tenant: row.tenant }));
+    return rows.map((row) => ({ ...(JSON.parse(row.summary) as ProcessSummary), tenant: row.tenant }));
   }
 }

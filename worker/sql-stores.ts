@@ -5,7 +5,18 @@
  * restart loses nothing that was acknowledged.
  * @module
  */
-import type { ProcessFilter, ProcessPatch, ProcessRecord, ProcessStore } from "../src/host/processes/storage.js";
+import {
+  chunkOf,
+  type LargeField,
+  type ProcessFilter,
+  type ProcessPatch,
+  type ProcessRecord,
+  type ProcessStore,
+  type ProcessSummary,
+  storedBytesOf,
+  summaryOf,
+  type TextChunk,
+} from "../src/host/processes/storage.js";
 import { kvStatements, type Statement } from "../src/host/sqlite.js";
 import {
   type KeyValueQuota,
@@ -16,7 +27,7 @@ import {
 
 /** What a process object tells the registry whenever its record changes. */
 export interface RegistryIndex {
-  index(summary: ProcessRecord): Promise<void>;
+  index(summary: ProcessSummary): Promise<void>;
   remove(pid: number): Promise<void>;
 }
 
@@ -48,17 +59,29 @@ export class ObjectProcessStore implements ProcessStore {
     return this.#read(pid);
   }
 
-  async update(pid: number, patch: ProcessPatch): Promise<ProcessRecord | undefined> {
+  async summary(pid: number): Promise<ProcessSummary | undefined> {
     const record = this.#read(pid);
-    if (record === undefined) return undefined;
+    return record === undefined ? undefined : summaryOf(record);
+  }
+
+  /** The object holds one record: SQLite hands over the one field, cut here in UTF-16 units as a live read is. */
+  async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
+    const path = field === "output" ? "json(json_extract(record, '$.output'))" : `json_extract(record, '$.${field}')`;
+    const row = this.#sql.exec<{ text: string }>(`SELECT ${path} AS text FROM process WHERE pid = ?`, pid).toArray()[0];
+    return row === undefined ? undefined : chunkOf(row.text, at, size);
+  }
+
+  async update(pid: number, patch: ProcessPatch): Promise<boolean> {
+    const record = this.#read(pid);
+    if (record === undefined) return false;
     const next = { ...record, ...patch };
     this.#sql.exec("UPDATE process SET record = ? WHERE pid = ?", JSON.stringify(next), pid);
     if (next.state !== record.state || next.exitState !== record.exitState) await this.#registry.index(next);
-    return next;
+    return true;
   }
 
   /** Filtered and limited by SQLite (values bound, never spliced), so only returned records are read and parsed. */
-  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+  async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
     const rows = this.#sql
       .exec<{ record: string }>(
         `SELECT record FROM process
@@ -76,13 +99,15 @@ export class ObjectProcessStore implements ProcessStore {
         filter.limit ?? -1,
       )
       .toArray();
-    return rows.map((row) => JSON.parse(row.record) as ProcessRecord);
+    return rows.map((row) => summaryOf(JSON.parse(row.record) as ProcessRecord));
   }
 
-  async delete(pid: number): Promise<boolean> {
-    const deleted = this.#sql.exec("DELETE FROM process WHERE pid = ?", pid).rowsWritten > 0;
-    if (deleted) await this.#registry.remove(pid);
-    return deleted;
+  async delete(pid: number): Promise<number | undefined> {
+    const record = this.#read(pid);
+    if (record === undefined) return undefined;
+    this.#sql.exec("DELETE FROM process WHERE pid = ?", pid);
+    await this.#registry.remove(pid);
+    return storedBytesOf(record);
   }
 
   #read(pid: number): ProcessRecord | undefined {

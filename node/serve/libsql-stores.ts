@@ -10,13 +10,19 @@
  * @module
  */
 import { type Client, createClient, type InStatement } from "@libsql/client";
+import { HostError } from "../../src/host/errors.js";
 import {
+  LARGE_FIELDS,
+  type LargeField,
   newPidTag,
   type ProcessFilter,
   type ProcessPatch,
   type ProcessRecord,
   type ProcessStore,
+  type ProcessSummary,
   pidOf,
+  summaryOf,
+  type TextChunk,
 } from "../../src/host/processes/storage.js";
 import {
   kvStatements,
@@ -26,32 +32,87 @@ import {
   processListStatement,
 } from "../../src/host/sqlite.js";
 import type { KeyValueQuota, KeyValueStore, KeyValueUsage } from "../../src/tools/kv-store.js";
+import { utf8Length } from "../../src/values/json.js";
 
 /** When an idle row's process ended (the record's `finishedAt`): what retention's sweep finds rows by, indexed. */
 const ENDED_AT = "json_extract(record, '$.finishedAt')";
 
+/** How long a statement waits for a lock another connection holds (SQLite's busy timeout) before it fails. */
+export const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * A row holds a record's summary as JSON (`record`) ahead of its large fields, one column each, so a listing reads
+ * only the summary's few bytes, and a chunk of a large field only that field; `sizes` holds their UTF-8 bytes and
+ * `bytes` their sum. Triggers keep each tenant's sum in `process_usage` with every insert, update and delete (the
+ * retention's sweep too): the storage quota's running count.
+ */
+const PROCESSES_TABLE = `CREATE TABLE IF NOT EXISTS processes (
+    pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL,
+    sizes TEXT NOT NULL DEFAULT '[0,0,0,0]', bytes INTEGER NOT NULL DEFAULT 0,
+    code TEXT NOT NULL DEFAULT '', stdout TEXT NOT NULL DEFAULT '', stderr TEXT NOT NULL DEFAULT '',
+    output TEXT NOT NULL DEFAULT '{}'
+  )`;
+
+const USAGE = `
+  CREATE TABLE IF NOT EXISTS process_usage (tenant TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TRIGGER IF NOT EXISTS processes_counted AFTER INSERT ON processes BEGIN
+    INSERT OR IGNORE INTO process_usage (tenant, bytes) VALUES (new.tenant, 0);
+    UPDATE process_usage SET bytes = bytes + new.bytes WHERE tenant = new.tenant;
+  END;
+  CREATE TRIGGER IF NOT EXISTS processes_recounted AFTER UPDATE OF bytes ON processes BEGIN
+    UPDATE process_usage SET bytes = bytes + new.bytes - old.bytes WHERE tenant = new.tenant;
+  END;
+  CREATE TRIGGER IF NOT EXISTS processes_uncounted AFTER DELETE ON processes BEGIN
+    UPDATE process_usage SET bytes = bytes - old.bytes WHERE tenant = old.tenant;
+  END;
+`;
+
 const SCHEMA = `
   ${PID_TAGS_TABLE};
-  CREATE TABLE IF NOT EXISTS processes (
-    pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL
-  );
+  ${PROCESSES_TABLE};
   ${PROCESS_INDEXES}
   CREATE INDEX IF NOT EXISTS processes_ended ON processes (${ENDED_AT}) WHERE state = 'idle';
   CREATE TABLE IF NOT EXISTS kv (
     tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tenant, key)
   ) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS kv_usage (tenant TEXT PRIMARY KEY, keys INTEGER NOT NULL, bytes INTEGER NOT NULL);
+  ${USAGE}
 `;
+
+/** UTF-8 bytes of a column's text. */
+const bytesOf = (column: string) => `length(CAST(${column} AS BLOB))`;
+
+/**
+ * A database whose rows hold whole records as JSON (before the large fields had columns) gets the columns, its
+ * records split into them and its tenants counted: once, in one transaction, before the usage triggers exist.
+ */
+const SPLIT_RECORDS = [
+  "ALTER TABLE processes ADD COLUMN sizes TEXT NOT NULL DEFAULT '[0,0,0,0]'",
+  "ALTER TABLE processes ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+  ...["code", "stdout", "stderr"].map((field) => `ALTER TABLE processes ADD COLUMN ${field} TEXT NOT NULL DEFAULT ''`),
+  "ALTER TABLE processes ADD COLUMN output TEXT NOT NULL DEFAULT '{}'",
+  `UPDATE processes SET code = json_extract(record, '$.code'), stdout = json_extract(record, '$.stdout'),
+     stderr = json_extract(record, '$.stderr'), output = json_extract(record, '$.output'),
+     record = json_remove(record, '$.code', '$.stdout', '$.stderr', '$.output')`,
+  `UPDATE processes SET sizes = json_array(${LARGE_FIELDS.map(bytesOf).join(", ")}),
+     bytes = ${LARGE_FIELDS.map(bytesOf).join(" + ")}`,
+  "CREATE TABLE process_usage (tenant TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID",
+  "INSERT INTO process_usage (tenant, bytes) SELECT tenant, sum(bytes) FROM processes GROUP BY tenant",
+];
 
 /**
  * The database at `url` (`file:runcode.db`, `libsql://...`), with runcode's tables. A file is switched to
  * write-ahead logging, whose commits are as durable as the default journal's (SQLite's `synchronous` stays `FULL`:
- * each commit is on disk before it returns) at a fraction of the writes.
+ * each commit is on disk before it returns) at a fraction of the writes; a statement waits up to
+ * {@link BUSY_TIMEOUT_MS} for a lock.
  */
 export async function openDatabase(url: string, authToken?: string): Promise<Client> {
-  const db = createClient({ url, ...(authToken === undefined ? {} : { authToken }) });
+  const db = createClient({ url, timeout: BUSY_TIMEOUT_MS, ...(authToken === undefined ? {} : { authToken }) });
   try {
     if (url.startsWith("file:")) await db.execute("PRAGMA journal_mode = WAL");
+    const { rows } = await db.execute("SELECT name FROM pragma_table_info('processes')");
+    const columns = rows.map((found) => String(found.name));
+    if (columns.length > 0 && !columns.includes("code")) await db.batch(SPLIT_RECORDS, "write");
     await db.executeMultiple(SCHEMA);
   } catch (error) {
     db.close();
@@ -60,11 +121,50 @@ export async function openDatabase(url: string, authToken?: string): Promise<Cli
   return db;
 }
 
-/** The columns a record is found by, and the record. */
-const row = (record: ProcessRecord) => {
-  const text = JSON.stringify(record);
-  return { text, args: [record.ref ?? null, record.state, record.exitState, text] };
-};
+/** Whether `error` is SQLite's (or the system's) "no room left": the database or its disk is full. */
+const isFull = (error: unknown) =>
+  /SQLITE_FULL|ENOSPC/.test(String((error as { code?: unknown } | undefined)?.code)) ||
+  /database or disk is full|no space left/i.test(String((error as Error | undefined)?.message));
+
+/** `work`, a full database or disk answering 507 `storage_full` that names `store`. */
+export async function roomIn<T>(store: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isFull(error)) {
+      throw new HostError("storage_full", `The ${store} is full: its database or disk has no room for this write`);
+    }
+    throw error;
+  }
+}
+
+/** The row's columns of a record or patch: its summary, and each large field given, with their sizes. */
+function columnsOf(summary: ProcessSummary, large: Partial<Pick<ProcessRecord, LargeField>>, sizes: number[]) {
+  const set: Record<string, string | number | null> = {
+    ref: summary.ref ?? null,
+    state: summary.state,
+    exit_state: summary.exitState,
+    record: JSON.stringify(summary),
+  };
+  for (const [i, field] of LARGE_FIELDS.entries()) {
+    const value = large[field];
+    if (value === undefined) continue;
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    set[field] = text;
+    sizes[i] = utf8Length(text);
+  }
+  set.sizes = JSON.stringify(sizes);
+  set.bytes = sizes.reduce((sum, size) => sum + size, 0);
+  return set;
+}
+
+/** The large fields `fields` gives. */
+const largeOf = (fields: ProcessPatch | ProcessRecord): Partial<Pick<ProcessRecord, LargeField>> =>
+  Object.fromEntries(
+    LARGE_FIELDS.filter((field) => field in fields).map((field) => [field, (fields as ProcessRecord)[field]]),
+  );
+
+const PROCESS_STORE = "process store";
 
 /** Every process record, in the `processes` table. */
 export class LibsqlProcessStore implements ProcessStore {
@@ -76,12 +176,14 @@ export class LibsqlProcessStore implements ProcessStore {
 
   async nextPid(tenant: string): Promise<number> {
     for (;;) {
-      const [, counted] = await this.#db.batch(
-        nextPidStatements(
-          tenant,
-          newPidTag(() => false),
+      const [, counted] = await roomIn(PROCESS_STORE, () =>
+        this.#db.batch(
+          nextPidStatements(
+            tenant,
+            newPidTag(() => false),
+          ),
+          "write",
         ),
-        "write",
       );
       const found = counted?.rows[0];
       if (found !== undefined) return pidOf(Number(found.tag), Number(found.count));
@@ -89,39 +191,90 @@ export class LibsqlProcessStore implements ProcessStore {
   }
 
   async create(record: ProcessRecord): Promise<void> {
-    const { rowsAffected } = await this.#db.execute({
-      sql: `INSERT INTO processes (pid, tenant, ref, state, exit_state, record) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT(pid) DO NOTHING`,
-      args: [record.pid, record.tenant, ...row(record).args],
-    });
+    const columns = {
+      pid: record.pid,
+      tenant: record.tenant,
+      ...columnsOf(summaryOf(record), largeOf(record), [0, 0, 0, 0]),
+    };
+    const names = Object.keys(columns);
+    const { rowsAffected } = await roomIn(PROCESS_STORE, () =>
+      this.#db.execute({
+        sql: `INSERT INTO processes (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})
+              ON CONFLICT(pid) DO NOTHING`,
+        args: Object.values(columns),
+      }),
+    );
     if (rowsAffected === 0) throw new Error(`Process ${record.pid} exists`);
   }
 
   async get(pid: number): Promise<ProcessRecord | undefined> {
-    const { rows } = await this.#db.execute({ sql: "SELECT record FROM processes WHERE pid = ?", args: [pid] });
-    return rows[0] === undefined ? undefined : (JSON.parse(String(rows[0].record)) as ProcessRecord);
-  }
-
-  /** Read, patched and written back: a record has one writer, the server that runs its process. */
-  async update(pid: number, patch: ProcessPatch): Promise<ProcessRecord | undefined> {
-    const record = await this.get(pid);
-    if (record === undefined) return undefined;
-    const { text, args } = row({ ...record, ...patch });
-    await this.#db.execute({
-      sql: "UPDATE processes SET ref = ?, state = ?, exit_state = ?, record = ? WHERE pid = ?",
-      args: [...args, pid],
+    const { rows } = await this.#db.execute({
+      sql: `SELECT record, ${LARGE_FIELDS.join(", ")} FROM processes WHERE pid = ?`,
+      args: [pid],
     });
-    return JSON.parse(text) as ProcessRecord;
+    const found = rows[0];
+    if (found === undefined) return undefined;
+    return {
+      ...(JSON.parse(String(found.record)) as ProcessSummary),
+      code: String(found.code),
+      stdout: String(found.stdout),
+      stderr: String(found.stderr),
+      output: JSON.parse(String(found.output)) as Record<string, unknown>,
+    };
   }
 
-  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+  async summary(pid: number): Promise<ProcessSummary | undefined> {
+    const { rows } = await this.#db.execute({ sql: "SELECT record FROM processes WHERE pid = ?", args: [pid] });
+    return rows[0] === undefined ? undefined : (JSON.parse(String(rows[0].record)) as ProcessSummary);
+  }
+
+  /** `substr` counts characters (code points) and hands over only the chunk. */
+  async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
+    const { rows } = await this.#db.execute({
+      sql: `SELECT substr(${field}, ?, ?) AS text, length(${field}) AS chars FROM processes WHERE pid = ?`,
+      args: [at + 1, size, pid],
+    });
+    const found = rows[0];
+    if (found === undefined) return undefined;
+    return { text: String(found.text), next: at + size < Number(found.chars) ? at + size : undefined };
+  }
+
+  /** The summary and sizes read, patched and written back: a record has one writer, the server that runs it. */
+  async update(pid: number, patch: ProcessPatch): Promise<boolean> {
+    const { rows } = await this.#db.execute({ sql: "SELECT record, sizes FROM processes WHERE pid = ?", args: [pid] });
+    const found = rows[0];
+    if (found === undefined) return false;
+    const summary = summaryOf({ ...(JSON.parse(String(found.record)) as ProcessSummary), ...patch } as ProcessRecord);
+    const columns = columnsOf(summary, largeOf(patch), JSON.parse(String(found.sizes)) as number[]);
+    const set = Object.keys(columns).map((name) => `${name} = ?`);
+    await roomIn(PROCESS_STORE, () =>
+      this.#db.execute({
+        sql: `UPDATE processes SET ${set.join(", ")} WHERE pid = ?`,
+        args: [...Object.values(columns), pid],
+      }),
+    );
+    return true;
+  }
+
+  async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
     const { rows } = await this.#db.execute(processListStatement("record", filter));
-    return rows.map((found) => JSON.parse(String(found.record)) as ProcessRecord);
+    return rows.map((found) => JSON.parse(String(found.record)) as ProcessSummary);
   }
 
-  async delete(pid: number): Promise<boolean> {
-    const { rowsAffected } = await this.#db.execute({ sql: "DELETE FROM processes WHERE pid = ?", args: [pid] });
-    return rowsAffected > 0;
+  async delete(pid: number): Promise<number | undefined> {
+    const { rows } = await this.#db.execute({
+      sql: "DELETE FROM processes WHERE pid = ? RETURNING bytes",
+      args: [pid],
+    });
+    return rows[0] === undefined ? undefined : Number(rows[0].bytes);
+  }
+
+  async usage(tenant: string): Promise<number> {
+    const { rows } = await this.#db.execute({
+      sql: "SELECT bytes FROM process_usage WHERE tenant = ?",
+      args: [tenant],
+    });
+    return Number(rows[0]?.bytes ?? 0);
   }
 
   /**

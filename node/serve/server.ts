@@ -3,10 +3,12 @@
  * (node/serve/libsql-stores.ts), processes on the environment module's worker threads, `/run` in the thread pool,
  * and the edge's settings and limits (src/host/settings.ts). What no route matches is the playground's.
  *
- * Starting, it ends the runs its database shows active (the last stop cut them off), and with a retention, starts
- * sweeping out the processes past it (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting
- * connections, gives requests in flight {@link DRAIN_MS} to finish, then ends every running process as a restart
- * would, each final record written, and closes the database; the sweeps stop first.
+ * Starting, it locks its database file (one server owns a database: node/serve/lock.ts), ends the runs the database
+ * shows active (the last stop cut them off), and with a retention, starts sweeping out the processes past it
+ * (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting work (new connections, and requests
+ * on open ones answer 503), ends every active process first (each killed, `canceled`, its final record written),
+ * then gives requests in flight {@link DRAIN_MS} to finish (a streamed `/run` gets its result), closes the database
+ * and releases the lock; the sweeps stop first.
  * @module
  */
 import type { AddressInfo } from "node:net";
@@ -19,13 +21,14 @@ import { failCutOffRuns } from "../../src/host/processes/restarts.js";
 import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
+import { type DatabaseLock, lockDatabase } from "./lock.js";
 import { playgroundFiles } from "./playground.js";
 import { sweepEndedProcesses } from "./retention.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
-/** How long requests in flight (event streams included) may go on once the server stops accepting. */
+/** How long requests in flight (event streams included) may go on once the processes have ended. */
 export const DRAIN_MS = 5_000;
-/** How long the running processes' kills and final writes may take before the server exits regardless. */
+/** How long the active processes' kills and final writes may take before the drain goes on regardless. */
 export const CUT_OFF_MS = 5_000;
 
 const within = (ms: number, work: Promise<unknown>) =>
@@ -53,6 +56,16 @@ async function failingAs<T>(what: string, work: () => Promise<T>): Promise<T> {
 }
 
 export async function serve(options: ServeOptions): Promise<Served> {
+  const lock = lockDatabase(options.db.url);
+  try {
+    return await serveLocked(options, lock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<Served> {
   const { settings } = options;
   const db = await failingAs(`cannot open the database ${options.db.url}`, () =>
     openDatabase(options.db.url, options.db.authToken),
@@ -65,6 +78,7 @@ export async function serve(options: ServeOptions): Promise<Served> {
     kvLimits: { maxStoreBytes: settings.tenantKvBytes },
     maxActiveProcesses: settings.maxActive,
     maxActivePerTenant: settings.tenantMaxActive,
+    maxTenantStorageBytes: options.tenantStorageBytes,
     // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
     environment: {
       module: instantiate({
@@ -79,7 +93,17 @@ export async function serve(options: ServeOptions): Promise<Served> {
   const sandbox = createSandbox({ ...runOptions, threads: true });
   const fallback = playgroundFiles();
   let app: ReturnType<typeof createApp> | undefined;
-  const server = createAdaptorServer({ fetch: (request) => app?.fetch(request), hostname: options.host });
+  let stopping: Promise<void> | undefined;
+  const server = createAdaptorServer({
+    fetch: (request) =>
+      stopping === undefined
+        ? app?.fetch(request)
+        : Response.json(
+            { error: { code: "overloaded", message: "The server is stopping: it takes no more requests" } },
+            { status: 503, headers: { connection: "close", "retry-after": "1" } },
+          ),
+    hostname: options.host,
+  });
   await failingAs(
     `cannot listen on ${options.host}:${options.port}`,
     () =>
@@ -115,7 +139,6 @@ export async function serve(options: ServeOptions): Promise<Served> {
           retentionMs: settings.retentionMs,
           onError: (error) => console.error("runcode serve: the retention sweep failed:", error),
         });
-  let stopping: Promise<void> | undefined;
   return {
     url: `http://${host}:${port}`,
     cutOff: cutOff.length,
@@ -124,10 +147,12 @@ export async function serve(options: ServeOptions): Promise<Served> {
       stopping ??= (async () => {
         await sweeps?.stop();
         const closed = new Promise((resolve) => server.close(resolve));
+        if ("closeIdleConnections" in server) server.closeIdleConnections();
+        await within(CUT_OFF_MS, service.stopAll());
         await within(DRAIN_MS, closed);
         if ("closeAllConnections" in server) server.closeAllConnections();
-        await within(CUT_OFF_MS, service.cutOffAll());
         db.close();
+        lock.release();
       })();
       return stopping;
     },

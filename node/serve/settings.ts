@@ -24,12 +24,19 @@ export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
   RUNCODE_RETENTION_DAYS: "",
 });
 
+/**
+ * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold
+ * together: `RUNCODE_TENANT_STORAGE_BYTES`, `runcode serve`'s own (the edge keeps each process in an object of its own).
+ */
+export const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
+
 /** Settings a flag can give, by name. */
 const FLAG_SETTINGS = [
   "RUNCODE_ALLOW_ANONYMOUS",
   "RUNCODE_ORIGINS",
   ...Object.keys(DEFAULT_SETTINGS),
   "RUNCODE_MCP_SERVERS",
+  "RUNCODE_TENANT_STORAGE_BYTES",
 ] as const;
 
 /** `RUNCODE_TENANT_MAX_ACTIVE` -> `tenant-max-active`. */
@@ -47,7 +54,9 @@ RUNCODE_DB_AUTH_TOKEN; --db defaults to RUNCODE_DB, then file:runcode.db). Each 
 RUNCODE_TENANT_MAX_ACTIVE); API keys only from RUNCODE_API_KEYS. On loopback it serves anonymous callers unless keys
 are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCODE_ALLOW_ANONYMOUS=true).
 With --retention-days N, a process that ended more than N days ago is deleted (swept at start, then hourly).
-SIGINT or SIGTERM stops it: requests in flight get a few seconds to finish, then running processes end failed.`;
+--tenant-storage-bytes (default ${DEFAULT_TENANT_STORAGE_BYTES}) caps the bytes of code and output one tenant's processes
+keep. One server owns a database file (it holds <file>.lock while it runs). SIGINT or SIGTERM stops it: it takes no
+more requests, ends running processes (canceled), then gives requests in flight a few seconds to finish.`;
 
 export interface ServeOptions {
   port: number;
@@ -57,6 +66,8 @@ export interface ServeOptions {
   settings: HostSettings;
   /** Whether `RUNCODE_ORIGINS` was set: if not, the origins follow the port the server gets. */
   originsSet: boolean;
+  /** `RUNCODE_TENANT_STORAGE_BYTES` ({@link DEFAULT_TENANT_STORAGE_BYTES}). */
+  tenantStorageBytes: number;
 }
 
 /** Whether `host` is a loopback address or name: only there may the server guess its names and go without keys. */
@@ -109,6 +120,10 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
     RUNCODE_ORIGINS: originsFor(port).join(","),
     ...Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)),
   });
+  const storage = given.RUNCODE_TENANT_STORAGE_BYTES ?? String(DEFAULT_TENANT_STORAGE_BYTES);
+  if (!/^[1-9]\d{0,15}$/.test(storage) || !Number.isSafeInteger(Number(storage))) {
+    throw new TypeError(`RUNCODE_TENANT_STORAGE_BYTES must be a positive integer, got ${JSON.stringify(storage)}`);
+  }
   const authToken = flags["db-auth-token"] ?? env.RUNCODE_DB_AUTH_TOKEN;
   return {
     port,
@@ -116,5 +131,6 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
     db: { url: flags.db as string, ...(authToken === undefined ? {} : { authToken }) },
     settings,
     originsSet: given.RUNCODE_ORIGINS !== undefined,
+    tenantStorageBytes: Number(storage),
   };
 }

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   /** `/run` executions in this instance hold as much memory as it may give them: retry shortly. */
   overloaded: 503,
   no_environment: 503,
+  /** A store has no room for the write: the tenant's storage quota is full, or the store's database or disk. */
+  storage_full: 507,
 } as const;
 
 export type HostErrorCode = keyof typeof ERROR_STATUS;

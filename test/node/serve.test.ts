@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
-import { CUT_OFF_BY_RESTART } from "../../src/host/processes/restarts.js";
+import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
@@ -320,7 +320,7 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
-  it("a stop ends running processes as a restart does; a restart keeps every acknowledged record and kv value", async () => {
+  it("a stop ends running processes (canceled, saying the host stopped); a restart keeps every acknowledged record and kv value", async () => {
     const db = newDatabase();
     const first = await start(["--db", db], { RUN_CPU_MS: "60000" });
     const one = client(first);
@@ -341,8 +341,8 @@ describe("runcode serve", () => {
     expect(await two.call("GET", `/processes/${running}`)).toMatchObject({
       body: {
         state: "idle",
-        exitState: "failed",
-        error: CUT_OFF_BY_RESTART,
+        exitState: "canceled",
+        error: STOPPED_BY_HOST,
         stdout: "before the stop\n",
       },
     });
@@ -370,6 +370,106 @@ describe("runcode serve", () => {
       error: CUT_OFF_BY_RESTART,
     });
     expect(await third.stop("SIGTERM")).toBe(0);
+  });
+
+  it("one server owns a database file: a second start on it exits 1 and says so, touching nothing; a crashed server's lock is taken over", async () => {
+    const db = newDatabase();
+    const file = db.slice("file:".length);
+    const first = await start(["--db", db]);
+    const one = client(first);
+    const running = await one.create("console.log('on'); for (;;) {}", { timeoutMs: 60_000 });
+    await one.until(running, (r) => r.state === "running" && r.stdout !== "");
+    expect(await refused(["--db", db])).toEqual({
+      code: 1,
+      output: `runcode serve: the database ${db} is in use by another runcode serve (pid ${first.child.pid}, lock file ${file}.lock): one server owns a database; if no server runs, delete the lock file`,
+    });
+    expect((await one.call("GET", `/processes/${running}`)).body).toMatchObject({ state: "running", error: null });
+    expect(await first.stop("SIGKILL")).toBe(null);
+    const second = await start(["--db", db]);
+    expect(second.output()).toContain("runcode serve: 1 runs the last stop cut off are marked failed");
+    expect(await second.stop("SIGTERM")).toBe(0);
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+
+  it("SIGTERM ends the processes first (canceled, stored), then lets a streamed /run in flight finish, then exits 0", async () => {
+    const db = newDatabase();
+    // With the Web APIs, a run can wait on a timer (the wait is paid for in fuel: room for it).
+    const server = await start(["--db", db, "--web-apis", "true", "--run-fuel", "100000000000"]);
+    const { create, until } = client(server);
+    const running = await create("console.log('spinning'); for (;;) {}", { timeoutMs: 60_000 });
+    await until(running, (r) => r.state === "running" && r.stdout !== "");
+    const arrived: string[] = [];
+    const events = await fetch(`${server.url}/processes/${running}/events`);
+    const exited = events.text().then((text) => {
+      arrived.push(`process: ${/event: exit\ndata: (.*)/.exec(text)?.[1]}`);
+    });
+    const run = await fetch(`${server.url}/run`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({
+        source: "console.log('started'); await new Promise((r) => setTimeout(r, 3000)); export default 42",
+      }),
+    });
+    const reader = (run.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let streamed = "";
+    while (!streamed.includes("started")) streamed += decoder.decode((await reader.read()).value, { stream: true });
+    const stopped = server.stop("SIGTERM");
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      streamed += decoder.decode(chunk.value, { stream: true });
+    }
+    const result = /event: result\ndata: (.*)/.exec(streamed)?.[1];
+    arrived.push(
+      `run: ${(fromWire(JSON.parse(result ?? "null") as JsonValue) as { result?: unknown } | null)?.result}`,
+    );
+    await exited;
+    expect(await stopped).toBe(0);
+    expect(arrived).toEqual([
+      `process: ${JSON.stringify({ pid: running, exitState: "canceled", error: STOPPED_BY_HOST })}`,
+      "run: 42",
+    ]);
+    const again = await start(["--db", db]);
+    expect((await client(again).call("GET", `/processes/${running}`)).body).toMatchObject({
+      state: "idle",
+      exitState: "canceled",
+      error: STOPPED_BY_HOST,
+      stdout: "spinning\n",
+    });
+    expect(await again.stop("SIGTERM")).toBe(0);
+  });
+
+  it("--tenant-storage-bytes (RUNCODE_TENANT_STORAGE_BYTES): 413 for a record it could never hold, output cut at it, then 507; large fields read whole", async () => {
+    const server = await start(["--db", newDatabase(), "--tenant-storage-bytes", "50000"], {
+      RUNCODE_API_KEYS: `alpha:${KEYS.alpha},beta:${KEYS.beta}`,
+    });
+    const [alpha, beta] = [client(server, "alpha"), client(server, "beta")];
+    const error = (code: string, message: string) => ({ error: { code, message } });
+    expect((await alpha.call("POST", "/processes", { code: `// ${"x".repeat(49_996)}` })).body).toEqual(
+      error(
+        "payload_too_large",
+        "This process's record would hold 50001 bytes of code and output, more than the tenant's whole storage quota of 50000 bytes",
+      ),
+    );
+    const code = "console.log('a'.repeat(20000)); console.log('b'.repeat(40000))";
+    const pid = await alpha.create(code);
+    const record = await alpha.settled(pid);
+    const marker = "\n[stdout truncated: the tenant's storage quota of 50000 bytes is full]\n";
+    const kept = 50_000 - code.length - 2 - 20_001;
+    expect(record.stdout).toBe(`${"a".repeat(20_000)}\n${"b".repeat(kept)}${marker}`);
+    expect((await alpha.call("GET", `/processes/${pid}/stdout`)).body).toBe(record.stdout);
+    const refused = await alpha.call("POST", "/processes", { code: "1" });
+    const used = 50_000 + marker.length;
+    expect([refused.status, refused.body]).toEqual([
+      507,
+      error(
+        "storage_full",
+        `The tenant's storage quota is full: its processes hold ${used} of 50000 bytes (code, stdout, stderr, output) and this one needs 3: delete processes to make room`,
+      ),
+    ]);
+    expect((await beta.settled(await beta.create("console.log('mine')"))).stdout).toBe("mine\n");
+    expect((await alpha.call("DELETE", `/processes/${pid}`)).status).toBe(204);
+    expect((await alpha.settled(await alpha.create("console.log('room')"))).stdout).toBe("room\n");
+    expect(await server.stop("SIGTERM")).toBe(0);
   });
 
   it("--retention-days (RUNCODE_RETENTION_DAYS) deletes processes that ended longer ago, any tenant's, from its start; younger and cut-off ones stay", async () => {

@@ -8,8 +8,14 @@ import { join } from "node:path";
 import type { Client } from "@libsql/client";
 import { afterAll, describe, expect, test } from "vitest";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "../../node/serve/libsql-stores.js";
+import type { HostError } from "../../src/host/errors.js";
 import { CUT_OFF_BY_RESTART, failCutOffRuns } from "../../src/host/processes/restarts.js";
-import { MemoryProcessStore, type ProcessRecord, type ProcessStore } from "../../src/host/processes/storage.js";
+import {
+  MemoryProcessStore,
+  type ProcessRecord,
+  type ProcessStore,
+  summaryOf,
+} from "../../src/host/processes/storage.js";
 import { KeyValueQuotaError, type KeyValueStore, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
 import { processRecord } from "../host/processes/records.js";
 
@@ -47,8 +53,9 @@ describe.each(processStores)("ProcessStore: %s", (_name, make) => {
     const store = await make();
     const a = await store.nextPid("anonymous");
     await store.create(record(a));
-    expect(await store.delete(a)).toBe(true);
-    expect(await store.delete(a)).toBe(false);
+    // The bytes it freed: the code's ("1") and the empty output's JSON ("{}").
+    expect(await store.delete(a)).toBe(3);
+    expect(await store.delete(a)).toBeUndefined();
     expect([await store.nextPid("anonymous"), await store.nextPid("anonymous")]).toEqual([a + 1, a + 2]);
   });
 
@@ -79,11 +86,9 @@ describe.each(processStores)("ProcessStore: %s", (_name, make) => {
     expect(await store.get(1)).toEqual(record(1, { ref: "x" }));
     await expect(store.create(record(1))).rejects.toThrow("Process 1 exists");
     const patch = { state: "queued", stdout: "s", output: { n: 1 } } as const;
-    const updated = (await store.update(1, patch)) as ProcessRecord;
-    expect(updated).toEqual(record(1, { ref: "x", ...patch }));
-    updated.output.n = 2;
-    expect((await store.get(1))?.output).toEqual({ n: 1 });
-    expect(await store.update(9, { state: "queued" })).toBeUndefined();
+    expect(await store.update(1, patch)).toBe(true);
+    expect(await store.get(1)).toEqual(record(1, { ref: "x", ...patch }));
+    expect(await store.update(9, { state: "queued" })).toBe(false);
     await store.create(record(3, { exitState: "failed" }));
     await store.create(record(2, { exitState: "success", ref: "x" }));
     expect((await store.list()).map((r) => r.pid)).toEqual([1, 2, 3]);
@@ -111,13 +116,50 @@ describe.each(processStores)("ProcessStore: %s", (_name, make) => {
     await store.create(record(4, { exitState: "success" }));
     expect((await failCutOffRuns(store, 77)).sort()).toEqual([1, 2, 3]);
     const cut = { state: "idle", exitState: "failed", error: CUT_OFF_BY_RESTART, finishedAt: 77 } as const;
-    expect(await store.list()).toEqual([
-      record(1, { ...cut, startedAt: 5, stdout: "half" }),
-      record(2, cut),
-      record(3, cut),
-      record(4, { exitState: "success" }),
-    ]);
+    expect(await store.list()).toEqual(
+      [
+        record(1, { ...cut, startedAt: 5, stdout: "half" }),
+        record(2, cut),
+        record(3, cut),
+        record(4, { exitState: "success" }),
+      ].map(summaryOf),
+    );
     expect(await failCutOffRuns(store, 78)).toEqual([]);
+  });
+});
+
+describe.each(processStores)("ProcessStore's large fields: %s", (_name, make) => {
+  test("a listing and a summary carry no large field; a chunk of one is read from where the last ended", async () => {
+    const store = await make();
+    const big = record(1, { code: "c", stdout: `${"é".repeat(5)}😀z`, output: { a: "x".repeat(8) } });
+    await store.create(big);
+    expect(await store.list()).toEqual([summaryOf(big)]);
+    expect(await store.summary(1)).toEqual(summaryOf(big));
+    expect(await store.summary(2)).toBeUndefined();
+    expect(await store.read(1, "stdout", 0, 5)).toEqual({ text: "ééééé", next: 5 });
+    const rest = await store.read(1, "stdout", 5, 5);
+    expect(rest?.text).toBe("😀z");
+    expect(rest?.next).toBeUndefined();
+    expect(await store.read(1, "output", 0, 1000)).toEqual({ text: `{"a":"${"x".repeat(8)}"}`, next: undefined });
+    expect(await store.read(1, "stderr", 0, 10)).toEqual({ text: "", next: undefined });
+    expect(await store.read(2, "code", 0, 10)).toBeUndefined();
+  });
+
+  test("usage: each tenant's UTF-8 bytes of code, streams and output's JSON, counted with every create, update and delete", async () => {
+    const store = await make();
+    const usage = (tenant: string) => (store.usage as NonNullable<ProcessStore["usage"]>).call(store, tenant);
+    expect(await usage("alpha")).toBe(0);
+    await store.create(record(1, { tenant: "alpha", code: "é", stdout: "ab" }));
+    await store.create(record(2, { tenant: "beta", code: "1" }));
+    // "é" 2, "ab" 2, "{}" 2.
+    expect([await usage("alpha"), await usage("beta")]).toEqual([6, 3]);
+    await store.update(1, { stdout: "", stderr: "😀", output: { k: 1 } });
+    // "é" 2, "😀" 4, '{"k":1}' 7.
+    expect(await usage("alpha")).toBe(13);
+    await store.update(1, { state: "queued" });
+    expect(await usage("alpha")).toBe(13);
+    expect(await store.delete(1)).toBe(13);
+    expect([await usage("alpha"), await usage("beta")]).toEqual([0, 3]);
   });
 });
 
@@ -185,7 +227,8 @@ describe("libSQL stores", () => {
     const store = new LibsqlProcessStore(first);
     const pid = await store.nextPid("alpha");
     await store.create(record(pid, { tenant: "alpha", ref: "r" }));
-    await store.update(pid, { state: "running", stdout: "é\u2028\ud83d" });
+    // Streams are decoded from UTF-8, so never hold a lone surrogate: a pair and a line separator survive.
+    await store.update(pid, { state: "running", stdout: "é\u2028\ud83d\ude00" });
     await libsqlKeyValueStores(first)("alpha").set("k", { deep: [1, "two"] });
     await libsqlKeyValueStores(first)("beta").set("k", 2);
     first.close();
@@ -193,7 +236,7 @@ describe("libSQL stores", () => {
     const again = await open();
     const reopened = new LibsqlProcessStore(again);
     expect(await reopened.get(pid)).toEqual(
-      record(pid, { tenant: "alpha", ref: "r", state: "running", stdout: "é\u2028\ud83d" }),
+      record(pid, { tenant: "alpha", ref: "r", state: "running", stdout: "é\u2028\ud83d\ude00" }),
     );
     expect(await reopened.nextPid("alpha")).toBe(pid + 1);
     const stores = libsqlKeyValueStores(again);
@@ -248,6 +291,73 @@ describe("libSQL stores", () => {
     await libsqlKeyValueStores(db)("alpha").set("kk", "v");
     await db.execute("DELETE FROM kv_usage");
     expect(await libsqlKeyValueStores(db)("alpha").usage?.()).toEqual({ keys: 1, bytes: 2 + 3 });
+  });
+
+  test("a listing selects each row's summary only, never a large column", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    for (let pid = 1; pid <= 3; pid++) await store.create(record(pid, { stdout: "s".repeat(1_048_576) }));
+    const sql: string[] = [];
+    const spied = new Proxy(db, {
+      get: (target, name) =>
+        name === "execute"
+          ? (statement: { sql: string }) => {
+              sql.push(statement.sql);
+              return target.execute(statement);
+            }
+          : Reflect.get(target, name),
+    });
+    const summaries = await new LibsqlProcessStore(spied).list({ limit: 2 });
+    expect(summaries.map((found) => found.pid)).toEqual([1, 2]);
+    expect(sql).toEqual(["SELECT record FROM processes  ORDER BY pid LIMIT ?"]);
+    expect(JSON.stringify(summaries).length).toBeLessThan(1_000);
+  });
+
+  test("a full database is 507 storage_full naming the process store, and what was stored stays", async () => {
+    const db = await database()();
+    const store = new LibsqlProcessStore(db);
+    await store.create(record(1, { stdout: "kept" }));
+    const { rows } = await db.execute("PRAGMA page_count");
+    await db.execute(`PRAGMA max_page_count = ${Number(rows[0]?.page_count)}`);
+    const error = (await store
+      .create(record(2, { stdout: "x".repeat(1_048_576) }))
+      .catch((e: unknown) => e)) as HostError;
+    expect([error.code, error.status, error.message]).toEqual([
+      "storage_full",
+      507,
+      "The process store is full: its database or disk has no room for this write",
+    ]);
+    expect(await store.get(1)).toEqual(record(1, { stdout: "kept" }));
+    expect(await store.get(2)).toBeUndefined();
+  });
+
+  test("a database of whole-record rows (before large fields had columns) is split once on opening, nothing lost", async () => {
+    const open = database();
+    const old = await open();
+    // openDatabase made the table as it is now: remake it as it was, triggers and usage gone with it.
+    const before = [
+      record(1, { tenant: "alpha", ref: "r", code: "é", stdout: "out", output: { a: [1] }, exitState: "success" }),
+      record(2, { tenant: "beta", stderr: "err" }),
+    ];
+    await old.execute("DROP TABLE processes");
+    await old.execute(
+      "CREATE TABLE processes (pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL)",
+    );
+    await old.execute("DROP TABLE process_usage");
+    for (const r of before) {
+      await old.execute({
+        sql: "INSERT INTO processes (pid, tenant, ref, state, exit_state, record) VALUES (?, ?, ?, ?, ?, ?)",
+        args: [r.pid, r.tenant, r.ref ?? null, r.state, r.exitState, JSON.stringify(r)],
+      });
+    }
+    old.close();
+    const store = new LibsqlProcessStore(await open());
+    expect([await store.get(1), await store.get(2)]).toEqual(before);
+    expect(await store.list()).toEqual(before.map(summaryOf));
+    // "é" 2, "out" 3, '{"a":[1]}' 9; "1" 1, "err" 3, "{}" 2.
+    expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([14, 6]);
+    await store.update(2, { stderr: "" });
+    expect(await store.usage("beta")).toBe(3);
   });
 
   test("a database that cannot be opened is an error that says why", async () => {

@@ -25,6 +25,7 @@ import {
   type ProcessFilter,
   type ProcessRecord,
   type ProcessStore,
+  type ProcessSummary,
 } from "../../src/host/processes/storage.js";
 import { kvService, memoryKeyValueStores } from "../../src/tools/kv.js";
 import { KeyValueQuotaError, MemoryKeyValueStore } from "../../src/tools/kv-store.js";
@@ -671,7 +672,7 @@ describe("event streams", () => {
 class CountingStore extends MemoryProcessStore implements ProcessStore {
   listed = 0;
   filters: ProcessFilter[] = [];
-  override async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+  override async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
     const out = await super.list(filter);
     this.listed += out.length;
     this.filters.push(filter);

@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { ProcessRecord } from "../../src/host/processes/storage.js";
+import type { ProcessRecord, ProcessSummary } from "../../src/host/processes/storage.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { sseEvents } from "../host/sse.js";
@@ -207,8 +207,10 @@ describe("processes on Durable Objects", () => {
     expect(await (await api(`/processes/${pid}/stdout`)).text()).toBe("héllo\n");
     // The record lives in the process's own object: read it there directly, as a restarted Worker would.
     const stub = env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
-    const { tenant, ...direct } = (await stub.record(pid)) as unknown as ProcessRecord;
-    expect([tenant, direct]).toEqual(["alpha", record]);
+    const { tenant, ...direct } = (await stub.summary(pid)) as unknown as ProcessSummary;
+    const { code: _c, stdout: _s, stderr: _e, output: _o, ...summary } = record as unknown as ProcessRecord;
+    expect([tenant, direct]).toEqual(["alpha", summary]);
+    expect(await stub.read(pid, "stdout", 0)).toEqual({ text: "héllo\n", next: undefined });
   });
 
   it("lists through the registry with filters, safely against SQL in filter values", async () => {

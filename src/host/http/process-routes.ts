@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { HostError } from "../errors.js";
 import { codeTooLarge } from "../limits.js";
 import type { CreateProcessInput } from "../processes/process-service.js";
-import type { HostState, ProcessFilter, ProcessRecord } from "../processes/storage.js";
+import type { HostState, LargeField, ProcessFilter, ProcessSummary } from "../processes/storage.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, SSE_HEADERS, secured } from "./route-context.js";
 import {
@@ -27,11 +27,13 @@ export interface ProcessBackend {
   /** Throws a `HostError` (429 `too_many_processes`, `tenant_too_many_processes`) when no slot is free. */
   create(input: CreateProcessInput & { tenant: string }): Promise<{ pid: number; state: HostState }>;
   /**
-   * `tenant`'s process `pid`. A backend that keeps each process in an object of its own finds out whose the pid is
-   * first: another tenant's pid, like an unknown one, creates and reads no object.
+   * `tenant`'s process `pid`, without its large fields. A backend that keeps each process in an object of its own
+   * finds out whose the pid is first: another tenant's pid, like an unknown one, creates and reads no object.
    */
-  get(pid: number, tenant: string): Promise<ProcessRecord | undefined>;
-  list(filter: ProcessFilter): Promise<ProcessRecord[]>;
+  summary(pid: number, tenant: string): Promise<ProcessSummary | undefined>;
+  /** A large field's text (`output` as JSON) in chunks, each read as the response takes the one before. */
+  read(pid: number, field: LargeField): AsyncIterable<string>;
+  list(filter: ProcessFilter): Promise<ProcessSummary[]>;
   events(pid: number): Promise<ReadableStream<Uint8Array> | undefined>;
   kill(pid: number): Promise<{ pid: number; state: HostState }>;
   run(pid: number): Promise<{ pid: number; state: HostState }>;
@@ -48,15 +50,58 @@ const text = (description: string) => ({ description, content: { "text/plain": {
 const pidErrors = errorResponses("invalid_pid", "not_found");
 
 /** The fields of a record a list shows (no code, streams or output, nor the tenant: the caller is the tenant). */
-export function summaryOf(
-  r: ProcessRecord,
-): Omit<ProcessRecord, "tenant" | "code" | "output" | "stdout" | "stderr" | "truncated"> {
-  const { tenant: _n, code: _c, output: _o, stdout: _s, stderr: _e, truncated: _t, ...summary } = r;
+export function listedOf(r: ProcessSummary): Omit<ProcessSummary, "tenant" | "truncated"> {
+  const { tenant: _n, truncated: _t, ...summary } = r;
   return summary;
 }
 
-/** The record a client sees: everything but the tenant. */
-const visible = ({ tenant: _n, ...record }: ProcessRecord) => record;
+const encoder = new TextEncoder();
+
+/**
+ * `chunks` as a body the client pulls: each chunk is read when the client has taken the one before, so a response
+ * holds one chunk however large the field (a zero high-water mark reads nothing ahead).
+ */
+function pulled(chunks: AsyncIterable<string>): ReadableStream<Uint8Array> {
+  const iterator = chunks[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { done, value } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(encoder.encode(value));
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * The record as JSON, everything but the tenant: the summary, then each large field from `read` a chunk at a time
+ * (the streams as JSON strings, the output as its JSON text).
+ */
+async function* recordJson(
+  summary: ProcessSummary,
+  read: (field: LargeField) => AsyncIterable<string>,
+): AsyncGenerator<string> {
+  const { tenant: _n, ...visible } = summary;
+  yield JSON.stringify(visible).slice(0, -1);
+  for (const field of ["code", "stdout", "stderr"] as const) {
+    yield `,"${field}":"`;
+    for await (const chunk of read(field)) yield JSON.stringify(chunk).slice(1, -1);
+    yield '"';
+  }
+  yield ',"output":';
+  let empty = true;
+  for await (const chunk of read("output")) {
+    empty = false;
+    yield chunk;
+  }
+  // Deleted while it was read: the output is gone with it.
+  yield empty ? "{}}" : "}";
+}
 
 function pidOf(c: Context): number {
   const raw = c.req.param("pid") ?? "";
@@ -71,10 +116,10 @@ function pidOf(c: Context): number {
 /** Adds the process routes to `app`, over `processes`. */
 export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBackend, maxBodyBytes: number): void {
   /** The caller's process: 404 for an unknown pid and for another tenant's, alike. */
-  const owned = async (c: Context<AppEnv>): Promise<ProcessRecord> => {
+  const owned = async (c: Context<AppEnv>): Promise<ProcessSummary> => {
     const pid = pidOf(c);
     const tenant = c.get("tenant");
-    const found = await processes.get(pid, tenant);
+    const found = await processes.summary(pid, tenant);
     if (found === undefined || found.tenant !== tenant) throw new HostError("not_found", `No process ${pid}`);
     return found;
   };
@@ -147,7 +192,7 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
       const page = await processes.list(filter);
       const last = page.at(-1);
       const next = page.length === pageSize && last !== undefined ? String(last.pid) : null;
-      return c.json({ processes: page.map(summaryOf), next }, 200);
+      return c.json({ processes: page.map(listedOf), next }, 200);
     },
   );
 
@@ -161,7 +206,11 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
         responses: { 200: json(ProcessRecordSchema, "The record"), ...pidErrors },
       }),
     ),
-    async (c) => c.json(visible(await owned(c)) as z.infer<typeof ProcessRecordSchema>, 200),
+    async (c) => {
+      const summary = await owned(c);
+      const body = pulled(recordJson(summary, (field) => processes.read(summary.pid, field)));
+      return preEncoded(new Response(body, { status: 200, headers: { "content-type": "application/json" } }));
+    },
   );
   for (const stream of ["code", "stdout", "stderr"] as const) {
     app.openapi(
@@ -173,7 +222,13 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
           responses: { 200: text(`The ${stream}`), ...pidErrors },
         }),
       ),
-      async (c) => c.text((await owned(c))[stream], 200),
+      async (c) => {
+        const { pid } = await owned(c);
+        const body = pulled(processes.read(pid, stream));
+        return preEncoded(
+          new Response(body, { status: 200, headers: { "content-type": "text/plain; charset=UTF-8" } }),
+        );
+      },
     );
   }
   app.openapi(
@@ -185,7 +240,11 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
         responses: { 200: json(z.record(z.string(), z.unknown()), "The output"), ...pidErrors },
       }),
     ),
-    async (c) => c.json((await owned(c)).output, 200),
+    async (c) => {
+      const { pid } = await owned(c);
+      const body = pulled(processes.read(pid, "output"));
+      return preEncoded(new Response(body, { status: 200, headers: { "content-type": "application/json" } }));
+    },
   );
   app.openapi(
     createRoute(

@@ -18,7 +18,7 @@ import {
 import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../../tools/registry.js";
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
-import { define, jsonWithin, type SizedJson } from "../../values/json.js";
+import { define, jsonWithin, type SizedJson, utf8Length } from "../../values/json.js";
 import { checkSlots } from "../admission/slots.js";
 import { HostError } from "../errors.js";
 import {
@@ -30,15 +30,23 @@ import {
 } from "../limits.js";
 import { Environments } from "./environments.js";
 import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
-import { CUT_OFF_BY_RESTART } from "./restarts.js";
+import { STOPPED_BY_HOST } from "./restarts.js";
 import { transition } from "./states.js";
 import {
+  CHUNK_CHARS,
+  chunkOf,
   type HostState,
+  type LargeField,
   matches,
   type ProcessFilter,
   type ProcessPatch,
   type ProcessRecord,
   type ProcessStore,
+  type ProcessSummary,
+  storedBytesOf,
+  summaryOf,
+  type TextChunk,
+  textOf,
 } from "./storage.js";
 
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
@@ -95,6 +103,11 @@ export interface ProcessServiceOptions {
   now?: () => number;
   /** Called with failures that have no caller to go to (a store write behind a binding). */
   onError?: (error: unknown) => void;
+  /**
+   * UTF-8 bytes of code, stdout, stderr and output one tenant's records may hold together (counted by the store's
+   * `usage`, which it then must have). Default: no quota.
+   */
+  maxTenantStorageBytes?: number;
 }
 
 export interface CreateProcessInput {
@@ -105,8 +118,17 @@ export interface CreateProcessInput {
   tenant?: string;
 }
 
+/** A tenant's stored bytes as the service counts them while it holds any (see {@link ProcessService}'s `#storage`). */
+interface TenantStorage {
+  used: number;
+  /** Processes of the tenant active or being created or run again. */
+  holders: number;
+}
+
 interface Live {
   record: ProcessRecord;
+  /** Its tenant's count, with a storage quota. */
+  storage: TenantStorage | undefined;
   decoders: { stdout: TextDecoder; stderr: TextDecoder };
   listeners: Set<ProcessListener>;
   /** What this run's tool calls may spend. */
@@ -118,8 +140,8 @@ interface Live {
   outputBytes: number;
   dirty: boolean;
   saving: Promise<void> | undefined;
-  /** Ended by {@link ProcessService.cutOffAll}: it exits as a restart's cut-off run. */
-  cutOff: boolean;
+  /** Ended by {@link ProcessService.stopAll}: it exits `canceled`, its error saying the host stopped. */
+  stopped: boolean;
   done: Promise<ProcessRecord>;
   resolve(record: ProcessRecord): void;
 }
@@ -137,6 +159,10 @@ const mutable = (r: ProcessRecord): ProcessPatch => ({
   startedAt: r.startedAt,
   finishedAt: r.finishedAt,
 });
+const encoder = new TextEncoder();
+/** UTF-16 units of the longest start of `text` whose UTF-8 takes at most `bytes` (never half a character). */
+const utf8Prefix = (text: string, bytes: number) => encoder.encodeInto(text, new Uint8Array(Math.max(0, bytes))).read;
+
 const fresh = (): Pick<
   ProcessRecord,
   "exitState" | "output" | "stdout" | "stderr" | "error" | "truncated" | "startedAt" | "finishedAt"
@@ -161,6 +187,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxActivePerTenant: number;
   readonly limits: Readonly<OutputCaps>;
   readonly maxSubscribers: number;
+  readonly maxTenantStorageBytes: number | undefined;
   readonly #store: ProcessStore;
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
@@ -169,6 +196,12 @@ export class ProcessService implements EnvironmentBindings {
   readonly #reserved = new Map<string, number>();
   /** Pids being run again, from their checks to their launch. */
   readonly #starting = new Set<number>();
+  /**
+   * Each tenant's stored bytes while it has processes active or starting: the store's running count when the first
+   * of them started, plus what they added since (counted as they write, before the store has it), less what the
+   * service deleted. Dropped when none is left, so the next start reads the store again.
+   */
+  readonly #storage = new Map<string, TenantStorage>();
   /** Tool calls that name no process while several of one tenant are active share this scope until none is. */
   #sharedScope: ToolScope | undefined;
 
@@ -183,6 +216,10 @@ export class ProcessService implements EnvironmentBindings {
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
+    this.maxTenantStorageBytes = options.maxTenantStorageBytes;
+    if (this.maxTenantStorageBytes !== undefined && this.#store.usage === undefined) {
+      throw new TypeError("maxTenantStorageBytes needs a store that counts its usage");
+    }
     this.environments = new Environments(this, this.#onError);
   }
 
@@ -196,7 +233,13 @@ export class ProcessService implements EnvironmentBindings {
     const timeoutMs = timeoutWithin(input.timeoutMs, this.defaultTimeoutMs, this.maxTimeoutMs);
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
+    let storage: TenantStorage | undefined;
+    let launched = false;
     try {
+      storage = await this.#holdStorage(tenant);
+      // The code and an empty output (`{}`): what a new record holds.
+      const bytes = utf8Length(input.code) + 2;
+      if (storage !== undefined) this.#checkRoom(storage, bytes);
       const now = this.#now();
       const record: ProcessRecord = {
         pid: await this.#store.nextPid(tenant),
@@ -210,9 +253,12 @@ export class ProcessService implements EnvironmentBindings {
         createdAt: now,
       };
       await this.#store.create(record);
-      this.#launch(record);
+      if (storage !== undefined) storage.used += bytes;
+      this.#launch(record, storage);
+      launched = true;
       return structuredClone(record);
     } finally {
+      if (!launched) this.#releaseStorage(tenant, storage);
       release();
     }
   }
@@ -223,25 +269,63 @@ export class ProcessService implements EnvironmentBindings {
     return live !== undefined ? structuredClone(live.record) : this.#store.get(pid);
   }
 
+  /** The record without its large fields, live while the process runs; `undefined` when there is none. */
+  async summary(pid: number): Promise<ProcessSummary | undefined> {
+    const live = this.#live.get(pid);
+    return live !== undefined ? summaryOf(live.record) : this.#store.summary(pid);
+  }
+
   /**
-   * Matching records, ascending by pid, as the store and the active processes show them. Costs what it returns: the
-   * store is asked for `limit` records plus one per active process (whose stored copy may lag and match no longer),
-   * never for all of them.
+   * A chunk of a large field from `at`, as {@link ProcessStore.read} gives it, or of an active process's field as it
+   * is now (counted in UTF-16 units); `undefined` for an unknown process.
    */
-  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
+  async chunk(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
+    const live = this.#live.get(pid);
+    return live !== undefined ? chunkOf(textOf(live.record, field), at, size) : this.#store.read(pid, field, at, size);
+  }
+
+  /**
+   * A large field's text (`output` as JSON) in chunks of at most {@link CHUNK_CHARS} characters, each read when the
+   * one before has been taken; nothing for an unknown process. An active process's field as it was at the start.
+   */
+  async *read(pid: number, field: LargeField): AsyncGenerator<string> {
+    const live = this.#live.get(pid);
+    if (live !== undefined) {
+      const text = textOf(live.record, field);
+      for (let at: number | undefined = 0; at !== undefined; ) {
+        const chunk = chunkOf(text, at, CHUNK_CHARS);
+        if (chunk.text !== "") yield chunk.text;
+        at = chunk.next;
+      }
+      return;
+    }
+    for (let at: number | undefined = 0; at !== undefined; ) {
+      const chunk = await this.#store.read(pid, field, at, CHUNK_CHARS);
+      if (chunk === undefined) return;
+      if (chunk.text !== "") yield chunk.text;
+      at = chunk.next;
+    }
+  }
+
+  /**
+   * Summaries of the matching records, ascending by pid, as the store and the active processes show them. Costs what
+   * it returns: the store is asked for `limit` summaries plus one per active process (whose stored copy may lag and
+   * match no longer), never for all of them, and no large field is read.
+   */
+  async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
     const { limit } = filter;
     const asked = limit === undefined ? undefined : limit + this.#live.size;
     const stored = await this.#store.list(asked === undefined ? filter : { ...filter, limit: asked });
     // With a full page, records past its last pid are unknown here: active ones beyond it must wait for a page.
-    const last = asked !== undefined && stored.length >= asked ? (stored.at(-1) as ProcessRecord).pid : Infinity;
-    const found = new Map<number, ProcessRecord>();
+    const last = asked !== undefined && stored.length >= asked ? (stored.at(-1) as ProcessSummary).pid : Infinity;
+    const found = new Map<number, ProcessSummary>();
     for (const record of stored) {
       const live = this.#live.get(record.pid);
-      const current = live === undefined ? record : structuredClone(live.record);
+      const current = live === undefined ? record : summaryOf(live.record);
       if (matches(current, filter)) found.set(record.pid, current);
     }
     for (const [pid, live] of this.#live) {
-      if (!found.has(pid) && pid <= last && matches(live.record, filter)) found.set(pid, structuredClone(live.record));
+      if (!found.has(pid) && pid <= last && matches(live.record, filter)) found.set(pid, summaryOf(live.record));
     }
     const out = [...found.values()].sort((a, b) => a.pid - b.pid);
     return limit === undefined ? out : out.slice(0, limit);
@@ -258,12 +342,19 @@ export class ProcessService implements EnvironmentBindings {
     const release = this.#reserve(record.tenant);
     // Until the launch, a second `run` of this pid finds it starting (the store still says idle).
     this.#starting.add(pid);
+    let storage: TenantStorage | undefined;
+    let launched = false;
     try {
+      storage = await this.#holdStorage(record.tenant);
       const next: ProcessRecord = { ...record, ...fresh(), state: "queued", runs: record.runs + 1 };
       await this.#store.update(pid, mutable(next));
-      this.#launch(next);
+      // The last run's streams and output are gone.
+      if (storage !== undefined) storage.used -= storedBytesOf(record) - storedBytesOf(next);
+      this.#launch(next, storage);
+      launched = true;
       return structuredClone(next);
     } finally {
+      if (!launched) this.#releaseStorage(record.tenant, storage);
       this.#starting.delete(pid);
       release();
     }
@@ -273,7 +364,7 @@ export class ProcessService implements EnvironmentBindings {
   async kill(pid: number): Promise<ProcessRecord> {
     const live = this.#live.get(pid);
     if (live === undefined) {
-      if ((await this.#store.get(pid)) === undefined) throw new HostError("not_found", `No process ${pid}`);
+      if ((await this.#store.summary(pid)) === undefined) throw new HostError("not_found", `No process ${pid}`);
       throw new HostError("process_not_active", `Process ${pid} is idle`);
     }
     if (live.record.state === "running") this.#setState(live, "terminating");
@@ -288,10 +379,12 @@ export class ProcessService implements EnvironmentBindings {
   /** Deletes an idle process. */
   async delete(pid: number): Promise<void> {
     if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is active: kill it first`);
-    const record = await this.#store.get(pid);
+    const record = await this.#store.summary(pid);
     if (record === undefined) throw new HostError("not_found", `No process ${pid}`);
     if (this.#live.has(pid)) throw new HostError("process_active", `Process ${pid} is active: kill it first`);
-    await this.#store.delete(pid);
+    const freed = await this.#store.delete(pid);
+    const storage = this.#storage.get(record.tenant);
+    if (storage !== undefined && freed !== undefined) storage.used -= freed;
   }
 
   /**
@@ -338,11 +431,11 @@ export class ProcessService implements EnvironmentBindings {
   }
 
   /**
-   * Ends every active process as a restart would, for a host that is stopping: each is killed and exits `failed`
-   * with {@link CUT_OFF_BY_RESTART}, its final record stored. Resolves when none is active.
+   * Ends every active process, for a host that is stopping: each is killed and exits `canceled` with
+   * {@link STOPPED_BY_HOST} for its error, its final record stored. Resolves when none is active.
    */
-  async cutOffAll(): Promise<void> {
-    for (const live of this.#live.values()) live.cutOff = true;
+  async stopAll(): Promise<void> {
+    for (const live of this.#live.values()) live.stopped = true;
     await Promise.all([...this.#live.keys()].map((pid) => this.environments.kill(pid).catch(this.#onError)));
     await this.idle();
   }
@@ -455,6 +548,15 @@ export class ProcessService implements EnvironmentBindings {
       this.#truncateOutput(live, `output exceeded ${cap} bytes: later patches were dropped`);
       return;
     }
+    const { storage } = live;
+    if (storage !== undefined) {
+      const quota = this.maxTenantStorageBytes as number;
+      if (storage.used + bytes - live.outputBytes > quota) {
+        this.#truncateOutput(live, `the tenant's storage quota of ${quota} bytes is full: later patches were dropped`);
+        return;
+      }
+      storage.used += bytes - live.outputBytes;
+    }
     const output = live.record.output;
     for (const [key, size] of sizes) {
       define(output, key, patch[key]);
@@ -485,22 +587,64 @@ export class ProcessService implements EnvironmentBindings {
     };
   }
 
+  /** `tenant`'s count of stored bytes, held until {@link #releaseStorage}; `undefined` without a storage quota. */
+  async #holdStorage(tenant: string): Promise<TenantStorage | undefined> {
+    const usage = this.#store.usage;
+    if (this.maxTenantStorageBytes === undefined || usage === undefined) return undefined;
+    if (!this.#storage.has(tenant)) {
+      const used = await usage.call(this.#store, tenant);
+      // Another start of the tenant's may have read it meanwhile, and counted since.
+      if (!this.#storage.has(tenant)) this.#storage.set(tenant, { used, holders: 0 });
+    }
+    const storage = this.#storage.get(tenant) as TenantStorage;
+    storage.holders++;
+    return storage;
+  }
+
+  #releaseStorage(tenant: string, storage: TenantStorage | undefined): void {
+    if (storage !== undefined && --storage.holders === 0) this.#storage.delete(tenant);
+  }
+
+  /** Refuses a new record of `bytes` that the tenant's quota cannot hold: 413 if it never could, 507 if it is full. */
+  #checkRoom(storage: TenantStorage, bytes: number): void {
+    const quota = this.maxTenantStorageBytes as number;
+    if (bytes > quota) {
+      throw new HostError(
+        "payload_too_large",
+        `This process's record would hold ${bytes} bytes of code and output, more than the tenant's whole storage quota of ${quota} bytes`,
+      );
+    }
+    if (storage.used + bytes > quota) {
+      throw new HostError(
+        "storage_full",
+        `The tenant's storage quota is full: its processes hold ${storage.used} of ${quota} bytes (code, stdout, stderr, output) and this one needs ${bytes}: delete processes to make room`,
+      );
+    }
+  }
+
   /** Drops this and every later patch of the run; `output.$truncated` says why. */
   #truncateOutput(live: Live, message: string): void {
     const { output, truncated } = live.record;
     truncated.output = true;
     define(output, OUTPUT_TRUNCATED_KEY, message);
+    // The stored output gains the entry `"$truncated":"..."` (the run's count of output bytes leaves it out).
+    if (live.storage !== undefined) {
+      const size = utf8Length(`${JSON.stringify(OUTPUT_TRUNCATED_KEY)}:${JSON.stringify(message)}`);
+      const old = live.outputEntries.get(OUTPUT_TRUNCATED_KEY);
+      live.storage.used += old === undefined ? size + (live.outputEntries.size === 0 ? 0 : 1) : size - old;
+    }
     this.#publish(live, { type: "output", pid: live.record.pid, patch: { [OUTPUT_TRUNCATED_KEY]: message } });
     this.#schedule(live);
   }
 
-  #launch(record: ProcessRecord): void {
+  #launch(record: ProcessRecord, storage: TenantStorage | undefined): void {
     let resolve!: (record: ProcessRecord) => void;
     const done = new Promise<ProcessRecord>((r) => {
       resolve = r;
     });
     const live: Live = {
       record,
+      storage,
       decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
       listeners: new Set(),
       tools: this.tools.scope(record.tenant),
@@ -509,7 +653,7 @@ export class ProcessService implements EnvironmentBindings {
       outputBytes: 2,
       dirty: false,
       saving: undefined,
-      cutOff: false,
+      stopped: false,
       done,
       resolve,
     };
@@ -551,14 +695,29 @@ export class ProcessService implements EnvironmentBindings {
     if (record.truncated[stream]) return;
     const cap = stream === "stdout" ? this.limits.stdoutChars : this.limits.stderrChars;
     let added = text;
+    let cutBecause: string | undefined;
     const room = cap - record[stream].length;
     if (text.length > room) {
       let cut = Math.max(0, room);
       // Never split a surrogate pair.
       if (cut > 0 && /[\uD800-\uDBFF]/.test(text.charAt(cut - 1))) cut--;
-      added = `${text.slice(0, cut)}\n[${stream} truncated: more than ${cap} characters]\n`;
+      added = text.slice(0, cut);
+      cutBecause = `more than ${cap} characters`;
+    }
+    const { storage } = live;
+    if (storage !== undefined) {
+      const quota = this.maxTenantStorageBytes as number;
+      const left = quota - storage.used;
+      if (utf8Length(added) > left) {
+        added = added.slice(0, utf8Prefix(added, left));
+        cutBecause = `the tenant's storage quota of ${quota} bytes is full`;
+      }
+    }
+    if (cutBecause !== undefined) {
+      added = `${added}\n[${stream} truncated: ${cutBecause}]\n`;
       record.truncated[stream] = true;
     }
+    if (storage !== undefined) storage.used += utf8Length(added);
     record[stream] += added;
     this.#publish(live, { type: stream, pid: record.pid, data: added });
     this.#schedule(live);
@@ -566,7 +725,7 @@ export class ProcessService implements EnvironmentBindings {
 
   async #exit(live: Live, ended: ExecutionExitState, endedBy?: string): Promise<void> {
     const { record } = live;
-    const [exit, hostError] = live.cutOff ? (["failed", CUT_OFF_BY_RESTART] as const) : [ended, endedBy];
+    const [exit, hostError] = live.stopped ? (["canceled", STOPPED_BY_HOST] as const) : [ended, endedBy];
     for (const stream of ["stdout", "stderr"] as const) {
       const tail = live.decoders[stream].decode();
       if (tail !== "") this.#append(live, stream, tail);
@@ -579,6 +738,7 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
     await live.saving;
     this.#live.delete(record.pid);
+    this.#releaseStorage(record.tenant, live.storage);
     if (this.#live.size === 0) this.#sharedScope = undefined;
     this.#publish(live, { type: "state", pid: record.pid, state: "idle", exitState: exit });
     this.#publish(live, { type: "exit", pid: record.pid, exitState: exit, error: record.error });

@@ -1,8 +1,8 @@
 /**
  * A run cannot outlive the host that runs it. A record still active when its host starts again was cut off by the
- * restart (a crash, the platform stopping it), and a host that stops on purpose ends its runs the same way: each
- * becomes `idle`, `failed`, with {@link CUT_OFF_BY_RESTART} for its error, so its slot is free and its reader
- * knows why.
+ * restart (a crash, the platform stopping it): it becomes `idle`, `failed`, with {@link CUT_OFF_BY_RESTART} for its
+ * error, so its slot is free and its reader knows why. A host that stops on purpose kills its runs first: each ends
+ * `canceled`, with {@link STOPPED_BY_HOST}.
  * @module
  */
 import { isActive } from "./states.js";
@@ -10,6 +10,8 @@ import { HOST_STATES, type ProcessPatch, type ProcessStore } from "./storage.js"
 
 /** The error of a run its host's restart cut off. */
 export const CUT_OFF_BY_RESTART = "The host restarted while this process ran";
+/** The error of a run its host ended on stopping on purpose (it exits `canceled`). */
+export const STOPPED_BY_HOST = "The host stopped while this process ran";
 
 /** The patch that ends a record's cut-off run at `now` (epoch milliseconds). */
 export const cutOff = (now: number): ProcessPatch => ({

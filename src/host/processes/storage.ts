@@ -5,6 +5,7 @@
  * @module
  */
 import type { ExecutionExitState } from "../../environment/types.js";
+import { utf8Length } from "../../values/json.js";
 
 /** The four host-side states (docs/environment.md, "The host's states"). */
 export const HOST_STATES = ["idle", "queued", "running", "terminating"] as const;
@@ -36,6 +37,46 @@ export interface ProcessRecord {
   finishedAt: number | null;
 }
 
+/**
+ * The fields of a record that can be large: the code, the streams (each up to its cap) and the output. Listings and
+ * event snapshots never carry them; routes that return them read them a chunk at a time ({@link ProcessStore.read}).
+ */
+export const LARGE_FIELDS = ["code", "stdout", "stderr", "output"] as const;
+export type LargeField = (typeof LARGE_FIELDS)[number];
+
+/** A record without its large fields: what a listing returns. */
+export type ProcessSummary = Omit<ProcessRecord, LargeField>;
+
+/** `record` without its large fields (a copy). */
+export function summaryOf(record: ProcessRecord | ProcessSummary): ProcessSummary {
+  const { code: _c, stdout: _s, stderr: _e, output: _o, ...summary } = record as ProcessRecord;
+  return { ...summary, truncated: { ...summary.truncated } };
+}
+
+/** Characters a chunk of a large field holds at most: what one read of a route holds of it. */
+export const CHUNK_CHARS = 65_536;
+
+/** A chunk of a large field's text, and where the next one starts (`undefined`: this was the last). */
+export interface TextChunk {
+  text: string;
+  next: number | undefined;
+}
+
+/** The text of a large field: `output` as its JSON text, the others as they are. */
+export const textOf = (record: ProcessRecord, field: LargeField): string =>
+  field === "output" ? JSON.stringify(record.output) : record[field];
+
+/** UTF-8 bytes of a record's large fields: what the per-tenant storage quota counts. */
+export const storedBytesOf = (record: ProcessRecord): number =>
+  LARGE_FIELDS.reduce((bytes, field) => bytes + utf8Length(textOf(record, field)), 0);
+
+/** The chunk of `text` from UTF-16 unit `at`, at most `size` units, never ending inside a surrogate pair. */
+export function chunkOf(text: string, at: number, size: number): TextChunk {
+  let end = Math.min(text.length, at + size);
+  if (end < text.length && end > at + 1 && /[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
+  return { text: text.slice(at, end), next: end < text.length ? end : undefined };
+}
+
 /** Fields that change after creation. */
 export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "tenant" | "code" | "createdAt" | "ref">>;
 
@@ -60,12 +101,24 @@ export interface ProcessStore {
   /** Stores a new record; rejects if the pid exists. */
   create(record: ProcessRecord): Promise<void>;
   get(pid: number): Promise<ProcessRecord | undefined>;
-  /** Applies `patch`; `undefined` when there is no such record. */
-  update(pid: number, patch: ProcessPatch): Promise<ProcessRecord | undefined>;
-  /** Matching records, ascending by pid. */
-  list(filter?: ProcessFilter): Promise<ProcessRecord[]>;
-  /** `true` when a record was deleted. */
-  delete(pid: number): Promise<boolean>;
+  /** The record without its large fields, which are not read. */
+  summary(pid: number): Promise<ProcessSummary | undefined>;
+  /**
+   * At most `size` characters of a large field from `at` (0 for the first chunk, then the `next` of the one before;
+   * characters as the store counts them), reading no more of it than that; `undefined` when there is no record.
+   */
+  read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined>;
+  /** Applies `patch`; `false` when there is no such record. */
+  update(pid: number, patch: ProcessPatch): Promise<boolean>;
+  /** Summaries of the matching records, ascending by pid: no large field is read. */
+  list(filter?: ProcessFilter): Promise<ProcessSummary[]>;
+  /** The bytes of large fields it freed ({@link storedBytesOf}); `undefined` when there was no record. */
+  delete(pid: number): Promise<number | undefined>;
+  /**
+   * UTF-8 bytes of the large fields of `tenant`'s records ({@link storedBytesOf}), as a running count kept with every
+   * write (never a scan). A store without it has no per-tenant storage quota.
+   */
+  usage?(tenant: string): Promise<number>;
 }
 
 /** Pids one tag spans. */
@@ -92,7 +145,7 @@ export function newPidTag(taken: (tag: number) => boolean): number {
   }
 }
 
-export function matches(record: ProcessRecord, filter: ProcessFilter): boolean {
+export function matches(record: ProcessSummary, filter: ProcessFilter): boolean {
   return (
     (filter.tenant === undefined || record.tenant === filter.tenant) &&
     (filter.after === undefined || record.pid > filter.after) &&
@@ -110,6 +163,8 @@ interface TenantRecords {
   records: Map<number, ProcessRecord>;
   /** The highest pid in `records`. */
   highest: number;
+  /** {@link ProcessStore.usage}. */
+  bytes: number;
 }
 
 /** {@link ProcessStore} in memory. */
@@ -129,6 +184,7 @@ export class MemoryProcessStore implements ProcessStore {
     this.#records.set(record.pid, stored);
     const own = this.#tenant(record.tenant);
     own.records.set(record.pid, stored);
+    own.bytes += storedBytesOf(stored);
     // Creations finish in pid order unless their awaits interleave: then restore the order once.
     if (record.pid < own.highest) own.records = new Map([...own.records].sort(([a], [b]) => a - b));
     else own.highest = record.pid;
@@ -139,16 +195,29 @@ export class MemoryProcessStore implements ProcessStore {
     return record === undefined ? undefined : structuredClone(record);
   }
 
-  async update(pid: number, patch: ProcessPatch): Promise<ProcessRecord | undefined> {
+  async summary(pid: number): Promise<ProcessSummary | undefined> {
     const record = this.#records.get(pid);
-    if (record === undefined) return undefined;
+    return record === undefined ? undefined : structuredClone(summaryOf(record));
+  }
+
+  async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
+    const record = this.#records.get(pid);
+    return record === undefined ? undefined : chunkOf(textOf(record, field), at, size);
+  }
+
+  async update(pid: number, patch: ProcessPatch): Promise<boolean> {
+    const record = this.#records.get(pid);
+    if (record === undefined) return false;
+    const own = this.#tenant(record.tenant);
+    own.bytes -= storedBytesOf(record);
     Object.assign(record, structuredClone(patch));
-    return structuredClone(record);
+    own.bytes += storedBytesOf(record);
+    return true;
   }
 
   /** Compares the tenant's records (every record without one) with the filter but copies only those it returns. */
-  async list(filter: ProcessFilter = {}): Promise<ProcessRecord[]> {
-    const out: ProcessRecord[] = [];
+  async list(filter: ProcessFilter = {}): Promise<ProcessSummary[]> {
+    const out: ProcessSummary[] = [];
     if (filter.limit !== undefined && filter.limit <= 0) return out;
     const records =
       filter.tenant === undefined
@@ -156,18 +225,25 @@ export class MemoryProcessStore implements ProcessStore {
         : (this.#tenants.get(filter.tenant)?.records.values() ?? []);
     for (const record of records) {
       if (!matches(record, filter)) continue;
-      out.push(structuredClone(record));
+      out.push(structuredClone(summaryOf(record)));
       if (filter.limit !== undefined && out.length >= filter.limit) break;
     }
     return out;
   }
 
-  async delete(pid: number): Promise<boolean> {
+  async delete(pid: number): Promise<number | undefined> {
     const record = this.#records.get(pid);
-    if (record === undefined) return false;
+    if (record === undefined) return undefined;
     this.#records.delete(pid);
-    this.#tenants.get(record.tenant)?.records.delete(pid);
-    return true;
+    const own = this.#tenant(record.tenant);
+    own.records.delete(pid);
+    const freed = storedBytesOf(record);
+    own.bytes -= freed;
+    return freed;
+  }
+
+  async usage(tenant: string): Promise<number> {
+    return this.#tenants.get(tenant)?.bytes ?? 0;
   }
 
   #tenant(tenant: string): TenantRecords {
@@ -175,7 +251,7 @@ export class MemoryProcessStore implements ProcessStore {
     if (own === undefined) {
       const tag = newPidTag((taken) => this.#tags.has(taken));
       this.#tags.add(tag);
-      own = { tag, count: 0, records: new Map(), highest: 0 };
+      own = { tag, count: 0, records: new Map(), highest: 0, bytes: 0 };
       this.#tenants.set(tenant, own);
     }
     return own;

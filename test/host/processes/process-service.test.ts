@@ -12,8 +12,15 @@ import {
   ProcessService,
   type ProcessServiceOptions,
 } from "../../../src/host/processes/process-service.js";
-import { CUT_OFF_BY_RESTART } from "../../../src/host/processes/restarts.js";
-import { MemoryProcessStore } from "../../../src/host/processes/storage.js";
+import { STOPPED_BY_HOST } from "../../../src/host/processes/restarts.js";
+import {
+  CHUNK_CHARS,
+  type LargeField,
+  MemoryProcessStore,
+  type ProcessFilter,
+  type ProcessRecord,
+  storedBytesOf,
+} from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
 
 type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;
@@ -197,7 +204,7 @@ describe("ProcessService", () => {
     await expect(svc.kill(9)).rejects.toMatchObject({ code: "not_found" });
   });
 
-  test("cutOffAll: every active process is killed and ends failed as a restart's cut-off run, stored and told", async () => {
+  test("stopAll: every active process is killed and ends canceled, saying the host stopped, stored and told", async () => {
     const { svc, store, env } = await service(async ({ eid, code }, b) => {
       if (code === "done") return "success";
       if (code === "run") b.setState(eid, "running");
@@ -212,12 +219,12 @@ describe("ProcessService", () => {
     await new Promise((r) => setTimeout(r, 5));
     const exits: ProcessEvent[] = [];
     await svc.watch(running, (e) => e.type === "exit" && exits.push(e));
-    await svc.cutOffAll();
+    await svc.stopAll();
     expect(svc.activeCount).toBe(0);
-    const cut = { state: "idle", exitState: "failed", error: CUT_OFF_BY_RESTART, stdout: "partial" };
-    expect([await store.get(running), await store.get(queued)]).toMatchObject([cut, cut]);
+    const stopped = { state: "idle", exitState: "canceled", error: STOPPED_BY_HOST, stdout: "partial" };
+    expect([await store.get(running), await store.get(queued)]).toMatchObject([stopped, stopped]);
     expect(await store.get(finished)).toMatchObject({ exitState: "success", error: null });
-    expect(exits).toEqual([{ type: "exit", pid: running, exitState: "failed", error: CUT_OFF_BY_RESTART }]);
+    expect(exits).toEqual([{ type: "exit", pid: running, exitState: "canceled", error: STOPPED_BY_HOST }]);
     expect(env.calls).toEqual(["setup", `kill ${running}`, `kill ${queued}`]);
   });
 
@@ -315,5 +322,147 @@ describe("environment activation", () => {
     await svc.environments.activate("b", scripted(async () => "success").module);
     await svc.environments.drained();
     expect(a.calls).toEqual(["setup", "teardown"]);
+  });
+});
+
+/** A {@link MemoryProcessStore} that records which of its methods were called, and the sizes of its chunk reads. */
+class SpyingStore extends MemoryProcessStore {
+  calls: string[] = [];
+  override async get(pid: number) {
+    this.calls.push("get");
+    return super.get(pid);
+  }
+  override async read(pid: number, field: LargeField, at: number, size: number) {
+    this.calls.push(`read ${field} ${at} ${size}`);
+    return super.read(pid, field, at, size);
+  }
+  override async list(filter: ProcessFilter = {}) {
+    this.calls.push("list");
+    return super.list(filter);
+  }
+}
+
+describe("large fields", () => {
+  test("a listing and a summary read no large field; a field is read a chunk at a time, the store asked for one chunk each", async () => {
+    const store = new SpyingStore();
+    const svc = new ProcessService({ store, onError: (e) => expect.fail(String(e)) });
+    const env = scripted(async ({ eid }, b) => {
+      b.emitStdout(eid, bytes(`${"a".repeat(CHUNK_CHARS)}${"b".repeat(CHUNK_CHARS)}c`));
+      b.emitOutput(eid, { n: 1 });
+      return "success";
+    });
+    await svc.environments.activate("test", env.module);
+    const { pid } = await svc.create({ code: "x".repeat(10) });
+    await svc.idle();
+    store.calls = [];
+    const [listed] = await svc.list({ limit: 1 });
+    expect(Object.keys(listed as object).sort()).toEqual([
+      "createdAt",
+      "error",
+      "exitState",
+      "finishedAt",
+      "pid",
+      "runs",
+      "startedAt",
+      "state",
+      "tenant",
+      "timeoutMs",
+      "truncated",
+    ]);
+    expect(await svc.summary(pid)).toEqual(listed);
+    const chunks: string[] = [];
+    for await (const chunk of svc.read(pid, "stdout")) chunks.push(chunk);
+    expect(chunks).toEqual(["a".repeat(CHUNK_CHARS), "b".repeat(CHUNK_CHARS), "c"]);
+    const output: string[] = [];
+    for await (const chunk of svc.read(pid, "output")) output.push(chunk);
+    expect(output).toEqual(['{"n":1}']);
+    expect(store.calls).toEqual([
+      "list",
+      `read stdout 0 ${CHUNK_CHARS}`,
+      `read stdout ${CHUNK_CHARS} ${CHUNK_CHARS}`,
+      `read stdout ${2 * CHUNK_CHARS} ${CHUNK_CHARS}`,
+      `read output 0 ${CHUNK_CHARS}`,
+    ]);
+    for await (const chunk of svc.read(pid + 1, "code")) expect.fail(`an unknown process has code: ${chunk}`);
+  });
+});
+
+describe("per-tenant storage quota", () => {
+  const quota = 100;
+  const full = (used: number, needs: number) =>
+    `The tenant's storage quota is full: its processes hold ${used} of ${quota} bytes (code, stdout, stderr, output) and this one needs ${needs}: delete processes to make room`;
+  const refusal = async (work: Promise<unknown>) => {
+    const error = (await work.catch((e: unknown) => e)) as HostError;
+    return [error.code, error.status, error.message];
+  };
+
+  test("a record the quota could never hold is 413, one it has no room for 507; output is cut at the quota and says so; nothing stored is lost", async () => {
+    const { svc, store } = await service(
+      async ({ eid, code }, b) => {
+        if (code === "big") b.emitStdout(eid, bytes("é".repeat(60)));
+        else if (code === "patch") b.emitOutput(eid, { text: "x".repeat(200) });
+        else b.emitStdout(eid, bytes("ok"));
+        return "success";
+      },
+      { maxTenantStorageBytes: quota },
+    );
+    // 99 bytes of code and the empty output's `{}`.
+    expect(await refusal(svc.create({ code: "x".repeat(99) }))).toEqual([
+      "payload_too_large",
+      413,
+      `This process's record would hold 101 bytes of code and output, more than the tenant's whole storage quota of ${quota} bytes`,
+    ]);
+    const big = (await svc.create({ code: "big" })).pid;
+    const cut = (await svc.wait(big)) as ProcessRecord;
+    // 5 bytes of code and output, then 47 two-byte characters: no room for a 48th.
+    expect([cut.stdout, cut.truncated.stdout]).toEqual([
+      `${"é".repeat(47)}\n[stdout truncated: the tenant's storage quota of ${quota} bytes is full]\n`,
+      true,
+    ]);
+    const used = storedBytesOf(cut);
+    expect(await store.usage("anonymous")).toBe(used);
+    expect(await refusal(svc.create({ code: "ok" }))).toEqual(["storage_full", 507, full(used, 4)]);
+    expect(await store.get(big)).toEqual(cut);
+    // Another tenant's quota is its own.
+    const other = (await svc.create({ code: "ok", tenant: "other" })).pid;
+    expect((await svc.wait(other))?.stdout).toBe("ok");
+    // Deleting makes room; an output patch past the quota is dropped and the output says why.
+    await svc.delete(big);
+    expect(await store.usage("anonymous")).toBe(0);
+    const patched = (await svc.create({ code: "patch" })).pid;
+    expect((await svc.wait(patched))?.output).toEqual({
+      [OUTPUT_TRUNCATED_KEY]: `the tenant's storage quota of ${quota} bytes is full: later patches were dropped`,
+    });
+    expect(await store.usage("anonymous")).toBe(storedBytesOf((await store.get(patched)) as ProcessRecord));
+  });
+
+  test("processes running at once share the room; running one again frees its last run's output", async () => {
+    const gate = deferred<void>();
+    const { svc, store } = await service(
+      async ({ eid }, b) => {
+        b.emitStdout(eid, bytes("y".repeat(50)));
+        await gate.promise;
+        return "success";
+      },
+      { maxTenantStorageBytes: quota },
+    );
+    const marker = `\n[stdout truncated: the tenant's storage quota of ${quota} bytes is full]\n`;
+    const first = (await svc.create({ code: "a" })).pid;
+    const second = (await svc.create({ code: "b" })).pid;
+    gate.resolve();
+    await svc.idle();
+    // 3 + 3 bytes of code and output, 50 of the first's stdout: the second has room for 44.
+    const stdout = async (pid: number) => (await store.get(pid))?.stdout;
+    expect([await stdout(first), await stdout(second)]).toEqual(["y".repeat(50), `${"y".repeat(44)}${marker}`]);
+    const counted = async () =>
+      storedBytesOf((await store.get(first)) as ProcessRecord) +
+      storedBytesOf((await store.get(second)) as ProcessRecord);
+    expect(await store.usage("anonymous")).toBe(await counted());
+    expect(await store.usage("anonymous")).toBe(6 + 50 + 44 + marker.length);
+    // The first's 50 bytes are freed, yet the second's marker keeps the tenant past its quota.
+    await svc.run(first);
+    await svc.idle();
+    expect(await stdout(first)).toBe(marker);
+    expect(await store.usage("anonymous")).toBe(await counted());
   });
 });
