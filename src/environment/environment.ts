@@ -469,13 +469,15 @@ class QuickJSEnvironment implements EnvironmentModule {
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
+    const bindings = this.#bindings as EnvironmentBindings;
+    const { fuelUsed } = result;
+    if (fuelUsed !== undefined) this.#report(job, () => bindings.setFuelUsed?.(job.eid, fuelUsed));
     // A run that ends past its deadline was still running when it was due: the timer only came late.
     this.#overdue(job);
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
     // Nothing but the environment and the safety cap it sets from `timeoutMs` (and `maxCpuMs`) terminates a run.
     if (result.status === "terminated") return "timeout";
-    const bindings = this.#bindings as EnvironmentBindings;
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
     return "failed";
   }

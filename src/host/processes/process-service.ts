@@ -9,6 +9,7 @@
  * @module
  */
 
+import { FUEL_PER_MS } from "../../core/sandbox.js";
 import {
   type EnvironmentBindings,
   EXECUTION_EXIT_STATES,
@@ -19,6 +20,7 @@ import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../..
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
 import { define, jsonWithin, type SizedJson } from "../../values/json.js";
+import type { CpuShares } from "../admission/cpu-budget.js";
 import { checkSlots } from "../admission/slots.js";
 import { HostError } from "../errors.js";
 import {
@@ -88,6 +90,8 @@ export interface ProcessServiceOptions {
   maxActiveProcesses?: number;
   /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
+  /** The tenants' shares of CPU each run's fuel cap is reserved from (cpu-budget.ts). Default: no shares. */
+  cpu?: CpuShares;
   limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
@@ -120,6 +124,8 @@ interface Live {
   saving: Promise<void> | undefined;
   /** Ended by {@link ProcessService.cutOffAll}: it exits as a restart's cut-off run. */
   cutOff: boolean;
+  /** The fuel this run reserved of its tenant's share, and what the environment says it spent. */
+  fuel: { reserved: number; used: number | undefined };
   done: Promise<ProcessRecord>;
   resolve(record: ProcessRecord): void;
 }
@@ -164,6 +170,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly #store: ProcessStore;
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
+  readonly #cpu: CpuShares | undefined;
   readonly #live = new Map<number, Live>();
   /** Slots held by creations and re-runs between their checks and their launch, by tenant. */
   readonly #reserved = new Map<string, number>();
@@ -182,6 +189,7 @@ export class ProcessService implements EnvironmentBindings {
     this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
+    this.#cpu = options.cpu;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
     this.environments = new Environments(this, this.#onError);
   }
@@ -196,7 +204,9 @@ export class ProcessService implements EnvironmentBindings {
     const timeoutMs = timeoutWithin(input.timeoutMs, this.defaultTimeoutMs, this.maxTimeoutMs);
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
+    let reserved: number | undefined;
     try {
+      reserved = await this.#reserveFuel(tenant, timeoutMs);
       const now = this.#now();
       const record: ProcessRecord = {
         pid: await this.#store.nextPid(tenant),
@@ -210,10 +220,12 @@ export class ProcessService implements EnvironmentBindings {
         createdAt: now,
       };
       await this.#store.create(record);
-      this.#launch(record);
+      this.#launch(record, reserved);
+      reserved = undefined;
       return structuredClone(record);
     } finally {
       release();
+      if (reserved !== undefined) this.#settleFuel(tenant, reserved, 0);
     }
   }
 
@@ -258,14 +270,18 @@ export class ProcessService implements EnvironmentBindings {
     const release = this.#reserve(record.tenant);
     // Until the launch, a second `run` of this pid finds it starting (the store still says idle).
     this.#starting.add(pid);
+    let reserved: number | undefined;
     try {
+      reserved = await this.#reserveFuel(record.tenant, record.timeoutMs);
       const next: ProcessRecord = { ...record, ...fresh(), state: "queued", runs: record.runs + 1 };
       await this.#store.update(pid, mutable(next));
-      this.#launch(next);
+      this.#launch(next, reserved);
+      reserved = undefined;
       return structuredClone(next);
     } finally {
       this.#starting.delete(pid);
       release();
+      if (reserved !== undefined) this.#settleFuel(record.tenant, reserved, 0);
     }
   }
 
@@ -416,6 +432,11 @@ export class ProcessService implements EnvironmentBindings {
     this.#emitText(eid, "stderr", data);
   }
 
+  setFuelUsed(eid: number, fuel: number): void {
+    const live = this.#live.get(eid);
+    if (live !== undefined && Number.isFinite(fuel) && fuel >= 0) live.fuel.used = fuel;
+  }
+
   /**
    * Merges a patch into the output. The patch is converted within the run's `outputWork` and the output cap (a patch
    * of shared references stops there, unexpanded), and the merged size is reckoned from the sizes of the entries it
@@ -485,6 +506,16 @@ export class ProcessService implements EnvironmentBindings {
     };
   }
 
+  /** Reserves the fuel cap of a run of `timeoutMs` from `tenant`'s share: what was reserved (429 when it cannot). */
+  async #reserveFuel(tenant: string, timeoutMs: number): Promise<number> {
+    return this.#cpu === undefined ? 0 : this.#cpu.budget.reserve(tenant, this.#cpu.fuelOf(timeoutMs));
+  }
+
+  /** Settles a reservation; a lost settlement leaves it spent (the tenant waits longer, nobody else does). */
+  #settleFuel(tenant: string, reserved: number, used: number): void {
+    this.#cpu?.budget.settle(tenant, reserved, used).catch(this.#onError);
+  }
+
   /** Drops this and every later patch of the run; `output.$truncated` says why. */
   #truncateOutput(live: Live, message: string): void {
     const { output, truncated } = live.record;
@@ -494,7 +525,7 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
   }
 
-  #launch(record: ProcessRecord): void {
+  #launch(record: ProcessRecord, reserved: number): void {
     let resolve!: (record: ProcessRecord) => void;
     const done = new Promise<ProcessRecord>((r) => {
       resolve = r;
@@ -510,6 +541,7 @@ export class ProcessService implements EnvironmentBindings {
       dirty: false,
       saving: undefined,
       cutOff: false,
+      fuel: { reserved, used: undefined },
       done,
       resolve,
     };
@@ -576,6 +608,10 @@ export class ProcessService implements EnvironmentBindings {
     record.state = "idle";
     record.exitState = exit;
     record.finishedAt = this.#now();
+    // A run that told no fuel was stopped from outside its thread, where clocks run: it is charged the time it ran.
+    const { reserved, used } = live.fuel;
+    const ran = record.startedAt === null ? 0 : (record.finishedAt - record.startedAt) * FUEL_PER_MS;
+    this.#settleFuel(record.tenant, reserved, used ?? Math.min(reserved, ran));
     this.#schedule(live);
     await live.saving;
     this.#live.delete(record.pid);
