@@ -1,8 +1,12 @@
 /**
  * The worker threads of the threaded sandbox, shared by every threaded sandbox of the process: one run per worker
  * at a time (so ending a worker never takes another run with it), idle workers kept warm, a run that finds none
- * waiting in a queue (bounded by {@link MAX_QUEUED_RUNS}) for the first worker free, more spawned on demand up
+ * waiting in a queue (bounded by {@link MAX_QUEUED_RUNS}) for a worker to come free, more spawned on demand up
  * to {@link MAX_THREADS}, and a replacement spawned for every worker that was ended or crashed.
+ *
+ * Waiting runs take the workers in turns by tenant (`options.tenant`; runs without one are one tenant, the library's
+ * caller): a worker that comes free goes to the waiting run of the tenant holding the fewest workers, the first come
+ * among ties. One tenant's backlog so delays another's run by one run's end at most, not by the backlog.
  *
  * Runs doing guest work at once are kept to the machine's cores ({@link CPU_SLOTS}): an unrelated run that finds
  * that many workers computing waits for one of them rather than take another worker or spawn one, since more would
@@ -11,12 +15,14 @@
  * come free for {@link CPU_WAIT_MS} (long runs hold the cores) and none is starting, a waiting run takes another
  * worker all the same.
  *
- * A run started inside a host call of a run on a thread is nested one level deeper (told by the caller's thread's
- * async context, as host functions run there). Its parent holds a worker while it awaits, so nested runs never wait
- * for the workers of unrelated runs: they have up to {@link MAX_NESTING_DEPTH} workers of their own, of which runs
- * nested `d` deep or less hold fewer than `d`, and the deepest waiting run goes first. A deeper run can then always
- * get a worker, so a chain of nested runs always ends; and unrelated runs keep their {@link MAX_THREADS}. Idle
- * workers beyond {@link MAX_THREADS} are ended once no nested run holds or waits for one.
+ * A run started inside a host call of a run on a thread is nested one level deeper, under the same root run (told
+ * by the caller's thread's async context, as host functions run there). Its parent holds a worker while it awaits,
+ * so nested runs never wait for the workers of unrelated runs: each root's first level of nested runs has a worker
+ * of its own (one at a time, up to {@link MAX_THREADS} roots), so one root's spinning nested run never holds up
+ * another root's; deeper runs share {@link MAX_NESTING_DEPTH} - 1 more, of which runs nested `d` deep or less hold
+ * fewer than `d - 1`, and the deepest waiting run goes first. A deeper run can then always get a worker, so a chain
+ * of nested runs always ends. Idle workers beyond {@link MAX_THREADS} are ended once no nested run holds or waits
+ * for one. A nested run never outlives its parent: the parent's end ends it (see `Caller.adopt`).
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -25,8 +31,8 @@ import type { WarmBoot } from "./protocol.js";
 import { Thread } from "./thread.js";
 
 /**
- * Worker threads for unrelated runs (nested runs have {@link MAX_NESTING_DEPTH} more); each holds one run's wasm
- * instance (16 MiB of linear memory and up) while it is warm.
+ * Worker threads for unrelated runs (nested runs have up to {@link MAX_THREADS} + {@link MAX_NESTING_DEPTH} - 1
+ * more); each holds one run's wasm instance (16 MiB of linear memory and up) while it is warm.
  */
 export const MAX_THREADS = 8;
 /** Runs that may wait for a worker, unrelated and nested runs each; past it `runCode` throws a `RangeError`. */
@@ -38,29 +44,57 @@ export const CPU_SLOTS = availableParallelism();
 /** How long without a worker coming free before a waiting run takes another worker past {@link CPU_SLOTS}. */
 export const CPU_WAIT_MS = 5;
 
-/** The nesting depth of the run whose host function is being called on this thread. */
-const hostCalls = new AsyncLocalStorage<number>();
+/** Most workers alive at once: those of unrelated runs, the first level of nested runs, the deeper ones. */
+const MAX_WORKERS = 2 * MAX_THREADS + MAX_NESTING_DEPTH - 1;
 
-/** Calls `fn` as a host function of a run nested `depth` deep: runs it starts are nested one level deeper. */
-export function asHostCall<T>(depth: number, fn: () => T): T {
-  return hostCalls.run(depth, fn);
+/** A run on a thread as the runs its host functions start see it. */
+export interface Caller {
+  readonly depth: number;
+  /** The run at depth 0 of its chain (itself at depth 0): its nested runs share one claim on the workers. */
+  readonly root: object;
+  /**
+   * Takes `nested`, started by one of its host functions, as its own: the caller's end (whatever ends it) ends
+   * `nested`. `false` when the caller is already over: `nested` must not run.
+   */
+  adopt(nested: Nested): boolean;
 }
 
-/** The nesting depth of a run started here: 0 outside host calls. Throws a `RangeError` past {@link MAX_NESTING_DEPTH}. */
-export function nestingDepth(): number {
+/** A nested run as its caller ends it. */
+export interface Nested {
+  /** Ends the run as `terminated`: the run that started it is over. */
+  orphan(): void;
+}
+
+/** The run whose host function is being called on this thread. */
+const hostCalls = new AsyncLocalStorage<Caller>();
+
+/** Calls `fn` as a host function of `caller`: runs it starts are nested one level deeper, under the same root. */
+export function asHostCall<T>(caller: Caller, fn: () => T): T {
+  return hostCalls.run(caller, fn);
+}
+
+/**
+ * The run whose host function starts a run here, `undefined` outside host calls. Throws a `RangeError` when the run
+ * started would nest past {@link MAX_NESTING_DEPTH}.
+ */
+export function hostCaller(): Caller | undefined {
   const caller = hostCalls.getStore();
-  const depth = caller === undefined ? 0 : caller + 1;
+  const depth = caller === undefined ? 0 : caller.depth + 1;
   if (depth > MAX_NESTING_DEPTH) {
     throw new RangeError(
       `runCode: runs nest at most ${MAX_NESTING_DEPTH} deep through host functions; this one would be ${depth} deep`,
     );
   }
-  return depth;
+  return caller;
 }
 
 /** A run waiting for a thread. */
 export interface Waiting {
   readonly depth: number;
+  /** See {@link Caller.root}. */
+  readonly root: object;
+  /** Who its work counts for (`options.tenant`); `undefined`: the library's caller. */
+  readonly tenant: string | undefined;
   start(thread: Thread): void;
   /** No thread will come: the worker spawned for it could not start. */
   lost(reason: string): void;
@@ -77,7 +111,7 @@ export interface Latest {
 class ThreadPool {
   readonly #threads = new Set<Thread>();
   readonly #idle: Thread[] = [];
-  /** Runs waiting for a thread, the deepest first, then in the order they came. */
+  /** Runs waiting for a thread, the deepest first, then in the order they came (unrelated ones go by tenant). */
   readonly #queue: Waiting[] = [];
   /** Workers spawned that have not loaded yet. */
   #starting = 0;
@@ -146,52 +180,86 @@ class ThreadPool {
   }
 
   /**
-   * Gives idle threads to the waiting runs that may hold one, spawns workers for those left, and ends idle workers
-   * beyond {@link MAX_THREADS} once nesting is over.
+   * Gives idle threads to the waiting runs that may hold one (nested runs first, then unrelated runs by tenant),
+   * spawns workers for those left, and ends idle workers beyond {@link MAX_THREADS} once nesting is over.
    */
   #dispatch(): void {
-    const held = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
+    const held = new Holdings();
     let computing = 0;
     for (const thread of this.#threads) {
       if (thread.holder === undefined) continue;
-      (held[thread.holder.depth] as number)++;
+      held.add(thread.holder);
       if (thread.computing) computing++;
     }
-    const at = performance.now();
     let unserved = 0;
-    let recheck = false;
-    for (let i = 0; i < this.#queue.length; i++) {
-      const run = this.#queue[i] as Waiting;
-      if (!mayHold(held, run.depth)) continue;
-      // Unrelated runs keep to the cores (see CPU_SLOTS); nested runs never wait, their parents wait on them.
-      if (run.depth === 0 && computing >= CPU_SLOTS) {
-        // A worker still starting will take a run soon (and dispatch again); past the wait, one run at a time goes
-        // beyond the cores. A worker whose run starts waiting for the host says nothing: the recheck notices.
-        if (this.#starting > 0) continue;
-        if (at - this.#freed < CPU_WAIT_MS) {
-          recheck = true;
-          continue;
-        }
-        this.#freed = at;
-      }
-      (held[run.depth] as number)++;
+    /** Runs granted a worker that is not there yet: they keep their place in the queue until one is. */
+    const granted = new Set<Waiting>();
+    const grant = (run: Waiting, at: number): void => {
+      held.add(run);
       computing++;
       const thread = this.#idle.pop();
       if (thread === undefined) {
         unserved++;
-        continue;
+        granted.add(run);
+        return;
       }
-      this.#queue.splice(i--, 1);
+      this.#queue.splice(at, 1);
       thread.hold(true);
       run.start(thread);
+    };
+    // Nested runs never wait for the cores: their parents wait on them.
+    for (let i = 0; i < this.#queue.length; i++) {
+      const run = this.#queue[i] as Waiting;
+      if (run.depth === 0) break;
+      if (!held.mayNest(run)) continue;
+      const before = this.#queue.length;
+      grant(run, i);
+      if (this.#queue.length < before) i--;
     }
-    while (this.#starting < unserved && this.#alive() < MAX_THREADS + MAX_NESTING_DEPTH) this.#spawn();
+    const at = performance.now();
+    let recheck = false;
+    while (held.unrelated < MAX_THREADS) {
+      const next = this.#nextUnrelated(held, granted);
+      if (next === -1) break;
+      // Unrelated runs keep to the cores (see CPU_SLOTS).
+      if (computing >= CPU_SLOTS) {
+        // A worker still starting will take a run soon (and dispatch again); past the wait, one run at a time goes
+        // beyond the cores. A worker whose run starts waiting for the host says nothing: the recheck notices.
+        if (this.#starting > 0) break;
+        if (at - this.#freed < CPU_WAIT_MS) {
+          recheck = true;
+          break;
+        }
+        this.#freed = at;
+      }
+      grant(this.#queue[next] as Waiting, next);
+    }
+    while (this.#starting < unserved && this.#alive() < MAX_WORKERS) this.#spawn();
     for (const thread of this.#threads) if (thread.alive && !thread.started) thread.hold(unserved > 0);
     if (recheck) this.#recheckAt(this.#freed + CPU_WAIT_MS);
     // Once no nested run holds or waits for a worker, those beyond MAX_THREADS are ended: a burst of nesting does
     // not keep their memory, and workers are not ended and spawned again between the nested runs of one burst.
-    const nesting = held.some((count, depth) => depth > 0 && count > 0) || this.#queue.some((run) => run.depth > 0);
+    const nesting = held.nested > 0 || this.#queue.some((run) => run.depth > 0);
     while (!nesting && this.#idle.length > 0 && this.#alive() > MAX_THREADS) this.#idle.shift()?.end();
+  }
+
+  /**
+   * Where in the queue the unrelated run to serve next is, -1 for none: the first come of the tenant holding the
+   * fewest workers, of the runs not `granted` already.
+   */
+  #nextUnrelated(held: Holdings, granted: Set<Waiting>): number {
+    let next = -1;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.#queue.length; i++) {
+      const run = this.#queue[i] as Waiting;
+      if (run.depth > 0 || granted.has(run)) continue;
+      const count = held.ofTenant(run.tenant);
+      if (count < fewest) {
+        next = i;
+        fewest = count;
+      }
+    }
+    return next;
   }
 
   /** Dispatches again at `at` (`performance.now()`), unless a dispatch is due sooner; never holds the process. */
@@ -258,15 +326,48 @@ class ThreadPool {
   }
 }
 
-/**
- * Whether a run nested `depth` deep may hold one more worker, `held` counting the workers held at each depth:
- * unrelated runs (depth 0) share {@link MAX_THREADS}; runs nested `depth` deep or less hold fewer than `depth`.
- */
-function mayHold(held: number[], depth: number): boolean {
-  if (depth === 0) return (held[0] as number) < MAX_THREADS;
-  let nested = 0;
-  for (let d = 1; d <= depth; d++) nested += held[d] as number;
-  return nested < depth;
+/** The workers held, counted as the pool's rules count them. */
+class Holdings {
+  /** Held by unrelated runs (depth 0). */
+  unrelated = 0;
+  /** Held by nested runs. */
+  nested = 0;
+  /** Held by unrelated runs, by tenant. */
+  readonly #tenants = new Map<string | undefined, number>();
+  /** Held by the first level of nested runs, by root. */
+  readonly #firsts = new Map<object, number>();
+  #firstCount = 0;
+  /** Held by deeper nested runs, by depth. */
+  readonly #deeper = new Array<number>(MAX_NESTING_DEPTH + 1).fill(0);
+
+  add(run: { depth: number; root: object; tenant: string | undefined }): void {
+    if (run.depth === 0) {
+      this.unrelated++;
+      this.#tenants.set(run.tenant, this.ofTenant(run.tenant) + 1);
+      return;
+    }
+    this.nested++;
+    if (run.depth === 1) {
+      this.#firsts.set(run.root, (this.#firsts.get(run.root) ?? 0) + 1);
+      this.#firstCount++;
+    } else (this.#deeper[run.depth] as number)++;
+  }
+
+  ofTenant(tenant: string | undefined): number {
+    return this.#tenants.get(tenant) ?? 0;
+  }
+
+  /**
+   * Whether nested `run` may hold one more worker: at the first level, while its root's other first-level runs hold
+   * none (and fewer than {@link MAX_THREADS} roots hold one); deeper, while the runs nested `depth` deep or less,
+   * from the second level on, hold fewer than `depth - 1`.
+   */
+  mayNest(run: Waiting): boolean {
+    if (run.depth === 1) return !this.#firsts.has(run.root) && this.#firstCount < MAX_THREADS;
+    let deeper = 0;
+    for (let d = 2; d <= run.depth; d++) deeper += this.#deeper[d] as number;
+    return deeper < run.depth - 1;
+  }
 }
 
 /** The process's pool. */

@@ -10,13 +10,19 @@
  */
 import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.js";
 import type { RunRequest } from "../../src/core/request.js";
-import type { RunChannel, RunContext, Runner, StartedRun } from "../../src/core/run.js";
+import {
+  ORPHANED as ORPHANED_ERROR,
+  type RunChannel,
+  type RunContext,
+  type Runner,
+  type StartedRun,
+} from "../../src/core/run.js";
 import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
 import { fetchSettingOf } from "../../src/fetch/policy.js";
 import type { GuestTape } from "../../src/values/to-host.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
-import { asHostCall, nestingDepth, threadPool, type Waiting } from "./pool.js";
+import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ThreadSettings, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
 
@@ -60,8 +66,13 @@ function settingsOf(context: RunContext): { id: number; settings: ThreadSettings
   return known;
 }
 
-class RemoteRun implements StartedRun, Waiting, Holder {
-  readonly depth = nestingDepth();
+/** How a nested run ends when the run that started it is over. */
+const ORPHANED: Ending = { status: "terminated", error: ORPHANED_ERROR };
+
+class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
+  readonly depth: number;
+  readonly root: object;
+  readonly tenant: string | undefined;
   readonly ended: Promise<Ending>;
   readonly #id = nextRunId();
   readonly #context: RunContext;
@@ -73,7 +84,13 @@ class RemoteRun implements StartedRun, Waiting, Holder {
   readonly #message: Omit<RunMessage, "wasm" | "settings" | "alone">;
   /** The compiled QuickJS wasm, and SWC's for TypeScript: compiled while the run waits for a worker. */
   readonly #compiled: Promise<{ module: WebAssembly.Module; swc: WebAssembly.Module | undefined }>;
-  #end!: (ending: Ending) => void;
+  #resolve!: (ending: Ending) => void;
+  /** Whether the run is over (`ended` resolved), or stopped by its caller. */
+  #over = false;
+  /** The run whose host function started this one, if any. */
+  readonly #caller: RemoteRun | undefined;
+  /** Runs this one's host functions started that are not over: they end with it. */
+  readonly #nested = new Set<RemoteRun>();
   #fuelUsed: number | undefined;
   #memoryUsedBytes: number | undefined;
   /** Settlements of the caller's promises not yet posted: those of one turn of the event loop go together. */
@@ -87,11 +104,17 @@ class RemoteRun implements StartedRun, Waiting, Holder {
 
   /** Throws a `RangeError` when the queue is full or runs nest too deep. */
   constructor(context: RunContext, request: RunRequest, channel: RunChannel) {
+    // Only runs of this module call host functions here.
+    const caller = hostCaller() as RemoteRun | undefined;
+    this.depth = caller === undefined ? 0 : caller.depth + 1;
+    this.root = caller?.root ?? this;
+    this.tenant = request.tenant;
+    this.#caller = caller;
     this.#context = context;
     this.#request = request;
     this.#channel = channel;
     this.ended = new Promise((resolve) => {
-      this.#end = resolve;
+      this.#resolve = resolve;
     });
     this.#crossing = new Crossing(request.functions, (key, ok, value) => this.#settle({ key, ok, value }));
     this.#message = {
@@ -110,7 +133,36 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     });
     // Its failure is the run's, reported once a worker takes it.
     this.#compiled.catch(() => {});
+    if (caller !== undefined && !caller.adopt(this)) {
+      this.#end(ORPHANED);
+      return;
+    }
     threadPool.submit(this);
+  }
+
+  adopt(nested: Nested): boolean {
+    if (this.#over) return false;
+    this.#nested.add(nested as RemoteRun);
+    return true;
+  }
+
+  orphan(): void {
+    this.stop();
+    this.#end(ORPHANED);
+  }
+
+  /** Ends the run with `ending` (the first ending wins), and the runs nested under it with it. */
+  #end(ending: Ending): void {
+    this.#resolve(ending);
+    if (this.#caller !== undefined) this.#caller.#nested.delete(this);
+    this.#orphanNested();
+  }
+
+  #orphanNested(): void {
+    this.#over = true;
+    const nested = [...this.#nested];
+    this.#nested.clear();
+    for (const run of nested) run.orphan();
   }
 
   get logs(): readonly CodeExecutionLog[] {
@@ -132,7 +184,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     this.#compiled.then(
       ({ module, swc }) => {
         if (thread.holder !== this) return;
-        if (this.#channel.settled()) return threadPool.release(thread);
+        if (this.#over || this.#channel.settled()) return threadPool.release(thread);
         const { id, settings } = settingsOf(this.#context);
         const { restore } = this.#context;
         const memoryLimitBytes = this.#request.options.memoryLimitBytes;
@@ -199,8 +251,12 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     this.#end(internalFailure(reason));
   }
 
-  /** Stops the run: off the queue, or its flag raised and, past the grace, its worker ended. */
-  stop(_error: CodeExecutionError): void {
+  /**
+   * Stops the run: off the queue, or its flag raised and, past the grace, its worker ended; and the runs nested under
+   * it ended at once.
+   */
+  stop(_error?: CodeExecutionError): void {
+    this.#orphanNested();
     const thread = this.#thread;
     if (thread === undefined) threadPool.withdraw(this);
     else if (this.#posted && thread.holder === this) {
@@ -228,7 +284,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
       }
       return { ok: true, value: crossing.encode(undefined) };
     }
-    if (this.#channel.settled()) return thrown(new Error("The run has ended"));
+    if (this.#over || this.#channel.settled()) return thrown(new Error("The run has ended"));
     let args: unknown[];
     try {
       if (request.op === "call") args = crossing.decode(value) as unknown[];
@@ -244,7 +300,7 @@ class RemoteRun implements StartedRun, Waiting, Holder {
     if (target === undefined) return { ok: true, value: crossing.encode(undefined) };
     let returned: unknown;
     try {
-      returned = asHostCall(this.depth, () => Reflect.apply(target, undefined, args));
+      returned = asHostCall(this, () => Reflect.apply(target, undefined, args));
     } catch (error) {
       return thrown(error);
     }

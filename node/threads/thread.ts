@@ -57,8 +57,12 @@ let nextModule = 0;
 
 /** What a run on a thread hears from it. */
 export interface Holder {
-  /** How deep the run is nested (see `nestingDepth` in pool.ts). */
+  /** How deep the run is nested (see `hostCaller` in pool.ts). */
   readonly depth: number;
+  /** See `Caller.root` in pool.ts. */
+  readonly root: object;
+  /** See `Waiting.tenant` in pool.ts. */
+  readonly tenant: string | undefined;
   receive(message: Exclude<FromWorker, { kind: "ready" | "call" }>): void;
   /** Does what a synchronous call of the worker asks. */
   serve(call: Call): CallOutcome;

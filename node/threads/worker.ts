@@ -215,6 +215,8 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       report: undefined,
       // The run's listener is the caller's: its entries go there through the relay.
       onLog: undefined,
+      // Its turn for a worker was taken on the caller's thread.
+      tenant: undefined,
     };
     const started = inThread(relay)(context, request, { reports: [], settled: () => state.stopped });
     state.started = started;

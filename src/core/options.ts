@@ -19,6 +19,8 @@ export interface ResolvedOptions {
   filename: string;
   report: ((value: unknown) => void) | undefined;
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** Who the run's work counts for (see `CodeExecutionOptions.tenant`); `undefined`: the library's caller. */
+  tenant: string | undefined;
 }
 
 const KEYS = new Set([
@@ -31,7 +33,10 @@ const KEYS = new Set([
   "filename",
   "report",
   "onLog",
+  "tenant",
 ]);
+/** Longest `tenant` name, in UTF-16 code units: a host's own identifier, never a payload. */
+export const MAX_TENANT_LENGTH = 256;
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
 /** Reserved words, plus globals a script cannot redeclare or that the runtime's own scripts rely on. */
 const NOT_BINDABLE = new Set(
@@ -79,6 +84,7 @@ export function resolveOptions(
     filename = "<runCode>",
     report,
     onLog,
+    tenant,
   } = options as Record<string, unknown>;
 
   const script = execute === "script";
@@ -125,6 +131,9 @@ export function resolveOptions(
   if (typeof filename !== "string" || filename === "") return fail("filename", "a non-empty string", filename);
   if (report !== undefined && typeof report !== "function") fail("report", "a function", report);
   if (onLog !== undefined && typeof onLog !== "function") fail("onLog", "a function", onLog);
+  if (tenant !== undefined && (typeof tenant !== "string" || tenant.length > MAX_TENANT_LENGTH)) {
+    fail("tenant", `a string of at most ${MAX_TENANT_LENGTH} characters`, tenant);
+  }
   if (filename.startsWith(INTERNAL_PREFIX)) {
     throw new TypeError(`runCode: options.filename must not start with '${INTERNAL_PREFIX}'`);
   }
@@ -145,6 +154,7 @@ export function resolveOptions(
     filename,
     report,
     onLog,
+    tenant,
   } as ResolvedOptions;
 }
 

@@ -35,6 +35,8 @@ export interface RunRequest {
   report: HostFunction | undefined;
   /** The run's own log listener, if any (`CodeExecutionOptions.onLog`). */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
+  /** `CodeExecutionOptions.tenant`. */
+  tenant: string | undefined;
 }
 
 /** Checks `runCode`'s arguments and encodes their values; throws what `runCode` throws. */
@@ -44,7 +46,8 @@ export function prepareRun(
   defaultMemoryLimitBytes: number,
 ): RunRequest {
   const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename, report, onLog } = resolved;
+  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename, report, onLog, tenant } =
+    resolved;
   const functions = new FunctionTable();
   return {
     source: source as string,
@@ -63,5 +66,6 @@ export function prepareRun(
     functions,
     report,
     onLog,
+    tenant,
   };
 }

@@ -76,6 +76,18 @@ export function inThread(relay?: Relay): Runner {
 /** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
 const STAGE_KEY = "runcode:stage";
 
+/** How a nested run (one started by a host function of another) ends when the run that started it is over. */
+export const ORPHANED: CodeExecutionError = {
+  name: "TerminatedError",
+  message: "Execution terminated: the run that started it has ended",
+};
+
+/**
+ * The run whose host function this thread is calling: a run started meanwhile is nested in it, and ends with it.
+ * Only calls the guest makes are seen here, so a run a host function starts after an `await` is not nested.
+ */
+let calling: Run | undefined;
+
 class Run implements StartedRun {
   readonly ended: Promise<Ending>;
   readonly #options: RunOptions;
@@ -96,6 +108,10 @@ class Run implements StartedRun {
   /** `false` once a step failed in a way that leaves the instance unfit for another run. */
   #sound = true;
   #peakBytes = 0;
+  /** Runs started by this one's host functions that are not over: they end with it (see {@link ORPHANED}). */
+  readonly #nested = new Set<Run>();
+  /** Whether the run is over or stopped: a run its host functions start then never runs. */
+  #over = false;
 
   /** Starts the run. */
   constructor(context: RunContext, request: RunRequest, channel: RunChannel, relay: Relay | undefined) {
@@ -113,14 +129,27 @@ class Run implements StartedRun {
       memoryLimitBytes: request.options.memoryLimitBytes,
     });
     this.#fetch = context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes);
+    const caller = calling;
     this.ended = this.#run();
+    if (caller === undefined) return;
+    if (caller.#over) this.stop(ORPHANED);
+    else {
+      caller.#nested.add(this);
+      void this.ended.then(() => caller.#nested.delete(this));
+    }
   }
 
-  /** Stops the run at its next chance (the handle has settled already). */
+  /** Stops the run at its next chance (the handle has settled already), and the runs nested in it. */
   stop(error: CodeExecutionError): void {
+    this.#orphanNested();
     this.#limits.terminate(error);
     this.#fetch?.end();
     this.#bridge?.wake();
+  }
+
+  #orphanNested(): void {
+    this.#over = true;
+    for (const run of this.#nested) run.stop(ORPHANED);
   }
 
   get logs(): readonly CodeExecutionLog[] {
@@ -141,6 +170,7 @@ class Run implements StartedRun {
     try {
       return await this.#execute(this.#request.source);
     } finally {
+      this.#orphanNested();
       this.#fetch?.end();
       this.#limits.release();
       const booted = this.#booted;
@@ -230,11 +260,22 @@ class Run implements StartedRun {
   /** What the booted instance asks of the run holding it. */
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
-    hostCall: (...args) => this.#bridge?.hostCall(...args),
-    call: (id, args) => this.#bridge?.call(id, args),
+    hostCall: (...args) => this.#calling(() => this.#bridge?.hostCall(...args)),
+    call: (id, args) => this.#calling(() => this.#bridge?.call(id, args)),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier),
     load: (name) => this.#linker.load(name, this.#limits),
   };
+
+  /** Makes `call` (into the host) as this run's: runs started meanwhile are nested in it. */
+  #calling<T>(call: () => T): T {
+    const outer = calling;
+    calling = this;
+    try {
+      return call();
+    } finally {
+      calling = outer;
+    }
+  }
 
   /** Pumps jobs until `handle` settles; waits for the host or a timer when only they can move it on. */
   async #settle(handle: QuickJSHandle): Promise<QuickJSHandle> {

@@ -35,6 +35,12 @@ export interface CodeExecutionOptions {
    * is in `result.logs` too), so a caller can stream them. What it throws, the guest's `console` call throws.
    */
   onLog?: (entry: CodeExecutionLog) => void;
+  /**
+   * runcode's extension beyond the contract: who the run's work counts for, a string of at most 256 characters.
+   * Runs of different tenants take shared resources (worker threads) in turns; hosts pass their tenant. Runs without
+   * one count for the library's caller, as one tenant. A run in-thread only carries it.
+   */
+  tenant?: string;
 }
 
 /** The five outcomes of a run (contract.md §4.1). */

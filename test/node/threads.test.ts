@@ -290,6 +290,18 @@ export default out;`;
     expect(() => runCode("1", { globals: { s: Symbol("s") } })).toThrow(
       "Symbol(s) cannot be cloned: symbols do not cross the sandbox boundary",
     );
+    expect(() => runCode("1", { tenant: 7 } as never)).toThrow(
+      new TypeError("runCode: options.tenant must be a string of at most 256 characters, got number"),
+    );
+    expect(() => runCode("1", { tenant: "t".repeat(257) })).toThrow(
+      new TypeError("runCode: options.tenant must be a string of at most 256 characters, got string"),
+    );
+  });
+
+  it("a tenant of at most 256 characters is carried, in-thread too", async () => {
+    expect((await runCode("export default 1", { tenant: "t".repeat(256) })).result).toBe(1);
+    const inThread = createSandbox({ threads: false });
+    expect((await inThread.runCode("export default 2", { tenant: "acme" })).result).toBe(2);
   });
 
   it("settings that are functions cannot cross to a worker", () => {
