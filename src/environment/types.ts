@@ -69,6 +69,11 @@ export interface ExecutionInput {
   eid: number;
   code: string;
   options?: ExecutionOptions;
+  /**
+   * Whose execution it is. Executions waiting for a slot start in turns by tenant, not first come, first served, and
+   * the run carries it (`CodeExecutionOptions.tenant`: worker threads serve tenants in turns too).
+   */
+  tenant?: string;
 }
 
 export interface ToolDocsInput {

@@ -12,14 +12,6 @@ import { FUEL_PER_MS } from "../../core/sandbox.js";
 import { retryLater } from "../errors.js";
 import type { Bucket } from "./quotas.js";
 
-/** Guest CPU milliseconds (as fuel, at `FUEL_PER_MS`) one tenant may spend per minute when no figure is configured. */
-export const DEFAULT_TENANT_CPU_MS_PER_MINUTE = 6_000;
-/**
- * The most guest CPU milliseconds one tenant may spend at once when no figure is configured: one `/run`'s fuel at the
- * edge's defaults, so a tenant's runaways run one at a time.
- */
-export const DEFAULT_TENANT_CPU_BURST_MS = 2_500;
-
 /** A tenant's share, in fuel. */
 export interface CpuShare {
   fuelPerMinute: number;

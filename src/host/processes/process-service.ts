@@ -546,7 +546,12 @@ export class ProcessService implements EnvironmentBindings {
       resolve,
     };
     this.#live.set(record.pid, live);
-    const input = { eid: record.pid, code: record.code, options: { timeoutMs: record.timeoutMs } };
+    const input = {
+      eid: record.pid,
+      code: record.code,
+      options: { timeoutMs: record.timeoutMs },
+      tenant: record.tenant,
+    };
     Promise.resolve()
       .then(() => this.environments.execute(input))
       .then(

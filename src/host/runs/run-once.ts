@@ -108,7 +108,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     }
     try {
       const listeners = onEvent === undefined ? {} : eventsWithin(memory, onEvent);
-      run = runCode(source, { ...runOptions, imports: tools?.modules(tenant) ?? {}, ...listeners }, timeoutMs);
+      run = runCode(source, { ...runOptions, tenant, imports: tools?.modules(tenant) ?? {}, ...listeners }, timeoutMs);
     } catch (error) {
       release();
       await settle(0);
