@@ -11,13 +11,16 @@ export default defineConfig({
         compatibilityFlags: ["increase_websocket_message_size"],
         // Production's CPU cap (a tight loop ends within the test; a process awaiting 1,000 kv calls spends over 300 ms of
         // guest CPU on a loaded machine, its host calls' synchronous parts included); two tenants (test/workers/client.ts)
-        // with room for the suite's bursts (the quotas themselves are tested against the registry with their own
-        // figures, in tenants.test.ts); 1 MiB of kv per tenant, so filling it takes a fraction of that cap.
+        // with room for the suite's bursts and concurrent runs in their rates and shares of CPU (the quotas themselves
+        // are tested against the registry with their own figures, in tenants.test.ts); 1 MiB of kv per tenant, so
+        // filling it takes a fraction of that cap.
         bindings: {
           RUN_CPU_MS: "2000",
           RUN_FUEL: "1000000000",
           RUNCODE_TENANT_MAX_ACTIVE: "256",
           RUNCODE_TENANT_RUNS_PER_MINUTE: "100000",
+          RUNCODE_TENANT_CPU_MS_PER_MINUTE: "6000000",
+          RUNCODE_TENANT_CPU_BURST_MS: "1000000",
           RUNCODE_TENANT_KV_BYTES: "1048576",
           RUNCODE_API_KEYS: "alpha:alpha-test-key-0123456789abcdef,beta:beta-test-key-0123456789abcdef",
           // The name test/workers/client.ts sends requests to.

@@ -10,13 +10,13 @@ import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
 import type { TimedRunCode } from "../src/host/runs/run-once.js";
-import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
+import { appOptionsOf, fetchOptionOf, runCpuSharesOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
 import { ProcessObject } from "./process-object.js";
 import { edgeProcesses } from "./processes.js";
-import { RegistryObject } from "./registry.js";
+import { RegistryObject, registryCpuBudget } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
 import { edgeSandbox } from "./sandboxes.js";
 
@@ -65,6 +65,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
       ...runWebOf(config),
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
+      cpu: runCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),
       ...(config.fetch && { fetchAllow: config.fetch.allow }),
     },
     ...appOptionsOf(config),

@@ -26,10 +26,11 @@ import {
   type ProcessSummary,
   type TextChunk,
 } from "../src/host/processes/storage.js";
-import { fetchOptionOf } from "../src/host/settings.js";
+import { fetchOptionOf, processCpuSharesOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
+import { registryCpuBudget } from "./registry.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 import { edgeSandbox } from "./sandboxes.js";
 import { ObjectProcessStore } from "./sql-stores.js";
@@ -58,6 +59,7 @@ export class ProcessObject extends DurableObject<Env> {
         store,
         kv: kvStoreOf(env),
         kvLimits: { maxStoreBytes: config.tenantKvBytes },
+        cpu: processCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: {
           module: instantiate({

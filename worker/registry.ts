@@ -2,24 +2,27 @@
  * The registry: one Durable Object that hands out pids (never reused, ascending per tenant, telling nothing of other
  * tenants: `pidOf`), keeps a summary of every process with its tenant for `GET /processes` and for checking whose a
  * pid is before any process object is reached, and counts what tenants may start: active processes (theirs and the
- * deployment's) and a token bucket of runs per minute. Executions never pass through it: each runs in its own
+ * deployment's), a token bucket of runs per minute and one of fuel, each tenant's share of CPU. Executions never pass through it: each runs in its own
  * `ProcessObject`, which reports state changes here (a few small writes per process).
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
+import { type CpuBudget, type CpuShare, TenantCpuBudget } from "../src/host/admission/cpu-budget.js";
 import { rateLimited, takeToken } from "../src/host/admission/quotas.js";
 import { checkSlots, type SlotQuotas } from "../src/host/admission/slots.js";
 import { HostError } from "../src/host/errors.js";
 import { listedOf } from "../src/host/http/process-routes.js";
 import { newPidTag, type ProcessFilter, type ProcessSummary, pidOf } from "../src/host/processes/storage.js";
 import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
-import { type Answer, answer } from "./rpc-refusals.js";
+import { type Answer, answer, unwrap } from "./rpc-refusals.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 export const PENDING_TTL_MS = 30_000;
 
 export class RegistryObject extends DurableObject {
   readonly #sql: SqlStorage;
+  /** The tenants' shares by their figures: one, the deployment's settings. */
+  readonly #cpu = new Map<string, TenantCpuBudget>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -31,6 +34,7 @@ export class RegistryObject extends DurableObject {
       );
       CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS rates (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS fuel (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
     `);
     // Registries from before tenants: their processes were everyone's, now the anonymous tenant's.
     const columns = this.#sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('processes')").toArray();
@@ -137,6 +141,43 @@ export class RegistryObject extends DurableObject {
     });
   }
 
+  /**
+   * Reserves the fuel of a run that may spend `fuel` from `tenant`'s share (cpu-budget.ts), waiting briefly in the
+   * tenant's line: the amount reserved, or the 429 with `Retry-After` when the tenant's bucket cannot pay in time.
+   */
+  async reserveCpu(tenant: string, fuel: number, share: CpuShare): Promise<Answer<number>> {
+    return answer(() => this.#cpuOf(share).reserve(tenant, fuel));
+  }
+
+  /** Settles a reservation of `reserved` whose run spent `used` fuel, waking the tenant's line. */
+  async settleCpu(tenant: string, reserved: number, used: number, share: CpuShare): Promise<void> {
+    await this.#cpuOf(share).settle(tenant, reserved, used);
+  }
+
+  /** The tenants' shares of `share`'s figures, their buckets in this object's SQLite. */
+  #cpuOf(share: CpuShare): TenantCpuBudget {
+    const key = `${share.fuelPerMinute}/${share.burstFuel}`;
+    const known = this.#cpu.get(key);
+    if (known !== undefined) return known;
+    const budget = new TenantCpuBudget(share, {
+      buckets: {
+        get: (tenant) =>
+          this.#sql
+            .exec<{ tokens: number; at: number }>("SELECT tokens, at FROM fuel WHERE tenant = ?", tenant)
+            .toArray()[0],
+        set: (tenant, bucket) =>
+          this.#sql.exec(
+            "INSERT INTO fuel (tenant, tokens, at) VALUES (?, ?, ?) ON CONFLICT(tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+            tenant,
+            bucket.tokens,
+            bucket.at,
+          ),
+      },
+    });
+    this.#cpu.set(key, budget);
+    return budget;
+  }
+
   /** Whose process `pid` is; `null` for none. */
   async tenantOf(pid: number): Promise<string | null> {
     return (
@@ -170,4 +211,13 @@ export class RegistryObject extends DurableObject {
     const rows = this.#sql.exec<{ tenant: string; summary: string }>(sql, ...args).toArray();
     return rows.map((row) => ({ ...(JSON.parse(row.summary) as ProcessSummary), tenant: row.tenant }));
   }
+}
+
+/** Each tenant's share of CPU counted in the registry, so every isolate and process object draws on one bucket. */
+export function registryCpuBudget(env: Env, share: CpuShare): CpuBudget {
+  const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
+  return {
+    reserve: async (tenant, fuel) => unwrap(await registry().reserveCpu(tenant, fuel, share)),
+    settle: (tenant, reserved, used) => registry().settleCpu(tenant, reserved, used, share),
+  };
 }

@@ -14,11 +14,19 @@
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { instantiate } from "../../node/environment.js";
+import { TenantCpuBudget } from "../../src/host/admission/cpu-budget.js";
 import { MemoryQuotas } from "../../src/host/admission/quotas.js";
 import { createApp } from "../../src/host/http/app.js";
 import { createHost } from "../../src/host/index.js";
 import { failCutOffRuns } from "../../src/host/processes/restarts.js";
-import { appOptionsOf, fetchOptionOf, runSandboxOptionsOf, runWebOf } from "../../src/host/settings.js";
+import {
+  appOptionsOf,
+  fetchOptionOf,
+  processCpuSharesOf,
+  runCpuSharesOf,
+  runSandboxOptionsOf,
+  runWebOf,
+} from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { type DatabaseLock, lockDatabase } from "./lock.js";
@@ -72,6 +80,8 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
   );
   const store = new LibsqlProcessStore(db);
   const cutOff = await failCutOffRuns(store, Date.now());
+  // One share of CPU per tenant, drawn on by its processes and its `/run` and `run_code` calls alike.
+  const cpu = new TenantCpuBudget(settings.tenantCpu);
   const { service, tools } = await createHost({
     store,
     kv: libsqlKeyValueStores(db),
@@ -79,6 +89,7 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
     maxActiveProcesses: settings.maxActive,
     maxActivePerTenant: settings.tenantMaxActive,
     maxTenantStorageBytes: options.tenantStorageBytes,
+    cpu: processCpuSharesOf(settings, cpu),
     // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
     environment: {
       module: instantiate({
@@ -125,6 +136,7 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
       ...runWebOf(settings),
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
+      cpu: runCpuSharesOf(settings, cpu),
     },
     ...appOptionsOf(settings),
     ...(options.originsSet ? {} : { origins: originsFor(port) }),

@@ -144,6 +144,7 @@ interface Job {
   eid: number;
   code: string;
   timeoutMs: number;
+  tenant: string | undefined;
   phase: Phase;
   stop: "timeout" | "canceled" | undefined;
   run: CodeExecution | undefined;
@@ -187,6 +188,8 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #webApis: boolean;
   readonly #jobs = new Map<number, Job>();
   readonly #queue: Job[] = [];
+  /** The tenants with executions waiting, in the order their turns come (`undefined`: executions of no tenant). */
+  readonly #turns: (string | undefined)[] = [];
   readonly #encoder = new TextEncoder();
   /** The wasm, compiled once for every execution's sandbox (see `compiledModule`). */
   readonly #wasm: () => Promise<WebAssembly.Module | undefined>;
@@ -241,9 +244,12 @@ class QuickJSEnvironment implements EnvironmentModule {
     const bindings = this.#bindings;
     if (bindings === undefined) return Promise.reject(new Error("The environment is not set up: call setup() first"));
     if (this.#tornDown) return Promise.reject(new Error("The environment is torn down"));
-    const { eid, code } = input;
+    const { eid, code, tenant } = input;
     if (!Number.isSafeInteger(eid)) return Promise.reject(new TypeError("execute: eid must be an integer"));
     if (typeof code !== "string") return Promise.reject(new TypeError("execute: code must be a string"));
+    if (tenant !== undefined && typeof tenant !== "string") {
+      return Promise.reject(new TypeError("execute: tenant must be a string"));
+    }
     if (this.#jobs.has(eid)) return Promise.reject(new Error(`execute: execution ${eid} is already in flight`));
     let timeoutMs: number;
     try {
@@ -259,6 +265,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       eid,
       code,
       timeoutMs,
+      tenant,
       phase: "queued",
       stop: undefined,
       run: undefined,
@@ -272,6 +279,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#jobs.set(eid, job);
     this.#report(job, () => bindings.setState(eid, "queued"));
     this.#queue.push(job);
+    if (!this.#turns.includes(tenant)) this.#turns.push(tenant);
     this.#pump();
     return done;
   }
@@ -297,9 +305,18 @@ class QuickJSEnvironment implements EnvironmentModule {
     return toolDocs(input);
   }
 
+  /**
+   * Starts queued executions while slots are free, in turns by tenant: the tenant first in the rotation starts its
+   * oldest and, if it has more waiting, goes to the back; so one tenant's backlog never holds another's behind it.
+   */
   #pump(): void {
-    while (this.#running < this.#concurrency && this.#queue.length > 0) {
-      const job = this.#queue.shift() as Job;
+    while (this.#running < this.#concurrency && this.#turns.length > 0) {
+      const tenant = this.#turns.shift();
+      const index = this.#queue.findIndex((queued) => queued.tenant === tenant);
+      // Its executions were canceled while they waited.
+      if (index === -1) continue;
+      const job = this.#queue.splice(index, 1)[0] as Job;
+      if (this.#queue.some((queued) => queued.tenant === tenant)) this.#turns.push(tenant);
       this.#running++;
       void this.#start(job);
     }
@@ -444,6 +461,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
       // `report: undefined` hides the core's own `report`: the documented surface is all the guest gets.
       globals: { console: {}, cyrnel: { services, __host: host }, report: undefined },
+      ...(job.tenant === undefined ? {} : { tenant: job.tenant }),
     });
     return job.run;
   }
@@ -469,13 +487,15 @@ class QuickJSEnvironment implements EnvironmentModule {
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
+    const bindings = this.#bindings as EnvironmentBindings;
+    const { fuelUsed } = result;
+    if (fuelUsed !== undefined) this.#report(job, () => bindings.setFuelUsed?.(job.eid, fuelUsed));
     // A run that ends past its deadline was still running when it was due: the timer only came late.
     this.#overdue(job);
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
     // Nothing but the environment and the safety cap it sets from `timeoutMs` (and `maxCpuMs`) terminates a run.
     if (result.status === "terminated") return "timeout";
-    const bindings = this.#bindings as EnvironmentBindings;
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
     return "failed";
   }

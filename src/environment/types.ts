@@ -50,6 +50,11 @@ export interface EnvironmentBindings {
    */
   emitOutput(eid: number, data: Record<string, unknown>): void;
   listServices?(): Promise<ServiceInfo[]>;
+  /**
+   * The fuel the execution spent (the core's `fuelUsed`), told once as it ends, before `execute` resolves; not told
+   * when the run does not know it (stopped from outside its thread). Hosts charge it to the process's tenant.
+   */
+  setFuelUsed?(eid: number, fuel: number): void;
 }
 
 export interface EnvironmentSetupContext extends ModuleSetupContext {
@@ -64,6 +69,11 @@ export interface ExecutionInput {
   eid: number;
   code: string;
   options?: ExecutionOptions;
+  /**
+   * Whose execution it is. Executions waiting for a slot start in turns by tenant, not first come, first served, and
+   * the run carries it (`CodeExecutionOptions.tenant`: worker threads serve tenants in turns too).
+   */
+  tenant?: string;
 }
 
 export interface ToolDocsInput {

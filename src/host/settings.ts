@@ -4,10 +4,11 @@
  * bad value is an error that names the setting, never a silent default.
  * @module
  */
-import { safetyCapWithin } from "../core/sandbox.js";
+import { FUEL_PER_MS, safetyCapWithin } from "../core/sandbox.js";
 import type { FetchOptions } from "../core/types.js";
 import { AllowList } from "../fetch/allow-list.js";
 import { type HttpUpstream, httpUpstreamsFrom } from "../tools/upstream-config.js";
+import { type CpuBudget, type CpuShare, type CpuShares, cpuShareOf } from "./admission/cpu-budget.js";
 import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
 import { type Access, accessFrom } from "./http/auth.js";
 import { originOf } from "./http/origins.js";
@@ -21,6 +22,11 @@ export interface HostSettings {
   maxActive: number;
   tenantMaxActive: number;
   tenantRunsPerMinute: number;
+  /**
+   * Each tenant's share of guest CPU, in fuel (`RUNCODE_TENANT_CPU_MS_PER_MINUTE` and `RUNCODE_TENANT_CPU_BURST_MS`
+   * at `FUEL_PER_MS`): a token bucket its runs' and processes' fuel caps are reserved from.
+   */
+  tenantCpu: CpuShare;
   tenantKvBytes: number;
   /** Upstream MCP servers bridged into `POST /mcp` (`RUNCODE_MCP_SERVERS`). */
   mcpServers: Record<string, HttpUpstream>;
@@ -111,6 +117,10 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     maxActive: count(settings, "MAX_ACTIVE_PROCESSES"),
     tenantMaxActive: count(settings, "RUNCODE_TENANT_MAX_ACTIVE"),
     tenantRunsPerMinute: count(settings, "RUNCODE_TENANT_RUNS_PER_MINUTE"),
+    tenantCpu: cpuShareOf(
+      count(settings, "RUNCODE_TENANT_CPU_MS_PER_MINUTE"),
+      count(settings, "RUNCODE_TENANT_CPU_BURST_MS"),
+    ),
     tenantKvBytes: count(settings, "RUNCODE_TENANT_KV_BYTES"),
     mcpServers: mcpServersOf(settings),
     runCpuMs: count(settings, "RUN_CPU_MS"),
@@ -148,4 +158,20 @@ export const runSandboxOptionsOf = (settings: HostSettings, timeoutMs = Number.P
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
   webApis: settings.webApis,
   ...fetchOptionOf(settings),
+});
+
+/** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its sandbox's safety cap. */
+export const runCpuSharesOf = (settings: HostSettings, budget: CpuBudget): CpuShares => ({
+  budget,
+  fuelOf: (timeoutMs) => runSandboxOptionsOf(settings, timeoutMs).safetyCap.fuel,
+});
+
+/**
+ * The shares of CPU of processes: `budget`, each run reserving the fuel of the guest CPU it may spend where clocks run
+ * (its `timeoutMs`, at most `RUN_CPU_MS`). Where they stand still its fuel cap is its whole `timeoutMs`, and what it
+ * spends past the reservation is owed when it ends.
+ */
+export const processCpuSharesOf = (settings: HostSettings, budget: CpuBudget): CpuShares => ({
+  budget,
+  fuelOf: (timeoutMs) => Math.min(timeoutMs, settings.runCpuMs) * FUEL_PER_MS,
 });

@@ -209,6 +209,39 @@ describe("quotas in the registry", () => {
   });
 });
 
+describe("shares of CPU in the registry", () => {
+  /** 1,000,000 units of fuel a second, 10,000,000 at once. */
+  const share = { fuelPerMinute: 60_000_000, burstFuel: 10_000_000 };
+
+  it("a tenant whose bucket cannot pay is refused with rate_limited and the seconds until it can; another is not", async () => {
+    expect(await registry().reserveCpu("spender", 10_000_000, share)).toEqual({ value: 10_000_000 });
+    await registry().settleCpu("spender", 10_000_000, 7_300_000, share);
+    // 2,700,000 left (and the few units a few milliseconds refill): 7.3 s short of 10,000,000.
+    expect(await registry().reserveCpu("spender", 10_000_000, share)).toEqual({
+      error: {
+        code: "rate_limited",
+        message: "This tenant has spent its share of CPU (60 ms per minute, 10 ms at once): retry in 8 s",
+        headers: { "retry-after": "8" },
+      },
+    });
+    expect(await registry().reserveCpu("saver", 10_000_000, share)).toEqual({ value: 10_000_000 });
+  });
+
+  it("a run waits in its tenant's line while the tenant's runs in flight may give fuel back, woken by a settlement", async () => {
+    await registry().reserveCpu("waiter", 4_000_000, share);
+    await registry().reserveCpu("waiter", 4_000_000, share);
+    let third: unknown;
+    const waiting = registry()
+      .reserveCpu("waiter", 4_000_000, share)
+      .then((answered) => (third = answered));
+    expect(await registry().reserveCpu("bystander", 10_000_000, share)).toEqual({ value: 10_000_000 });
+    expect(third).toBeUndefined();
+    await registry().settleCpu("waiter", 4_000_000, 1_000_000, share);
+    await waiting;
+    expect(third).toEqual({ value: 4_000_000 });
+  });
+});
+
 describe("the HTTP surface", () => {
   it("a foreign origin gets no CORS grant on a preflight or a request", async () => {
     const preflight = await as(null)("/processes", {

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { FUEL_PER_MS } from "../../core/sandbox.js";
 import {
   type EnvironmentBindings,
   EXECUTION_EXIT_STATES,
@@ -19,6 +20,7 @@ import { ANONYMOUS_TENANT, ToolError, ToolRegistry, type ToolScope } from "../..
 import type { InvokeInput, ServiceInfo } from "../../tools/types.js";
 import { BudgetError, WorkBudget } from "../../values/budget.js";
 import { define, jsonWithin, type SizedJson, utf8Length } from "../../values/json.js";
+import type { CpuShares } from "../admission/cpu-budget.js";
 import { checkSlots } from "../admission/slots.js";
 import { HostError } from "../errors.js";
 import {
@@ -96,6 +98,8 @@ export interface ProcessServiceOptions {
   maxActiveProcesses?: number;
   /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
+  /** The tenants' shares of CPU each run's fuel cap is reserved from (cpu-budget.ts). Default: no shares. */
+  cpu?: CpuShares;
   limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
@@ -142,6 +146,8 @@ interface Live {
   saving: Promise<void> | undefined;
   /** Ended by {@link ProcessService.stopAll}: it exits `canceled`, its error saying the host stopped. */
   stopped: boolean;
+  /** The fuel this run reserved of its tenant's share, and what the environment says it spent. */
+  fuel: { reserved: number; used: number | undefined };
   done: Promise<ProcessRecord>;
   resolve(record: ProcessRecord): void;
 }
@@ -191,6 +197,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly #store: ProcessStore;
   readonly #now: () => number;
   readonly #onError: (error: unknown) => void;
+  readonly #cpu: CpuShares | undefined;
   readonly #live = new Map<number, Live>();
   /** Slots held by creations and re-runs between their checks and their launch, by tenant. */
   readonly #reserved = new Map<string, number>();
@@ -215,6 +222,7 @@ export class ProcessService implements EnvironmentBindings {
     this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
+    this.#cpu = options.cpu;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
     this.maxTenantStorageBytes = options.maxTenantStorageBytes;
     if (this.maxTenantStorageBytes !== undefined && this.#store.usage === undefined) {
@@ -235,11 +243,13 @@ export class ProcessService implements EnvironmentBindings {
     const release = this.#reserve(tenant);
     let storage: TenantStorage | undefined;
     let launched = false;
+    let reserved: number | undefined;
     try {
       storage = await this.#holdStorage(tenant);
       // The code and an empty output (`{}`): what a new record holds.
       const bytes = utf8Length(input.code) + 2;
       if (storage !== undefined) this.#checkRoom(storage, bytes);
+      reserved = await this.#reserveFuel(tenant, timeoutMs);
       const now = this.#now();
       const record: ProcessRecord = {
         pid: await this.#store.nextPid(tenant),
@@ -254,12 +264,14 @@ export class ProcessService implements EnvironmentBindings {
       };
       await this.#store.create(record);
       if (storage !== undefined) storage.used += bytes;
-      this.#launch(record, storage);
+      this.#launch(record, storage, reserved);
       launched = true;
+      reserved = undefined;
       return structuredClone(record);
     } finally {
       if (!launched) this.#releaseStorage(tenant, storage);
       release();
+      if (reserved !== undefined) this.#settleFuel(tenant, reserved, 0);
     }
   }
 
@@ -344,19 +356,23 @@ export class ProcessService implements EnvironmentBindings {
     this.#starting.add(pid);
     let storage: TenantStorage | undefined;
     let launched = false;
+    let reserved: number | undefined;
     try {
       storage = await this.#holdStorage(record.tenant);
+      reserved = await this.#reserveFuel(record.tenant, record.timeoutMs);
       const next: ProcessRecord = { ...record, ...fresh(), state: "queued", runs: record.runs + 1 };
       await this.#store.update(pid, mutable(next));
       // The last run's streams and output are gone.
       if (storage !== undefined) storage.used -= storedBytesOf(record) - storedBytesOf(next);
-      this.#launch(next, storage);
+      this.#launch(next, storage, reserved);
       launched = true;
+      reserved = undefined;
       return structuredClone(next);
     } finally {
       if (!launched) this.#releaseStorage(record.tenant, storage);
       this.#starting.delete(pid);
       release();
+      if (reserved !== undefined) this.#settleFuel(record.tenant, reserved, 0);
     }
   }
 
@@ -509,6 +525,11 @@ export class ProcessService implements EnvironmentBindings {
     this.#emitText(eid, "stderr", data);
   }
 
+  setFuelUsed(eid: number, fuel: number): void {
+    const live = this.#live.get(eid);
+    if (live !== undefined && Number.isFinite(fuel) && fuel >= 0) live.fuel.used = fuel;
+  }
+
   /**
    * Merges a patch into the output. The patch is converted within the run's `outputWork` and the output cap (a patch
    * of shared references stops there, unexpanded), and the merged size is reckoned from the sizes of the entries it
@@ -622,6 +643,16 @@ export class ProcessService implements EnvironmentBindings {
     }
   }
 
+  /** Reserves the fuel cap of a run of `timeoutMs` from `tenant`'s share: what was reserved (429 when it cannot). */
+  async #reserveFuel(tenant: string, timeoutMs: number): Promise<number> {
+    return this.#cpu === undefined ? 0 : this.#cpu.budget.reserve(tenant, this.#cpu.fuelOf(timeoutMs));
+  }
+
+  /** Settles a reservation; a lost settlement leaves it spent (the tenant waits longer, nobody else does). */
+  #settleFuel(tenant: string, reserved: number, used: number): void {
+    this.#cpu?.budget.settle(tenant, reserved, used).catch(this.#onError);
+  }
+
   /** Drops this and every later patch of the run; `output.$truncated` says why. */
   #truncateOutput(live: Live, message: string): void {
     const { output, truncated } = live.record;
@@ -637,7 +668,7 @@ export class ProcessService implements EnvironmentBindings {
     this.#schedule(live);
   }
 
-  #launch(record: ProcessRecord, storage: TenantStorage | undefined): void {
+  #launch(record: ProcessRecord, storage: TenantStorage | undefined, reserved: number): void {
     let resolve!: (record: ProcessRecord) => void;
     const done = new Promise<ProcessRecord>((r) => {
       resolve = r;
@@ -654,11 +685,17 @@ export class ProcessService implements EnvironmentBindings {
       dirty: false,
       saving: undefined,
       stopped: false,
+      fuel: { reserved, used: undefined },
       done,
       resolve,
     };
     this.#live.set(record.pid, live);
-    const input = { eid: record.pid, code: record.code, options: { timeoutMs: record.timeoutMs } };
+    const input = {
+      eid: record.pid,
+      code: record.code,
+      options: { timeoutMs: record.timeoutMs },
+      tenant: record.tenant,
+    };
     Promise.resolve()
       .then(() => this.environments.execute(input))
       .then(
@@ -735,6 +772,10 @@ export class ProcessService implements EnvironmentBindings {
     record.state = "idle";
     record.exitState = exit;
     record.finishedAt = this.#now();
+    // A run that told no fuel was stopped from outside its thread, where clocks run: it is charged the time it ran.
+    const { reserved, used } = live.fuel;
+    const ran = record.startedAt === null ? 0 : (record.finishedAt - record.startedAt) * FUEL_PER_MS;
+    this.#settleFuel(record.tenant, reserved, used ?? Math.min(reserved, ran));
     this.#schedule(live);
     await live.saving;
     this.#live.delete(record.pid);

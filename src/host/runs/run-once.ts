@@ -7,10 +7,12 @@
  * encoding and within the same length.
  * @module
  */
+import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type { CodeExecution, CodeExecutionLog, CodeExecutionOptions, CodeExecutionResult } from "../../core/types.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import type { JsonValue } from "../../values/json.js";
 import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
+import type { CpuShares } from "../admission/cpu-budget.js";
 import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
 import {
@@ -70,6 +72,8 @@ export interface RunOnceOptions {
   tools?: ToolRegistry;
   /** Where runs wait for room (`POST /run` and `/mcp` share one). Default: every run starts at once. */
   admission?: RunAdmission;
+  /** The tenants' shares of CPU each run's fuel cap is reserved from (cpu-budget.ts). Default: no shares. */
+  cpu?: CpuShares;
 }
 
 /** Runs one request to its answer; throws a `HostError`, having run nothing, when the request is refused. */
@@ -86,27 +90,40 @@ export interface RunOnce {
 }
 
 export function createRunOnce(options: RunOnceOptions): RunOnce {
-  const { runCode, defaultMemoryLimitBytes, tools, admission } = options;
+  const { runCode, defaultMemoryLimitBytes, tools, admission, cpu } = options;
   const start = async (request: RunOnceRequest, caller: RunCaller = {}) => {
     const { tenant = ANONYMOUS_TENANT, signal = new AbortController().signal, onEvent } = caller;
     const { source, runOptions, memory, timeoutMs } = decode(request, defaultMemoryLimitBytes);
-    const release = admission === undefined ? () => {} : await admission.admit(memory, tenant, signal);
+    // CPU first: a run its tenant cannot pay for never waits for memory.
+    const reserved = cpu === undefined ? 0 : await cpu.budget.reserve(tenant, cpu.fuelOf(timeoutMs));
+    // A lost settlement leaves the reservation spent: the tenant waits longer, nobody else does.
+    const settle = (used: number) => cpu?.budget.settle(tenant, reserved, used).catch(() => {});
+    let release: () => void;
     let run: CodeExecution;
     try {
+      release = admission === undefined ? () => {} : await admission.admit(memory, tenant, signal);
+    } catch (error) {
+      await settle(0);
+      throw error;
+    }
+    try {
       const listeners = onEvent === undefined ? {} : eventsWithin(memory, onEvent);
-      run = runCode(source, { ...runOptions, imports: tools?.modules(tenant) ?? {}, ...listeners }, timeoutMs);
+      run = runCode(source, { ...runOptions, tenant, imports: tools?.modules(tenant) ?? {}, ...listeners }, timeoutMs);
     } catch (error) {
       release();
+      await settle(0);
       throw isHostError(error) ? error : new HostError("invalid_options", (error as Error).message);
     }
     const stop = () => run.terminate("The request ended");
     signal.addEventListener("abort", stop, { once: true });
     if (signal.aborted) stop();
     const timer = setTimeout(() => run.terminate(`The run's time limit of ${timeoutMs} ms ran out`), timeoutMs);
-    const answer = Promise.resolve(run).then((result) => {
+    const answer = Promise.resolve(run).then(async (result) => {
       clearTimeout(timer);
       signal.removeEventListener("abort", stop);
       release();
+      // A run stopped from outside its thread (where clocks run) tells no fuel: it is charged the time it took.
+      await settle(result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS));
       return { result, maxLength: memory };
     });
     return { answer };
