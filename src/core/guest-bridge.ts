@@ -3,7 +3,9 @@
  * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
  * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
  * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
- * host: both sides parse the other's tapes as data (values/tape.ts).
+ * host: both sides parse the other's tapes as data (values/tape.ts). What the host does for each crossing is charged to
+ * the run's fuel at the rates of host-fuel.ts, before it is done where its size is known then (a call, a tape read
+ * in, random bytes): a run that cannot pay gets the stop's message thrown instead.
  *
  * Lifetimes: a handle made for one crossing is disposed when the crossing ends; handles the run keeps (staged values,
  * pending deferreds) point into memory the restore rewrites and go with it, and a late host promise never reaches
@@ -500,8 +502,8 @@ export class GuestBridge {
         return ctx.getNumber(handle);
       case "string": {
         // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
-        // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
-        // (`getLength` answers only for objects: a string's length is its property's.)
+        // that provably survived is taken (its length read as its property: `getLength` answers only for objects);
+        // others go through the guest's encoder (JSON-escaped).
         const text = ctx.getString(handle);
         if (text.includes("\uFFFD")) return NOT_PRIMITIVE;
         const length = ctx.getProp(handle, "length");

@@ -258,7 +258,7 @@ export class Limits {
   }
 
   /**
-   * Counts a log entry or report the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
+   * Counts a log entry, report or failed import the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
    * (the entry is dropped, and so is every later one: the guest's call throws until the interrupt stops it).
    */
   retain(bytes: number): boolean {
@@ -269,7 +269,7 @@ export class Limits {
       kind: "memory",
       error: {
         name: "MemoryError",
-        message: `The run's logs and reports exceeded memoryLimitBytes (${memoryLimitBytes}): the host keeps them for the run`,
+        message: `The run's logs, reports and failed imports exceeded memoryLimitBytes (${memoryLimitBytes}): the host keeps them for the run`,
       },
     };
     return false;

@@ -238,3 +238,18 @@ describe("fuel charges the host's work for the guest, before it is done", () => 
     expect(spent[0]).toBeGreaterThan(200 * fees);
   });
 });
+
+describe("failed imports the host keeps for the run", () => {
+  it("count against its memory: a loop importing long missing specifiers ends with memory, not the host's heap", async () => {
+    // Before: each failure (its 1 MiB specifier, twice in its message) stayed on the host until the fuel cap: at
+    // 10^9 units some 2 GB.
+    const run = sandbox({ clock: () => 0, safetyCap: { fuel: 1e9, cpuTimeMs: 1e12 } });
+    const source = "const s = 'x'.repeat(1 << 20); for (let i = 0; ; i++) try { await import('./' + s + i); } catch {}";
+    const result = await run(source, { ...js, memoryLimitBytes: 8 * 1024 * 1024 });
+    expect(outcome(result)).toEqual({
+      status: "memory",
+      error: `MemoryError: The run's logs, reports and failed imports exceeded memoryLimitBytes (${8 * 1024 * 1024}): the host keeps them for the run`,
+    });
+    expect(result.fuelUsed).toBeLessThan(20_000_000);
+  });
+});
