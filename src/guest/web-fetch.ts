@@ -60,7 +60,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const promiseThen = Promise.prototype.then;
   const iteratorSymbol = Symbol.iterator;
   // The Web APIs installed before this one.
-  const URLCtor = G.URL as new (url: string) => { href: string; username: string; password: string };
+  const URLCtor = G.URL as new (url: string) => { href: string; origin: string; username: string; password: string };
   const URLSearchParamsCtor = G.URLSearchParams as new () => object;
   const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
   const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
@@ -419,7 +419,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       } else {
         const url = parseUrl(input);
         if (url.username !== "" || url.password !== "")
-          fail(`Request: ${url.href} holds credentials: send them in a header`);
+          fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
         this.#url = url.href;
         this.#headers = new Headers();
       }
