@@ -56,6 +56,9 @@ function ruleOf(entry: unknown, where: string): Rule {
   if (url.username !== "" || url.password !== "") fail("must not hold credentials");
   if (/[?#]/.test(entry)) fail("must not have a query or fragment");
   const path = url.pathname === "/" ? "" : url.pathname;
+  // The prefix itself is held to the rule its paths are: a server could read `/a%2F..%2F` as above it.
+  if (path !== "" && !plainNames(path.slice(1)))
+    fail("must have a path of plain names (no '..', '//', '\\', ';' or escapes that decode to them)");
   return { origin: url.origin, path };
 }
 

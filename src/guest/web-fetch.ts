@@ -60,7 +60,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const promiseThen = Promise.prototype.then;
   const iteratorSymbol = Symbol.iterator;
   // The Web APIs installed before this one.
-  const URLCtor = G.URL as new (url: string) => { href: string; username: string; password: string };
+  const URLCtor = G.URL as new (url: string) => { href: string; origin: string; username: string; password: string };
   const URLSearchParamsCtor = G.URLSearchParams as new () => object;
   const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
   const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
@@ -157,6 +157,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   let sortedOf: (headers: Headers) => [string, string][];
   class Headers {
     #list: [string, string][] = [];
+    /** `#sorted()`'s list until the next change: an iterator reads it at each step. */
+    #sortedList: [string, string][] | null = null;
 
     constructor(init?: HeadersInit) {
       if (init === undefined) return;
@@ -173,12 +175,14 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       required(arguments.length, 2, "Headers.append");
       const key = headerName(name);
       this.#list.push([key, headerValue(value, key)]);
+      this.#sortedList = null;
     }
 
     delete(name: string): void {
       required(arguments.length, 1, "Headers.delete");
       const key = headerName(name);
       this.#list = this.#list.filter((entry) => entry[0] !== key);
+      this.#sortedList = null;
     }
 
     get(name: string): string | null {
@@ -203,6 +207,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       required(arguments.length, 2, "Headers.set");
       const key = headerName(name);
       const text = headerValue(value, key);
+      this.#sortedList = null;
       const at = this.#list.findIndex((entry) => entry[0] === key);
       if (at < 0) {
         this.#list.push([key, text]);
@@ -238,12 +243,21 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
 
     /** Sorted by name, each name once with its values joined by ", ", but `set-cookie` once per cookie. */
     #sorted(): [string, string][] {
-      const names = [...new Set(this.#list.map((entry) => entry[0]))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      if (this.#sortedList !== null) return this.#sortedList;
+      const values = new Map<string, string[]>();
+      for (const [name, value] of this.#list) {
+        const known = values.get(name);
+        if (known === undefined) values.set(name, [value]);
+        else known.push(value);
+      }
+      const names = [...values.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       const out: [string, string][] = [];
       for (const name of names) {
-        if (name === "set-cookie") for (const value of this.getSetCookie()) out.push([name, value]);
-        else out.push([name, this.get(name) as string]);
+        const all = values.get(name) as string[];
+        if (name === "set-cookie") for (const value of all) out.push([name, value]);
+        else out.push([name, all.join(", ")]);
       }
+      this.#sortedList = out;
       return out;
     }
 
@@ -419,7 +433,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       } else {
         const url = parseUrl(input);
         if (url.username !== "" || url.password !== "")
-          fail(`Request: ${url.href} holds credentials: send them in a header`);
+          fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
         this.#url = url.href;
         this.#headers = new Headers();
       }

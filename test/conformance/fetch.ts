@@ -301,7 +301,7 @@ export function fetchSuite(options: ConformanceOptions): void {
         try { new Request("https://:pw@x.org/"); } catch (e) { report(e.name); }`;
       const r = await webApis(source);
       expect(r.reports).toEqual([
-        ["TypeError", "Request: https://user:pw@x.org/ holds credentials: send them in a header"],
+        ["TypeError", "Request: a URL with credentials (https://x.org) is refused: send them in a header"],
         "TypeError",
       ]);
     });

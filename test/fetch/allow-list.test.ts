@@ -207,6 +207,14 @@ describe("entries", () => {
       ["https://user:pw@x.org", 'must not hold credentials, got "https://user:pw@x.org"'],
       ["https://x.org/?a=1", 'must not have a query or fragment, got "https://x.org/?a=1"'],
       ["https://x.org/#top", 'must not have a query or fragment, got "https://x.org/#top"'],
+      [
+        "https://x.org/a%2F..%2F/",
+        `must have a path of plain names (no '..', '//', '\\', ';' or escapes that decode to them), got "https://x.org/a%2F..%2F/"`,
+      ],
+      [
+        "https://x.org/v1;x/",
+        `must have a path of plain names (no '..', '//', '\\', ';' or escapes that decode to them), got "https://x.org/v1;x/"`,
+      ],
     ];
     for (const [entry, why] of cases) {
       expect(() => new AllowList(["https://ok.org", entry], where)).toThrow(
