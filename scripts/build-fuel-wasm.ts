@@ -137,15 +137,14 @@ const sum = (a: Flow, b: Flow): Flow => ({ p: a.p + b.p, cost: a.cost + b.cost }
 const part = (a: Flow, share: number): Flow => ({ p: a.p * share, cost: a.cost * share });
 
 /**
- * The expected cost ({@link COST}) of the code run from a charge point to the next, over `root` (a loop, or a
- * function's body): every arm of an `if` or `br_if` and every target of a `br_table` is taken with equal chance, and
+ * The expected cost ({@link COST}) of the code run from a charge point to the next, over `code` (the body of the
+ * loop named `loop`, or a function's body): every arm of an `if` or `br_if` and every target of a `br_table` is taken with equal chance, and
  * the cost is the mean over the paths that go on: back to the loop's head for a loop (its exit runs once), to the
  * function's end for a function. A nested loop is a charge point of its own and costs nothing here; a call of a
  * function that never charges (a leaf) costs that function's own expected cost too, `leafCost` of its name.
  */
-function expectedCost(root: Ref, leafCost: (name: string) => number): number {
+function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) => number): number {
   const b = binaryen;
-  const loop = b.getExpressionId(root) === b.LoopId ? (b.getExpressionInfo(root) as binaryen.LoopInfo).name : null;
   const targets = new Map<string, Flow>();
   let again = NONE;
   let out = NONE;
@@ -160,10 +159,12 @@ function expectedCost(root: Ref, leafCost: (name: string) => number): number {
   const walk = (expr: Ref, flow: Flow): Flow => {
     if (expr === 0 || flow.p === 0) return flow;
     const id = b.getExpressionId(expr);
-    if (id === b.LoopId) return expr === root ? walk(api.Loop.getBody(expr), flow) : flow;
+    if (id === b.LoopId) return flow;
     if (id === b.UnreachableId) return NONE;
+    // Only these kinds' info is read (binaryen.js has none for some others, such as `nop`).
+    const described = id === b.BlockId || id === b.IfId || id === b.BreakId || id === b.SwitchId || id === b.CallId;
     // biome-ignore lint/suspicious/noExplicitAny: the info's shape depends on the id
-    const info = b.getExpressionInfo(expr) as any;
+    const info = (described ? b.getExpressionInfo(expr) : {}) as any;
     if (id === b.BlockId) {
       const name: string | null = info.name || null;
       if (name !== null) targets.set(name, NONE);
@@ -204,7 +205,7 @@ function expectedCost(root: Ref, leafCost: (name: string) => number): number {
         return next;
     }
   };
-  const end = walk(root, { p: 1, cost: 0 });
+  const end = walk(code, { p: 1, cost: 0 });
   const paths = loop !== null && again.p > 0 ? again : sum(out, end);
   return paths.p > 0 ? paths.cost / paths.p : 0;
 }
@@ -282,18 +283,23 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     if (leaf)
       leaves.set(
         name,
-        expectedCost(body, () => 0),
+        expectedCost(body, null, () => 0),
       );
     else sites.set(fn, found);
   }
   const leafCost = (name: string) => leaves.get(name) ?? 0;
   // Every loop iteration charges at least 1: a loop that charged nothing would never stop.
-  const weight = (root: Ref) => Math.max(1, Math.round(COST.site + expectedCost(root, leafCost)));
+  const weight = (code: Ref, loop: string | null) =>
+    Math.max(1, Math.round(COST.site + expectedCost(code, loop, leafCost)));
 
   for (const [fn, found] of sites) {
     const scratch = api._BinaryenFunctionAddVar(fn, i32);
-    const entry = weight(api.Function.getBody(fn));
-    const loops = found.map((expr) => (binaryen.getExpressionId(expr) === binaryen.LoopId ? weight(expr) : 0));
+    const entry = weight(api.Function.getBody(fn), null);
+    const loops = found.map((expr) =>
+      binaryen.getExpressionId(expr) === binaryen.LoopId
+        ? weight(api.Loop.getBody(expr), (binaryen.getExpressionInfo(expr) as binaryen.LoopInfo).name)
+        : 0,
+    );
     for (const [index, expr] of found.entries()) {
       const id = binaryen.getExpressionId(expr);
       if (id === binaryen.LoopId) {
