@@ -36,6 +36,16 @@ import {
   type HostFunction,
 } from "../values/to-guest.js";
 import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
+import {
+  bufferFuel,
+  charFuel,
+  HOST_CALL_FUEL,
+  HOST_PROMISE_FUEL,
+  LOG_ENTRY_FUEL,
+  PLAIN_READ_FUEL,
+  randomFuel,
+  tapeFuel,
+} from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
@@ -171,7 +181,10 @@ export class GuestBridge {
     try {
       const op = ctx.getNumber(opHandle);
       const a = ctx.getNumber(aHandle);
-      if (op === OP_RANDOM) return ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer);
+      if (op === OP_RANDOM) {
+        const unpaid = this.#unpaid(randomFuel(a));
+        return unpaid === false ? ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer) : unpaid;
+      }
       if (op === OP_PLAIN) return ctx.newNumber(this.#plainLevels(sideHandle));
       if (op === OP_UNCAUGHT) {
         this.#uncaught ??= this.describe(sideHandle);
@@ -180,6 +193,10 @@ export class GuestBridge {
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
+      if (retained || op === OP_FETCH || op === OP_SETTLE) {
+        const unpaid = this.#unpaid((retained ? LOG_ENTRY_FUEL : 0) + tapeFuel(tape));
+        if (unpaid !== false) return unpaid;
+      }
       const { relay } = this.#run;
       const relayed = relay !== undefined && (op === OP_SETTLE || retained);
       const guest = relayed ? this.#guestTape(tape, sideHandle) : undefined;
@@ -250,6 +267,8 @@ export class GuestBridge {
   readonly call = (idHandle: QuickJSHandle, args: QuickJSHandle[]): Answer => {
     const ctx = this.#ctx;
     try {
+      const unpaid = this.#unpaid(HOST_CALL_FUEL);
+      if (unpaid !== false) return unpaid;
       const id = ctx.getNumber(idHandle);
       const values: unknown[] = [];
       for (const handle of args) {
@@ -289,6 +308,15 @@ export class GuestBridge {
     return undefined;
   }
 
+  /**
+   * Charges host work for the guest before it is done (see host-fuel.ts): `false` when the run paid, else what the
+   * guest's call answers instead (the stop's message thrown, or nothing for a run that ended or faulted).
+   */
+  #unpaid(units: number): Answer | false {
+    if (this.#limits.pay(units)) return false;
+    return this.#limits.stop === undefined ? undefined : this.#stopped();
+  }
+
   /** What a log or report of a stopped run gets: the stop's message, thrown in the guest. */
   #stopped(): VmCallResult<QuickJSHandle> {
     return { error: this.#guestError(new Error((this.#limits.stop as Stop).error.message)) };
@@ -310,7 +338,10 @@ export class GuestBridge {
     if (returned instanceof Promise) return this.#guestPromise(returned);
     if (sink) return undefined;
     const primitive = primitiveHandle(this.#ctx, returned);
-    if (primitive !== undefined) return primitive;
+    if (primitive !== undefined) {
+      if (typeof returned === "string") this.#limits.spend(charFuel(returned.length));
+      return primitive;
+    }
     let encoded: Encoded;
     try {
       encoded = encodeForGuest(returned, this.#run.functions);
@@ -356,7 +387,13 @@ export class GuestBridge {
   toGuestResult(encoded: Encoded): VmCallResult<QuickJSHandle> {
     const ctx = this.#ctx;
     const primitive = encoded.side.length === 0 ? tapeHandle(ctx, encoded.tape) : undefined;
-    if (primitive !== undefined) return { value: primitive };
+    if (primitive !== undefined) {
+      this.#limits.spend(charFuel(encoded.tape.length));
+      return { value: primitive };
+    }
+    let bytes = 0;
+    for (const item of encoded.side) if (item.kind === "buffer") bytes += item.bytes.byteLength;
+    this.#limits.spend(tapeFuel(encoded.tape) + bufferFuel(bytes));
     const { decode } = this.#marshal();
     const side = encoded.side.map((item) =>
       item.kind === "buffer" ? ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer) : this.#guestPromise(item.promise),
@@ -374,6 +411,7 @@ export class GuestBridge {
   #guestPromise(promise: Promise<unknown>): QuickJSHandle {
     const ctx = this.#ctx;
     const id = this.#nextPromise++;
+    this.#limits.spend(HOST_PROMISE_FUEL);
     const idHandle = ctx.newNumber(id);
     let guestPromise: QuickJSHandle;
     try {
@@ -463,9 +501,13 @@ export class GuestBridge {
       case "string": {
         // Strings cross the FFI as UTF-8 C strings: NUL cuts them, lone surrogates turn into U+FFFD. Only a string
         // that provably survived is taken; others go through the guest's encoder (JSON-escaped).
+        // (`getLength` answers only for objects: a string's length is its property's.)
         const text = ctx.getString(handle);
-        if (text.length === ctx.getLength(handle) && !text.includes("\uFFFD")) return text;
-        return NOT_PRIMITIVE;
+        if (text.includes("\uFFFD")) return NOT_PRIMITIVE;
+        const length = ctx.getProp(handle, "length");
+        const survived = text.length === ctx.getNumber(length);
+        length.dispose();
+        return survived ? text : NOT_PRIMITIVE;
       }
       case "bigint":
         return ctx.getBigInt(handle);
@@ -508,7 +550,9 @@ export class GuestBridge {
     const tape = ctx.getProp(pair, 0);
     const side = ctx.getProp(pair, 1);
     try {
-      return read(ctx.getString(tape), side);
+      const text = ctx.getString(tape);
+      this.#limits.spend(tapeFuel(text));
+      return read(text, side);
     } finally {
       for (const h of [pair, tape, side]) h.dispose();
     }
@@ -520,6 +564,7 @@ export class GuestBridge {
     return (index) => {
       const item = ctx.getProp(sideHandle, index);
       const bytes = ctx.getArrayBuffer(item);
+      this.#limits.spend(bufferFuel(bytes.value.byteLength));
       const copy = bytes.value.slice().buffer;
       bytes.dispose();
       item.dispose();
@@ -585,12 +630,6 @@ const noSide = {
   promise: () => Promise.resolve(),
 };
 
-/**
- * Fuel charged for each value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, the CPU time of
- * 8-20 units of the engine's own work (1.3-4.3 ms per 10^6 units), so the safety cap bounds the host's reading for a
- * run as it bounds the engine.
- */
-const PLAIN_READ_FUEL = 16;
 /** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
 const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
 

@@ -40,11 +40,25 @@ export const STOP_GRACE_FUEL = 1_000_000;
 export const UNMETERED_POLL_FUEL = 50_000;
 
 /**
- * Fuel per millisecond of CPU time. A million units took 1.3-4.3 ms of CPU across a catalogue of runaways
- * (`npm run bench:fuel`), so at this rate the clock fires first wherever it moves, and where clocks stand still
- * during synchronous work (deployed Workers) fuel stops the run within 1.3-4.3x the cap.
+ * Fuel per millisecond of CPU time. A million units took 1.2-5.1 ms of CPU across a catalogue of 77 runaways, the
+ * host's work for them included (`npm run bench:fuel`, in-thread and in workerd), so at this rate the clock fires
+ * first wherever it moves, and where clocks stand still during synchronous work (deployed Workers) fuel stops the run
+ * within 1.2-5.1x the cap.
  */
 export const FUEL_PER_MS = 1_000_000;
+
+/** The stop of a run past its safety cap, after `spent`. */
+function capStop(spent: string): Stop {
+  return {
+    kind: "terminated",
+    error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
+  };
+}
+
+/** The stop of a run past its safety cap's `fuel`. */
+function fuelStop(fuel: number): Stop {
+  return capStop(`${fuel} units of fuel`);
+}
 
 /** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
 class FuelHardStop extends Error {}
@@ -140,9 +154,29 @@ export class Limits {
     return this.#settings.safetyCap.fuel - this.fuelUsed;
   }
 
-  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript). */
+  /** Counts work the host metered for the run outside the engine (transpiling its TypeScript, see host-fuel.ts). */
   spend(units: number): void {
     this.#fuel += units;
+  }
+
+  /**
+   * Charges host work about to be done for the guest (see host-fuel.ts); `false` when the run must stop instead (its
+   * stop recorded, the work not to be done).
+   */
+  pay(units: number): boolean {
+    if (!this.affords(units)) return false;
+    this.#fuel += units;
+    return !this.#mustStop();
+  }
+
+  /**
+   * Whether the run's fuel can pay for `units` of work; if not, the run stops on its fuel without being charged
+   * them (the work is not done: a wait past what it has left, a host call past the cap), so `fuelUsed` stays what it did.
+   */
+  affords(units: number): boolean {
+    if (units <= this.fuelLeft) return true;
+    this.#stop ??= fuelStop(this.#settings.safetyCap.fuel);
+    return false;
   }
 
   /** Makes `meter` spend for this run until {@link release}. */
@@ -191,11 +225,7 @@ export class Limits {
     const cpuMs = this.#cpuMs + slice;
     const outOfFuel = this.fuelUsed > fuel;
     if (outOfFuel || cpuMs > cpuTimeMs) {
-      const spent = outOfFuel ? `${fuel} units of fuel` : `${cpuTimeMs} ms of CPU time`;
-      this.#stop = {
-        kind: "terminated",
-        error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
-      };
+      this.#stop = outOfFuel ? fuelStop(fuel) : capStop(`${cpuTimeMs} ms of CPU time`);
       return true;
     }
     return false;
@@ -228,7 +258,7 @@ export class Limits {
   }
 
   /**
-   * Counts a log entry or report the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
+   * Counts a log entry, report or failed import the host is about to keep; past `memoryLimitBytes` the run ends with `memory`
    * (the entry is dropped, and so is every later one: the guest's call throws until the interrupt stops it).
    */
   retain(bytes: number): boolean {
@@ -239,7 +269,7 @@ export class Limits {
       kind: "memory",
       error: {
         name: "MemoryError",
-        message: `The run's logs and reports exceeded memoryLimitBytes (${memoryLimitBytes}): the host keeps them for the run`,
+        message: `The run's logs, reports and failed imports exceeded memoryLimitBytes (${memoryLimitBytes}): the host keeps them for the run`,
       },
     };
     return false;

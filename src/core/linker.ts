@@ -6,10 +6,20 @@
  * unique internal name whose `load` fails with the recorded `LinkError`.
  * @module
  */
+
+import { charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { RunOptions } from "./request.js";
 import type { FuelAccount, Transpiled, Transpiler } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
+
+/** The run's side of resolving and loading: a transpile's, the host's charges and the failures it keeps. */
+export interface ModuleAccount extends FuelAccount {
+  /** Charges a load before it is done; `false`: the run cannot pay. */
+  pay(units: number): boolean;
+  /** Counts bytes the host keeps for the run (see `Limits.retain`); `false`: past its memory, the run stops. */
+  retain(bytes: number): boolean;
+}
 
 /** Names of the runtime's own modules; no user specifier normalizes to one. */
 export const INTERNALS_MODULE = `${INTERNAL}internals`;
@@ -69,10 +79,11 @@ export class Linker {
     return this.#compile(this.entryName, source, account);
   }
 
-  /** QuickJS's normalizer: never throws (see the module comment). */
-  normalize = (base: string, specifier: string): string => {
+  /** QuickJS's normalizer: never throws (see the module comment); its work is `account`'s (see host-fuel.ts). */
+  normalize = (base: string, specifier: string, account: ModuleAccount): string => {
     if (specifier === PHASE_MODULE || this.#isBootModule(specifier)) return specifier;
     if ((base.startsWith(IMPORT_PREFIX) || base === PHASE_MODULE) && specifier === INTERNALS_MODULE) return specifier;
+    account.spend(MODULE_RESOLVE_FUEL + charFuel(base.length + specifier.length));
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
     if (specifier.startsWith("./") || specifier.startsWith("../")) {
       const key = resolveRelative(this.#directoryOf(base), specifier);
@@ -81,19 +92,27 @@ export class Linker {
       return this.#fail(
         specifier,
         `Cannot find module '${specifier}' imported from ${base}: it is not in options.modules`,
+        account,
       );
     }
     if (URL_SPECIFIER.test(specifier)) {
-      return this.#fail(specifier, `Cannot import '${specifier}': URL imports are not supported`);
+      return this.#fail(specifier, `Cannot import '${specifier}': URL imports are not supported`, account);
     }
-    return this.#fail(specifier, `Cannot find module '${specifier}': only options.imports and options.modules resolve`);
+    return this.#fail(
+      specifier,
+      `Cannot find module '${specifier}': only options.imports and options.modules resolve`,
+      account,
+    );
   };
 
   /** QuickJS's loader: source text for a normalized name, or the error that fails the import. */
-  load = (name: string, account: FuelAccount): string | { error: Error } => {
+  load = (name: string, account: ModuleAccount): string | { error: Error } => {
+    if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
+    if (!account.pay(MODULE_LOAD_FUEL + charFuel(name.length + (this.#options.modules[name]?.length ?? 0))))
+      return { error: new Error("The run's fuel cannot pay for loading the module") };
+    if (name === UNRESOLVED_PREFIX) return { error: new Error("The run's memory cannot keep another failed import") };
     if (name.startsWith(UNRESOLVED_PREFIX))
       return { error: asError(this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length))]) };
-    if (name === PHASE_MODULE) return `import { phase } from "${INTERNALS_MODULE}";\nphase();\n`;
     if (name.startsWith(IMPORT_PREFIX)) return syntheticModule(name.slice(IMPORT_PREFIX.length), this.#options.imports);
     const source = this.#options.modules[name];
     if (source === undefined) return { error: new Error(`Cannot find module '${name}'`) };
@@ -138,7 +157,13 @@ export class Linker {
     return prefix + code;
   }
 
-  #fail(specifier: string, message: string): string {
+  /**
+   * Records a failure to resolve, kept for the run: counted against its memory as its logs are (a specifier is the
+   * guest's, of any length), so a loop of failed imports ends with `memory` rather than filling the host's heap.
+   * Past it the name stands for no failure (the run is stopping).
+   */
+  #fail(specifier: string, message: string, account: ModuleAccount): string {
+    if (!account.retain(2 * (specifier.length + message.length))) return UNRESOLVED_PREFIX;
     const index = this.#failures.push({ name: "LinkError", message, specifier }) - 1;
     return UNRESOLVED_PREFIX + index;
   }

@@ -12,6 +12,7 @@ import type { FetchPolicy } from "../fetch/policy.js";
 import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
+import { fetchMeter } from "./host-fuel.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
@@ -112,7 +113,8 @@ class Run implements StartedRun {
       settled: () => channel.settled(),
       memoryLimitBytes: request.options.memoryLimitBytes,
     });
-    this.#fetch = context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes);
+    this.#fetch =
+      context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes, fetchMeter(this.#limits));
     this.ended = this.#run();
   }
 
@@ -232,7 +234,7 @@ class Run implements StartedRun {
     poll: () => this.#limits.poll(),
     hostCall: (...args) => this.#bridge?.hostCall(...args),
     call: (id, args) => this.#bridge?.call(id, args),
-    normalize: (base, specifier) => this.#linker.normalize(base, specifier),
+    normalize: (base, specifier) => this.#linker.normalize(base, specifier, this.#limits),
     load: (name) => this.#linker.load(name, this.#limits),
   };
 

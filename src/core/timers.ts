@@ -12,6 +12,7 @@
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 import type { GuestBridge } from "./guest-bridge.js";
 import { FUEL_PER_MS, type Limits } from "./limits.js";
+import { Stopped } from "./outcome.js";
 
 /** The longest wait of a platform timer (a signed 32-bit delay: longer ones fire at once). */
 const MAX_PLATFORM_DELAY_MS = 2 ** 31 - 1;
@@ -55,14 +56,11 @@ export class Timers {
 
   /**
    * Waits until the timer due at `due` can fire, or host work arrives first (then `false`). A wait the run's fuel
-   * cannot pay for stops the run at once (`Limits.checkSpent` throws) rather than after the wait.
+   * cannot pay for stops the run at once (`Stopped` is thrown) rather than after the wait, billed as nothing: it
+   * never happened.
    */
   async wait(due: number): Promise<boolean> {
-    const cost = (due - this.#now) * FUEL_PER_MS;
-    if (cost > this.#limits.fuelLeft) {
-      this.#limits.spend(cost);
-      this.#limits.checkSpent();
-    }
+    if (!this.#limits.affords((due - this.#now) * FUEL_PER_MS)) throw new Stopped();
     const left = due - this.#now - (this.#clock() - this.#anchor);
     return !(await this.#bridge.hostWork(Math.min(MAX_PLATFORM_DELAY_MS, Math.max(0, left))));
   }

@@ -3,8 +3,8 @@
  * list applied to every URL and every redirect before the platform's fetch sees it, redirects followed by hand and
  * only within the list, and the run's limits: requests counted, heads and bodies bounded before they are sent, a
  * response counted as it streams in (and, while the host holds it, against the run's memory limit), each request
- * timed by the host's own timer (it holds with a frozen clock), and every request in flight aborted when the run ends
- * or stops. The platform's fetch is called without credentials or referrer: the host's cookies and the page a
+ * timed by the host's own timer (it holds with a frozen clock), its host work charged to the run's fuel before it is
+ * done (a {@link FetchMeter}), and every request in flight aborted when the run ends or stops. The platform's fetch is called without credentials or referrer: the host's cookies and the page a
  * browser host runs in never reach the network.
  * @module
  */
@@ -55,18 +55,30 @@ const malformed = () => new TypeError("fetch: the request is malformed");
 const named = (name: string, message: string): Error => Object.assign(new Error(message), { name });
 const quoted = (text: string) => (text.length > QUOTED_CHARS ? `${text.slice(0, QUOTED_CHARS)}...` : text);
 
+/** What the run pays for the host's work on its requests; `false`: it cannot, and the work is not done. */
+export interface FetchMeter {
+  /** A request (or a redirect followed) about to be sent, with `bytes` of URL, headers and body. */
+  request(bytes: number): boolean;
+  /** `bytes` of a response body read. */
+  response(bytes: number): boolean;
+}
+
+const unpaid = () => new RangeError("fetch: the run's fuel cannot pay for the request");
+
 export class FetchSession {
   readonly #policy: FetchPolicy;
   readonly #memoryLimitBytes: number;
+  readonly #meter: FetchMeter;
   readonly #inflight = new Map<number, AbortController>();
   #requests = 0;
   /** Bytes of response bodies the host is reading for the run. */
   #buffered = 0;
   #ended = false;
 
-  constructor(policy: FetchPolicy, memoryLimitBytes: number) {
+  constructor(policy: FetchPolicy, memoryLimitBytes: number, meter: FetchMeter) {
     this.#policy = policy;
     this.#memoryLimitBytes = memoryLimitBytes;
+    this.#meter = meter;
   }
 
   /** The guest's request number `id` (see OP_FETCH in values/tape.ts). */
@@ -150,6 +162,7 @@ export class FetchSession {
     const transport: FetchTransport = this.#policy.transport;
     for (let redirects = 0; ; redirects++) {
       this.#admit(hop.url, redirects > 0);
+      if (!this.#meter.request(headBytes(hop) + (hop.body?.byteLength ?? 0))) throw unpaid();
       const init = {
         method: hop.method,
         headers: hop.headers,
@@ -242,6 +255,7 @@ export class FetchSession {
         const { done, value } = await reader.read();
         if (done) break;
         if (!(value instanceof Uint8Array)) throw new TypeError("fetch: the response body is not bytes");
+        if (!this.#meter.response(value.byteLength)) throw unpaid();
         total += value.byteLength;
         this.#buffered += value.byteLength;
         if (total > this.#policy.maxResponseBytes) throw tooLarge();
@@ -287,6 +301,13 @@ function redirected(hop: Hop, status: number, location: string): Hop {
   }
   if (url.origin !== hop.url.origin) headers = headers.filter(([name]) => !CREDENTIAL_HEADERS.has(name));
   return { url, method, headers, body };
+}
+
+/** The bytes of a hop's URL and headers. */
+function headBytes(hop: Hop): number {
+  let bytes = hop.url.href.length + hop.method.length;
+  for (const [name, value] of hop.headers) bytes += name.length + value.length + 4;
+  return bytes;
 }
 
 /** Why the platform's fetch failed, in its own words (Node's puts them in `cause`). */

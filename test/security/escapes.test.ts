@@ -493,7 +493,7 @@ const floods: Case[] = [
     source: `const s = "x".repeat(1 << 20); for (;;) report(s);`,
     expected: {
       status: "memory",
-      error: `MemoryError: The run's logs and reports exceeded memoryLimitBytes (${M16}): the host keeps them for the run`,
+      error: `MemoryError: The run's logs, reports and failed imports exceeded memoryLimitBytes (${M16}): the host keeps them for the run`,
     },
     options: { memoryLimitBytes: M16 },
   },
@@ -502,7 +502,7 @@ const floods: Case[] = [
     source: `const s = "x".repeat(1 << 20); for (;;) { try { console.log(s, new Uint8Array(1 << 16)); } catch {} }`,
     expected: {
       status: "memory",
-      error: `MemoryError: The run's logs and reports exceeded memoryLimitBytes (${M16}): the host keeps them for the run`,
+      error: `MemoryError: The run's logs, reports and failed imports exceeded memoryLimitBytes (${M16}): the host keeps them for the run`,
     },
     options: { memoryLimitBytes: M16 },
   },

@@ -4,8 +4,17 @@
  * interrupts. Every runaway here runs with a frozen clock, in-thread; before the meter the poll count let these run
  * for 3 s to over 300 s (a BigInt loop never stopped). The hang bound is generous: each stop takes well under a second.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../node/index.js";
+import {
+  FETCH_REQUEST_FUEL,
+  HOST_CALL_FUEL,
+  HOST_PROMISE_FUEL,
+  LOG_ENTRY_FUEL,
+  MODULE_LOAD_FUEL,
+  MODULE_RESOLVE_FUEL,
+  randomFuel,
+} from "../../src/core/host-fuel.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
 import { STOP_GRACE_FUEL } from "../../src/core/limits.js";
 import type { RunCode } from "../../src/core/types.js";
@@ -116,5 +125,131 @@ describe("fuelUsed", () => {
     expect(() => sandbox({ safetyCap: { interruptPolls: 1000 } as never })).toThrow(
       "createSandbox: safetyCap has no setting 'interruptPolls' (it has cpuTimeMs and fuel)",
     );
+  });
+});
+
+describe("fuel charges the host's work for the guest, before it is done", () => {
+  const CAP = 20_000_000;
+  const hostWork = (settings: Parameters<typeof sandbox>[0] = {}) =>
+    sandbox({ ...settings, clock: () => 0, safetyCap: { fuel: CAP, cpuTimeMs: 1e12 }, pool: new InstancePool() });
+  const capped = hostWork();
+  const web = hostWork({ webApis: true });
+  const STOPPED_AT_CAP = `TerminatedError: Execution stopped by the safety cap after ${CAP} units of fuel`;
+  // Before: a host call cost the engine's flat 50 units for the import (76 in all), so 20,000,000 units made
+  // ~260,000 calls (5.5 us each: 1.4 s of host CPU for what fuel rated as 0.08 s of the engine's).
+  it("a host-call loop stops with the calls made within what the cap pays for", async () => {
+    let calls = 0;
+    const f = () => {
+      calls++;
+    };
+    const result = await capped("for (;;) f();", { ...js, globals: { f } });
+    expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    expect(calls * HOST_CALL_FUEL).toBeLessThanOrEqual(CAP);
+    expect(calls).toBeGreaterThan(CAP / HOST_CALL_FUEL / 2);
+    expect(result.fuelUsed).toBeLessThanOrEqual(CAP + 2 * STOP_GRACE_FUEL);
+  });
+
+  it("a console loop stops with the entries kept within what the cap pays for", async () => {
+    const result = await capped("for (;;) console.log('x');", js);
+    expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    expect(result.logs.length * LOG_ENTRY_FUEL).toBeLessThanOrEqual(CAP);
+    expect(result.fuelUsed).toBeLessThanOrEqual(CAP + 2 * STOP_GRACE_FUEL);
+  });
+
+  it("a random-bytes loop stops with the bytes made within what the cap pays for", async () => {
+    const spy = vi.spyOn(crypto, "getRandomValues");
+    try {
+      const result = await web("const u = new Uint8Array(65536); for (;;) crypto.getRandomValues(u);", js);
+      expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+      expect(spy.mock.calls.length * randomFuel(65536)).toBeLessThanOrEqual(CAP);
+      expect(spy.mock.calls.length).toBeGreaterThan(0);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("an import loop stops with the modules resolved and loaded within what the cap pays for", async () => {
+    let imports = 0;
+    const tick = () => {
+      imports++;
+    };
+    const source = "for (let i = 0; ; i++) { try { await import('./missing-' + i + '.js'); } catch {} tick(); }";
+    const result = await capped(source, { ...js, globals: { tick } });
+    expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    expect(imports * (MODULE_RESOLVE_FUEL + MODULE_LOAD_FUEL + HOST_CALL_FUEL)).toBeLessThanOrEqual(CAP);
+    expect(result.fuelUsed).toBeLessThanOrEqual(CAP + 2 * STOP_GRACE_FUEL);
+  });
+
+  it("a fetch loop stops with the requests sent within what the cap pays for", async () => {
+    let requests = 0;
+    const fetch = async () => {
+      requests++;
+      return new Response("ok");
+    };
+    const fetching = hostWork({ webApis: true, fetch: { allow: ["http://local.test"], fetch, maxRequests: 1e6 } });
+    const result = await fetching("for (;;) await (await fetch('http://local.test/')).text();", js);
+    expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    expect(requests * FETCH_REQUEST_FUEL).toBeLessThanOrEqual(CAP);
+    expect(requests).toBeGreaterThan(0);
+  });
+
+  it("a wait the run's fuel cannot pay for stops it billed as nothing", async () => {
+    // Before: the refused wait of 2^31 - 1 ms was billed, fuelUsed 2,147,483,647,013,083.
+    const source = "setTimeout(() => {}, 2 ** 31 - 1); export default 1";
+    const [first, second] = [await web(source, js), await web(source, js)];
+    expect(outcome(first)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    const noWait = await web("setTimeout(() => {}, 0); export default 1", js);
+    expect(first.fuelUsed).toBe(second.fuelUsed);
+    expect(first.fuelUsed).toBeLessThan(noWait.fuelUsed as number);
+  });
+
+  it("charges the same on every run: host calls, crossings, logs, random bytes, imports", async () => {
+    const source = `const u = new Uint8Array(1000);
+      for (let i = 0; i < 200; i++) {
+        f(i, 'text');
+        f({ i, list: [1, 2, 3] });
+        await g();
+        console.log('entry', i, { i });
+        crypto.getRandomValues(u);
+        try { await import('./missing-' + i + '.js'); } catch {}
+        await import('./m.js');
+      }
+      export default 1`;
+    const options = {
+      ...js,
+      globals: { f: () => ({ ok: true }), g: async () => "x".repeat(100) },
+      modules: { "./m.js": "export default 1" },
+    };
+    const spent = [];
+    for (let i = 0; i < 3; i++) {
+      const result = await web(source, options);
+      expect(result.status).toBe("success");
+      spent.push(result.fuelUsed);
+    }
+    expect(spent).toEqual(Array(3).fill(spent[0]));
+    // The host's fees alone: two calls, a promise, an entry, a random call and two resolves and a load a round.
+    const fees =
+      2 * HOST_CALL_FUEL +
+      HOST_PROMISE_FUEL +
+      LOG_ENTRY_FUEL +
+      randomFuel(1000) +
+      2 * MODULE_RESOLVE_FUEL +
+      MODULE_LOAD_FUEL;
+    expect(spent[0]).toBeGreaterThan(200 * fees);
+  });
+});
+
+describe("failed imports the host keeps for the run", () => {
+  it("count against its memory: a loop importing long missing specifiers ends with memory, not the host's heap", async () => {
+    // Before: each failure (its 1 MiB specifier, twice in its message) stayed on the host until the fuel cap: at
+    // 10^9 units some 2 GB.
+    const run = sandbox({ clock: () => 0, safetyCap: { fuel: 1e9, cpuTimeMs: 1e12 } });
+    const source = "const s = 'x'.repeat(1 << 20); for (let i = 0; ; i++) try { await import('./' + s + i); } catch {}";
+    const result = await run(source, { ...js, memoryLimitBytes: 8 * 1024 * 1024 });
+    expect(outcome(result)).toEqual({
+      status: "memory",
+      error: `MemoryError: The run's logs, reports and failed imports exceeded memoryLimitBytes (${8 * 1024 * 1024}): the host keeps them for the run`,
+    });
+    expect(result.fuelUsed).toBeLessThan(20_000_000);
   });
 });

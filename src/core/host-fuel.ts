@@ -1,0 +1,118 @@
+/**
+ * What the host's work for the guest costs in fuel. The engine meters its own work (scripts/build-fuel-wasm.ts); the
+ * host adds these charges for what it does outside the engine, at the engine's own rate (the catalogue's loops that
+ * stay in the engine took 3.3-4.5 ms of CPU per 10^6 units: ~4 ns a unit), so a run's fuel bounds the CPU it costs
+ * whether it spins in the engine or makes the host work. Each rate is the host's CPU for the work it stands for,
+ * measured with a frozen clock, in-thread, by `npm run bench:fuel` (bench/fuel-catalogue.ts: CPU per call, entry or
+ * byte of its loops, less the fuel the engine counted for them), at ~4 ns a unit. The work is charged before it is
+ * done wherever its size is known then (`Limits.pay`), so a run out of fuel gets none of it done.
+ * @module
+ */
+import type { FetchMeter } from "../fetch/session.js";
+import { MAX_RANDOM_BYTES } from "../values/tape.js";
+
+/**
+ * A call of a host function (`globals`, `imports`): the FFI's handles, the arguments read, the call and its result
+ * made. `for (;;) f()` and `for (;;) n += f()` took 4.4-6.1 us a call, of which the engine counted 76-88 units.
+ */
+export const HOST_CALL_FUEL = 1_700;
+
+/**
+ * A host promise handed to the guest and settled there (an awaited host call, a fetch): the guest's deferred, the
+ * delivery and its settle. `for (;;) await f()` took 24 us a call, the engine counting ~900 units of it.
+ */
+export const HOST_PROMISE_FUEL = 5_000;
+
+/**
+ * A value crossing by tape, either way (the guest's encoder or decoder called, the tape made or read on the host):
+ * `f({ a: 1 })` and `return { a: 1 }` took 16-21 us a call more than `f()`, of which the engine counted 1,400-4,800.
+ */
+export const TAPE_FUEL = 3_000;
+
+/**
+ * A character of a tape: copied across and parsed or made on the host. `console.log` of a 64 KiB string took ~2 units
+ * a character the engine did not count.
+ */
+export const TAPE_CHAR_FUEL = 2;
+
+/**
+ * A value of a tape (counted by its separators), on top of its characters: the host encodes or decodes it. 1,000 rows
+ * of `{ i, s, on }` (~4,000 values, 31 KB of tape) took 1.9 ms to encode for the guest.
+ */
+export const TAPE_VALUE_FUEL = 50;
+
+/**
+ * A character of a string a host function returns (or a promise of one resolves to), made in the engine from the
+ * host's: a 64 KiB string took 1.3-1.5 units a character the engine did not count. (A string argument is read out by the engine's own copy, which it
+ * counts: a 64 KiB one took 1.4 ms per 10^6 units with no charge of the host's.)
+ */
+export const CHAR_FUEL = 1;
+
+/**
+ * Bytes of a buffer crossing per unit: copied out of or into the engine's memory, or made by the platform's random
+ * source (`getRandomValues` of 64 KiB ran at 1.1 ms per 10^6 units with a unit a byte).
+ */
+export const BUFFER_BYTES_PER_UNIT = 4;
+
+/**
+ * A value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, the CPU time of 8-20 units of the
+ * engine's own work, so the safety cap bounds the host's reading for a run as it bounds the engine.
+ */
+export const PLAIN_READ_FUEL = 16;
+
+/**
+ * A `console` entry or report the host keeps (decoded, stamped and handed to the listeners; its tape is charged
+ * apart): `console.log('x')` and `console.warn('n', i, true)` took 17-18 us an entry, the engine counting ~1,200 units.
+ */
+export const LOG_ENTRY_FUEL = 2_000;
+
+/** A call for random bytes: `crypto.getRandomValues` of 16 bytes took 6.4 ms per 10^6 units with 2,000 a call. */
+export const RANDOM_CALL_FUEL = 3_500;
+
+/** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
+export const MODULE_RESOLVE_FUEL = 1_000;
+
+/** A module the host loads, or the failure of one it cannot: `import()` of a missing module took ~30 us. */
+export const MODULE_LOAD_FUEL = 8_000;
+
+/**
+ * A request of the guest's `fetch` (checked, sent, its response head read), every redirect followed counted again:
+ * a loop of fetches answered at once by the transport took ~0.8 ms a request, the engine counting ~45,000 units.
+ */
+export const FETCH_REQUEST_FUEL = 190_000;
+
+/** What a run's `fetch` pays, from `account` (the run's limits). */
+export function fetchMeter(account: { pay(units: number): boolean }): FetchMeter {
+  return {
+    request: (bytes) => account.pay(FETCH_REQUEST_FUEL + bufferFuel(bytes)),
+    response: (bytes) => account.pay(bufferFuel(bytes)),
+  };
+}
+
+/** Fuel of a call for `count` random bytes (the guest's count: one that is not a valid count pays the call alone). */
+export function randomFuel(count: number): number {
+  return RANDOM_CALL_FUEL + bufferFuel(count > 0 ? Math.min(count, MAX_RANDOM_BYTES) : 0);
+}
+
+/** Fuel of a string of `chars` characters crossing as a primitive. */
+export function charFuel(chars: number): number {
+  return chars * CHAR_FUEL;
+}
+
+/** Fuel of `bytes` bytes of buffers crossing. */
+export function bufferFuel(bytes: number): number {
+  return Math.ceil(bytes / BUFFER_BYTES_PER_UNIT);
+}
+
+/** Fuel of a tape crossing: its fee, its characters and its values (a separator each: a comma or a colon). */
+export function tapeFuel(tape: string): number {
+  let values = 0;
+  for (let i = 0; i < tape.length; i++) {
+    const c = tape.charCodeAt(i);
+    if (c === COMMA || c === COLON) values++;
+  }
+  return TAPE_FUEL + tape.length * TAPE_CHAR_FUEL + values * TAPE_VALUE_FUEL;
+}
+
+const COMMA = 0x2c;
+const COLON = 0x3a;
