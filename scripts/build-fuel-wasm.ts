@@ -14,8 +14,8 @@
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
- * The weight of a charge point is its code's expected cost ({@link expectedCost}): 1/3 for the point itself, 1/9 per
- * load or store and 1 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
+ * The weight of a charge point is its code's expected cost ({@link expectedCost}): 1/4 for the point itself, 1/12 per
+ * load or store and 3/4 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
  * equally likely, a leaf callee's cost counted at its call; rounded, and at least 1. A loop or a function whose
  * iterations or calls do more memory work or calls than another's costs more per unit of progress, so fuel follows
  * CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one unit per
@@ -114,10 +114,11 @@ function childrenOf(expr: Ref): Ref[] {
  * What the code between two charge points costs, in fuel: the charge point itself, each load or store, each call or
  * return (a frame pushed or popped). Fitted by least squares to CPU time over bounded runs of bench/fuel.ts's programs
  * (one meter per kind of instruction, counting it alone); the other kinds (locals, arithmetic, branches) came out at
- * zero: V8's compiled code runs them nearly free beside memory and frames. Units keep 10^6 of them above a
- * millisecond of CPU for every program measured (`FUEL_PER_MS`).
+ * zero: V8's compiled code runs them nearly free beside memory and frames. Scaled so that a unit costs the engine
+ * the CPU it did when every charge point weighed 1 (the median of the catalogue, about 3.4 ns here): the host's rates
+ * (src/core/host-fuel.ts) and `FUEL_PER_MS` are measured against it.
  */
-const COST = { site: 1 / 3, memory: 1 / 9, call: 1 } as const;
+const COST = { site: 1 / 4, memory: 1 / 12, call: 3 / 4 } as const;
 
 /** The cost of one instruction of kind `id` past the charge point, leaf callees aside. */
 function costOf(id: number): number {

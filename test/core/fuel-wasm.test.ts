@@ -57,17 +57,17 @@ describe("the meter's weights", () => {
   const loop = (body: string, extra = "") =>
     `${extra} (func (export "run") (param $n i32) (loop $again ${body} (br_if $again (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
 
-  it("charge a loop's iteration 1 at the least, 1/3 for itself plus 1/9 per load or store", () => {
+  it("charge a loop's iteration 1 at the least, 1/4 for itself plus 1/12 per load or store", () => {
     expect(spent(loop(""))(1000)).toBe(1 + 1000 * 1);
-    // 1/3 + 24/9 = 3: before, every iteration was 1 whatever its body.
-    expect(spent(loop(stores(24)))(1000)).toBe(1 + 1000 * 3);
+    // 1/4 + 33/12 = 3: before, every iteration was 1 whatever its body.
+    expect(spent(loop(stores(33)))(1000)).toBe(1 + 1000 * 3);
   });
 
-  it("count a call as 1 and a leaf callee's own cost at its call", () => {
-    const leaf = `(func $leaf (param $p i32) (result i32) ${"(drop (i32.load (local.get $p)))".repeat(18)} (i32.const 0))`;
-    // 1/3 + 2 * (1 + 18/9) = 6.33.
+  it("count a call as 3/4 and a leaf callee's own cost at its call", () => {
+    const leaf = `(func $leaf (param $p i32) (result i32) ${"(drop (i32.load (local.get $p)))".repeat(21)} (i32.const 0))`;
+    // 1/4 + 2 * (3/4 + 21/12) = 5.25.
     expect(spent(loop("(drop (call $leaf (local.get $n))) (drop (call $leaf (local.get $n)))", leaf))(1000)).toBe(
-      1 + 1000 * 6,
+      1 + 1000 * 5,
     );
   });
 
@@ -75,14 +75,14 @@ describe("the meter's weights", () => {
     const dispatch = `(block $done (block $c (block $b (block $a
       (br_table $a $b $c (i32.and (local.get $n) (i32.const 3))))
       ${stores(54)} (br $done)) (br $done)))`;
-    // 1/3 + (54/9) / 3 = 2.33 (the sum of the cases would be 6.33).
+    // 1/4 + (54/12) / 3 = 1.75 (the sum of the cases would be 4.75).
     expect(spent(loop(dispatch))(1000)).toBe(1 + 1000 * 2);
   });
 
   it("weigh an iteration by the paths that go on to the next, not by its exit", () => {
-    const body = `(if (local.get $n) (then ${stores(27)} (local.set $n (i32.sub (local.get $n) (i32.const 1))) (br $again)))`;
+    const body = `(if (local.get $n) (then ${stores(30)} (local.set $n (i32.sub (local.get $n) (i32.const 1))) (br $again)))`;
     const run = `(func (export "run") (param $n i32) (loop $again ${body}))`;
-    // Every path back to the head runs the 27 stores: 1/3 + 27/9 = 3.33 (halved by the `if`, it would be 2).
+    // Every path back to the head runs the 30 stores: 1/4 + 30/12 = 2.75 (halved by the `if`, it would be 1.5).
     expect(spent(run)(1000)).toBe(1 + 1000 * 3 + 3);
   });
 });
