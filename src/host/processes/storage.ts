@@ -77,6 +77,31 @@ export function chunkOf(text: string, at: number, size: number): TextChunk {
   return { text: text.slice(at, end), next: end < text.length ? end : undefined };
 }
 
+/**
+ * The record as JSON, everything but the tenant: the summary, then each large field from `read` a chunk at a time
+ * (the streams as JSON strings, the output as its JSON text).
+ */
+export async function* recordJson(
+  summary: ProcessSummary,
+  read: (field: LargeField) => AsyncIterable<string>,
+): AsyncGenerator<string> {
+  const { tenant: _n, ...visible } = summary;
+  yield JSON.stringify(visible).slice(0, -1);
+  for (const field of ["code", "stdout", "stderr"] as const) {
+    yield `,"${field}":"`;
+    for await (const chunk of read(field)) yield JSON.stringify(chunk).slice(1, -1);
+    yield '"';
+  }
+  yield ',"output":';
+  let empty = true;
+  for await (const chunk of read("output")) {
+    empty = false;
+    yield chunk;
+  }
+  // Deleted while it was read: the output is gone with it.
+  yield empty ? "{}}" : "}";
+}
+
 /** Fields that change after creation. */
 export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "tenant" | "code" | "createdAt" | "ref">>;
 

@@ -103,7 +103,8 @@ describe("ProcessService", () => {
     expect(Object.getPrototypeOf(final?.output)).toBe(Object.prototype);
     expect(Object.keys(final?.output ?? {})).toEqual(["a", "keep", "when", "__proto__"]);
     expect(await store.get(pid)).toEqual(final);
-    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running", stdout: "" } });
+    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running" } });
+    expect("stdout" in (events[0] as { record: object }).record).toBe(false);
     expect(events.map((e) => (e.type === "stdout" || e.type === "stderr" ? `${e.type}:${e.data}` : e.type))).toEqual([
       "snapshot",
       "stdout:price: ",
@@ -384,6 +385,68 @@ describe("large fields", () => {
       `read output 0 ${CHUNK_CHARS}`,
     ]);
     for await (const chunk of svc.read(pid + 1, "code")) expect.fail(`an unknown process has code: ${chunk}`);
+  });
+});
+
+describe("event snapshots", () => {
+  test("an event stream reads its snapshot's large fields only as its client reads, a chunk at a time; unread it holds the summary", async () => {
+    const store = new SpyingStore();
+    const svc = new ProcessService({ store, onError: (e) => expect.fail(String(e)) });
+    const env = scripted(async ({ eid }, b) => {
+      b.emitStdout(eid, bytes("s".repeat(CHUNK_CHARS + 1)));
+      b.emitOutput(eid, { n: 1 });
+      return "success";
+    });
+    await svc.environments.activate("test", env.module);
+    const { pid } = await svc.create({ code: "c" });
+    const record = (await svc.wait(pid)) as ProcessRecord;
+    store.calls = [];
+    const unread = await Promise.all(Array.from({ length: 10 }, () => svc.events(pid)));
+    expect(store.calls).toEqual([]);
+    const text = await new Response(unread[0]).text();
+    expect(store.calls).toEqual([
+      `read code 0 ${CHUNK_CHARS}`,
+      `read stdout 0 ${CHUNK_CHARS}`,
+      `read stdout ${CHUNK_CHARS} ${CHUNK_CHARS}`,
+      `read stderr 0 ${CHUNK_CHARS}`,
+      `read output 0 ${CHUNK_CHARS}`,
+    ]);
+    const { tenant: _t, ...visible } = record;
+    // One event: its name, one data line, the blank line that ends it.
+    const lines = text.split("\n");
+    expect([
+      lines.length,
+      lines[0],
+      lines[1]?.startsWith(`data: {"pid":${pid},"record":{`),
+      lines[2],
+      lines[3],
+    ]).toEqual([4, "event: snapshot", true, "", ""]);
+    expect(JSON.parse(text.slice("event: snapshot\ndata: ".length))).toEqual({ pid, record: visible });
+    for (const stream of unread.slice(1)) await stream?.cancel();
+  });
+
+  test("an active process's snapshot is its record when the stream began, then its events follow in order", async () => {
+    const gate = deferred<void>();
+    const { svc } = await service(async ({ eid }, b) => {
+      b.setState(eid, "running");
+      b.emitStdout(eid, bytes("before"));
+      await gate.promise;
+      b.emitStdout(eid, bytes(" after"));
+      return "success";
+    });
+    const { pid } = await svc.create({ code: "c" });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const stream = (await svc.events(pid)) as ReadableStream<Uint8Array>;
+    gate.resolve();
+    await svc.idle();
+    const text = await new Response(stream).text();
+    const events = [...text.matchAll(/^event: (.+)\ndata: (.+)$/gm)].map(([, type, data]) => [
+      type,
+      JSON.parse(data as string),
+    ]);
+    expect(events[0]).toMatchObject(["snapshot", { pid, record: { state: "running", stdout: "before", output: {} } }]);
+    expect(events.slice(1).map(([type]) => type)).toEqual(["stdout", "state", "exit"]);
+    expect(events[1]?.[1]).toEqual({ pid, data: " after" });
   });
 });
 
