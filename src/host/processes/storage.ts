@@ -53,8 +53,11 @@ export function summaryOf(record: ProcessRecord | ProcessSummary): ProcessSummar
   return { ...summary, truncated: { ...summary.truncated } };
 }
 
-/** Characters a chunk of a large field holds at most: what one read of a route holds of it. */
-export const CHUNK_CHARS = 65_536;
+/**
+ * Characters a chunk of a large field holds at most: what one read of a route holds of it. A database reads the
+ * whole column to cut a chunk of it, so fewer, larger chunks cost less: a 1 MiB stream is four.
+ */
+export const CHUNK_CHARS = 262_144;
 
 /** A chunk of a large field's text, and where the next one starts (`undefined`: this was the last). */
 export interface TextChunk {
