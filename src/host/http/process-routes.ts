@@ -123,6 +123,7 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
               "too_many_processes",
               "tenant_too_many_processes",
               "rate_limited",
+              "storage_full",
             ),
           },
         },
