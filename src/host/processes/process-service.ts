@@ -245,12 +245,18 @@ export class ProcessService implements EnvironmentBindings {
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
     let storage: TenantStorage | undefined;
+    // The code and an empty output (`{}`): what a new record holds.
+    const bytes = utf8Length(input.code) + 2;
+    let counted = false;
     let launched = false;
     try {
       storage = await this.#holdStorage(tenant);
-      // The code and an empty output (`{}`): what a new record holds.
-      const bytes = utf8Length(input.code) + 2;
-      if (storage !== undefined) this.#checkRoom(storage, bytes);
+      if (storage !== undefined) {
+        this.#checkRoom(storage, bytes);
+        // Counted before the writes: creations at once cannot all fit in the same room.
+        storage.used += bytes;
+        counted = true;
+      }
       const now = this.#now();
       const record: ProcessRecord = {
         pid: await this.#store.nextPid(tenant),
@@ -264,12 +270,14 @@ export class ProcessService implements EnvironmentBindings {
         createdAt: now,
       };
       await this.#store.create(record);
-      if (storage !== undefined) storage.used += bytes;
       this.#launch(record, storage);
       launched = true;
       return structuredClone(record);
     } finally {
-      if (!launched) this.#releaseStorage(tenant, storage);
+      if (!launched && storage !== undefined) {
+        if (counted) storage.used -= bytes;
+        this.#releaseStorage(tenant, storage);
+      }
       release();
     }
   }

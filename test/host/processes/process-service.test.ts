@@ -499,6 +499,16 @@ describe("per-tenant storage quota", () => {
     expect(await store.usage("anonymous")).toBe(storedBytesOf((await store.get(patched)) as ProcessRecord));
   });
 
+  test("creations at once take the room one after another: exactly as many are stored as fit", async () => {
+    const { svc, store } = await service(async () => "success", { maxTenantStorageBytes: 10 });
+    // 3 bytes of code and 2 of the empty output each: two fit in 10.
+    const created = await Promise.allSettled([1, 2, 3].map(() => svc.create({ code: "abc" })));
+    expect(created.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect(((created[2] as PromiseRejectedResult).reason as HostError).code).toBe("storage_full");
+    await svc.idle();
+    expect(await store.usage("anonymous")).toBe(10);
+  });
+
   test("processes running at once share the room; running one again frees its last run's output", async () => {
     const gate = deferred<void>();
     const { svc, store } = await service(
