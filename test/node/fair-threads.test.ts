@@ -199,4 +199,32 @@ describe("a nested run never outlives the run that started it", () => {
     },
     HANG_MS,
   );
+
+  it(
+    "a nested run's own nested run ends with the root too, and a run the ended one's host function starts later never runs",
+    async () => {
+      const gate = deferred<string>();
+      const deepStarted = deferred();
+      let deep: CodeExecution | undefined;
+      const late = deferred<CodeExecutionResult>();
+      const inner = () => {
+        deep = runCode("started();\nexport default await gate();", {
+          ...JS,
+          globals: { started: () => deepStarted.resolve(), gate: () => gate.promise },
+        });
+        // Once `deep` is over, in this host call's context: a run of the nested run that started `deep`.
+        void deep.then(async () => late.resolve(await runCode("export default 'ran'", JS)));
+        return deep.then((result) => result.result);
+      };
+      const outer = async () => (await runCode("export default await inner();", { ...JS, globals: { inner } })).status;
+      const root = runCode("export default await outer();", { ...JS, globals: { outer } });
+      await deepStarted.promise;
+      root.terminate();
+      gate.resolve("ran on");
+      expect(await (deep as CodeExecution)).toMatchObject(ORPHANED);
+      // Started from the host function of a run that is over: terminated before it runs.
+      expect(await late.promise).toMatchObject(ORPHANED);
+    },
+    HANG_MS,
+  );
 });
