@@ -69,6 +69,8 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);
   }
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
+  const { pool = new InstancePool() } = settings;
+  if (!(pool instanceof InstancePool)) throw new TypeError("createSandbox: pool must be an InstancePool");
   const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
   for (const [key, value] of Object.entries({ defaultMemoryLimitBytes, ...safetyCap })) {
     if (typeof value !== "number" || !(value > 0))
@@ -76,7 +78,7 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
   }
   return {
     wasm: compiledModule(settings.wasm),
-    pool: settings.pool ?? new InstancePool(),
+    pool,
     restore: mode === "restore",
     safetyCap,
     clock: settings.clock ?? defaultClock(),
