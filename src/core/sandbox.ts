@@ -46,7 +46,7 @@ export interface SandboxSettings extends SandboxOptions {
 }
 
 /** A sandbox's settings, checked, with every default applied. */
-export interface SandboxContext extends RunContext {
+interface SandboxContext extends RunContext {
   defaultMemoryLimitBytes: number;
 }
 
