@@ -4,7 +4,7 @@
  * its default settings and two API keys. The flooding tenant keeps two runaway `POST /run`s and three runaway
  * processes going, each stopped by its CPU cap and re-issued as it ends (after the `Retry-After` of a refusal); the
  * other sends a trivial `POST /run` and a `GET /processes?limit=1` in turns, first with no flood (idle), then during
- * it. Bounded in time.
+ * it. Bounded in time. `-- serve` or `-- edge` measures one host only.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -148,7 +148,8 @@ async function measure(host: Host) {
 }
 
 console.log(`fairness: another tenant's latency while one floods within its quotas, Node ${process.version}`);
-for (const host of hosts) {
+const only = process.argv[2];
+for (const host of hosts.filter((h) => only === undefined || h.label.includes(only === "edge" ? "wrangler" : only))) {
   const { idle, flooded, counts } = await measure(host);
   console.log(
     `\n${host.label}: the flood ran ${counts.runs} runaway /runs and ${counts.processes} runaway processes in ${FLOOD_MS / 1000} s (${counts.refused} refusals waited out); the other's failed requests: ${idle.failed} idle, ${flooded.failed} flooded`,

@@ -2,7 +2,7 @@
  * `npm run bench:serve`: `runcode serve` (Node, a libSQL database file) against `npm start`'s edge host (`wrangler
  * dev` with the same command line, on port 8790), one after the other on loopback, each started and stopped here by
  * its process group: an API request that runs nothing, trivial `POST /run` and whole processes. Both serve
- * anonymous callers on loopback, as `npm start` does, with room in the tenant's rate and slots for the whole load.
+ * anonymous callers on loopback, as `npm start` does, with room in the tenant's rate, slots and CPU for the whole load.
  * Bounded in count and time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -17,7 +17,12 @@ const CONNECTIONS = 10;
 const RUN_REQUESTS = 3_000;
 const PROCESSES = 200;
 const PROCESS_CONNECTIONS = 4;
-const ROOM = { RUNCODE_TENANT_RUNS_PER_MINUTE: "1000000", RUNCODE_TENANT_MAX_ACTIVE: "256" };
+const ROOM = {
+  RUNCODE_TENANT_RUNS_PER_MINUTE: "1000000",
+  RUNCODE_TENANT_MAX_ACTIVE: "256",
+  RUNCODE_TENANT_CPU_MS_PER_MINUTE: "6000000",
+  RUNCODE_TENANT_CPU_BURST_MS: "1000000",
+};
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
 interface Host {

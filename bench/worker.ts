@@ -19,7 +19,7 @@ const RUN_REQUESTS = 3_000;
 const PROCESSES = 200;
 const PROCESS_CONNECTIONS = 4;
 const TRIVIAL = "export default 1 + 1";
-/** The host runs as deployed: with an API key, and room in the tenant's rate and slots for the whole load. */
+/** The host runs as deployed: with an API key, and room in the tenant's rate, slots and CPU for the whole load. */
 const KEY = "bench-key-0123456789abcdef";
 const AUTH = { authorization: `Bearer ${KEY}` };
 const VARS = [
@@ -27,6 +27,8 @@ const VARS = [
   `RUNCODE_API_KEYS:bench:${KEY}`,
   "RUNCODE_TENANT_RUNS_PER_MINUTE:1000000",
   "RUNCODE_TENANT_MAX_ACTIVE:256",
+  "RUNCODE_TENANT_CPU_MS_PER_MINUTE:6000000",
+  "RUNCODE_TENANT_CPU_BURST_MS:1000000",
 ];
 
 function startServer(persist: string): ChildProcess {

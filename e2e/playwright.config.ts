@@ -18,7 +18,8 @@ export const chromiumLaunch = {
 
 /**
  * The local edge host (`wrangler dev`): the playground and the API on one origin, as `npm start` serves them, but
- * closed as a deployment is: three tenants' keys, no anonymous access, and a rate per tenant the burst test exceeds;
+ * closed as a deployment is: three tenants' keys, no anonymous access, a rate per tenant the burst test exceeds and
+ * room in each tenant's share of CPU for the suites' concurrent runs;
  * `POST /mcp` bridges in the tests' upstream MCP server, which the MCP tests start on {@link CALC_URL}.
  */
 /** Not `npm start`'s 8787, so the suites run while the local edge host is up. */
@@ -27,6 +28,8 @@ const VARS = [
   `RUNCODE_ORIGINS:http://127.0.0.1:${PORT}`,
   `RUNCODE_API_KEYS:${API_KEYS_SETTING}`,
   "RUNCODE_TENANT_RUNS_PER_MINUTE:300",
+  "RUNCODE_TENANT_CPU_MS_PER_MINUTE:6000000",
+  "RUNCODE_TENANT_CPU_BURST_MS:1000000",
   `RUNCODE_MCP_SERVERS:${JSON.stringify({ mcpServers: { calc: { url: CALC_URL, headers: CALC_HEADERS } } })}`,
 ];
 

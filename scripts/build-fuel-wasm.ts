@@ -1,12 +1,26 @@
 /**
  * Builds the metered wasm of the runtime: QuickJS's (the pinned `@jitl/quickjs-wasmfile-release-sync`) and SWC's
- * (the pinned `@swc/wasm-typescript`), each with a fuel counter, an exported mutable i32 global `fuel` that every
- * function entry and loop iteration decrements by one, every `memory.copy`/`memory.fill` by one per 32 bytes (before
- * it runs) and every call of a host import by a flat 50; when it drops below zero the code calls the import
- * `fuel.out`, which refills it or throws (see src/core/limits.ts and src/core/transpile.ts).
+ * (the pinned `@swc/wasm-typescript`), each with a fuel counter, an exported mutable i32 global `fuel`; when it drops
+ * below zero the code calls the import `fuel.out`, which refills it or throws (see src/core/limits.ts and
+ * src/core/transpile.ts).
  * QuickJS polls for interrupts only at bytecode calls and back-edges, so a native such as a BigInt multiply or a
  * regex replace over megabytes is one poll whatever it costs, and SWC never polls (its parser's worst case, chains
  * of `<`, is quadratic); the counter sees their own loops.
+ *
+ * The meter, where and what it charges:
+ * - at each function entry (but in leaves, functions that neither loop nor call: their work is bounded by their
+ *   size, and their callers pay it) and at the head of each loop iteration: the weight of the code run from there to
+ *   the next charge point, the same rule everywhere (below);
+ * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
+ * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
+ *   charged by the host.
+ * The weight of a charge point is its code's expected cost ({@link expectedCost}): 1/4 for the point itself, 1/12 per
+ * load or store and 3/4 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
+ * equally likely, a leaf callee's cost counted at its call; rounded, and at least 1. A loop or a function whose
+ * iterations or calls do more memory work or calls than another's costs more per unit of progress, so fuel follows
+ * CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one unit per
+ * iteration did. Where the charges sit is independent of what they weigh: moving them (to basic blocks, out of
+ * loops, to leaves' call sites) keeps {@link expectedCost} as the measure of what each one covers.
  * The output is deterministic: `npm run build:wasm` rewrites wasm/quickjs-fuel.wasm and wasm/swc-fuel.wasm, and a
  * test checks the committed files equal a rebuild.
  * @module
@@ -96,6 +110,107 @@ function childrenOf(expr: Ref): Ref[] {
   }
 }
 
+/**
+ * What the code between two charge points costs, in fuel: the charge point itself, each load or store, each call or
+ * return (a frame pushed or popped). Fitted by least squares to CPU time over bounded runs of bench/fuel.ts's programs
+ * (one meter per kind of instruction, counting it alone); the other kinds (locals, arithmetic, branches) came out at
+ * zero: V8's compiled code runs them nearly free beside memory and frames. Scaled so that a unit costs the engine
+ * the CPU it did when every charge point weighed 1 (the median of the catalogue, about 3.4 ns here): the host's rates
+ * (src/core/host-fuel.ts) and `FUEL_PER_MS` are measured against it.
+ */
+const COST = { site: 1 / 4, memory: 1 / 12, call: 3 / 4 } as const;
+
+/** The cost of one instruction of kind `id` past the charge point, leaf callees aside. */
+function costOf(id: number): number {
+  const b = binaryen;
+  if (id === b.LoadId || id === b.StoreId) return COST.memory;
+  if (id === b.CallId || id === b.CallIndirectId || id === b.ReturnId) return COST.call;
+  return 0;
+}
+
+/** Control reaching a point: its probability, and the cost of the code run on the way times that probability. */
+interface Flow {
+  p: number;
+  cost: number;
+}
+const NONE: Flow = { p: 0, cost: 0 };
+const sum = (a: Flow, b: Flow): Flow => ({ p: a.p + b.p, cost: a.cost + b.cost });
+const part = (a: Flow, share: number): Flow => ({ p: a.p * share, cost: a.cost * share });
+
+/**
+ * The expected cost ({@link COST}) of the code run from a charge point to the next, over `code` (the body of the
+ * loop named `loop`, or a function's body): every arm of an `if` or `br_if` and every target of a `br_table` is taken with equal chance, and
+ * the cost is the mean over the paths that go on: back to the loop's head for a loop (its exit runs once), to the
+ * function's end for a function. A nested loop is a charge point of its own and costs nothing here; a call of a
+ * function that never charges (a leaf) costs that function's own expected cost too, `leafCost` of its name.
+ */
+function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) => number): number {
+  const b = binaryen;
+  const targets = new Map<string, Flow>();
+  let again = NONE;
+  let out = NONE;
+  const branch = (name: string | null, flow: Flow) => {
+    const block = name === null ? undefined : targets.get(name);
+    if (block !== undefined) targets.set(name as string, sum(block, flow));
+    else if (name !== null && name === loop) again = sum(again, flow);
+    else out = sum(out, flow);
+  };
+  const step = (flow: Flow, cost: number): Flow => ({ p: flow.p, cost: flow.cost + flow.p * cost });
+  /** The flow that falls through `expr`, reached by `flow`. */
+  const walk = (expr: Ref, flow: Flow): Flow => {
+    if (expr === 0 || flow.p === 0) return flow;
+    const id = b.getExpressionId(expr);
+    if (id === b.LoopId) return flow;
+    if (id === b.UnreachableId) return NONE;
+    // Only these kinds' info is read (binaryen.js has none for some others, such as `nop`).
+    const described = id === b.BlockId || id === b.IfId || id === b.BreakId || id === b.SwitchId || id === b.CallId;
+    // biome-ignore lint/suspicious/noExplicitAny: the info's shape depends on the id
+    const info = (described ? b.getExpressionInfo(expr) : {}) as any;
+    if (id === b.BlockId) {
+      const name: string | null = info.name || null;
+      if (name !== null) targets.set(name, NONE);
+      let next = flow;
+      for (const child of info.children as Ref[]) next = walk(child, next);
+      if (name === null) return next;
+      const arriving = targets.get(name) as Flow;
+      targets.delete(name);
+      return sum(next, arriving);
+    }
+    if (id === b.IfId) {
+      const test = walk(info.condition, flow);
+      const other = info.ifFalse ? walk(info.ifFalse, part(test, 0.5)) : part(test, 0.5);
+      return sum(walk(info.ifTrue, part(test, 0.5)), other);
+    }
+    let next = flow;
+    for (const child of childrenOf(expr)) next = walk(child, next);
+    next = step(next, costOf(id));
+    switch (id) {
+      case b.BreakId:
+        if (!info.condition) {
+          branch(info.name, next);
+          return NONE;
+        }
+        branch(info.name, part(next, 0.5));
+        return part(next, 0.5);
+      case b.SwitchId: {
+        const names: string[] = [...info.names, info.defaultName];
+        for (const name of names) branch(name, part(next, 1 / names.length));
+        return NONE;
+      }
+      case b.ReturnId:
+        out = sum(out, next);
+        return NONE;
+      case b.CallId:
+        return step(next, leafCost(info.target));
+      default:
+        return next;
+    }
+  };
+  const end = walk(code, { p: 1, cost: 0 });
+  const paths = loop !== null && again.p > 0 ? again : sum(out, end);
+  return paths.p > 0 ? paths.cost / paths.p : 0;
+}
+
 /** The metered bytes of a pinned wasm's bytes. */
 export function meterWasm(original: Uint8Array): Uint8Array {
   const module = binaryen.readBinary(original);
@@ -141,10 +256,14 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     wrappers.set(name, wrapper);
   }
 
+  // What each function charges at: its loops, bulk memory ops and calls; none at all for a leaf.
+  const sites = new Map<Ref, Ref[]>();
+  const leaves = new Map<string, number>();
   for (const fn of functions) {
     const found: Ref[] = [];
     let leaf = true;
-    const stack = [binaryen.getFunctionInfo(fn).body];
+    const { body, name } = binaryen.getFunctionInfo(fn);
+    const stack = [body];
     while (stack.length > 0) {
       const expr = stack.pop() as Ref;
       if (expr === 0) continue;
@@ -162,14 +281,35 @@ export function meterWasm(original: Uint8Array): Uint8Array {
       stack.push(...childrenOf(expr));
     }
     // A function that neither loops nor calls does work bounded by its size: its callers' charges cover it.
-    if (leaf) continue;
+    if (leaf)
+      leaves.set(
+        name,
+        expectedCost(body, null, () => 0),
+      );
+    else sites.set(fn, found);
+  }
+  const leafCost = (name: string) => leaves.get(name) ?? 0;
+  // Every loop iteration charges at least 1: a loop that charged nothing would never stop.
+  const weight = (code: Ref, loop: string | null) =>
+    Math.max(1, Math.round(COST.site + expectedCost(code, loop, leafCost)));
+
+  for (const [fn, found] of sites) {
     const scratch = api._BinaryenFunctionAddVar(fn, i32);
-    for (const expr of found) {
+    const entry = weight(api.Function.getBody(fn), null);
+    const loops = found.map((expr) =>
+      binaryen.getExpressionId(expr) === binaryen.LoopId
+        ? weight(api.Loop.getBody(expr), (binaryen.getExpressionInfo(expr) as binaryen.LoopInfo).name)
+        : 0,
+    );
+    for (const [index, expr] of found.entries()) {
       const id = binaryen.getExpressionId(expr);
       if (id === binaryen.LoopId) {
         const body = api.Loop.getBody(expr);
         const type = binaryen.getExpressionType(body);
-        api.Loop.setBody(expr, module.block(null, [charge(module.i32.const(1), scratch), body], type));
+        api.Loop.setBody(
+          expr,
+          module.block(null, [charge(module.i32.const(loops[index] as number), scratch), body], type),
+        );
       } else if (id === binaryen.CallId) {
         const wrapper = wrappers.get(api.Call.getTarget(expr));
         if (wrapper !== undefined) api.Call.setTarget(expr, wrapper);
@@ -194,7 +334,7 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     }
     const body = api.Function.getBody(fn);
     const type = binaryen.getExpressionType(body);
-    api.Function.setBody(fn, module.block(null, [charge(module.i32.const(1), scratch), body], type));
+    api.Function.setBody(fn, module.block(null, [charge(module.i32.const(entry), scratch), body], type));
   }
   if (!module.validate()) throw new Error("build-fuel-wasm: the metered module does not validate");
   const bytes = module.emitBinary();

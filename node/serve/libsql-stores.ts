@@ -1,12 +1,14 @@
 /**
  * The host's storage ports on libSQL, for `runcode serve`: an embedded database file, or a libSQL server. Every
- * process record is a row of one table (indexed as the edge's registry is, the record itself as JSON), every
- * tenant's `kv` values rows of another, keyed by tenant; pids come from the `pid_tags` table the edge's registry
- * keeps. The statements are the edge's (src/host/sqlite.ts). Each write is awaited before its promise resolves, so
- * what the app acknowledged is in the database when it answers, and a restart keeps it.
+ * process record is a row of one table (indexed as the edge's registry is, its summary as JSON and each large field
+ * in a column of its own), every tenant's `kv` values rows of another, keyed by tenant; pids come from the `pid_tags`
+ * table the edge's registry keeps. The shared statements are the edge's (src/host/sqlite.ts). Each write is awaited
+ * before its promise resolves, so what the app acknowledged is in the database when it answers, and a restart keeps
+ * it; a write the database or its disk has no room for is `507 storage_full`, naming the store.
  *
- * One server per database: the server counts slots and rates in memory, keeps each tenant's `kv` writes in line,
- * and on starting ends every run the database shows active (src/host/restarts.ts).
+ * One server per database (node/serve/lock.ts): the server counts slots, rates and each tenant's stored bytes in
+ * memory, keeps each tenant's `kv` writes in line, and on starting ends every run the database shows active
+ * (src/host/restarts.ts).
  * @module
  */
 import { type Client, createClient, type InStatement } from "@libsql/client";
@@ -127,7 +129,7 @@ const isFull = (error: unknown) =>
   /database or disk is full|no space left/i.test(String((error as Error | undefined)?.message));
 
 /** `work`, a full database or disk answering 507 `storage_full` that names `store`. */
-export async function roomIn<T>(store: string, work: () => Promise<T>): Promise<T> {
+async function roomIn<T>(store: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -228,15 +230,22 @@ export class LibsqlProcessStore implements ProcessStore {
     return rows[0] === undefined ? undefined : (JSON.parse(String(rows[0].record)) as ProcessSummary);
   }
 
-  /** `substr` counts characters (code points) and hands over only the chunk. */
+  /**
+   * `substr` counts characters (code points) and hands over only the chunk, and one character more: whether it came
+   * says whether another chunk follows, without counting the whole field.
+   */
   async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
     const { rows } = await this.#db.execute({
-      sql: `SELECT substr(${field}, ?, ?) AS text, length(${field}) AS chars FROM processes WHERE pid = ?`,
-      args: [at + 1, size, pid],
+      sql: `SELECT substr(${field}, ?, ?) AS text FROM processes WHERE pid = ?`,
+      args: [at + 1, size + 1, pid],
     });
     const found = rows[0];
     if (found === undefined) return undefined;
-    return { text: String(found.text), next: at + size < Number(found.chars) ? at + size : undefined };
+    const text = String(found.text);
+    // Without surrogates, UTF-16 units are characters.
+    const characters = /[\uD800-\uDFFF]/.test(text) ? [...text] : undefined;
+    if ((characters?.length ?? text.length) <= size) return { text, next: undefined };
+    return { text: characters?.slice(0, size).join("") ?? text.slice(0, size), next: at + size };
   }
 
   /** The summary and sizes read, patched and written back: a record has one writer, the server that runs it. */
@@ -339,7 +348,7 @@ class LibsqlKeyValueStore implements KeyValueStore {
         quota,
       );
       if ("refusal" in decided) throw decided.refusal;
-      await this.#db.batch(decided.statements, "write");
+      await roomIn("kv store", () => this.#db.batch(decided.statements, "write"));
     });
   }
 

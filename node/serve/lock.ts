@@ -1,11 +1,13 @@
 /**
- * One server per database file: `runcode serve` holds `<file>.lock`, made with `O_EXCL` and holding its pid, for as
- * long as it runs. A second start on the same file finds the lock and exits; a lock whose pid no longer runs was left
- * by a server that crashed, and is taken over. A libSQL server (`libsql://`) has no file here to lock: one server
- * per database is then the deployment's to keep (docs/deploy.md).
+ * One server per database file: `runcode serve` holds `<file>.lock`, made with `O_EXCL` and holding its pid and host
+ * name, for as long as it runs. A second start on the same file finds the lock and exits. A lock of this host whose
+ * pid no longer runs, or is the starting server's own (a container restarted as pid 1), was left by a server that
+ * crashed, and is taken over; another host's lock cannot be checked, and stands. A libSQL server (`libsql://`) has
+ * no file here to lock: one server per database is then the deployment's to keep (docs/deploy.md).
  * @module
  */
 import { readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 
 /** Lock files this process holds: a second server in the same process is refused as another's would be. */
 const held = new Set<string>();
@@ -33,15 +35,26 @@ function running(pid: number): boolean {
   }
 }
 
-/** The pid a lock file holds; `undefined` when it is gone. */
-function ownerOf(lock: string): number | undefined {
+interface Owner {
+  pid: number;
+  host: string;
+}
+
+/** Who a lock file names (`pid host`); `undefined` when it is gone. */
+function ownerOf(lock: string): Owner | undefined {
+  let text: string;
   try {
-    return Number(readFileSync(lock, "utf8").trim());
+    text = readFileSync(lock, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+  const [pid = "", host = hostname()] = text.trim().split(" ");
+  return { pid: Number(pid), host };
 }
+
+/** Whether `owner`'s server still runs, as far as this host can tell. */
+const alive = (owner: Owner) => owner.host !== hostname() || (owner.pid !== process.pid && running(owner.pid));
 
 /**
  * Locks the database file of `url` for this process; nothing to lock for a URL that names no file. Throws an error
@@ -54,7 +67,7 @@ export function lockDatabase(url: string): DatabaseLock {
   // A crashed server's lock is taken over once; found again, another start took it meanwhile.
   for (let attempt = 0; !held.has(lock); attempt++) {
     try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: "wx" });
+      writeFileSync(lock, `${process.pid} ${hostname()}\n`, { flag: "wx" });
       held.add(lock);
       let released = false;
       return {
@@ -71,13 +84,13 @@ export function lockDatabase(url: string): DatabaseLock {
       }
     }
     const owner = ownerOf(lock);
-    if (owner !== undefined && (attempt > 0 || running(owner))) throw inUse(url, lock, owner);
+    if (owner !== undefined && (attempt > 0 || alive(owner))) throw inUse(url, lock, owner);
     if (owner !== undefined) rmSync(lock, { force: true });
   }
-  throw inUse(url, lock, process.pid);
+  throw inUse(url, lock, { pid: process.pid, host: hostname() });
 }
 
-const inUse = (url: string, lock: string, owner: number) =>
+const inUse = (url: string, lock: string, owner: Owner) =>
   new Error(
-    `the database ${url} is in use by another runcode serve (pid ${owner}, lock file ${lock}): one server owns a database; if no server runs, delete the lock file`,
+    `the database ${url} is in use by another runcode serve (pid ${owner.pid} on ${owner.host}, lock file ${lock}): one server owns a database; if no server runs, delete the lock file`,
   );

@@ -436,7 +436,13 @@ export class GuestBridge {
   #settled(id: number, value: unknown, ok: boolean): void {
     this.#inflight--;
     // The run may have ended and its instance gone to another run.
-    if (!this.#booted.heldBy(this.#holder) || this.#limits.stopped() || this.#limits.faulted) return;
+    if (!this.#booted.heldBy(this.#holder)) return;
+    // A stop made while the run waited (the host's work for this promise could not be paid for) is not delivered,
+    // but the run must wake to take it: nothing else may ever settle.
+    if (this.#limits.stopped() || this.#limits.faulted) {
+      this.wake();
+      return;
+    }
     let delivery: Delivery;
     try {
       delivery = { id, ok, value: ok ? encodeForGuest(value, this.#run.functions) : this.#errorTape(value) };

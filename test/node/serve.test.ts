@@ -6,14 +6,15 @@
  * processes as a restart does.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { type AddressInfo, createServer, type Server as NetServer } from "node:net";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
+import { lockDatabase } from "../../node/serve/lock.js";
 import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
 import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
 import type { JsonValue } from "../../src/values/json.js";
@@ -381,7 +382,7 @@ describe("runcode serve", () => {
     await one.until(running, (r) => r.state === "running" && r.stdout !== "");
     expect(await refused(["--db", db])).toEqual({
       code: 1,
-      output: `runcode serve: the database ${db} is in use by another runcode serve (pid ${first.child.pid}, lock file ${file}.lock): one server owns a database; if no server runs, delete the lock file`,
+      output: `runcode serve: the database ${db} is in use by another runcode serve (pid ${first.child.pid} on ${hostname()}, lock file ${file}.lock): one server owns a database; if no server runs, delete the lock file`,
     });
     expect((await one.call("GET", `/processes/${running}`)).body).toMatchObject({ state: "running", error: null });
     expect(await first.stop("SIGKILL")).toBe(null);
@@ -389,6 +390,26 @@ describe("runcode serve", () => {
     expect(second.output()).toContain("runcode serve: 1 runs the last stop cut off are marked failed");
     expect(await second.stop("SIGTERM")).toBe(0);
     expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+
+  it("the lock: one of this host whose pid is gone, or is the starting server's own (a restarted container), is taken over; another host's stands", () => {
+    const file = join(dir, "locked.db");
+    const url = `file:${file}`;
+    const lock = `${file}.lock`;
+    const inUse = (pid: number, host: string) =>
+      `the database ${url} is in use by another runcode serve (pid ${pid} on ${host}, lock file ${lock}): one server owns a database; if no server runs, delete the lock file`;
+    writeFileSync(lock, `${process.pid} ${hostname()}\n`);
+    const held = lockDatabase(url);
+    expect(readFileSync(lock, "utf8")).toBe(`${process.pid} ${hostname()}\n`);
+    expect(() => lockDatabase(url)).toThrow(inUse(process.pid, hostname()));
+    held.release();
+    expect(existsSync(lock)).toBe(false);
+    writeFileSync(lock, `2147483647 ${hostname()}\n`);
+    lockDatabase(url).release();
+    writeFileSync(lock, `${process.pid} elsewhere.example\n`);
+    expect(() => lockDatabase(url)).toThrow(inUse(process.pid, "elsewhere.example"));
+    expect(readFileSync(lock, "utf8")).toBe(`${process.pid} elsewhere.example\n`);
+    rmSync(lock);
   });
 
   it("SIGTERM ends the processes first (canceled, stored), then lets a streamed /run in flight finish, then exits 0", async () => {

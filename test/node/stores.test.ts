@@ -278,6 +278,8 @@ describe("libSQL stores", () => {
     expect(await store.deleteEndedBefore(1_000, 500)).toBe(0);
     expect((await store.list()).map((r) => r.pid)).toEqual([2, 3, 4, 5, 6, 8]);
     expect([await store.get(1), await store.get(7)]).toEqual([undefined, undefined]);
+    // The sweep's deletes are counted off each tenant's storage as any delete is (3 bytes a record here).
+    expect([await store.usage("alpha"), await store.usage("beta"), await store.usage("anonymous")]).toEqual([6, 3, 9]);
     const plan = await db.execute(
       "EXPLAIN QUERY PLAN SELECT pid FROM processes WHERE state = 'idle' AND json_extract(record, '$.finishedAt') < 1 LIMIT 1",
     );

@@ -193,6 +193,31 @@ describe("fuel charges the host's work for the guest, before it is done", () => 
     expect(requests).toBeGreaterThan(0);
   });
 
+  it(
+    "a body the run cannot pay for stops the run awaiting it (no hang)",
+    async () => {
+      // Before: the refused payment rejected the body's read, the rejection was dropped as the run had stopped, and
+      // nothing woke the run: it awaited forever.
+      const chunk = new Uint8Array(64 * 1024);
+      const endless = async () => new Response(new ReadableStream({ pull: (stream) => stream.enqueue(chunk) }));
+      // A cap the body's first 8 MiB (fetch.maxResponseBytes) runs past: 1 unit a 4 bytes.
+      const cap = 1_500_000;
+      const fetching = sandbox({
+        clock: () => 0,
+        safetyCap: { fuel: cap, cpuTimeMs: 1e12 },
+        webApis: true,
+        fetch: { allow: ["http://local.test"], fetch: endless },
+      });
+      const result = await fetching("await (await fetch('http://local.test/')).arrayBuffer();", js);
+      expect(outcome(result)).toEqual({
+        status: "terminated",
+        error: `TerminatedError: Execution stopped by the safety cap after ${cap} units of fuel`,
+      });
+      expect(result.fuelUsed).toBeLessThanOrEqual(cap);
+    },
+    HANG_MS,
+  );
+
   it("a wait the run's fuel cannot pay for stops it billed as nothing", async () => {
     // Before: the refused wait of 2^31 - 1 ms was billed, fuelUsed 2,147,483,647,013,083.
     const source = "setTimeout(() => {}, 2 ** 31 - 1); export default 1";

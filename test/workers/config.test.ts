@@ -7,6 +7,8 @@ const base = {
   MAX_ACTIVE_PROCESSES: "1",
   RUNCODE_TENANT_MAX_ACTIVE: "1",
   RUNCODE_TENANT_RUNS_PER_MINUTE: "1",
+  RUNCODE_TENANT_CPU_MS_PER_MINUTE: "1",
+  RUNCODE_TENANT_CPU_BURST_MS: "1",
   RUNCODE_TENANT_KV_BYTES: "1",
   RUN_CPU_MS: "1",
   RUN_FUEL: "1",
@@ -51,6 +53,20 @@ describe("RUNCODE_RETENTION_DAYS", () => {
     }
     await expect(config({ RUNCODE_RETENTION_DAYS: "36501" })).rejects.toThrow(
       new TypeError("RUNCODE_RETENTION_DAYS must be at most 36500 days, got 36501"),
+    );
+  });
+});
+
+describe("RUNCODE_TENANT_CPU_MS_PER_MINUTE and RUNCODE_TENANT_CPU_BURST_MS", () => {
+  it("are each tenant's share of CPU in milliseconds of fuel, counted in fuel", async () => {
+    expect(
+      (await config({ RUNCODE_TENANT_CPU_MS_PER_MINUTE: "1500", RUNCODE_TENANT_CPU_BURST_MS: "500" })).tenantCpu,
+    ).toEqual({ fuelPerMinute: 1_500_000_000, burstFuel: 500_000_000 });
+  });
+
+  it("name a bad value", async () => {
+    await expect(config({ RUNCODE_TENANT_CPU_BURST_MS: "0" })).rejects.toThrow(
+      new TypeError('RUNCODE_TENANT_CPU_BURST_MS must be a positive integer, got "0"'),
     );
   });
 });

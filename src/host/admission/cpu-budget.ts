@@ -2,10 +2,10 @@
  * Fair shares of CPU between tenants: each tenant's `/run`s, `run_code` calls and processes draw fuel (the engine's
  * metered work, so the share holds where clocks stand still) from a token bucket per tenant, refilled at the tenant's
  * rate up to its burst. A run reserves its fuel cap (at most the burst) before it starts and settles when it ends: the
- * fuel it did not use goes back, and fuel past the reservation is owed. A tenant whose bucket cannot pay the
- * reservation is refused with a 429 whose `Retry-After` is the time until it can: its runaways wait their turn while
- * other tenants' runs start at once. The bucket's arithmetic is pure, so the in-memory budget here and the edge
- * registry's SQLite rows count exactly alike.
+ * fuel it did not use goes back, and fuel past the reservation is owed. A run whose tenant's bucket cannot pay the
+ * reservation waits briefly in the tenant's line, then is refused with a 429 whose `Retry-After` is the time until
+ * the bucket can: a tenant's runaways wait their turn while other tenants' runs start at once. The bucket's arithmetic
+ * is pure, and {@link TenantCpuBudget} keeps its buckets where it is told (in memory, the edge registry's SQLite).
  * @module
  */
 import { FUEL_PER_MS } from "../../core/sandbox.js";
@@ -71,7 +71,7 @@ export interface CpuBudget {
    * a 429 `rate_limited` `HostError` with `Retry-After` when the tenant's bucket holds too little.
    */
   reserve(tenant: string, fuel: number): Promise<number>;
-  /** Settles a reservation of `reserved` whose run spent `used` fuel (the reservation when it is not known). */
+  /** Settles a reservation of `reserved` whose run spent `used` fuel, waking the tenant's line. */
   settle(tenant: string, reserved: number, used: number): Promise<void>;
 }
 

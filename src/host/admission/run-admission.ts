@@ -3,7 +3,8 @@
  * isolate on the edge) never hold more together than a cap that fits it. A run that does not fit now waits in a
  * short line and gets 503 `overloaded` only when the line is full or its wait too long, never an instance that runs
  * out of memory. Each tenant's runs hold at most a share of the cap and wait in at most a share of the line, so
- * one tenant's traffic leaves room for another's runs. Whatever ends a run's request (its answer, an error, a client
+ * one tenant's traffic leaves room for another's runs, and the line is served in turns by tenant, not first come,
+ * first served. Whatever ends a run's request (its answer, an error, a client
  * that went away) releases what the run holds or stops its wait: on Workers, a request that ended never runs its
  * code again. `POST /run` and MCP's `run_code` share one admission per app.
  * @module
@@ -74,7 +75,10 @@ export class RunAdmission {
   readonly caps: AdmissionCaps;
   #held = 0;
   readonly #heldBy = new Map<string, number>();
+  /** The waiting runs, first come first. */
   readonly #waiting: Waiter[] = [];
+  /** The tenants with runs waiting, in the order their turns come. */
+  readonly #turns: string[] = [];
   readonly #holds = new Set<Hold>();
 
   constructor(caps: Partial<AdmissionCaps> = {}) {
@@ -122,13 +126,14 @@ export class RunAdmission {
         ),
       );
     }
-    if (this.#fits(tenant, memory, this.#waiting.length)) return Promise.resolve(this.#take(tenant, memory, signal));
+    if (this.#fits(tenant, memory, this.#inTurns())) return Promise.resolve(this.#take(tenant, memory, signal));
     if (this.#waiting.length >= maxWaiting) return Promise.reject(refuse(`${maxWaiting} runs wait already`));
     if (this.#waiting.filter((w) => w.tenant === tenant).length >= this.tenantMaxWaiting) {
       return Promise.reject(refuse(`${this.tenantMaxWaiting} runs of this tenant wait already`));
     }
     const waiter = { tenant, memory };
     this.#waiting.push(waiter);
+    if (!this.#turns.includes(tenant)) this.#turns.push(tenant);
     return new Promise((resolve, reject) => {
       let poll: ReturnType<typeof setTimeout>;
       const leave = () => {
@@ -136,6 +141,10 @@ export class RunAdmission {
         clearTimeout(deadline);
         signal.removeEventListener("abort", aborted);
         this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+        const turn = this.#turns.indexOf(tenant);
+        this.#turns.splice(turn, 1);
+        // A tenant with runs still waiting goes to the back: its next run waits for every other tenant's.
+        if (this.#waiting.some((w) => w.tenant === tenant)) this.#turns.push(tenant);
       };
       const aborted = () => {
         leave();
@@ -147,7 +156,8 @@ export class RunAdmission {
         reject(refuse(`no room within ${maxWaitMs} ms`));
       }, maxWaitMs);
       const look = () => {
-        if (this.#fits(tenant, memory, this.#waiting.indexOf(waiter))) {
+        const line = this.#inTurns();
+        if (this.#fits(tenant, memory, line.slice(0, line.indexOf(waiter)))) {
           leave();
           resolve(this.#take(tenant, memory, signal));
         } else poll = setTimeout(look, ADMISSION_POLL_MS);
@@ -157,19 +167,28 @@ export class RunAdmission {
     });
   }
 
+  /** The line in the order it is served: each tenant's first waiting run by turn, then each one's second, ... */
+  #inTurns(): Waiter[] {
+    const lines = this.#turns.map((tenant) => this.#waiting.filter((w) => w.tenant === tenant));
+    const ordered: Waiter[] = [];
+    for (let rank = 0; ordered.length < this.#waiting.length; rank++) {
+      for (const line of lines) if (rank < line.length) ordered.push(line[rank] as Waiter);
+    }
+    return ordered;
+  }
+
   /**
-   * Whether a run of `tenant` needing `memory`, behind the first `ahead` runs of the line, may take room now. Within a
+   * Whether a run of `tenant` needing `memory`, behind the runs `ahead` of it in the line, may take room now. Within a
    * tenant runs go in order; a run passes another tenant's only when that one waits for its own tenant's share, not
    * for room overall: so a large run is not passed over forever by small ones, and one tenant's full share holds
    * nobody else back.
    */
-  #fits(tenant: string, memory: number, ahead: number): boolean {
+  #fits(tenant: string, memory: number, ahead: readonly Waiter[]): boolean {
     const now = Date.now();
     for (const hold of this.#holds) if (hold.until <= now) hold.release();
     if (this.#held + memory > this.caps.memoryBudgetBytes) return false;
     if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantQuotaBytes) return false;
-    for (let i = 0; i < ahead; i++) {
-      const earlier = this.#waiting[i] as Waiter;
+    for (const earlier of ahead) {
       if (earlier.tenant === tenant) return false;
       if ((this.#heldBy.get(earlier.tenant) ?? 0) + earlier.memory <= this.tenantQuotaBytes) return false;
     }

@@ -9,7 +9,13 @@ import type { Context } from "hono";
 import { HostError } from "../errors.js";
 import { codeTooLarge } from "../limits.js";
 import type { CreateProcessInput } from "../processes/process-service.js";
-import type { HostState, LargeField, ProcessFilter, ProcessSummary } from "../processes/storage.js";
+import {
+  type HostState,
+  type LargeField,
+  type ProcessFilter,
+  type ProcessSummary,
+  recordJson,
+} from "../processes/storage.js";
 import { jsonBody } from "./json-body.js";
 import { type AppEnv, errorResponses, preEncoded, SSE_HEADERS, secured } from "./route-context.js";
 import {
@@ -78,31 +84,6 @@ function pulled(chunks: AsyncIterable<string>): ReadableStream<Uint8Array> {
   );
 }
 
-/**
- * The record as JSON, everything but the tenant: the summary, then each large field from `read` a chunk at a time
- * (the streams as JSON strings, the output as its JSON text).
- */
-async function* recordJson(
-  summary: ProcessSummary,
-  read: (field: LargeField) => AsyncIterable<string>,
-): AsyncGenerator<string> {
-  const { tenant: _n, ...visible } = summary;
-  yield JSON.stringify(visible).slice(0, -1);
-  for (const field of ["code", "stdout", "stderr"] as const) {
-    yield `,"${field}":"`;
-    for await (const chunk of read(field)) yield JSON.stringify(chunk).slice(1, -1);
-    yield '"';
-  }
-  yield ',"output":';
-  let empty = true;
-  for await (const chunk of read("output")) {
-    empty = false;
-    yield chunk;
-  }
-  // Deleted while it was read: the output is gone with it.
-  yield empty ? "{}}" : "}";
-}
-
 function pidOf(c: Context): number {
   const raw = c.req.param("pid") ?? "";
   if (!PID_PATTERN.test(raw) || !Number.isSafeInteger(Number(raw))) {
@@ -142,6 +123,7 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
               "too_many_processes",
               "tenant_too_many_processes",
               "rate_limited",
+              "storage_full",
             ),
           },
         },

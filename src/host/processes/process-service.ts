@@ -142,6 +142,8 @@ interface Live {
   /** UTF-8 bytes of each output entry's `"key":value`, and of the whole output's JSON. */
   outputEntries: Map<string, number>;
   outputBytes: number;
+  /** The output's JSON text, made for event snapshots until the output changes. */
+  outputJson: string | undefined;
   dirty: boolean;
   saving: Promise<void> | undefined;
   /** Ended by {@link ProcessService.stopAll}: it exits `canceled`, its error saying the host stopped. */
@@ -166,6 +168,15 @@ const mutable = (r: ProcessRecord): ProcessPatch => ({
   finishedAt: r.finishedAt,
 });
 const encoder = new TextEncoder();
+
+/** `text` in chunks of at most {@link CHUNK_CHARS} UTF-16 units. */
+async function* chunksOf(text: string): AsyncGenerator<string> {
+  for (let at: number | undefined = 0; at !== undefined; ) {
+    const chunk = chunkOf(text, at, CHUNK_CHARS);
+    if (chunk.text !== "") yield chunk.text;
+    at = chunk.next;
+  }
+}
 /** UTF-16 units of the longest start of `text` whose UTF-8 takes at most `bytes` (never half a character). */
 const utf8Prefix = (text: string, bytes: number) => encoder.encodeInto(text, new Uint8Array(Math.max(0, bytes))).read;
 
@@ -242,13 +253,19 @@ export class ProcessService implements EnvironmentBindings {
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
     let storage: TenantStorage | undefined;
+    // The code and an empty output (`{}`): what a new record holds.
+    const bytes = utf8Length(input.code) + 2;
+    let counted = false;
     let launched = false;
     let reserved: number | undefined;
     try {
       storage = await this.#holdStorage(tenant);
-      // The code and an empty output (`{}`): what a new record holds.
-      const bytes = utf8Length(input.code) + 2;
-      if (storage !== undefined) this.#checkRoom(storage, bytes);
+      if (storage !== undefined) {
+        this.#checkRoom(storage, bytes);
+        // Counted before the writes: creations at once cannot all fit in the same room.
+        storage.used += bytes;
+        counted = true;
+      }
       reserved = await this.#reserveFuel(tenant, timeoutMs);
       const now = this.#now();
       const record: ProcessRecord = {
@@ -263,13 +280,15 @@ export class ProcessService implements EnvironmentBindings {
         createdAt: now,
       };
       await this.#store.create(record);
-      if (storage !== undefined) storage.used += bytes;
       this.#launch(record, storage, reserved);
       launched = true;
       reserved = undefined;
       return structuredClone(record);
     } finally {
-      if (!launched) this.#releaseStorage(tenant, storage);
+      if (!launched && storage !== undefined) {
+        if (counted) storage.used -= bytes;
+        this.#releaseStorage(tenant, storage);
+      }
       release();
       if (reserved !== undefined) this.#settleFuel(tenant, reserved, 0);
     }
@@ -303,12 +322,7 @@ export class ProcessService implements EnvironmentBindings {
   async *read(pid: number, field: LargeField): AsyncGenerator<string> {
     const live = this.#live.get(pid);
     if (live !== undefined) {
-      const text = textOf(live.record, field);
-      for (let at: number | undefined = 0; at !== undefined; ) {
-        const chunk = chunkOf(text, at, CHUNK_CHARS);
-        if (chunk.text !== "") yield chunk.text;
-        at = chunk.next;
-      }
+      yield* chunksOf(textOf(live.record, field));
       return;
     }
     for (let at: number | undefined = 0; at !== undefined; ) {
@@ -416,17 +430,21 @@ export class ProcessService implements EnvironmentBindings {
           `Process ${pid} has ${this.maxSubscribers} event streams open already: close one first`,
         );
       }
-      listener({ type: "snapshot", pid, record: structuredClone(live.record) });
+      // The large fields as they are now: strings are shared, never copied, and the output's JSON is made once.
+      const { record } = live;
+      live.outputJson ??= JSON.stringify(record.output);
+      const texts: Record<LargeField, string> = { ...record, output: live.outputJson };
+      listener({ type: "snapshot", pid, record: summaryOf(record), read: (field) => chunksOf(texts[field]) });
       live.listeners.add(listener);
       return { unsubscribe: () => live.listeners.delete(listener), ended: false };
     };
     const live = this.#live.get(pid);
     if (live !== undefined) return subscribe(live);
-    const record = await this.#store.get(pid);
+    const record = await this.#store.summary(pid);
     const now = this.#live.get(pid);
     if (now !== undefined) return subscribe(now);
     if (record === undefined) return undefined;
-    listener({ type: "snapshot", pid, record });
+    listener({ type: "snapshot", pid, record, read: (field) => this.read(pid, field) });
     return { unsubscribe: () => {}, ended: true };
   }
 
@@ -579,6 +597,7 @@ export class ProcessService implements EnvironmentBindings {
       storage.used += bytes - live.outputBytes;
     }
     const output = live.record.output;
+    live.outputJson = undefined;
     for (const [key, size] of sizes) {
       define(output, key, patch[key]);
       live.outputEntries.set(key, size);
@@ -658,6 +677,7 @@ export class ProcessService implements EnvironmentBindings {
     const { output, truncated } = live.record;
     truncated.output = true;
     define(output, OUTPUT_TRUNCATED_KEY, message);
+    live.outputJson = undefined;
     // The stored output gains the entry `"$truncated":"..."` (the run's count of output bytes leaves it out).
     if (live.storage !== undefined) {
       const size = utf8Length(`${JSON.stringify(OUTPUT_TRUNCATED_KEY)}:${JSON.stringify(message)}`);
@@ -682,6 +702,7 @@ export class ProcessService implements EnvironmentBindings {
       outputWork: new WorkBudget(this.limits.outputWork, "output patches"),
       outputEntries: new Map(),
       outputBytes: 2,
+      outputJson: undefined,
       dirty: false,
       saving: undefined,
       stopped: false,

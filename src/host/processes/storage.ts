@@ -53,8 +53,11 @@ export function summaryOf(record: ProcessRecord | ProcessSummary): ProcessSummar
   return { ...summary, truncated: { ...summary.truncated } };
 }
 
-/** Characters a chunk of a large field holds at most: what one read of a route holds of it. */
-export const CHUNK_CHARS = 65_536;
+/**
+ * Characters a chunk of a large field holds at most: what one read of a route holds of it. A database reads the
+ * whole column to cut a chunk of it, so fewer, larger chunks cost less: a 1 MiB stream is four.
+ */
+export const CHUNK_CHARS = 262_144;
 
 /** A chunk of a large field's text, and where the next one starts (`undefined`: this was the last). */
 export interface TextChunk {
@@ -75,6 +78,31 @@ export function chunkOf(text: string, at: number, size: number): TextChunk {
   let end = Math.min(text.length, at + size);
   if (end < text.length && end > at + 1 && /[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
   return { text: text.slice(at, end), next: end < text.length ? end : undefined };
+}
+
+/**
+ * The record as JSON, everything but the tenant: the summary, then each large field from `read` a chunk at a time
+ * (the streams as JSON strings, the output as its JSON text).
+ */
+export async function* recordJson(
+  summary: ProcessSummary,
+  read: (field: LargeField) => AsyncIterable<string>,
+): AsyncGenerator<string> {
+  const { tenant: _n, ...visible } = summary;
+  yield JSON.stringify(visible).slice(0, -1);
+  for (const field of ["code", "stdout", "stderr"] as const) {
+    yield `,"${field}":"`;
+    for await (const chunk of read(field)) yield JSON.stringify(chunk).slice(1, -1);
+    yield '"';
+  }
+  yield ',"output":';
+  let empty = true;
+  for await (const chunk of read("output")) {
+    empty = false;
+    yield chunk;
+  }
+  // Deleted while it was read: the output is gone with it.
+  yield empty ? "{}}" : "}";
 }
 
 /** Fields that change after creation. */

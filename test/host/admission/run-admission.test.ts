@@ -166,6 +166,33 @@ describe("RunAdmission", () => {
     expect((waiting.error as HostError).message).toMatch(/: no room within 100 ms; retry shortly$/);
   });
 
+  it("the line is served in turns by tenant, not first come, first served", async () => {
+    const admission = new RunAdmission({
+      memoryBudgetBytes: 36 * MiB,
+      maxWaiting: 8,
+      maxWaitMs: 10_000,
+      tenantShare: 1,
+    });
+    let release = await admission.admit(32 * MiB, "x", open()); // the whole budget
+    const order: string[] = [];
+    const waiting = new Map(
+      ["a1", "a2", "a3", "b1", "c1", "b2"].map((name) => [
+        name,
+        admission.admit(32 * MiB, name.slice(0, 1), open()).then((next) => {
+          order.push(name);
+          return next;
+        }),
+      ]),
+    );
+    for (let i = 0; i < waiting.size; i++) {
+      release();
+      await tick();
+      release = await (waiting.get(order.at(-1) as string) as Promise<() => void>);
+    }
+    // First come, first served would be a1, a2, a3, b1, c1, b2.
+    expect(order).toEqual(["a1", "b1", "c1", "a2", "b2", "a3"]);
+  });
+
   it("one tenant's flood holds at most its share of the budget and of the line: another tenant's run goes at once", async () => {
     const admission = new RunAdmission({ memoryBudgetBytes: 72 * MiB, maxWaiting: 8, maxWaitMs: 10_000 });
     expect([admission.tenantQuotaBytes, admission.tenantMaxWaiting]).toEqual([36 * MiB, 4]);

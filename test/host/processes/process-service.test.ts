@@ -103,7 +103,8 @@ describe("ProcessService", () => {
     expect(Object.getPrototypeOf(final?.output)).toBe(Object.prototype);
     expect(Object.keys(final?.output ?? {})).toEqual(["a", "keep", "when", "__proto__"]);
     expect(await store.get(pid)).toEqual(final);
-    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running", stdout: "" } });
+    expect(events[0]).toMatchObject({ type: "snapshot", pid, record: { state: "running" } });
+    expect("stdout" in (events[0] as { record: object }).record).toBe(false);
     expect(events.map((e) => (e.type === "stdout" || e.type === "stderr" ? `${e.type}:${e.data}` : e.type))).toEqual([
       "snapshot",
       "stdout:price: ",
@@ -387,6 +388,68 @@ describe("large fields", () => {
   });
 });
 
+describe("event snapshots", () => {
+  test("an event stream reads its snapshot's large fields only as its client reads, a chunk at a time; unread it holds the summary", async () => {
+    const store = new SpyingStore();
+    const svc = new ProcessService({ store, onError: (e) => expect.fail(String(e)) });
+    const env = scripted(async ({ eid }, b) => {
+      b.emitStdout(eid, bytes("s".repeat(CHUNK_CHARS + 1)));
+      b.emitOutput(eid, { n: 1 });
+      return "success";
+    });
+    await svc.environments.activate("test", env.module);
+    const { pid } = await svc.create({ code: "c" });
+    const record = (await svc.wait(pid)) as ProcessRecord;
+    store.calls = [];
+    const unread = await Promise.all(Array.from({ length: 10 }, () => svc.events(pid)));
+    expect(store.calls).toEqual([]);
+    const text = await new Response(unread[0]).text();
+    expect(store.calls).toEqual([
+      `read code 0 ${CHUNK_CHARS}`,
+      `read stdout 0 ${CHUNK_CHARS}`,
+      `read stdout ${CHUNK_CHARS} ${CHUNK_CHARS}`,
+      `read stderr 0 ${CHUNK_CHARS}`,
+      `read output 0 ${CHUNK_CHARS}`,
+    ]);
+    const { tenant: _t, ...visible } = record;
+    // One event: its name, one data line, the blank line that ends it.
+    const lines = text.split("\n");
+    expect([
+      lines.length,
+      lines[0],
+      lines[1]?.startsWith(`data: {"pid":${pid},"record":{`),
+      lines[2],
+      lines[3],
+    ]).toEqual([4, "event: snapshot", true, "", ""]);
+    expect(JSON.parse(text.slice("event: snapshot\ndata: ".length))).toEqual({ pid, record: visible });
+    for (const stream of unread.slice(1)) await stream?.cancel();
+  });
+
+  test("an active process's snapshot is its record when the stream began, then its events follow in order", async () => {
+    const gate = deferred<void>();
+    const { svc } = await service(async ({ eid }, b) => {
+      b.setState(eid, "running");
+      b.emitStdout(eid, bytes("before"));
+      await gate.promise;
+      b.emitStdout(eid, bytes(" after"));
+      return "success";
+    });
+    const { pid } = await svc.create({ code: "c" });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const stream = (await svc.events(pid)) as ReadableStream<Uint8Array>;
+    gate.resolve();
+    await svc.idle();
+    const text = await new Response(stream).text();
+    const events = [...text.matchAll(/^event: (.+)\ndata: (.+)$/gm)].map(([, type, data]) => [
+      type,
+      JSON.parse(data as string),
+    ]);
+    expect(events[0]).toMatchObject(["snapshot", { pid, record: { state: "running", stdout: "before", output: {} } }]);
+    expect(events.slice(1).map(([type]) => type)).toEqual(["stdout", "state", "exit"]);
+    expect(events[1]?.[1]).toEqual({ pid, data: " after" });
+  });
+});
+
 describe("per-tenant storage quota", () => {
   const quota = 100;
   const full = (used: number, needs: number) =>
@@ -434,6 +497,16 @@ describe("per-tenant storage quota", () => {
       [OUTPUT_TRUNCATED_KEY]: `the tenant's storage quota of ${quota} bytes is full: later patches were dropped`,
     });
     expect(await store.usage("anonymous")).toBe(storedBytesOf((await store.get(patched)) as ProcessRecord));
+  });
+
+  test("creations at once take the room one after another: exactly as many are stored as fit", async () => {
+    const { svc, store } = await service(async () => "success", { maxTenantStorageBytes: 10 });
+    // 3 bytes of code and 2 of the empty output each: two fit in 10.
+    const created = await Promise.allSettled([1, 2, 3].map(() => svc.create({ code: "abc" })));
+    expect(created.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect(((created[2] as PromiseRejectedResult).reason as HostError).code).toBe("storage_full");
+    await svc.idle();
+    expect(await store.usage("anonymous")).toBe(10);
   });
 
   test("processes running at once share the room; running one again frees its last run's output", async () => {
