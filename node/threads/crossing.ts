@@ -6,8 +6,13 @@
  * exactly as the in-thread core would hand it over.
  * @module
  */
-import { type Encoded, encodeForGuest, type FunctionTable } from "../../src/values/to-guest.js";
-import { decodeFromGuest, type GuestTape } from "../../src/values/to-host.js";
+import {
+  decodeFromGuest,
+  type Encoded,
+  encodeForGuest,
+  type FunctionTable,
+  type GuestTape,
+} from "../../src/core/runner-port.js";
 import type { Crossed } from "./protocol.js";
 
 /** Posts the settlement of the caller's promise number `key`. */

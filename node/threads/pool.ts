@@ -27,7 +27,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { availableParallelism } from "node:os";
-import type { WarmBoot } from "./protocol.js";
+import type { WarmInstance } from "./protocol.js";
 import { Thread } from "./thread.js";
 
 /**
@@ -104,7 +104,7 @@ export interface Waiting {
 export interface Latest {
   wasm: WebAssembly.Module;
   /** `undefined` when their instances are not restored. */
-  boot: WarmBoot | undefined;
+  instance: WarmInstance | undefined;
   swc: WebAssembly.Module | undefined;
 }
 
@@ -300,11 +300,11 @@ class ThreadPool {
     const latest = this.#latest;
     if (latest === undefined || !thread.started || thread.warmed) return;
     thread.warmed = true;
-    const { wasm, boot, swc } = latest;
+    const { wasm, instance, swc } = latest;
     thread.post({
       kind: "warm",
       wasm: thread.wasmRef(wasm),
-      ...(boot === undefined ? {} : { boot }),
+      ...(instance === undefined ? {} : { instance }),
       ...(swc === undefined ? {} : thread.swcRef(swc)),
     });
   }

@@ -5,15 +5,15 @@
  * is used (see crossing.ts). Synchronous calls go through the shared memory of call-channel.ts.
  * @module
  */
-import type { RunOptions } from "../../src/core/request.js";
 import type {
+  Boot,
   CodeExecutionError,
   CodeExecutionLog,
   CodeExecutionStatus,
-  FetchOptions,
-  SafetyCap,
-} from "../../src/core/types.js";
-import type { GuestTape } from "../../src/values/to-host.js";
+  GuestTape,
+  RunOptions,
+  ThreadSettings,
+} from "../../src/core/runner-port.js";
 
 /** Bytes of a worker's signals: four `Int32Array` slots, then two `Float64Array` slots. */
 export const SIGNAL_BYTES = 32;
@@ -55,16 +55,6 @@ export interface Crossed {
   side: (ArrayBuffer | number)[];
 }
 
-/** The sandbox settings a worker's core runs with (the functions, the transpiler and the pool are its own). */
-export interface ThreadSettings {
-  safetyCap: SafetyCap;
-  instances: "restore" | "fresh";
-  bootModules: Readonly<Record<string, string>>;
-  webApis: boolean;
-  /** The guest's `fetch`, made on the worker by its own platform `fetch` (so a stop there aborts its requests). */
-  fetch: FetchOptions | undefined;
-}
-
 /**
  * How many sandboxes' settings a worker keeps, the least recently used dropped first. Both threads keep the same
  * list (it changes only with `run` messages, which the worker reads in the order they were posted), so the caller's
@@ -72,7 +62,10 @@ export interface ThreadSettings {
  */
 export const SETTINGS_KEPT = 16;
 
-/** A sandbox's settings by number: `settings` only when the worker does not hold them. */
+/**
+ * A sandbox's settings by number: `settings`, as the core derived them on the caller's thread, only when the worker
+ * does not hold them.
+ */
 export interface SettingsRef {
   id: number;
   settings?: ThreadSettings;
@@ -84,11 +77,9 @@ export interface WasmRef {
   module?: WebAssembly.Module;
 }
 
-/** What a worker boots ahead of runs: an instance like theirs (see `Boot` in src/core/instance.ts). */
-export interface WarmBoot {
-  bootModules: Readonly<Record<string, string>>;
-  webApis: boolean;
-  fetch: boolean;
+/** What a worker boots ahead of runs: an instance like theirs. */
+export interface WarmInstance {
+  boot: Boot;
   memoryLimitBytes: number;
 }
 
@@ -105,7 +96,7 @@ export type ToWorker =
    * Readies the worker for runs like the latest: an instance booted into its pool (unless their instances are not
    * restored), and SWC loaded when the caller's thread has it compiled.
    */
-  | { kind: "warm"; wasm: WasmRef; boot?: WarmBoot; swc?: WebAssembly.Module }
+  | { kind: "warm"; wasm: WasmRef; instance?: WarmInstance; swc?: WebAssembly.Module }
   | {
       kind: "run";
       run: number;

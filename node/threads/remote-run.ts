@@ -8,22 +8,26 @@
  * code on time; this stops native work that never polls).
  * @module
  */
-import { type Ending, failureOf, internalFailure } from "../../src/core/outcome.js";
-import type { RunRequest } from "../../src/core/request.js";
 import {
+  type CodeExecutionError,
+  type CodeExecutionLog,
+  type Ending,
+  failureOf,
+  type GuestTape,
+  internalFailure,
   ORPHANED as ORPHANED_ERROR,
   type RunChannel,
   type RunContext,
   type Runner,
+  type RunRequest,
   type StartedRun,
-} from "../../src/core/run.js";
-import type { CodeExecutionError, CodeExecutionLog } from "../../src/core/types.js";
-import { fetchSettingOf } from "../../src/fetch/policy.js";
-import type { GuestTape } from "../../src/values/to-host.js";
+  type ThreadSettings,
+  threadSettingsOf,
+} from "../../src/core/runner-port.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
-import type { Call, CallOutcome, FromWorker, Settlement, ThreadSettings, ToWorker } from "./protocol.js";
+import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
 
 /**
@@ -46,21 +50,14 @@ type RunMessage = Extract<ToWorker, { kind: "run" }>;
 
 let lastRun = 0;
 
-/** Each sandbox's settings as a worker needs them, numbered (see `SettingsRef`). */
+/** Each sandbox's settings as they cross to a worker, numbered (see `SettingsRef`). */
 const sandboxSettings = new WeakMap<RunContext, { id: number; settings: ThreadSettings }>();
 let lastSettings = 0;
 
 function settingsOf(context: RunContext): { id: number; settings: ThreadSettings } {
   let known = sandboxSettings.get(context);
   if (known === undefined) {
-    const settings: ThreadSettings = {
-      safetyCap: context.safetyCap,
-      instances: context.restore ? "restore" : "fresh",
-      bootModules: context.boot.modules,
-      webApis: context.boot.webApis,
-      fetch: context.fetch && fetchSettingOf(context.fetch),
-    };
-    known = { id: ++lastSettings, settings };
+    known = { id: ++lastSettings, settings: threadSettingsOf(context) };
     sandboxSettings.set(context, known);
   }
   return known;
@@ -186,14 +183,9 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
         if (thread.holder !== this) return;
         if (this.#over || this.#channel.settled()) return threadPool.release(thread);
         const { id, settings } = settingsOf(this.#context);
-        const { restore } = this.#context;
+        const { restore, boot } = this.#context;
         const memoryLimitBytes = this.#request.options.memoryLimitBytes;
-        const boot = {
-          bootModules: settings.bootModules,
-          webApis: settings.webApis,
-          fetch: settings.fetch !== undefined,
-        };
-        threadPool.uses({ wasm: module, boot: restore ? { ...boot, memoryLimitBytes } : undefined, swc });
+        threadPool.uses({ wasm: module, instance: restore ? { boot, memoryLimitBytes } : undefined, swc });
         thread.post({
           ...this.#message,
           wasm: thread.wasmRef(module),

@@ -5,8 +5,7 @@
  * where it does in-thread, and builds the result.
  * @module
  */
-import { createSandbox } from "../../src/core/sandbox.js";
-import type { Sandbox, SandboxOptions } from "../../src/core/types.js";
+import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/core/runner-port.js";
 import { onThreads } from "./remote-run.js";
 
 /**

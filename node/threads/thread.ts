@@ -8,6 +8,7 @@
  */
 import { availableParallelism } from "node:os";
 import { MessageChannel, Worker } from "node:worker_threads";
+import type { ThreadSettings } from "../../src/core/runner-port.js";
 import { CallChannel } from "./call-channel.js";
 import {
   type Call,
@@ -23,7 +24,6 @@ import {
   SLICES_SPENT,
   STOP,
   signalViews,
-  type ThreadSettings,
   type ToWorker,
   type WasmRef,
 } from "./protocol.js";

@@ -9,17 +9,25 @@
  * @module
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import type { Relay } from "../../src/core/guest-bridge.js";
-import { bootOf } from "../../src/core/instance.js";
-import { InstancePool } from "../../src/core/instance-pool.js";
-import { internalFailure } from "../../src/core/outcome.js";
-import { inThread, type StartedRun } from "../../src/core/run.js";
-import { type SandboxContext, sandboxContext } from "../../src/core/sandbox.js";
-import { type NewSwc, TRANSPILE_BASE_FUEL, Transpiler } from "../../src/core/transpile.js";
-import type { CodeExecutionLog } from "../../src/core/types.js";
-import { bridged, SerializationError, Thrown } from "../../src/values/errors.js";
-import { Encoded, FunctionTable } from "../../src/values/to-guest.js";
-import type { GuestTape } from "../../src/values/to-host.js";
+import {
+  bridged,
+  type CodeExecutionLog,
+  Encoded,
+  FunctionTable,
+  type GuestTape,
+  InstancePool,
+  inThread,
+  internalFailure,
+  type NewSwc,
+  type Relay,
+  type RunContext,
+  SerializationError,
+  type StartedRun,
+  Thrown,
+  TRANSPILE_BASE_FUEL,
+  Transpiler,
+  threadContext,
+} from "../../src/core/runner-port.js";
 import { swcOf } from "../swc.js";
 import { CallChannel } from "./call-channel.js";
 import {
@@ -44,8 +52,8 @@ const data = workerData as { signals: SharedArrayBuffer; calls: SharedArrayBuffe
 const { flags, clock } = signalViews(data.signals);
 const calls = new CallChannel(data.port, data.calls);
 const modules = new Map<number, WebAssembly.Module>();
-/** The sandboxes' settings, checked once, the least recently used first (see `SETTINGS_KEPT`). */
-const contexts = new Map<number, SandboxContext>();
+/** The sandboxes' contexts, made when their settings arrive, the least recently used first (see `SETTINGS_KEPT`). */
+const contexts = new Map<number, RunContext>();
 /** SWC's compiled wasm, which the caller's thread sends before the first TypeScript run. */
 let resolveSwc!: (swc: NewSwc) => void;
 const swc = new Promise<NewSwc>((resolve) => {
@@ -128,15 +136,12 @@ function moduleOf(wasm: WasmRef): WebAssembly.Module {
   return modules.get(wasm.id) as WebAssembly.Module;
 }
 
-/** A sandbox's context on this worker: its settings as the caller's thread sent them, checked once. */
-function contextOf(ref: SettingsRef, wasm: WebAssembly.Module): SandboxContext {
+/** A sandbox's context on this worker: its settings as the core derived them on the caller's thread. */
+function contextOf(ref: SettingsRef, wasm: WebAssembly.Module): RunContext {
   let context = contexts.get(ref.id);
   contexts.delete(ref.id);
   if (ref.settings !== undefined) {
-    const { fetch, ...settings } = ref.settings;
-    context = sandboxContext({
-      ...settings,
-      ...(fetch === undefined ? {} : { fetch }),
+    context = threadContext(ref.settings, {
       wasm,
       transpiler,
       pool,
@@ -156,9 +161,9 @@ function contextOf(ref: SettingsRef, wasm: WebAssembly.Module): SandboxContext {
 async function warm(message: Extract<ToWorker, { kind: "warm" }>): Promise<void> {
   const module = moduleOf(message.wasm);
   if (message.swc !== undefined) resolveSwc(swcOf(message.swc));
-  if (message.boot !== undefined) {
-    const { bootModules, webApis, fetch, memoryLimitBytes } = message.boot;
-    await pool.prepare(module, memoryLimitBytes, bootOf(bootModules, webApis, fetch));
+  if (message.instance !== undefined) {
+    const { boot, memoryLimitBytes } = message.instance;
+    await pool.prepare(module, memoryLimitBytes, boot);
   }
   if (message.swc === undefined) return;
   await transpiler.load();

@@ -16,6 +16,7 @@
  */
 import { linearMemoryBytes } from "./engine.js";
 import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
+import type { InstancePoolPort } from "./ports.js";
 
 /** Idle instances kept whatever the load (the least recently used goes first past the pool's bound). */
 export const MIN_IDLE_INSTANCES = 4;
@@ -35,7 +36,7 @@ export interface InstancePoolOptions {
 }
 
 /** Booted instances for the runs of the sandboxes given it (see the module comment). */
-export class InstancePool {
+export class InstancePool implements InstancePoolPort {
   readonly #deferRestore: boolean;
   /** Idle instances, the most recently given back last. */
   readonly #idle: BootedInstance[] = [];

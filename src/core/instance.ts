@@ -15,7 +15,6 @@ import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
-import type { TimerHandles } from "./timers.js";
 import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
 
@@ -56,6 +55,12 @@ export type CoreHandles = Record<Exclude<keyof CoreInternals, "intrinsics">, Qui
   intrinsics: QuickJSHandle;
 };
 export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clone">, QuickJSHandle>;
+
+/** The host's handles on the guest's timers (see `nextTimer` and `fireTimer` in guest/web-kit.ts). */
+export interface TimerHandles {
+  next: QuickJSHandle;
+  fire: QuickJSHandle;
+}
 
 /**
  * What an instance evaluates at boot besides the prelude: the Web APIs when the sandbox asks for them

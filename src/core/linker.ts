@@ -9,8 +9,8 @@
 
 import { charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
+import type { FuelAccount, Transpiled, TranspilerPort } from "./ports.js";
 import type { RunOptions } from "./request.js";
-import type { FuelAccount, Transpiled, Transpiler } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** The run's side of resolving and loading: a transpile's, the host's charges and the failures it keeps. */
@@ -54,10 +54,14 @@ export class Linker {
   readonly #failures: LinkFailure[] = [];
   /** The instance's boot modules (see `BOOT_PREFIX`). */
   readonly #bootModules: Readonly<Record<string, string>>;
-  readonly #transpiler: Transpiler | undefined;
+  readonly #transpiler: TranspilerPort | undefined;
 
   /** The graph of a run of `options` (checked by `resolveOptions`) on an instance booted with `bootModules`. */
-  constructor(options: RunOptions, bootModules: Readonly<Record<string, string>>, transpiler: Transpiler | undefined) {
+  constructor(
+    options: RunOptions,
+    bootModules: Readonly<Record<string, string>>,
+    transpiler: TranspilerPort | undefined,
+  ) {
     this.#options = options;
     this.#bootModules = bootModules;
     this.#transpiler = transpiler;
@@ -139,7 +143,7 @@ export class Linker {
     let code = source;
     let map: Transpiled["map"] | undefined;
     if (this.#options.language === "typescript") {
-      const result = (this.#transpiler as Transpiler).transpile(source, account);
+      const result = (this.#transpiler as TranspilerPort).transpile(source, account);
       if (!("code" in result)) {
         const failure: LinkFailure = { name: "SyntaxError", ...result, filename: name };
         this.#failures.push(failure);

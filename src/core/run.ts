@@ -18,9 +18,9 @@ import type { InstancePool } from "./instance-pool.js";
 import { Limits } from "./limits.js";
 import { INTERNALS_MODULE, Linker } from "./linker.js";
 import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
+import type { TranspilerPort } from "./ports.js";
 import type { RunOptions, RunRequest } from "./request.js";
 import { Timers } from "./timers.js";
-import type { Transpiler } from "./transpile.js";
 import type { CodeExecutionError, CodeExecutionLog, SafetyCap } from "./types.js";
 
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./guest-bridge.js";
@@ -38,7 +38,7 @@ export interface RunContext {
   boot: Boot;
   /** See `SandboxOptions.onLog`. */
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
-  transpiler: Transpiler | undefined;
+  transpiler: TranspilerPort | undefined;
   /** See `SandboxOptions.fetch`. */
   fetch: FetchPolicy | undefined;
 }

@@ -3,17 +3,19 @@
  * checked once and shared by every run it starts, each run's options checked and its values encoded before a runner
  * starts it, and the one place a run's `CodeExecutionResult` is built, whichever runner ran it. The core's runner
  * gives each run a booted instance of its own, from the sandbox's pool; the next run gets it back as booted (see
- * core/instance.ts).
+ * core/instance.ts). A runner on other threads gets the settings as derived here ({@link threadSettingsOf}) and
+ * takes them there as they come ({@link threadContext}).
  * @module
  */
 
-import { fetchPolicyOf } from "../fetch/policy.js";
+import { type FetchOptions, fetchPolicyOf, fetchSettingOf } from "../fetch/policy.js";
 import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
-import { bootOf } from "./instance.js";
+import { type Boot, bootOf } from "./instance.js";
 import { InstancePool } from "./instance-pool.js";
 import { FUEL_PER_MS } from "./limits.js";
 import { type Ending, internalFailure } from "./outcome.js";
+import type { TranspilerPort } from "./ports.js";
 import { prepareRun, type RunRequest } from "./request.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
@@ -44,7 +46,7 @@ export interface SandboxSettings extends SandboxOptions {
 }
 
 /** A sandbox's settings, checked, with every default applied. */
-export interface SandboxContext extends RunContext {
+interface SandboxContext extends RunContext {
   defaultMemoryLimitBytes: number;
 }
 
@@ -54,7 +56,7 @@ const defaultClock = (): (() => number) => {
 };
 
 /** Checks a sandbox's settings (a `TypeError` names the bad one) and applies the defaults. */
-export function sandboxContext(settings: SandboxOptions): SandboxContext {
+function sandboxContext(settings: SandboxOptions): SandboxContext {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
@@ -69,6 +71,8 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);
   }
   const safetyCap = { ...DEFAULT_SAFETY_CAP, ...settings.safetyCap };
+  const { pool = new InstancePool() } = settings;
+  if (!(pool instanceof InstancePool)) throw new TypeError("createSandbox: pool must be an InstancePool");
   const defaultMemoryLimitBytes = settings.defaultMemoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
   for (const [key, value] of Object.entries({ defaultMemoryLimitBytes, ...safetyCap })) {
     if (typeof value !== "number" || !(value > 0))
@@ -76,7 +80,7 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
   }
   return {
     wasm: compiledModule(settings.wasm),
-    pool: settings.pool ?? new InstancePool(),
+    pool,
     restore: mode === "restore",
     safetyCap,
     clock: settings.clock ?? defaultClock(),
@@ -86,6 +90,46 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
     transpiler: settings.transpiler,
     fetch,
     defaultMemoryLimitBytes,
+  };
+}
+
+/**
+ * A sandbox's settings as they cross to another thread that runs its runs, as {@link sandboxContext} derived them
+ * (the functions, the transpiler and the pool stay: that thread has its own).
+ */
+export interface ThreadSettings {
+  restore: boolean;
+  safetyCap: SafetyCap;
+  boot: Boot;
+  /** The guest's `fetch`, made on that thread by its own platform `fetch` (so a stop there aborts its requests). */
+  fetch: FetchOptions | undefined;
+}
+
+/** What a thread that runs a sandbox's runs gives them of its own. */
+export interface ThreadParts {
+  wasm: WebAssembly.Module;
+  pool: InstancePool;
+  transpiler: TranspilerPort;
+  interrupted: () => boolean;
+}
+
+/** The settings of `context` that cross to a thread (structured-cloneable). */
+export function threadSettingsOf(context: RunContext): ThreadSettings {
+  const { restore, safetyCap, boot, fetch } = context;
+  return { restore, safetyCap, boot, fetch: fetch && fetchSettingOf(fetch) };
+}
+
+/** The context of a sandbox's runs on a thread of its runner: its settings as they crossed, with the thread's parts. */
+export function threadContext(settings: ThreadSettings, parts: ThreadParts): RunContext {
+  const { fetch, ...crossed } = settings;
+  return {
+    ...crossed,
+    ...parts,
+    wasm: compiledModule(parts.wasm),
+    clock: defaultClock(),
+    onLog: undefined,
+    // The allow list's parsed rules do not survive the crossing: they are parsed again from its normalized entries.
+    fetch: fetch && fetchPolicyOf(fetch),
   };
 }
 

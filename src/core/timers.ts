@@ -9,19 +9,14 @@
  * platform's own `setTimeout`.
  * @module
  */
-import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
+import type { QuickJSContext } from "quickjs-emscripten-core";
 import type { GuestBridge } from "./guest-bridge.js";
+import type { TimerHandles } from "./instance.js";
 import { FUEL_PER_MS, type Limits } from "./limits.js";
 import { Stopped } from "./outcome.js";
 
 /** The longest wait of a platform timer (a signed 32-bit delay: longer ones fire at once). */
 const MAX_PLATFORM_DELAY_MS = 2 ** 31 - 1;
-
-/** The host's handles on the guest's timers (see `nextTimer` and `fireTimer` in guest/web-kit.ts). */
-export interface TimerHandles {
-  next: QuickJSHandle;
-  fire: QuickJSHandle;
-}
 
 export class Timers {
   readonly #handles: TimerHandles;

@@ -15,19 +15,7 @@
  */
 import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
 import { FUEL_QUANTUM, Meter } from "./engine.js";
-
-export interface Transpiled {
-  code: string;
-  /** Present when positions moved (enums, namespaces...). */
-  map?: TraceMap;
-}
-
-/** A syntax error at a 1-based position of the original source. */
-export interface TranspileFailure {
-  message: string;
-  line: number;
-  column: number;
-}
+import type { FuelAccount, Transpiled, TranspileFailure, TranspilerPort } from "./ports.js";
 
 /** What the core uses of `@swc/wasm-typescript`: one instance of its metered wasm. */
 export interface Swc {
@@ -38,13 +26,6 @@ export interface Swc {
 
 /** Makes a fresh SWC instance whose fuel hook is `out`. */
 export type NewSwc = (out: () => void) => Swc;
-
-/** The run's side of a transpile: the fuel it has left, what the transpile spent, and whether it must stop. */
-export interface FuelAccount {
-  readonly fuelLeft: number;
-  spend(units: number): void;
-  stopped(): boolean;
-}
 
 export interface SwcOptions {
   mode: "strip-only" | "transform";
@@ -104,7 +85,7 @@ interface Metered {
 }
 
 /** TypeScript erasure by SWC, loaded on the first TypeScript run of a sandbox given it (`SandboxOptions.transpiler`). */
-export class Transpiler {
+export class Transpiler implements TranspilerPort {
   readonly #load: () => Promise<NewSwc>;
   /**
    * Makes a fresh SWC instance: a trap (absurd nesting overflows its stack) or a halt (an exception thrown through

@@ -4,10 +4,10 @@
  * @module
  */
 import type { FetchOptions } from "../fetch/policy.js";
-import type { InstancePool } from "./instance-pool.js";
-import type { Transpiler } from "./transpile.js";
+import type { InstancePoolPort, TranspilerPort } from "./ports.js";
 
 export type { FetchOptions, FetchTransport } from "../fetch/policy.js";
+export type { FuelAccount, InstancePoolPort, Transpiled, TranspileFailure, TranspilerPort } from "./ports.js";
 
 /** Options of one run (contract.md §3). Unknown keys are rejected with a `TypeError`. */
 export interface CodeExecutionOptions {
@@ -174,16 +174,16 @@ export interface SandboxOptions {
    */
   onLog?: (entry: CodeExecutionLog) => void;
   /**
-   * Erases TypeScript (the default `language`): a {@link Transpiler} over SWC's metered wasm (`runcode/swc` and
+   * Erases TypeScript (the default `language`): the core's `Transpiler` over SWC's metered wasm (`runcode/swc` and
    * `runcode/swc.wasm`); sandboxes given the same one share its SWC instance and its cache. Without one a TypeScript
    * run fails. Node's entry gives its own.
    */
-  transpiler?: Transpiler;
+  transpiler?: TranspilerPort;
   /**
-   * The booted instances runs take and give back (see {@link InstancePool}); sandboxes given the same pool share its
-   * idle instances and its memory bound. Default: a pool of this sandbox's own.
+   * The booted instances runs take and give back: an `InstancePool` (see {@link InstancePoolPort}); sandboxes given
+   * the same pool share its idle instances and its memory bound. Default: a pool of this sandbox's own.
    */
-  pool?: InstancePool;
+  pool?: InstancePoolPort;
   /**
    * Gives the guest `fetch` (contract.md §13.8), reaching only the origins (and path prefixes) of `allow`; needs
    * `webApis: true`. Without it `fetch` does not exist in the guest.

@@ -41,4 +41,9 @@ describe("sandbox settings", () => {
     for (let i = 0; i < 3; i++) await own("export default 1", js);
     expect(pool.idle).toBe(2);
   });
+
+  it("a pool that is not an InstancePool is refused when the sandbox is made", () => {
+    const pool = { limitMemory: () => {} };
+    expect(() => createSandbox({ pool })).toThrow(new TypeError("createSandbox: pool must be an InstancePool"));
+  });
 });

@@ -7,7 +7,8 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadSwc } from "../../node/swc.js";
-import { type FuelAccount, Transpiler } from "../../src/core/transpile.js";
+import type { FuelAccount } from "../../src/core/ports.js";
+import { Transpiler } from "../../src/core/transpile.js";
 
 const ENTRY = fileURLToPath(new URL("../../dist/node/index.js", import.meta.url));
 

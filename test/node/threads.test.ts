@@ -347,7 +347,10 @@ describe("what crosses to a worker", () => {
     });
     const settings = runs.flatMap((message) => (message.kind === "run" ? [message.settings] : []));
     expect(settings.length).toBe(3);
-    expect(settings[0]?.settings).toMatchObject({ safetyCap: { cpuTimeMs: 5_000 }, bootModules: { m: "export {}" } });
+    expect(settings[0]?.settings).toMatchObject({
+      safetyCap: { cpuTimeMs: 5_000 },
+      boot: { modules: { m: "export {}" } },
+    });
     expect(settings.slice(1)).toEqual([{ id: settings[0]?.id }, { id: settings[0]?.id }]);
   });
 
