@@ -103,8 +103,6 @@ describe("the docs' code blocks", () => {
     );
     for (const block of programs) {
       expect([block.where, block.flags.filter((flag) => !FLAGS.includes(flag))]).toEqual([block.where, []]);
-      // A block built elsewhere (test/package builds the `vite` ones) is not run here.
-      if (block.flags.includes("vite")) expect([block.where, block.flags.includes("no-run")]).toEqual([block.where, true]);
     }
   });
 

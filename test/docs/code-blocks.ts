@@ -2,7 +2,8 @@
  * The fenced code blocks of the docs, as a reader copies them. A `ts`, `js` or `sh` block is a program and runs unless
  * its info string says `no-run` (```ts no-run); blocks of other languages (json, toml, text, none) are data. What a
  * program prints is stated in it, line by line, as `// prints: <line>` (`# prints: <line>` in sh), where `...`
- * stands for any text (a duration, a timestamp). `vite` marks a browser program that test/package builds with Vite.
+ * stands for any text (a duration, a timestamp). A `vite` block is also built by Vite as a page's module and run in
+ * Chromium, where it must print the same (test/package/smoke.test.ts, against the packed package).
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -39,7 +40,8 @@ function blocksOf(file: string, text: string): CodeBlock[] {
     const [language = "", ...flags] = (open[2] as string).trim().split(/\s+/);
     const body: string[] = [];
     let j = i + 1;
-    for (; j < lines.length && !/^ *```\s*$/.test(lines[j] as string); j++) body.push((lines[j] as string).slice(indent));
+    for (; j < lines.length && !/^ *```\s*$/.test(lines[j] as string); j++)
+      body.push((lines[j] as string).slice(indent));
     if (j === lines.length) throw new Error(`${file}:${i + 1}: a code block that never closes`);
     blocks.push({ where: `${file}:${i + 1}`, language, flags, code: `${body.join("\n")}\n` });
     i = j;
