@@ -187,7 +187,7 @@ document.title = "done";`,
 
 /**
  * Builds `code` as the module of a page with Vite (in `name/` of the consumer's project), serves the build with
- * `vite preview` and loads it in Chromium until the page sets its title: the title and the console's lines.
+ * `vite preview` and loads it in Chromium until the page sets its title: the title and the page's `console.log` lines.
  */
 async function inChromium(name: string, code: string): Promise<{ title: string; logs: string[] }> {
   const root = join(dir, name);
@@ -204,7 +204,10 @@ async function inChromium(name: string, code: string): Promise<{ title: string; 
   try {
     const page = await browser.newPage();
     const logs: string[] = [];
-    page.on("console", (message) => logs.push(message.text()));
+    // The page's console.log lines (not the browser's own errors, such as a missing favicon's 404).
+    page.on("console", (message) => {
+      if (message.type() === "log") logs.push(message.text());
+    });
     for (let i = 0; i < 100; i++) {
       if (
         await page.goto("http://127.0.0.1:8791/").then(
