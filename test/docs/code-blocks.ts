@@ -8,6 +8,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import ts from "typescript";
+import { expect } from "vitest";
 
 export const PROGRAM_LANGUAGES = ["ts", "js", "sh"];
 /** The words a program's info string may carry after its language. */
@@ -49,11 +51,24 @@ function blocksOf(file: string, text: string): CodeBlock[] {
   return blocks;
 }
 
-/** The lines a program says it prints, in order. */
-export function statedOutput(block: CodeBlock): string[] {
+/** A `ts` or `js` block as the JavaScript module a reader's toolchain makes of it: types erased, nothing else. */
+export function javascriptOf(block: CodeBlock): string {
+  if (block.language !== "ts") return block.code;
+  const compilerOptions = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 };
+  return ts.transpileModule(block.code, { compilerOptions }).outputText;
+}
+
+/** The lines a program says it prints, in order, as matchers of what it prints: `...` stands for any text. */
+export function statedOutput(block: CodeBlock): unknown[] {
   const marker = block.language === "sh" ? /#\s*prints:(?: (.*))?$/ : /\/\/\s*prints:(?: (.*))?$/;
   return block.code.split("\n").flatMap((line) => {
     const stated = marker.exec(line);
-    return stated ? [stated[1] ?? ""] : [];
+    return stated ? [matcherOf(stated[1] ?? "")] : [];
   });
+}
+
+function matcherOf(stated: string): unknown {
+  if (!stated.includes("...")) return stated;
+  const escaped = stated.split("...").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return expect.stringMatching(new RegExp(`^${escaped.join(".*")}$`));
 }

@@ -11,9 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "@playwright/test";
-import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { docBlocks, statedOutput } from "../docs/code-blocks.js";
+import { docBlocks, javascriptOf, statedOutput } from "../docs/code-blocks.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<
@@ -175,11 +174,7 @@ document.title = result.status + ":" + result.result.get("n");`,
   it.each(docBlocks(ROOT).filter((block) => block.flags.includes("vite")))(
     "$where, built by Vite as it stands, prints in Chromium what it says, TypeScript with no wiring",
     async (block) => {
-      const { logs } = await inChromium(
-        "readme",
-        `${ts.transpileModule(block.code, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText}
-document.title = "done";`,
-      );
+      const { logs } = await inChromium("readme", `${javascriptOf(block)}\ndocument.title = "done";`);
       expect(logs).toEqual(statedOutput(block));
     },
   );
