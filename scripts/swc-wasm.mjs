@@ -3,7 +3,7 @@
  * loads) into its wasm, which scripts/build-fuel-wasm.ts meters into wasm/swc-fuel.wasm, and its glue, written as
  * `dist/swc/swc.js`: an ES module whose `instantiate(module, out)` makes a fresh instance of SWC over that metered
  * wasm compiled (Workers compile wasm only at deploy time; a browser fetches and compiles it off its main work; Node
- * reads it from disk), `out` its fuel hook. Run by `prepare`, `npm run build` and `npm run build:web` (which
+ * reads it from disk), `out` its fuel hook, and whose `load()` fetches that wasm from the package (a browser's default). Run by `prepare`, `npm run build` and `npm run build:web` (which
  * `npm start` and `npm run deploy` run first).
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -41,6 +41,16 @@ imports.fuel = { out };
 wasm = new WebAssembly.Instance(wasmModule, imports).exports;
 return { transformSync: module.exports.transformSync, fuel: wasm.fuel };
 }
+
+export async function load() {
+  // Where the package has the wasm, beside dist/: a URL bundlers (Vite, webpack) emit as an asset. Read only here, as
+  // a Worker's modules may have no URL.
+  const url = new URL("../../wasm/swc-fuel.wasm", import.meta.url);
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(\`SWC's wasm: GET \${url} answered \${response.status}\`);
+  const wasmModule = await WebAssembly.compile(await response.arrayBuffer());
+  return (out) => instantiate(wasmModule, out);
+}
 `,
   );
   writeFileSync(
@@ -51,6 +61,11 @@ return { transformSync: module.exports.transformSync, fuel: wasm.fuel };
  * \`out\` called when its fuel counter drops below zero.
  */
 export declare function instantiate(wasmModule: WebAssembly.Module, out: () => void): Swc;
+/**
+ * SWC's metered wasm fetched from the package (\`wasm/swc-fuel.wasm\`, a URL relative to this module that bundlers
+ * emit as an asset) and compiled, as a maker of fresh instances: the default of a browser's sandboxes.
+ */
+export declare function load(): Promise<(out: () => void) => Swc>;
 `,
   );
 }

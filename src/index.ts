@@ -1,11 +1,13 @@
 /**
  * runcode: run JavaScript and TypeScript written by an LLM or a user in a QuickJS-WASM sandbox. This entry is
- * platform-neutral (no Node, Workers or DOM APIs): `runCode` lets the QuickJS variant load its own wasm, and
- * `createSandbox({ wasm })` takes a compiled `WebAssembly.Module` (the only way on Cloudflare Workers), bytes, or
- * a loader. The Node entry (`node/index.ts`) hands in the wasm compiled once from disk.
+ * platform-neutral (no Node, Workers or DOM APIs): `runCode` lets the QuickJS variant load its own wasm and fetches
+ * SWC's from the package on its first TypeScript run, and `createSandbox({ wasm })` takes a compiled
+ * `WebAssembly.Module` (the only way on Cloudflare Workers), bytes, or a loader. The Node entry (`node/index.ts`) hands
+ * in the wasm compiled once from disk.
  * @module
  */
 import { createSandbox as createCoreSandbox } from "./core/sandbox.js";
+import { Transpiler } from "./core/transpile.js";
 import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions } from "./core/types.js";
 
 export { InstancePool } from "./core/instance-pool.js";
@@ -18,8 +20,17 @@ export { SerializationError } from "./values/errors.js";
 export type { JsonValue } from "./values/json.js";
 export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from "./values/wire.js";
 
+/**
+ * The `transpiler` of this entry's sandboxes given none: on the first TypeScript run, SWC's glue imported from the
+ * package and its wasm fetched from beside it (`runcode/swc`'s `load`), which a bundler such as Vite emits as an
+ * asset. On Workers, which compile wasm only at deploy time, pass a `transpiler` of the deployed module.
+ */
+const transpiler = new Transpiler(async () => (await import("runcode/swc")).load());
+
 /** Creates a sandbox runner; see {@link SandboxOptions}. */
-export const createSandbox: (settings?: SandboxOptions) => Sandbox = createCoreSandbox;
+export function createSandbox(settings: SandboxOptions = {}): Sandbox {
+  return createCoreSandbox({ transpiler, ...settings });
+}
 
 let shared: Sandbox | undefined;
 

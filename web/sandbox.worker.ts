@@ -10,7 +10,6 @@ import type { JsonValue } from "../src/values/json.js";
 import { toWire } from "../src/values/wire.js";
 import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
 import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
-import { transpiler } from "./swc.js";
 
 interface WorkerScope {
   postMessage(message: FromWorker): void;
@@ -20,8 +19,8 @@ const scope = self as unknown as WorkerScope;
 
 // One compiled module for both sandboxes: the one with the Web APIs boots its own instances on its first run.
 const compiled = WebAssembly.compileStreaming(fetch(wasmUrl));
-const sandbox = createSandbox({ wasm: () => compiled, transpiler });
-const webSandbox = createSandbox({ wasm: () => compiled, transpiler, webApis: true });
+const sandbox = createSandbox({ wasm: () => compiled });
+const webSandbox = createSandbox({ wasm: () => compiled, webApis: true });
 const warm = (async () => {
   const started = performance.now();
   await sandbox.runCode("export default 1", { language: "javascript" });

@@ -1,16 +1,18 @@
 /**
  * The package as a consumer gets it: `npm pack`, installed into a fresh project (with the typescript and vite this
  * repository pins), then used as the README and the docs show: ESM and CommonJS in Node, `runcode/environment` and
- * `runcode/host`, `tsc --strict` under the node16, nodenext and bundler resolutions, and a Vite build of a page that
- * runs `runCode` in Chromium.
+ * `runcode/host`, `tsc --strict` under the node16, nodenext and bundler resolutions, Vite builds of pages that run
+ * `runCode` in Chromium (one wiring SWC itself, and the README's `vite` blocks as they stand, TypeScript with no
+ * wiring), and `runcode serve` with its playground.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "@playwright/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { docBlocks, javascriptOf, statedOutput } from "../docs/code-blocks.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<
@@ -82,6 +84,40 @@ console.log(JSON.stringify([created.status, stdout]));`,
     expect(JSON.parse(run("node", ["host.mjs"]))).toEqual([201, "42\n"]);
   });
 
+  it("runcode serve serves the playground at / from the package's dist/web", async () => {
+    const server = spawn(
+      process.execPath,
+      [
+        join(dir, "node_modules/runcode/dist/node/cli.js"),
+        "serve",
+        "--port",
+        "0",
+        "--db",
+        `file:${join(dir, "serve.db")}`,
+      ],
+      { cwd: dir, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    try {
+      let output = "";
+      const url = await new Promise<string>((resolve, reject) => {
+        const read = (chunk: Buffer) => {
+          output += chunk.toString();
+          const listening = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+          if (listening !== undefined) resolve(listening);
+        };
+        server.stdout.on("data", read);
+        server.stderr.on("data", read);
+        server.once("exit", (code) => reject(new Error(`runcode serve exited ${code}: ${output}`)));
+      });
+      expect(output).toContain("playground served");
+      const page = await fetch(`${url}/`);
+      expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
+      expect(await page.text()).toContain("<title>runcode playground</title>");
+    } finally {
+      process.kill(-(server.pid as number), "SIGKILL");
+    }
+  });
+
   it("type-checks with --strict under node16, nodenext and bundler resolution", () => {
     writeFileSync(
       join(dir, "consumer.ts"),
@@ -116,12 +152,11 @@ export const used = [result.status, sandbox.runCode, app.fetch, createApp];
       ]);
     }
     typeCheck([...common, "--module", "esnext", "--moduleResolution", "bundler", "consumer.ts"]);
-  });
+  }, 300_000); // three full type checks: over two minutes on a loaded machine
 
   it("a Vite build of a page runs runCode in Chromium, TypeScript by SWC's wasm from the package", async () => {
-    writeFileSync(join(dir, "index.html"), `<!doctype html><script type="module" src="./page.js"></script>`);
-    writeFileSync(
-      join(dir, "page.js"),
+    const { title } = await inChromium(
+      "wired",
       `import { createSandbox, Transpiler } from "runcode";
 import { instantiate } from "runcode/swc";
 import swcWasmUrl from "runcode/swc.wasm?url";
@@ -133,33 +168,55 @@ const { runCode } = createSandbox({ transpiler });
 const result = await runCode("const n: number = 20; export default new Map([['n', n + 22]]);");
 document.title = result.status + ":" + result.result.get("n");`,
     );
-    run("node", [join(dir, "node_modules/vite/bin/vite.js"), "build", "--logLevel", "error"]);
-    const server = spawn(
-      process.execPath,
-      [join(dir, "node_modules/vite/bin/vite.js"), "preview", "--port", "8791", "--strictPort"],
-      { cwd: dir, stdio: "ignore" },
-    );
-    const browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox"],
-    });
-    try {
-      const page = await browser.newPage();
-      for (let i = 0; i < 100; i++) {
-        if (
-          await page.goto("http://127.0.0.1:8791/").then(
-            () => true,
-            () => false,
-          )
-        )
-          break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      await page.waitForFunction(() => document.title !== "", null, { timeout: 30_000 });
-      expect(await page.title()).toBe("success:42");
-    } finally {
-      await browser.close();
-      server.kill();
-    }
+    expect(title).toBe("success:42");
   });
+
+  it.each(docBlocks(ROOT).filter((block) => block.flags.includes("vite")))(
+    "$where, built by Vite as it stands, prints in Chromium what it says, TypeScript with no wiring",
+    async (block) => {
+      const { logs } = await inChromium("readme", `${javascriptOf(block)}\ndocument.title = "done";`);
+      expect(logs).toEqual(statedOutput(block));
+    },
+  );
 });
+
+/**
+ * Builds `code` as the module of a page with Vite (in `name/` of the consumer's project), serves the build with
+ * `vite preview` and loads it in Chromium until the page sets its title: the title and the page's `console.log` lines.
+ */
+async function inChromium(name: string, code: string): Promise<{ title: string; logs: string[] }> {
+  const root = join(dir, name);
+  mkdirSync(root, { recursive: true });
+  writeFileSync(join(root, "index.html"), `<!doctype html><script type="module" src="./page.js"></script>`);
+  writeFileSync(join(root, "page.js"), code);
+  const vite = join(dir, "node_modules/vite/bin/vite.js");
+  run("node", [vite, "build", "--logLevel", "error"], root);
+  const server = spawn(process.execPath, [vite, "preview", "--port", "8791", "--strictPort"], {
+    cwd: root,
+    stdio: "ignore",
+  });
+  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox"] });
+  try {
+    const page = await browser.newPage();
+    const logs: string[] = [];
+    // The page's console.log lines (not the browser's own errors, such as a missing favicon's 404).
+    page.on("console", (message) => {
+      if (message.type() === "log") logs.push(message.text());
+    });
+    for (let i = 0; i < 100; i++) {
+      if (
+        await page.goto("http://127.0.0.1:8791/").then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await page.waitForFunction(() => document.title !== "", null, { timeout: 30_000 });
+    return { title: await page.title(), logs };
+  } finally {
+    await browser.close();
+    server.kill();
+  }
+}
