@@ -25,7 +25,16 @@ export { fromWire, toWire, toWireText, WireLengthError, type WireOptions } from 
  * package and its wasm fetched from beside it (`runcode/swc`'s `load`), which a bundler such as Vite emits as an
  * asset. On Workers, which compile wasm only at deploy time, pass a `transpiler` of the deployed module.
  */
-const transpiler = new Transpiler(async () => (await import("runcode/swc")).load());
+const transpiler = new Transpiler(async () => {
+  try {
+    return await (await import("runcode/swc")).load();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new TypeError(
+      `TypeScript needs SWC: this sandbox was given no transpiler, and SWC's wasm could not be loaded from the package (${reason}): pass SandboxOptions.transpiler`,
+    );
+  }
+});
 
 /** Creates a sandbox runner; see {@link SandboxOptions}. */
 export function createSandbox(settings: SandboxOptions = {}): Sandbox {

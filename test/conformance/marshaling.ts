@@ -552,8 +552,19 @@ export function marshalingSuite(runCode: RunCode): void {
     });
 
     it("concurrent async host calls settle in the guest with their own values", async () => {
+      // Once the guest has made all three calls, the host settles them last first, each in a later task: an order
+      // of the host's choosing, not of timers racing on a loaded machine.
+      const calls: [number, (value: number) => void][] = [];
+      const settleLastFirst = () => {
+        const [n, resolve] = calls.pop() as [number, (value: number) => void];
+        resolve(n * 10);
+        if (calls.length > 0) setTimeout(settleLastFirst, 0);
+      };
       const delayed = (n: unknown) =>
-        new Promise<number>((resolve) => setTimeout(() => resolve(Number(n) * 10), 30 - Number(n) * 10));
+        new Promise<number>((resolve) => {
+          calls.push([Number(n), resolve]);
+          if (calls.length === 3) setTimeout(settleLastFirst, 0);
+        });
       const source =
         "const order = [];\nconst all = await Promise.all([1, 2, 3].map((n) => delayed(n).then((v) => { order.push(n); return v; })));\nexport default [all, order]";
       expect(await ok(runCode, source, { globals: { delayed } })).toEqual([

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { loadSwc } from "../../node/swc.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
+import { createSandbox as createCoreSandbox } from "../../src/core/sandbox.js";
 import { Transpiler } from "../../src/core/transpile.js";
 import { createSandbox } from "../../src/index.js";
 import { wasm } from "../environment/helpers.js";
@@ -17,12 +18,24 @@ describe("sandbox settings", () => {
   it("TypeScript runs on a sandbox given a transpiler, and fails on one without, beside the Node entry", async () => {
     const given = createSandbox({ wasm: await wasm(), transpiler: new Transpiler(loadSwc) });
     expect(outcome(await given.runCode(TYPESCRIPT))).toEqual({ status: "success", result: 42 });
-    const without = createSandbox({ wasm: await wasm() });
+    const without = createCoreSandbox({ wasm: await wasm() });
     expect(outcome(await without.runCode(TYPESCRIPT))).toEqual({
       status: "error",
       error:
         "InternalError: The sandbox failed: TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)",
     });
+  });
+
+  it("the platform-neutral entry's sandboxes load SWC from the package, and say so where they cannot", async () => {
+    // Node's fetch reads no file: URLs, so the package's wasm beside the module cannot be fetched here (a bundler
+    // serves it as an asset).
+    const entry = createSandbox({ wasm: await wasm() });
+    expect(outcome(await entry.runCode(TYPESCRIPT))).toEqual({
+      status: "error",
+      error:
+        "InternalError: The sandbox failed: TypeScript needs SWC: this sandbox was given no transpiler, and SWC's wasm could not be loaded from the package (fetch failed): pass SandboxOptions.transpiler",
+    });
+    expect(outcome(await entry.runCode("export default 1", js))).toEqual({ status: "success", result: 1 });
   });
 
   it("sandboxes given one pool share its idle instances; a sandbox given none keeps its own", async () => {
