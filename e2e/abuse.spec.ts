@@ -75,6 +75,26 @@ async function seed(request: APIRequestContext, n = 2) {
  * One HTTP/1.1 request over a raw socket, so that the path arrives exactly as written (no URL normalization), with
  * `host` as its `Host` (a DNS-rebound page's is the attacker's name).
  */
+/** A body of `length` bytes, once it all arrived. */
+function lengthed(body: string, length: number): string | undefined {
+  return Buffer.byteLength(body) < length ? undefined : body;
+}
+
+/** A chunked body decoded, once its last chunk arrived. */
+function unchunked(encoded: string): string | undefined {
+  const bytes = Buffer.from(encoded);
+  const parts: Buffer[] = [];
+  for (let at = 0; ; ) {
+    const line = bytes.indexOf("\r\n", at);
+    if (line < 0) return undefined;
+    const size = Number.parseInt(bytes.subarray(at, line).toString(), 16);
+    if (size === 0) return Buffer.concat(parts).toString();
+    if (bytes.length < line + 2 + size + 2) return undefined;
+    parts.push(bytes.subarray(line + 2, line + 2 + size));
+    at = line + 2 + size + 2;
+  }
+}
+
 function raw(
   baseURL: string,
   method: string,
@@ -91,14 +111,17 @@ function raw(
     let text = "";
     socket.setEncoding("utf8");
     socket.on("error", reject);
-    // workerd keeps the connection open despite `Connection: close`: the answer is complete at its Content-Length.
+    // workerd keeps the connection open despite `Connection: close`: the answer is complete at its Content-Length,
+    // or, for a body streamed as it is read (a record's large fields), at its last chunk.
     socket.on("data", (chunk) => {
       text += chunk;
       const split = text.indexOf("\r\n\r\n");
       if (split < 0) return;
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(text.slice(0, split))?.[1] ?? 0);
-      const body = text.slice(split + 4);
-      if (Buffer.byteLength(body) < length) return;
+      const head = text.slice(0, split);
+      const body = /\r\ntransfer-encoding: chunked/i.test(head)
+        ? unchunked(text.slice(split + 4))
+        : lengthed(text.slice(split + 4), Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0));
+      if (body === undefined) return;
       socket.destroy();
       resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), body });
     });
