@@ -35,7 +35,7 @@ async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>
 }
 
 /** Settings of `runcode mcp`. */
-export interface StdioMcpOptions {
+interface StdioMcpOptions {
   /** A configuration file naming upstream MCP servers. */
   configPath?: string | undefined;
   /** Gives runs the Web APIs (`SandboxOptions.webApis`). */

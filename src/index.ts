@@ -14,7 +14,27 @@ export { InstancePool } from "./core/instance-pool.js";
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
 export { DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS, safetyCapWithin } from "./core/sandbox.js";
 export { type NewSwc, type Swc, type SwcOptions, Transpiler } from "./core/transpile.js";
-export type * from "./core/types.js";
+export type {
+  CodeExecution,
+  CodeExecutionError,
+  CodeExecutionErrorCode,
+  CodeExecutionLog,
+  CodeExecutionOptions,
+  CodeExecutionResult,
+  CodeExecutionStatus,
+  FetchOptions,
+  FetchTransport,
+  FuelAccount,
+  InstancePoolPort,
+  RunCode,
+  SafetyCap,
+  Sandbox,
+  SandboxOptions,
+  Transpiled,
+  TranspileFailure,
+  TranspilerPort,
+  WasmSource,
+} from "./core/types.js";
 export { MAX_PENDING_TIMERS } from "./core/web-apis.js";
 export { SerializationError } from "./values/errors.js";
 export type { JsonValue } from "./values/json.js";

@@ -7,11 +7,11 @@ import type { CodeExecutionResult } from "../src/core/types.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
 
-export type EdgeOutcome =
+type EdgeOutcome =
   | { kind: "result"; result: CodeExecutionResult; roundTripMs: number }
   | { kind: "unavailable"; message: string };
 
-export interface EdgeRequest {
+interface EdgeRequest {
   /** Sent as `Authorization: Bearer <key>` when not empty. */
   key: string;
   signal?: AbortSignal;

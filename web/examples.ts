@@ -5,7 +5,7 @@
  */
 import { defaultSession, type Session } from "./session.js";
 
-export interface Example {
+interface Example {
   id: string;
   title: string;
   session: Session;

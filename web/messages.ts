@@ -28,12 +28,12 @@ export interface RunPayload {
 }
 
 /** Page -> worker: answer with `ready` once the engine is warm. */
-export interface HelloMessage {
+interface HelloMessage {
   type: "hello";
   nonce: string;
 }
 /** Page -> worker: start one run. */
-export interface RunMessage {
+interface RunMessage {
   type: "run";
   nonce: string;
   payload: RunPayload;
@@ -41,20 +41,20 @@ export interface RunMessage {
 export type ToWorker = HelloMessage | RunMessage;
 
 /** Worker -> page: the engine is compiled and warm. */
-export interface ReadyMessage {
+interface ReadyMessage {
   type: "ready";
   nonce: string;
   /** Milliseconds the worker spent getting ready (wasm compile + first run). */
   warmupMs: number;
 }
 /** Worker -> page: one value the guest passed to `report`, as it happens. */
-export interface ReportMessage {
+interface ReportMessage {
   type: "report";
   nonce: string;
   value: JsonValue;
 }
 /** Worker -> page: the run settled. */
-export interface ResultMessage {
+interface ResultMessage {
   type: "result";
   nonce: string;
   /** `toWire(CodeExecutionResult)`. */
@@ -63,7 +63,7 @@ export interface ResultMessage {
   workerMs: number;
 }
 /** Worker -> page: the run could not start (bad options, a host function snippet that does not compile). */
-export interface RejectedMessage {
+interface RejectedMessage {
   type: "rejected";
   nonce: string;
   name: string;

@@ -10,7 +10,7 @@ import { fromWire } from "../src/values/wire.js";
 import { isReady, isRejected, isReport, isResult, newNonce, type RunPayload, type ToWorker } from "./messages.js";
 
 /** How a run in the browser ended: a result, or options the worker refused before starting. */
-export type BrowserOutcome =
+type BrowserOutcome =
   | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number }
   | { kind: "rejected"; name: string; message: string };
 

@@ -14,7 +14,7 @@ export interface HostEntry {
 }
 
 /** One source file: the entry (index 0) or a module keyed by its relative specifier. */
-export interface SourceFile {
+interface SourceFile {
   name: string;
   source: string;
 }
@@ -36,7 +36,7 @@ export interface Session {
   webApis: boolean;
 }
 
-export const STORAGE_KEY = "runcode.playground.session";
+const STORAGE_KEY = "runcode.playground.session";
 
 /** The session of a first visit. */
 export function defaultSession(): Session {

@@ -36,7 +36,7 @@ import { edgeSandbox } from "./sandboxes.js";
 import { ObjectProcessStore } from "./sql-stores.js";
 
 /** Past a run's timeout, how long before its alarm checks that the run ended (documented in docs/edge.md). */
-export const SLOT_RELEASE_GRACE_MS = 60_000;
+const SLOT_RELEASE_GRACE_MS = 60_000;
 
 type Started = { pid: number; state: HostState };
 

@@ -17,7 +17,7 @@ import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatemen
 import { type Answer, answer, unwrap } from "./rpc-refusals.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
-export const PENDING_TTL_MS = 30_000;
+const PENDING_TTL_MS = 30_000;
 
 export class RegistryObject extends DurableObject {
   readonly #sql: SqlStorage;

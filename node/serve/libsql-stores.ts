@@ -40,7 +40,7 @@ import { utf8Length } from "../../src/values/json.js";
 const ENDED_AT = "json_extract(record, '$.finishedAt')";
 
 /** How long a statement waits for a lock another connection holds (SQLite's busy timeout) before it fails. */
-export const BUSY_TIMEOUT_MS = 5_000;
+const BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * A row holds a record's summary as JSON (`record`) ahead of its large fields, one column each, so a listing reads

@@ -18,7 +18,7 @@ export interface DatabaseLock {
 }
 
 /** The file of a `file:` URL (`file:runcode.db`, `file:///srv/runcode.db?mode=rwc`); `undefined` for any other. */
-export function databaseFileOf(url: string): string | undefined {
+function databaseFileOf(url: string): string | undefined {
   if (!url.startsWith("file:")) return undefined;
   const path = (url.slice("file:".length).split("?")[0] as string).replace(/^\/\/(localhost)?(?=\/)/, "");
   return path === "" || path === ":memory:" ? undefined : path;

@@ -11,7 +11,7 @@ import { serveStatic } from "@hono/node-server/serve-static";
 import { Hono } from "hono";
 
 /** dist/web, beside this module's dist/node/serve. */
-export const PLAYGROUND_ROOT = fileURLToPath(new URL("../../web/", import.meta.url));
+const PLAYGROUND_ROOT = fileURLToPath(new URL("../../web/", import.meta.url));
 
 /** The files under `root` as the app's fallback; `undefined` when the playground is not built there. */
 export function playgroundFiles(root = PLAYGROUND_ROOT): ((request: Request) => Promise<Response>) | undefined {

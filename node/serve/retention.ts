@@ -12,7 +12,7 @@ export const SWEEP_EVERY_MS = 3_600_000;
 /** Rows one statement of the sweep deletes at most. */
 export const SWEEP_BATCH_ROWS = 500;
 
-export interface RetentionOptions {
+interface RetentionOptions {
   /** How long an ended process is kept after its end. */
   retentionMs: number;
   /** Epoch milliseconds. Default `Date.now`. */
@@ -21,7 +21,7 @@ export interface RetentionOptions {
   onError: (error: unknown) => void;
 }
 
-export interface Sweeps {
+interface Sweeps {
   /** No sweep starts from now on, nor another statement of one under way; resolves when that one has stopped. */
   stop(): Promise<void>;
 }

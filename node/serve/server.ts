@@ -35,14 +35,14 @@ import { sweepEndedProcesses } from "./retention.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the processes have ended. */
-export const DRAIN_MS = 5_000;
+const DRAIN_MS = 5_000;
 /** How long the active processes' kills and final writes may take before the drain goes on regardless. */
-export const CUT_OFF_MS = 5_000;
+const CUT_OFF_MS = 5_000;
 
 const within = (ms: number, work: Promise<unknown>) =>
   Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
-export interface Served {
+interface Served {
   /** Where it listens (`http://127.0.0.1:8080`). */
   url: string;
   /** Runs the start ended, cut off by the last stop. */

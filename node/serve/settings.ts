@@ -30,7 +30,7 @@ export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
  * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold
  * together: `RUNCODE_TENANT_STORAGE_BYTES`, `runcode serve`'s own (the edge keeps each process in an object of its own).
  */
-export const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
+const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
 
 /** Settings a flag can give, by name. */
 const FLAG_SETTINGS = [
@@ -42,7 +42,7 @@ const FLAG_SETTINGS = [
 ] as const;
 
 /** `RUNCODE_TENANT_MAX_ACTIVE` -> `tenant-max-active`. */
-export const flagOf = (setting: string) =>
+const flagOf = (setting: string) =>
   setting
     .replace(/^RUNCODE_/, "")
     .toLowerCase()
@@ -73,7 +73,7 @@ export interface ServeOptions {
 }
 
 /** Whether `host` is a loopback address or name: only there may the server guess its names and go without keys. */
-export const isLoopback = (host: string) => /^(127(\.\d{1,3}){3}|localhost|::1|\[::1\])$/i.test(host);
+const isLoopback = (host: string) => /^(127(\.\d{1,3}){3}|localhost|::1|\[::1\])$/i.test(host);
 
 /** The names a loopback server on `port` answers for (as wrangler.toml lists them for port 8787). */
 export const originsFor = (port: number) => [

@@ -16,7 +16,7 @@ import {
 import type { Crossed } from "./protocol.js";
 
 /** Posts the settlement of the caller's promise number `key`. */
-export type SendSettle = (key: number, ok: boolean, value: Crossed) => void;
+type SendSettle = (key: number, ok: boolean, value: Crossed) => void;
 
 export class Crossing {
   readonly #functions: FunctionTable;

@@ -101,7 +101,7 @@ export interface Waiting {
 }
 
 /** What a new worker readies itself for: runs like the latest (see the `warm` message). */
-export interface Latest {
+interface Latest {
   wasm: WebAssembly.Module;
   /** `undefined` when their instances are not restored. */
   instance: WarmInstance | undefined;

@@ -32,9 +32,9 @@ import {
  * How long the caller's thread watches for a worker's next synchronous call after answering one: a guest calling the
  * host in a loop calls again within microseconds. Not on a single core, where watching would only hold up the worker.
  */
-export const WATCH_MS = availableParallelism() > 1 ? 0.05 : 0;
+const WATCH_MS = availableParallelism() > 1 ? 0.05 : 0;
 /** Most time the caller's thread spends serving one worker's calls before its event loop takes a turn. */
-export const SERVE_SLICE_MS = 2;
+const SERVE_SLICE_MS = 2;
 
 /**
  * The worker's stack: Node gives JavaScript all but 192 KiB of it, so this leaves the 984 KiB V8 gives the main

@@ -14,7 +14,7 @@ const INITIAL_PAGES = 256;
  * Linear memory the engine needs besides the heap QuickJS counts: static data, the C stack and allocator slack
  * (measured: see docs/performance.md).
  */
-export const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
+const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
 
 /** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
 export function linearMemoryBytes(heapLimitBytes: number): number {

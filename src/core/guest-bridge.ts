@@ -87,7 +87,7 @@ export interface Relay {
 }
 
 /** What the bridge of one run reports to and takes from the run. */
-export interface RunSide {
+interface RunSide {
   functions: FunctionTable;
   /** The caller's report sink, if any. */
   report: HostFunction | undefined;

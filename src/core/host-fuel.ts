@@ -27,32 +27,32 @@ export const HOST_PROMISE_FUEL = 5_000;
  * A value crossing by tape, either way (the guest's encoder or decoder called, the tape made or read on the host):
  * `f({ a: 1 })` and `return { a: 1 }` took 16-21 us a call more than `f()`, of which the engine counted 1,400-4,800.
  */
-export const TAPE_FUEL = 3_000;
+const TAPE_FUEL = 3_000;
 
 /**
  * A character of a tape: copied across and parsed or made on the host. `console.log` of a 64 KiB string took ~2 units
  * a character the engine did not count.
  */
-export const TAPE_CHAR_FUEL = 2;
+const TAPE_CHAR_FUEL = 2;
 
 /**
  * A value of a tape (counted by its separators), on top of its characters: the host encodes or decodes it. 1,000 rows
  * of `{ i, s, on }` (~4,000 values, 31 KB of tape) took 1.9 ms to encode for the guest.
  */
-export const TAPE_VALUE_FUEL = 50;
+const TAPE_VALUE_FUEL = 50;
 
 /**
  * A character of a string a host function returns (or a promise of one resolves to), made in the engine from the
  * host's: a 64 KiB string took 1.3-1.5 units a character the engine did not count. (A string argument is read out by the engine's own copy, which it
  * counts: a 64 KiB one took 1.4 ms per 10^6 units with no charge of the host's.)
  */
-export const CHAR_FUEL = 1;
+const CHAR_FUEL = 1;
 
 /**
  * Bytes of a buffer crossing per unit: copied out of or into the engine's memory, or made by the platform's random
  * source (`getRandomValues` of 64 KiB ran at 1.1 ms per 10^6 units with a unit a byte).
  */
-export const BUFFER_BYTES_PER_UNIT = 4;
+const BUFFER_BYTES_PER_UNIT = 4;
 
 /**
  * A value the host reads as plain data (see plain-data.ts): a read costs ~25 ns, the CPU time of 8-20 units of the
@@ -67,7 +67,7 @@ export const PLAIN_READ_FUEL = 16;
 export const LOG_ENTRY_FUEL = 2_000;
 
 /** A call for random bytes: `crypto.getRandomValues` of 16 bytes took 6.4 ms per 10^6 units with 2,000 a call. */
-export const RANDOM_CALL_FUEL = 3_500;
+const RANDOM_CALL_FUEL = 3_500;
 
 /** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
 export const MODULE_RESOLVE_FUEL = 1_000;

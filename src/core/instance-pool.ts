@@ -26,7 +26,7 @@ export const MAX_IDLE_INSTANCES = 32;
 export const DEMAND_WINDOW_MS = 10_000;
 
 /** Settings of an {@link InstancePool}. */
-export interface InstancePoolOptions {
+interface InstancePoolOptions {
   /**
    * Restore an instance given back when {@link InstancePool.restoreReturned} is called or when the pool lends it
    * again, rather than at once: a runner that hands the run's result over first (a worker thread) takes the restore

@@ -31,7 +31,7 @@ const PROBE_SCAN_BYTES = 1024 * 1024;
 export type Answer = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
 
 /** The guest's requests of the host (see OP_* in values/tape.ts). */
-export type HostCall = (
+type HostCall = (
   op: QuickJSHandle,
   a: QuickJSHandle,
   tape: QuickJSHandle,
@@ -40,7 +40,7 @@ export type HostCall = (
 ) => Answer;
 
 /** The guest's calls of the caller's functions: function number `id` with the guest's own arguments. */
-export type HostFunctionCall = (id: QuickJSHandle, args: QuickJSHandle[]) => Answer;
+type HostFunctionCall = (id: QuickJSHandle, args: QuickJSHandle[]) => Answer;
 
 /** What the run holding the instance answers for it: the interrupt, the host functions and module loading. */
 export interface Holder {

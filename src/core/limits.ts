@@ -9,7 +9,7 @@ import { FUEL_QUANTUM, type Meter } from "./engine.js";
 import { type Stop, Stopped } from "./outcome.js";
 import type { CodeExecutionError, SafetyCap } from "./types.js";
 
-export interface LimitSettings {
+interface LimitSettings {
   safetyCap: SafetyCap;
   clock: () => number;
   /** An outside stop (see `SandboxOptions.interrupted`). */
@@ -37,7 +37,7 @@ export const STOP_GRACE_FUEL = 1_000_000;
  * polls ranged from ~20,000 to unbounded units (a native call is one tick whatever it does), so there fuel is no
  * bound on native work.
  */
-export const UNMETERED_POLL_FUEL = 50_000;
+const UNMETERED_POLL_FUEL = 50_000;
 
 /**
  * Fuel per millisecond of CPU time. A million units took 1.2-5.1 ms of CPU across a catalogue of 77 runaways, the

@@ -14,7 +14,7 @@ import type { RunOptions } from "./request.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** The run's side of resolving and loading: a transpile's, the host's charges and the failures it keeps. */
-export interface ModuleAccount extends FuelAccount {
+interface ModuleAccount extends FuelAccount {
   /** Charges a load before it is done; `false`: the run cannot pay. */
   pay(units: number): boolean;
   /** Counts bytes the host keeps for the run (see `Limits.retain`); `false`: past its memory, the run stops. */
@@ -44,7 +44,7 @@ export interface ModuleMapping {
 }
 
 /** A failure the run reports as `link_error` when the guest's error is this one. */
-export type LinkFailure = CodeExecutionError & { name: "LinkError" | "SyntaxError" };
+type LinkFailure = CodeExecutionError & { name: "LinkError" | "SyntaxError" };
 
 export class Linker {
   readonly entryName: string;

@@ -6,7 +6,7 @@
 import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
 
 /** Options after validation, with every default applied. */
-export interface ResolvedOptions {
+interface ResolvedOptions {
   fn: string;
   args: unknown[];
   /** `execute: "script"`: a module without the default export succeeds with no result instead of failing to link. */
@@ -36,7 +36,7 @@ const KEYS = new Set([
   "tenant",
 ]);
 /** Longest `tenant` name, in UTF-16 code units: a host's own identifier, never a payload. */
-export const MAX_TENANT_LENGTH = 256;
+const MAX_TENANT_LENGTH = 256;
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
 /** Reserved words, plus globals a script cannot redeclare or that the runtime's own scripts rely on. */
 const NOT_BINDABLE = new Set(

@@ -34,7 +34,7 @@ export class GuestFailure {
 export class Stopped {}
 
 /** What the classification reads of the run. */
-export interface EndState {
+interface EndState {
   stop: Stop | undefined;
   hostFault: unknown;
   instance: Instance | undefined;

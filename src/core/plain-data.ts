@@ -53,7 +53,7 @@ const ATOM_NULL = 0;
 export const MAX_PLAIN_LEVELS = 200;
 
 /** What a read found. */
-export interface PlainReading {
+interface PlainReading {
   /** Levels of objects and arrays of a plain object or array (the outermost is 1); 0: not plain. */
   levels: number;
   /** Values read, what the read cost. */

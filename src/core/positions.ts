@@ -6,14 +6,14 @@
 import type { ModuleMapping } from "./linker.js";
 import { originalPosition } from "./transpile.js";
 
-export interface Position {
+interface Position {
   filename: string;
   line: number;
   column: number;
 }
 
 /** Looks up how a module name's generated code maps back; `undefined` for names that are not user modules. */
-export type MappingOf = (name: string) => ModuleMapping | undefined;
+type MappingOf = (name: string) => ModuleMapping | undefined;
 
 /** A 1-based position in generated code -> the same place in the module's original source. */
 export function mapPosition(
@@ -31,7 +31,7 @@ export function mapPosition(
 }
 
 /** A parsed stack line: `at fn (file:line:col)` or `at file:line:col`. */
-export interface Frame {
+interface Frame {
   fn: string | undefined;
   file: string;
   line: number;

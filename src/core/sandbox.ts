@@ -40,7 +40,7 @@ export function safetyCapWithin(timeoutMs: number, most: Partial<SafetyCap> = {}
 }
 
 /** The core's `createSandbox` settings: the public ones, and where the runs execute. */
-export interface SandboxSettings extends SandboxOptions {
+interface SandboxSettings extends SandboxOptions {
   /** Default the core's own, in this thread ({@link inThread}); Node's entry passes its worker threads. */
   runner?: Runner;
 }
@@ -106,7 +106,7 @@ export interface ThreadSettings {
 }
 
 /** What a thread that runs a sandbox's runs gives them of its own. */
-export interface ThreadParts {
+interface ThreadParts {
   wasm: WebAssembly.Module;
   pool: InstancePool;
   transpiler: TranspilerPort;
@@ -148,7 +148,7 @@ export function createSandbox(settings: SandboxSettings = {}): Sandbox {
  * Starts `request` on `runner` and returns its handle, which settles with the run's result or, the moment it is
  * terminated, with what the run has so far; `started` is when `runCode` was called, on the context's clock.
  */
-export function startRun(context: RunContext, runner: Runner, request: RunRequest, started: number): Execution {
+function startRun(context: RunContext, runner: Runner, request: RunRequest, started: number): Execution {
   const reports: unknown[] = [];
   let settled = false;
   const run = runner(context, request, { reports, settled: () => settled });

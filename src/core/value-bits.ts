@@ -9,7 +9,7 @@
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 
 /** The kinds told from bits: those of `typeof`, with `null` apart. */
-export type BitKind = "number" | "boolean" | "string" | "undefined" | "null";
+type BitKind = "number" | "boolean" | "string" | "undefined" | "null";
 
 // The tags of the upper word (quickjs.h), shared with plain-data.ts.
 export const TAG_INT = 0;

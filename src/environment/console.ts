@@ -126,14 +126,6 @@ class Reviver {
 }
 
 /**
- * A cloned console argument with the guest's descriptions turned into what the formatter shows for the original.
- * Works in place: the clone is the host's own, made for this call.
- */
-export function revive(value: unknown): unknown {
-  return new Reviver().revive(value, 0);
-}
-
-/**
  * The line one console call prints (without its `\n`), at most `budget.limit` characters plus the truncation
  * marker (see `truncationMarker` in inspect.ts) when the budget runs out.
  */

@@ -8,7 +8,7 @@ import type { JSONSchema } from "../tools/types.js";
 import type { ToolDocsInput } from "./types.js";
 
 /** Settings the runtime documentation states as numbers. */
-export interface DocsSettings {
+interface DocsSettings {
   defaultTimeoutMs: number;
   memoryLimitBytes: number;
   concurrency: number;

@@ -37,7 +37,7 @@ function frameOf(text: string, file: string): Frame | undefined {
 }
 
 /** The frames of `file` in a (core-rewritten) stack, innermost first: at most 50, from its first 64 KB. */
-export function framesOf(stack: string | undefined, file: string): Frame[] {
+function framesOf(stack: string | undefined, file: string): Frame[] {
   const frames: Frame[] = [];
   const text = (stack ?? "").slice(0, MAX_STACK_CHARS);
   for (let start = 0; start < text.length && frames.length < MAX_FRAMES; ) {
@@ -52,7 +52,7 @@ export function framesOf(stack: string | undefined, file: string): Frame[] {
 }
 
 /** 1-based line and column of the first quoted occurrence of `specifier` in `code` (for failed imports). */
-export function positionOfSpecifier(code: string, specifier: string): { line: number; column: number } | undefined {
+function positionOfSpecifier(code: string, specifier: string): { line: number; column: number } | undefined {
   for (const quote of ['"', "'", "`"]) {
     const index = code.indexOf(`${quote}${specifier}${quote}`);
     if (index === -1) continue;

@@ -38,7 +38,7 @@ export type GuestServices = Record<
 > | null;
 
 /** The `cyrnel` global as the host stages it, before the runtime module fills it in. */
-export interface StagedCyrnel {
+interface StagedCyrnel {
   __host?: GuestHost;
   services: GuestServices | unknown;
   output?: unknown;
@@ -55,11 +55,9 @@ export interface StagedCyrnel {
  */
 export const LOG_MARK = "@@cyrnel:log";
 /** Levels of nesting the console shows; deeper objects print as `[Object]`, `[Array]`, `[ClassName]`. */
-export const LOG_DEPTH = 2;
-/** Array items the console shows. */
-export const LOG_ITEMS = 100;
+const LOG_DEPTH = 2;
 
-export function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unknown>, K: string, depth: number): void {
+function guestRuntime(cyrnel: StagedCyrnel, console: Record<string, unknown>, K: string, depth: number): void {
   type Fn = (...args: never[]) => unknown;
   type Obj = Record<PropertyKey, unknown>;
   const host = cyrnel.__host as GuestHost;
@@ -383,7 +381,7 @@ export const ENTRY_FILENAME = "__entry__.js";
  * Source text without what the parser need not read: indentation and whole-line comments. Safe for the runtime's
  * own source only (it has no multi-line strings, templates or comments).
  */
-export function compact(source: string): string {
+function compact(source: string): string {
   return source
     .split("\n")
     .map((line) => line.trim())

@@ -27,4 +27,21 @@ export {
   makeInspect,
   truncationMarker,
 } from "./inspect.js";
-export * from "./types.js";
+export {
+  type EnvironmentBindings,
+  type EnvironmentModule,
+  type EnvironmentSetupContext,
+  EXECUTION_EXIT_STATES,
+  EXECUTION_STATES,
+  type ExecutionExitState,
+  type ExecutionInput,
+  type ExecutionOptions,
+  type ExecutionState,
+  type InvokeInput,
+  type JSONSchema,
+  type Module,
+  type ModuleSetupContext,
+  type ServiceInfo,
+  type ToolDefinition,
+  type ToolDocsInput,
+} from "./types.js";

@@ -32,7 +32,7 @@ export interface FetchOptions {
 }
 
 /** The limits of `SandboxOptions.fetch` a host leaves out. */
-export const DEFAULT_FETCH_LIMITS = Object.freeze({
+const DEFAULT_FETCH_LIMITS = Object.freeze({
   /** Requests one run may make, every redirect followed counted as one. */
   maxRequests: 50,
   /** A request body's bytes. */
@@ -48,7 +48,7 @@ export const DEFAULT_FETCH_LIMITS = Object.freeze({
 /** Redirects one request may follow (the Fetch standard's figure). */
 export const MAX_REDIRECTS = 20;
 
-export type FetchLimits = { -readonly [K in keyof typeof DEFAULT_FETCH_LIMITS]: number };
+type FetchLimits = { -readonly [K in keyof typeof DEFAULT_FETCH_LIMITS]: number };
 
 /** A checked `fetch` setting. */
 export interface FetchPolicy extends FetchLimits {

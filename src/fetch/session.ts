@@ -11,7 +11,7 @@
 import { type FetchPolicy, type FetchTransport, MAX_REDIRECTS } from "./policy.js";
 
 /** A response as the guest receives it. */
-export interface GuestResponse {
+interface GuestResponse {
   status: number;
   statusText: string;
   /** The final URL, without its fragment. */

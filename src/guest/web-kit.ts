@@ -8,7 +8,7 @@
 import type { HostCall } from "./core.js";
 
 /** A DOMException constructor (WebIDL), as guest/web-events.ts defines it. */
-export type DOMExceptionConstructor = new (message?: string, name?: string) => Error;
+type DOMExceptionConstructor = new (message?: string, name?: string) => Error;
 
 export interface WebKit {
   /** Puts an interface or operation on the global object as WebIDL does: writable, configurable, not enumerable. */

@@ -17,7 +17,13 @@ import { MemoryProcessStore, type ProcessStore } from "./processes/storage.js";
 // What an embedding composes with. Everything else is internal: the Worker, the Node entries, the tests and the
 // benchmarks import the module files themselves.
 export { type KvQuotas, kvService, memoryKeyValueStores } from "../tools/kv.js";
-export * from "../tools/kv-store.js";
+export {
+  type KeyValueQuota,
+  KeyValueQuotaError,
+  type KeyValueStore,
+  type KeyValueUsage,
+  MemoryKeyValueStore,
+} from "../tools/kv-store.js";
 export {
   ANONYMOUS_TENANT,
   type Service,
@@ -46,7 +52,17 @@ export {
   type ProcessServiceOptions,
   type ProcessUsage,
 } from "./processes/process-service.js";
-export * from "./processes/storage.js";
+export {
+  type HostState,
+  type LargeField,
+  MemoryProcessStore,
+  type ProcessFilter,
+  type ProcessPatch,
+  type ProcessRecord,
+  type ProcessStore,
+  type ProcessSummary,
+  type TextChunk,
+} from "./processes/storage.js";
 export { createRunOnce, type RunOnceOptions, type TimedRunCode } from "./runs/run-once.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {

@@ -73,7 +73,7 @@ export function processListStatement(columns: string, filter: ProcessFilter): St
  * point order): `prefix` with its last code point raised by one. `undefined` when there is none. Not
  * `prefix + U+FFFF`, which keys continuing with a character beyond U+FFFF sort after (an emoji does, in UTF-8).
  */
-export function prefixEnd(prefix: string): string | undefined {
+function prefixEnd(prefix: string): string | undefined {
   const points = [...prefix];
   while (points.length > 0) {
     const last = (points.pop() as string).codePointAt(0) as number;
@@ -90,7 +90,7 @@ export function prefixEnd(prefix: string): string | undefined {
  * Which rows of the `kv` and `kv_usage` tables are one store's, as column values: none and `{ id: 1 }` on the edge
  * (a table per tenant's object), `{ tenant }` and `{ tenant }` in `runcode serve`'s one database.
  */
-export interface KvScope {
+interface KvScope {
   kv: Record<string, string | number>;
   usage: Record<string, string | number>;
 }

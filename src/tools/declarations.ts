@@ -22,9 +22,9 @@ import { BudgetError, WorkBudget } from "../values/budget.js";
 import type { JSONSchema, ServiceInfo, ToolDefinition } from "./types.js";
 
 /** Nesting deeper than this is written as `unknown`. */
-export const MAX_DEPTH = 6;
+const MAX_DEPTH = 6;
 /** Declarations longer than this (all services together) stop adding services: the rest are listed by name only. */
-export const MAX_CHARS = 16_000;
+const MAX_CHARS = 16_000;
 /** Units of work writing one tool's parameter and result types may take (about 4x the longest declaration kept). */
 export const TOOL_DECLARATION_UNITS = 65_536;
 /** Units of work all declarations together may take. */

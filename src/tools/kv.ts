@@ -11,13 +11,13 @@ import { isKeyValueQuotaError, type KeyValueStore, MemoryKeyValueStore } from ".
 import { type Service, ToolError } from "./registry.js";
 
 /** Longest key, in characters. */
-export const KV_MAX_KEY_LENGTH = 512;
+const KV_MAX_KEY_LENGTH = 512;
 /** Largest value, in bytes of its JSON text. */
-export const KV_MAX_VALUE_BYTES = 65_536;
+const KV_MAX_VALUE_BYTES = 65_536;
 /** Most keys one store (one tenant's) holds. */
-export const KV_MAX_KEYS = 10_000;
+const KV_MAX_KEYS = 10_000;
 /** Most bytes one store (one tenant's) holds: every key and value, in UTF-8 (the value as JSON text). */
-export const KV_MAX_STORE_BYTES = 16_777_216;
+const KV_MAX_STORE_BYTES = 16_777_216;
 /** Most `kv` calls (of any tool) one run makes. */
 export const KV_MAX_CALLS_PER_RUN = 1_000;
 

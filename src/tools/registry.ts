@@ -19,13 +19,13 @@ import { type Check, compileForeignSchema, compileSchema } from "./validate.js";
 export const ANONYMOUS_TENANT = "anonymous";
 
 /** Largest tool arguments, in bytes of their JSON text (shared references counted each time they are reached). */
-export const MAX_TOOL_ARGUMENT_BYTES = 1_048_576;
+const MAX_TOOL_ARGUMENT_BYTES = 1_048_576;
 /** Deepest nesting of tool arguments (the validator recurses on the host's stack). */
-export const MAX_TOOL_ARGUMENT_DEPTH = 64;
+const MAX_TOOL_ARGUMENT_DEPTH = 64;
 /** Units of work validating one call's arguments may take (8 per property read, see `validate.ts`). */
-export const TOOL_VALIDATION_UNITS = 8_388_608;
+const TOOL_VALIDATION_UNITS = 8_388_608;
 /** Units of work all of one run's tool calls may spend converting and validating arguments. */
-export const DEFAULT_TOOL_WORK_PER_RUN = 33_554_432;
+const DEFAULT_TOOL_WORK_PER_RUN = 33_554_432;
 
 /** What a tool's `run` gets besides its parameters. */
 export interface ToolContext {

@@ -22,10 +22,10 @@ import type { HttpUpstream } from "./upstream-config.js";
 import { compileForeignSchema } from "./validate.js";
 
 /** Longest upstream text result or error message kept, in characters. */
-export const MAX_UPSTREAM_TEXT = 1_048_576;
+const MAX_UPSTREAM_TEXT = 1_048_576;
 
 /** Tools taken from one upstream server; a server that pages on past them is cut there. */
-export const MAX_UPSTREAM_TOOLS = 1_000;
+const MAX_UPSTREAM_TOOLS = 1_000;
 /** Pages of `tools/list` read from one upstream server; a server that pages on past them is left out. */
 export const MAX_UPSTREAM_PAGES = 100;
 /** Bytes of tool definitions (as JSON) taken from one upstream server; a server that lists more is left out. */
@@ -35,10 +35,10 @@ export const MAX_UPSTREAM_RESPONSE_BYTES = 4_194_304;
 /** Calls one run may make to the tools of one upstream server, as many as it may make to `kv`. */
 export const MAX_UPSTREAM_CALLS_PER_RUN = KV_MAX_CALLS_PER_RUN;
 /** How long listing an upstream server's tools (every page) may take, and so may connecting to it. */
-export const UPSTREAM_CONNECT_TIMEOUT_MS = 10_000;
+const UPSTREAM_CONNECT_TIMEOUT_MS = 10_000;
 
 /** An MCP tool name (letters, digits, `_`, `-`, `.`) as a registry id: `.` becomes `_`, a leading digit gets `_`. */
-export function toolIdOf(name: string): string {
+function toolIdOf(name: string): string {
   const id = name.replace(/[^\w-]/g, "_").slice(0, 64);
   return /^[A-Za-z_]/.test(id) ? id : `_${id}`.slice(0, 64);
 }
@@ -173,7 +173,7 @@ export function httpTransport({ url, headers = {} }: HttpUpstream): StreamableHT
   return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: boundedFetch });
 }
 
-export interface ConnectedUpstreams {
+interface ConnectedUpstreams {
   services: Service[];
   /** `name: why` of each server that could not be reached in time; its module is absent from the runs. */
   failed: string[];

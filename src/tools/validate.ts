@@ -27,11 +27,11 @@ import type { JSONSchema } from "./types.js";
 format.url = isUrl;
 
 /** Units one read of the value costs (a property, a key list, a descriptor); a string read adds a unit per 8 chars. */
-export const UNITS_PER_READ = 8;
+const UNITS_PER_READ = 8;
 /** Units one application of a subschema costs (the interpreter's fixed work per call, about 30 reads' worth). */
-export const UNITS_PER_SUBSCHEMA = 32;
+const UNITS_PER_SUBSCHEMA = 32;
 /** What a check may spend when its caller gives no budget: about a million reads. */
-export const DEFAULT_VALIDATION_UNITS = 8_388_608;
+const DEFAULT_VALIDATION_UNITS = 8_388_608;
 /** What the second pass, which lists every problem of an invalid value, may spend before the first problems do. */
 const DETAIL_UNITS = 131_072;
 /** Longest problem in a message, in characters (a key or a value can be a megabyte). */
@@ -174,7 +174,7 @@ function run(validator: Validator, value: unknown, budget: WorkBudget) {
  */
 export type Check = (value: unknown, budget?: WorkBudget) => string | undefined;
 
-export interface SchemaOptions {
+interface SchemaOptions {
   /** Whether the schema's regular expressions run over values (default `true`); `false` for a schema from elsewhere. */
   regexes?: boolean;
 }

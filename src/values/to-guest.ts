@@ -6,7 +6,7 @@
 import { SerializationError } from "./errors.js";
 
 /** A binary buffer or a host promise the tape refers to by index. */
-export type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
+type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
 
 /**
  * A host value as a tape and its side list. Handed to `encodeForGuest` as the value itself, it crosses as it is: a
@@ -42,7 +42,7 @@ export class FunctionTable {
 }
 
 /** Deeper host data is refused rather than risking the host's own stack. */
-export const MAX_DEPTH = 1000;
+const MAX_DEPTH = 1000;
 
 /** ES2024 members of ArrayBuffer (the project's `lib` is ES2023); all optional where a platform lacks them. */
 type Buffer2024 = ArrayBuffer & { resizable?: boolean; maxByteLength?: number; resize?(length: number): void };

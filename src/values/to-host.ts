@@ -7,7 +7,7 @@ import { SerializationError } from "./errors.js";
 import { ERROR_TYPES, missingTypedArray, TYPED_ARRAY_KINDS, TYPED_ARRAYS } from "./tape.js";
 import type { HostFunction } from "./to-guest.js";
 
-export interface HostDecoding {
+interface HostDecoding {
   /** The bytes of the `index`-th buffer the guest put beside the tape. */
   buffer(index: number): ArrayBuffer;
   /** A host function the guest handed back (only where the mode allows it). */

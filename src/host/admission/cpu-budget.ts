@@ -78,15 +78,15 @@ export interface CpuBudget {
 /** How long a run may wait for its tenant's share before it is refused. */
 export const MAX_CPU_WAIT_MS = 5_000;
 /** Runs of one tenant that may wait for its share at once; past them a run is refused at once. */
-export const MAX_CPU_WAITERS = 64;
+const MAX_CPU_WAITERS = 64;
 
 /** Where a {@link TenantCpuBudget} keeps its buckets: a map in memory, the edge registry's SQLite. */
-export interface BucketStore {
+interface BucketStore {
   get(tenant: string): Bucket | undefined;
   set(tenant: string, bucket: Bucket): void;
 }
 
-export interface TenantCpuOptions {
+interface TenantCpuOptions {
   /** Default: a map in memory (tenants are the configured keys' few names). */
   buckets?: BucketStore;
   /** Epoch milliseconds of the buckets. Default `Date.now`. */
@@ -210,7 +210,7 @@ export class TenantCpuBudget implements CpuBudget {
 }
 
 /** The refusal of a run whose tenant has spent its share of CPU. */
-export function cpuExhausted(share: CpuShare, retryAfterSeconds: number) {
+function cpuExhausted(share: CpuShare, retryAfterSeconds: number) {
   return retryLater(
     "rate_limited",
     `This tenant has spent its share of CPU (${share.fuelPerMinute / FUEL_PER_MS} ms per minute, ${share.burstFuel / FUEL_PER_MS} ms at once): retry in ${Math.max(1, Math.ceil(retryAfterSeconds))} s`,

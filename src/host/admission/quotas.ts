@@ -7,7 +7,7 @@
 import { retryLater } from "../errors.js";
 
 /** Process creations plus `/run` calls one tenant may make per minute when no figure is configured. */
-export const DEFAULT_RUNS_PER_MINUTE = 600;
+const DEFAULT_RUNS_PER_MINUTE = 600;
 
 /** A tenant's bucket: tokens left, as of `at` (epoch milliseconds). */
 export interface Bucket {

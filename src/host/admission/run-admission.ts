@@ -24,20 +24,20 @@ export const RUN_MEMORY_CAP_BYTES = 72 * 1024 * 1024;
 /** Memory limit of a `/run` that sets none: a tenant's share of the cap, which holds two such runs. */
 export const RUN_DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 /** Runs that may wait for room at once; past them a run is refused at once. */
-export const MAX_WAITING_RUNS = 64;
+const MAX_WAITING_RUNS = 64;
 /** How long a run may wait for room before it is refused. */
-export const MAX_ADMISSION_WAIT_MS = 10_000;
+const MAX_ADMISSION_WAIT_MS = 10_000;
 /**
  * The part of the cap one tenant's runs may hold together, and of the line's places they may take: with half,
  * a tenant's runs within their share always leave room for a run at the edge's default memory limit of any other tenant.
  */
-export const TENANT_SHARE = 0.5;
+const TENANT_SHARE = 0.5;
 /**
  * Longest a run holds its room: past it the room is taken back though nothing released it, as on Workers a request
  * whose client went away may be cancelled, and then none of its code runs again (a `finally` included). Twice as
  * long as any run may last.
  */
-export const MAX_HOLD_MS = 2 * MAX_RUN_TIMEOUT_MS;
+const MAX_HOLD_MS = 2 * MAX_RUN_TIMEOUT_MS;
 /** What a 503 `overloaded` asks the client to wait, in seconds: runs last seconds. */
 const OVERLOADED_RETRY_SECONDS = 1;
 

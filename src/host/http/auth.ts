@@ -5,14 +5,13 @@
  * every caller is the tenant {@link ANONYMOUS_TENANT}.
  * @module
  */
-import type { MiddlewareHandler } from "hono";
 import { ANONYMOUS_TENANT } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
 
 /** A tenant's name: it keys storage (one `kv` object per tenant on the edge), so a short, plain identifier. */
 const TENANT = /^[A-Za-z0-9_-]{1,64}$/;
 /** Shortest key accepted: a guessable key is no key. */
-export const MIN_API_KEY_LENGTH = 16;
+const MIN_API_KEY_LENGTH = 16;
 /** Longest header value compared: a key longer than any configured one fails without being hashed whole. */
 const MAX_PRESENTED_KEY_LENGTH = 512;
 
@@ -88,17 +87,4 @@ export async function tenantOf(access: Access, authorization: string | null): Pr
 
 function unauthenticated(message: string): HostError {
   return new HostError("unauthenticated", message, { "www-authenticate": 'Bearer realm="runcode"' });
-}
-
-/** Variables the app's middleware sets on each request. */
-export interface TenantVariables {
-  tenant: string;
-}
-
-/** Sets `c.var.tenant`, or answers 401 before any route runs. */
-export function authenticate(access: Access): MiddlewareHandler<{ Variables: TenantVariables }> {
-  return async (c, next) => {
-    c.set("tenant", await tenantOf(access, c.req.header("authorization") ?? null));
-    await next();
-  };
 }

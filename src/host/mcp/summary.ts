@@ -11,7 +11,7 @@ import { toWireText, WireLengthError } from "../../values/wire.js";
 /** Characters of one value shown in the text (the result, a report, a log line). */
 export const SHOWN_CHARS = 2_000;
 /** Reports and log lines shown; the rest are counted. */
-export const SHOWN_ENTRIES = 20;
+const SHOWN_ENTRIES = 20;
 
 /** `text` as it is up to `SHOWN_CHARS` characters, then cut with a mark. */
 export function cut(text: string): string {

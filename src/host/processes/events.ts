@@ -32,10 +32,10 @@ export type ProcessListener = (event: ProcessEvent) => void;
  * as the client takes it, a chunk at a time). Past it the client is dropped: its stream ends with a `dropped` event
  * and the process forgets it.
  */
-export const EVENT_STREAM_BUFFER_BYTES = 1_048_576;
+const EVENT_STREAM_BUFFER_BYTES = 1_048_576;
 
 /** What an event stream asks of the process service. */
-export interface Watchable {
+interface Watchable {
   watch(pid: number, listener: ProcessListener): Promise<{ unsubscribe(): void; ended: boolean } | undefined>;
 }
 

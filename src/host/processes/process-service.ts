@@ -52,9 +52,9 @@ import {
 } from "./storage.js";
 
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
-export const DEFAULT_MAX_SUBSCRIBERS = 32;
+const DEFAULT_MAX_SUBSCRIBERS = 32;
 /** Per-process caps (see {@link OutputCaps}). */
-export const DEFAULT_OUTPUT_CAPS: Readonly<OutputCaps> = Object.freeze({
+const DEFAULT_OUTPUT_CAPS: Readonly<OutputCaps> = Object.freeze({
   stdoutChars: 1_048_576,
   stderrChars: 1_048_576,
   outputBytes: 262_144,

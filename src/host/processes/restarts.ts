@@ -14,7 +14,7 @@ export const CUT_OFF_BY_RESTART = "The host restarted while this process ran";
 export const STOPPED_BY_HOST = "The host stopped while this process ran";
 
 /** The patch that ends a record's cut-off run at `now` (epoch milliseconds). */
-export const cutOff = (now: number): ProcessPatch => ({
+const cutOff = (now: number): ProcessPatch => ({
   state: "idle",
   exitState: "failed",
   error: CUT_OFF_BY_RESTART,
