@@ -57,7 +57,8 @@ export function errorResponses(...codes: HostErrorCode[]) {
 /**
  * A route that needs an API key: authentication runs first (a refused request reads no body), and the document lists
  * the bearer scheme and the 401, with the refusals of every request (a foreign `Host`; a foreign browser origin for
- * an unsafe method). A route with a body is documented by {@link documented} and reads its body with `jsonBody` after `requireTenant`.
+ * an unsafe method). A route with a body is documented by {@link documented} and reads it with `jsonBody` after
+ * `requireTenant`.
  */
 export function secured<R extends RouteConfig>(config: R): R {
   const unsafe = ["post", "put", "patch", "delete"].includes(config.method);

@@ -75,6 +75,7 @@ const refusedRun: BodyRefusal = (issues, body) => {
       `Unknown field '${unknown.keys[0]}': the body is {source, options?, timeoutMs?}`,
     );
   }
+  // Only timeoutMs is left: `timeoutWithin` throws the refusal every door of runs gives.
   timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
   return invalidInput("json", issues);
 };
