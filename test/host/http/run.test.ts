@@ -23,12 +23,13 @@ async function gatedHost(admission: Partial<AdmissionCaps> = {}) {
     services: [gate],
     app: { run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024, admission } },
   });
+  /** Posts `body` as JSON, or as it is when it is a string. */
   const post = (body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
     app.fetch(
       new Request("http://host/run", {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
-        body: JSON.stringify(body),
+        body: typeof body === "string" ? body : JSON.stringify(body),
         ...(signal === undefined ? {} : { signal }),
       }),
     );
@@ -104,9 +105,13 @@ describe("POST /run: its body", () => {
     ['{"source":"1","options":[]}', "Invalid body: options: Invalid input: expected record, received array"],
     ['{"source":"1","x":1}', "Unknown field 'x': the body is {source, options?, timeoutMs?}"],
     ['{"source":"1","x":1,"timeoutMs":0}', "Unknown field 'x': the body is {source, options?, timeoutMs?}"],
+    [
+      '{"source":"1","options":{"__proto__":{"x":1}}}',
+      "Unknown or non-data option '__proto__': a run takes execute, modules, globals, language, memoryLimitBytes, filename",
+    ],
   ])("%s is a 400 naming what is wrong, and nothing runs", async (body, message) => {
     const { post, held } = await gatedHost();
-    const response = await post(JSON.parse(body));
+    const response = await post(body);
     expect([response.status, await response.json(), held.length]).toEqual([
       400,
       { error: { code: "invalid_request", message } },
