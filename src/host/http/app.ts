@@ -1,13 +1,14 @@
 /**
  * The HTTP API as one Hono app: `createApp(options).fetch(request) -> Response`, the same in Node, on Workers and in
- * Durable Objects. Processes, the catalog and `POST /run` are sets of routes over one authentication middleware,
- * one JSON-body middleware and one table of error codes (`ERROR_STATUS`); every error is
- * `{ error: { code, message } }`, and a refused request never changes a stored record. `/openapi.json` is made from
- * the route definitions. A known path asked with another method answers 405; an unknown one under the API's first
- * segments (`/processes/...`) a JSON 404; any other path goes to `fallback` (the edge's static files) or 404.
+ * Durable Objects. Processes, the catalog, `POST /run` and `POST /mcp` are sets of routes (Hono sub-apps) over one
+ * authentication middleware, one reader of JSON bodies (`json-body.ts`) and one table of error codes
+ * (`ERROR_STATUS`); every error is `{ error: { code, message } }`, and a refused request never changes a stored
+ * record. `/openapi.json` is made from the route definitions and the schemas their input is checked against. A known
+ * path asked with another method answers 405; an unknown one under the API's first segments (`/processes/...`) a
+ * JSON 404; any other path goes to `fallback` (the edge's static files) or 404.
  * @module
  */
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ANONYMOUS_TENANT } from "../../tools/registry.js";
@@ -18,12 +19,12 @@ import { HostError, isHostError } from "../errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../limits.js";
 import { createRunOnce } from "../runs/run-once.js";
 import type { Access } from "./auth.js";
-import { addCatalogRoutes, type Catalog } from "./catalog-routes.js";
-import { addMcpRoutes } from "./mcp-routes.js";
+import { type Catalog, catalogRoutes } from "./catalog-routes.js";
+import { mcpRoutes } from "./mcp-routes.js";
 import { guardOrigins } from "./origins.js";
-import { addProcessRoutes, type ProcessBackend } from "./process-routes.js";
-import { type AppEnv, BEARER_SCHEME } from "./route-context.js";
-import { addRunRoutes, type RunRouteOptions } from "./run-routes.js";
+import { type ProcessBackend, processRoutes } from "./process-routes.js";
+import { type AppEnv, BEARER_SCHEME, routes } from "./route-context.js";
+import { type RunRouteOptions, runRoutes } from "./run-routes.js";
 
 export interface AppOptions {
   /** The processes: a `ProcessService` here, the process objects on the edge. */
@@ -69,17 +70,7 @@ const fail = (error: HostError) =>
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const access = options.access ?? OPEN;
   const quotas = options.quotas ?? new MemoryQuotas();
-  const app = new OpenAPIHono<AppEnv>({
-    // A request that does not match its route's schema: the first problems, named by where they are.
-    defaultHook: (result) => {
-      if (result.success) return;
-      const problems = result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`);
-      const where = result.target === "json" ? "body" : result.target === "param" ? "path" : result.target;
-      throw new HostError("invalid_request", `Invalid ${where}: ${problems.join("; ")}`);
-    },
-  });
+  const app = routes();
   const corsOrigins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
   // Before CORS, so that a preflight too must name one of the host's own names.
   app.use("*", guardOrigins(options.origins, corsOrigins));
@@ -99,12 +90,12 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     await next();
   });
 
-  addProcessRoutes(app, options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-  addCatalogRoutes(app, options.catalog);
+  app.route("/", processRoutes(options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
+  app.route("/", catalogRoutes(options.catalog));
   if (options.run !== undefined) {
     const runs = { ...options.run, admission: new RunAdmission(options.run.admission) };
-    addRunRoutes(app, createRunOnce(runs));
-    addMcpRoutes(app, runs, options.catalog, options.mcpServers);
+    app.route("/", runRoutes(createRunOnce(runs)));
+    app.route("/", mcpRoutes(runs, options.catalog, options.mcpServers));
   }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

@@ -1,5 +1,5 @@
 /**
- * Request bodies read within a size limit, for `POST /processes` (`runcode/host`) and the Worker's `POST /run`. A
+ * Request bodies read within a size limit, for the HTTP app's reader of JSON bodies (`json-body.ts`). A
  * declared `content-length` over the limit is refused before anything is read; otherwise the stream is counted chunk
  * by chunk and cancelled as soon as it passes the limit, so a refused body costs the host at most the limit plus one
  * chunk, never the whole upload.

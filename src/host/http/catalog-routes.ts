@@ -8,7 +8,7 @@ import type { ToolRegistry } from "../../tools/registry.js";
 import type { ToolDefinition } from "../../tools/types.js";
 import { HostError } from "../errors.js";
 import type { Environments } from "../processes/environments.js";
-import { type AppEnv, errorResponses, secured } from "./route-context.js";
+import { type AppEnv, errorResponses, routes, secured } from "./route-context.js";
 import { ServiceList, ToolParameters } from "./schemas.js";
 
 /** What the catalog routes read: the process service's environments and tools. */
@@ -23,8 +23,9 @@ const markdown = (description: string) => ({
 });
 const MARKDOWN = { "content-type": "text/markdown; charset=utf-8" };
 
-/** Adds the catalog routes to `app`. */
-export function addCatalogRoutes(app: OpenAPIHono<AppEnv>, catalog: Catalog): void {
+/** The catalog routes over `catalog`. */
+export function catalogRoutes(catalog: Catalog): OpenAPIHono<AppEnv> {
+  const app = routes();
   app.openapi(
     createRoute(
       secured({
@@ -71,4 +72,5 @@ export function addCatalogRoutes(app: OpenAPIHono<AppEnv>, catalog: Catalog): vo
       return c.body(docs, 200, MARKDOWN);
     },
   );
+  return app;
 }

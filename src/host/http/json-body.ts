@@ -1,16 +1,29 @@
 /**
- * The one JSON-body middleware of the HTTP app: exactly `application/json`, read within a size limit while the body
- * streams (see `body.ts`), strict UTF-8, parsed once. The parsed value is `c.var.body`, and the route's validator
- * reads the same value rather than the body again.
+ * The one reader of request bodies in the HTTP app: exactly `application/json`, read once within a size limit while
+ * the body streams (see `body.ts`), strict UTF-8, parsed once and checked against the route's schema, the one its
+ * `/openapi.json` entry shows. The checked value is the route's validated `json` (`c.req.valid("json")`); nothing
+ * reads the body again.
  * @module
  */
+import type { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { HostError } from "../errors.js";
 import { isJsonContentType, readTextWithin } from "./body.js";
-import type { AppEnv } from "./route-context.js";
+import { type AppEnv, invalidInput } from "./route-context.js";
 
-/** Refuses anything but a JSON body of at most `maxBytes` before the route runs; `name` goes into the messages. */
-export function jsonBody(name: string, maxBytes: number): MiddlewareHandler<AppEnv> {
+/** The refusal of a body its schema does not take: by default the first problems, named by where they are. */
+export type BodyRefusal = (issues: readonly z.core.$ZodIssue[], body: unknown) => HostError;
+
+/**
+ * Refuses anything but a JSON body of at most `maxBytes` that `schema` takes, before the route runs; `name` goes into
+ * the messages.
+ */
+export function jsonBody<S extends z.ZodType>(
+  name: string,
+  maxBytes: number,
+  schema: S,
+  refusal: BodyRefusal = (issues) => invalidInput("json", issues),
+): MiddlewareHandler<AppEnv, string, { in: { json: z.input<S> }; out: { json: z.input<S> } }> {
   return async (c, next) => {
     // Only a JSON body, checked before a byte is read: text/plain, form and untyped POSTs are what browsers send
     // cross-origin without a CORS preflight.
@@ -33,16 +46,11 @@ export function jsonBody(name: string, maxBytes: number): MiddlewareHandler<AppE
         `The body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    c.set("body", body);
-    // The route's validator asks the request for its JSON: it gets this text, and the stream is never read twice.
-    // (Hono's cache holds promises, though its type says values.)
-    (c.req.bodyCache as unknown as { text?: Promise<string> }).text = Promise.resolve(text);
-    // The validator's own media-type check is narrower than HTTP's (it refuses `application/json ;charset=utf-8`,
-    // whitespace the grammar allows): the request it sees says plainly what this middleware established. It keeps
-    // the client's signal, which ends what the request holds when the client goes away.
-    const headers = new Headers(c.req.raw.headers);
-    headers.set("content-type", "application/json");
-    c.req.raw = new Request(c.req.url, { method: c.req.method, headers, signal: c.req.raw.signal });
+    const checked = schema.safeParse(body);
+    if (!checked.success) throw refusal(checked.error.issues, body);
+    // The value as parsed, which the schema took (no route's schema transforms): zod's copy of a record drops an own
+    // `__proto__` key (it becomes the copy's prototype), which the run's own check of its options must still see.
+    c.req.addValidatedData("json", body as object);
     await next();
   };
 }

@@ -1,7 +1,7 @@
 /**
  * `POST /mcp`: runcode's MCP server (`mcp/server.ts`) over Streamable HTTP, stateless: every request gets a server
  * made for its tenant, answers (an event stream for a request that calls tools, JSON otherwise) and closes. The body
- * is read by the app's JSON middleware within its limit (the SDK's transport would read it whole); each `tools/call`
+ * is read once by the app's JSON reader within its limit (the SDK's transport would read it whole); each `tools/call`
  * counts against the tenant's rate (so does a request that reaches upstream servers), and its run takes the host's
  * one path for runs, waiting in the same admission as `POST /run`. The app refuses a foreign `Host` or
  * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
@@ -19,7 +19,15 @@ import { createMcpServer } from "../mcp/server.js";
 import { createRunOnce, type RunOnceOptions } from "../runs/run-once.js";
 import type { Catalog } from "./catalog-routes.js";
 import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, jsonOrEventStream, preEncoded, secured } from "./route-context.js";
+import {
+  type AppEnv,
+  documented,
+  errorResponses,
+  jsonOrEventStream,
+  requireTenant,
+  routes,
+  secured,
+} from "./route-context.js";
 import type { RunRouteOptions } from "./run-routes.js";
 
 const JsonRpc = z
@@ -27,30 +35,27 @@ const JsonRpc = z
   .openapi("JsonRpcMessage", { description: "A JSON-RPC 2.0 message of the Model Context Protocol, or a batch." });
 
 const route = createRoute(
-  secured(
-    {
-      method: "post",
-      path: "/mcp",
-      summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
-      request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
-      responses: {
-        200: jsonOrEventStream(
-          "The JSON-RPC response; for a request that calls tools, an event stream of the calls' notifications (console output, progress) and then the responses",
-          JsonRpc,
-        ),
-        202: { description: "A notification or response was accepted" },
-        ...errorResponses(
-          "invalid_json",
-          "invalid_request",
-          "not_acceptable",
-          "payload_too_large",
-          "unsupported_media_type",
-          "rate_limited",
-        ),
-      },
+  secured({
+    method: "post",
+    path: "/mcp",
+    summary: "The Model Context Protocol (Streamable HTTP, stateless): the run_code tool",
+    request: { body: { required: true, content: { "application/json": { schema: JsonRpc } } } },
+    responses: {
+      200: jsonOrEventStream(
+        "The JSON-RPC response; for a request that calls tools, an event stream of the calls' notifications (console output, progress) and then the responses",
+        JsonRpc,
+      ),
+      202: { description: "A notification or response was accepted" },
+      ...errorResponses(
+        "invalid_json",
+        "invalid_request",
+        "not_acceptable",
+        "payload_too_large",
+        "unsupported_media_type",
+        "rate_limited",
+      ),
     },
-    jsonBody("POST /mcp", MAX_RUN_BODY_BYTES),
-  ),
+  }),
 );
 
 const methodOf = (message: unknown) => (message as { method?: unknown } | null)?.method;
@@ -78,19 +83,20 @@ async function answered(response: Response): Promise<Response> {
 }
 
 /**
- * Adds `POST /mcp` to `app`: its runs made as `runs` says (admitted where `POST /run`'s are). The tools of
- * `mcpServers` are importable in `run_code`; the route keeps no state between requests, so they are connected for
- * each request that lists or calls tools, and one that cannot be reached is left out of that request.
+ * `POST /mcp`: its runs made as `runs` says (admitted where `POST /run`'s are). The tools of `mcpServers` are
+ * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
+ * lists or calls tools, and one that cannot be reached is left out of that request.
  */
-export function addMcpRoutes(
-  app: OpenAPIHono<AppEnv>,
+export function mcpRoutes(
   runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
-): void {
+): OpenAPIHono<AppEnv> {
   const bridged = Object.keys(mcpServers).length > 0;
-  app.openapi(route, async (c) => {
-    const body = c.get("body");
+  const app = routes();
+  documented(app, route);
+  app.post(route.path, requireTenant, jsonBody("POST /mcp", MAX_RUN_BODY_BYTES, JsonRpc), async (c) => {
+    const body = c.req.valid("json");
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     // The transport answers a batch once each id has an answer: the calls behind a repeated id were left running
     // after the answer, holding their admission for ever on the edge.
@@ -143,6 +149,7 @@ export function addMcpRoutes(
       await end();
       throw error;
     }
-    return preEncoded(await answered(response));
+    return answered(response);
   });
+  return app;
 }

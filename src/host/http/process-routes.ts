@@ -17,7 +17,16 @@ import {
   recordJson,
 } from "../processes/storage.js";
 import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, preEncoded, SSE_HEADERS, secured } from "./route-context.js";
+import {
+  type AppEnv,
+  documented,
+  errorResponses,
+  preEncoded,
+  requireTenant,
+  routes,
+  SSE_HEADERS,
+  secured,
+} from "./route-context.js";
 import {
   CreateProcessRequest,
   ListProcessesQuery,
@@ -94,8 +103,31 @@ function pidOf(c: Context): number {
   return Number(raw);
 }
 
-/** Adds the process routes to `app`, over `processes`. */
-export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBackend, maxBodyBytes: number): void {
+const create = createRoute(
+  secured({
+    method: "post",
+    path: "/processes",
+    summary: "Create and start a process",
+    request: { body: { required: true, content: { "application/json": { schema: CreateProcessRequest } } } },
+    responses: {
+      201: json(ProcessState, "Created; the process is queued"),
+      ...errorResponses(
+        "invalid_json",
+        "invalid_request",
+        "payload_too_large",
+        "unsupported_media_type",
+        "too_many_processes",
+        "tenant_too_many_processes",
+        "rate_limited",
+        "storage_full",
+      ),
+    },
+  }),
+);
+
+/** The process routes over `processes`; a `POST /processes` body may take `maxBodyBytes`. */
+export function processRoutes(processes: ProcessBackend, maxBodyBytes: number): OpenAPIHono<AppEnv> {
+  const app = routes();
   /** The caller's process: 404 for an unknown pid and for another tenant's, alike. */
   const owned = async (c: Context<AppEnv>): Promise<ProcessSummary> => {
     const pid = pidOf(c);
@@ -105,56 +137,31 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
     return found;
   };
 
-  app.openapi(
-    createRoute(
-      secured(
-        {
-          method: "post",
-          path: "/processes",
-          summary: "Create and start a process",
-          request: { body: { required: true, content: { "application/json": { schema: CreateProcessRequest } } } },
-          responses: {
-            201: json(ProcessState, "Created; the process is queued"),
-            ...errorResponses(
-              "invalid_json",
-              "invalid_request",
-              "payload_too_large",
-              "unsupported_media_type",
-              "too_many_processes",
-              "tenant_too_many_processes",
-              "rate_limited",
-              "storage_full",
-            ),
-          },
-        },
-        jsonBody("POST /processes", maxBodyBytes),
-      ),
-    ),
-    async (c) => {
-      const input = c.req.valid("json");
-      const tooLarge = codeTooLarge("code", [input.code]);
-      if (tooLarge !== undefined) throw tooLarge;
-      // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
-      // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
-      for (const field of ["code", "ref"] as const) {
-        const value = input[field];
-        const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
-        if (lone !== null) {
-          const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
-          throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
-        }
+  documented(app, create);
+  app.post(create.path, requireTenant, jsonBody("POST /processes", maxBodyBytes, CreateProcessRequest), async (c) => {
+    const input = c.req.valid("json");
+    const tooLarge = codeTooLarge("code", [input.code]);
+    if (tooLarge !== undefined) throw tooLarge;
+    // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
+    // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
+    for (const field of ["code", "ref"] as const) {
+      const value = input[field];
+      const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
+      if (lone !== null) {
+        const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
+        throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
       }
-      // The environment compiles code as a C string, which a raw NUL would cut short: `1 // \0 throw x` would run
-      // as `1`. Refused while the engine cannot take NUL (write `\0` in strings).
-      if (input.code.includes("\0")) {
-        throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
-      }
-      const tenant = c.get("tenant");
-      await c.get("quotas").admit(tenant);
-      const created = await processes.create({ ...input, tenant });
-      return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
-    },
-  );
+    }
+    // The environment compiles code as a C string, which a raw NUL would cut short: `1 // \0 throw x` would run
+    // as `1`. Refused while the engine cannot take NUL (write `\0` in strings).
+    if (input.code.includes("\0")) {
+      throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
+    }
+    const tenant = c.get("tenant");
+    await c.get("quotas").admit(tenant);
+    const created = await processes.create({ ...input, tenant });
+    return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
+  });
 
   app.openapi(
     createRoute(
@@ -298,4 +305,5 @@ export function addProcessRoutes(app: OpenAPIHono<AppEnv>, processes: ProcessBac
       return c.body(null, 204);
     },
   );
+  return app;
 }

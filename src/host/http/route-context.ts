@@ -1,20 +1,37 @@
 /**
- * What every route of the HTTP app shares: the app's context variables, the middleware that names the caller's
- * tenant, and the error responses a route definition declares (so `/openapi.json` lists every refusal by status
- * and code).
+ * What every route of the HTTP app shares: the app's context variables, the sets of routes (Hono sub-apps) and how
+ * they refuse input their schemas do not take, the middleware that names the caller's tenant, and the error
+ * responses a route definition declares (so `/openapi.json` lists every refusal by status and code).
  * @module
  */
-import { type RouteConfig, z } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Quotas } from "../admission/quotas.js";
-import { ERROR_STATUS, type HostErrorCode } from "../errors.js";
+import { ERROR_STATUS, HostError, type HostErrorCode } from "../errors.js";
 import { type Access, tenantOf } from "./auth.js";
 import { ErrorResponse } from "./schemas.js";
 
-/** The app's context: set by its first middleware (access, quotas), by authentication (tenant) and by `jsonBody`. */
+/** The app's context: set by its first middleware (access, quotas) and by authentication (tenant). */
 export interface AppEnv {
-  Variables: { access: Access; quotas: Quotas; tenant: string; body: unknown };
+  Variables: { access: Access; quotas: Quotas; tenant: string };
 }
+
+/** The refusal of input a route's schema does not take: the first problems, each named by where it is. */
+export function invalidInput(target: string, issues: readonly z.core.$ZodIssue[]): HostError {
+  const problems = issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`);
+  const where = target === "json" ? "body" : target === "param" ? "path" : target;
+  return new HostError("invalid_request", `Invalid ${where}: ${problems.join("; ")}`);
+}
+
+/** A set of routes, mounted on the app with `app.route("/", ...)`; a path or query its schema refuses is a 400. */
+export const routes = () =>
+  new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidInput(result.target, result.error.issues);
+    },
+  });
 
 /** Names the caller's tenant from its API key, or answers 401 before the route runs. */
 export const requireTenant: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -38,16 +55,17 @@ export function errorResponses(...codes: HostErrorCode[]) {
 }
 
 /**
- * A route that needs an API key: authentication runs before its own middleware (a refused request reads no body),
- * and the document lists the bearer scheme and the 401, with the refusals of every request (a foreign `Host`; a
- * foreign browser origin for an unsafe method). `bodyMiddleware` runs after authentication.
+ * A route that needs an API key: authentication runs first (a refused request reads no body), and the document lists
+ * the bearer scheme and the 401, with the refusals of every request (a foreign `Host`; a foreign browser origin for
+ * an unsafe method). A route with a body is documented by {@link documented} and reads it with `jsonBody` after
+ * `requireTenant`.
  */
-export function secured<R extends RouteConfig>(config: R, bodyMiddleware?: MiddlewareHandler<AppEnv>): R {
+export function secured<R extends RouteConfig>(config: R): R {
   const unsafe = ["post", "put", "patch", "delete"].includes(config.method);
   return {
     ...config,
     security: [{ [BEARER_SCHEME]: [] }],
-    middleware: bodyMiddleware === undefined ? [requireTenant] : [requireTenant, bodyMiddleware],
+    middleware: [requireTenant],
     responses: {
       ...config.responses,
       ...errorResponses(
@@ -58,6 +76,14 @@ export function secured<R extends RouteConfig>(config: R, bodyMiddleware?: Middl
       ),
     },
   };
+}
+
+/**
+ * Adds `route` to `app`'s document only, for a route whose JSON body `jsonBody` reads and checks against the same
+ * schema: `app.openapi` would add the framework's own body validator, which reads the body again, whole.
+ */
+export function documented(app: OpenAPIHono<AppEnv>, { middleware: _run, ...route }: RouteConfig): void {
+  app.openAPIRegistry.registerPath(route);
 }
 
 /** A `200` answered as JSON of `schema`, or as an event stream (described by `description`). */

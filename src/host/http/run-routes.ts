@@ -11,10 +11,19 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { resultWireText } from "../../core/result-wire.js";
 import type { AdmissionCaps } from "../admission/run-admission.js";
 import { HostError } from "../errors.js";
-import { MAX_RUN_BODY_BYTES } from "../limits.js";
-import type { RunOnce, RunOnceOptions, RunOnceRequest } from "../runs/run-once.js";
-import { jsonBody } from "./json-body.js";
-import { type AppEnv, errorResponses, jsonOrEventStream, preEncoded, secured } from "./route-context.js";
+import { DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_BODY_BYTES, MAX_RUN_TIMEOUT_MS, timeoutWithin } from "../limits.js";
+import type { RunOnce, RunOnceOptions } from "../runs/run-once.js";
+import { type BodyRefusal, jsonBody } from "./json-body.js";
+import {
+  type AppEnv,
+  documented,
+  errorResponses,
+  invalidInput,
+  jsonOrEventStream,
+  requireTenant,
+  routes,
+  secured,
+} from "./route-context.js";
 import { streamRun } from "./run-stream.js";
 import { RunRequest, RunResult } from "./schemas.js";
 
@@ -28,64 +37,65 @@ export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
   fetchAllow?: readonly string[];
 }
 
-const BODY_KEYS = ["source", "options", "timeoutMs"];
-
 const route = createRoute(
-  secured(
-    {
-      method: "post",
-      path: "/run",
-      summary: "Run code once and answer its result, or stream its events and then its result",
-      request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
-      responses: {
-        200: jsonOrEventStream(
-          "The run's result, whatever its status; with `Accept: text/event-stream`, `log` and `report` events as they happen, then a `result` event",
-          RunResult,
-        ),
-        ...errorResponses(
-          "invalid_json",
-          "invalid_request",
-          "invalid_options",
-          "payload_too_large",
-          "unsupported_media_type",
-          "rate_limited",
-          "overloaded",
-        ),
-      },
+  secured({
+    method: "post",
+    path: "/run",
+    summary: "Run code once and answer its result, or stream its events and then its result",
+    request: { body: { required: true, content: { "application/json": { schema: RunRequest } } } },
+    responses: {
+      200: jsonOrEventStream(
+        "The run's result, whatever its status; with `Accept: text/event-stream`, `log` and `report` events as they happen, then a `result` event",
+        RunResult,
+      ),
+      ...errorResponses(
+        "invalid_json",
+        "invalid_request",
+        "invalid_options",
+        "payload_too_large",
+        "unsupported_media_type",
+        "rate_limited",
+        "overloaded",
+      ),
     },
-    jsonBody("POST /run", MAX_RUN_BODY_BYTES),
-  ),
+  }),
 );
 
-/** Adds `POST /run` to `app`, its runs made by `runs`. */
-export function addRunRoutes(app: OpenAPIHono<AppEnv>, runs: RunOnce): void {
-  app.openapi(route, async (c) => {
-    const request = parseBody(c.get("body"));
+/**
+ * A body `RunRequest` refuses, in the words every door of runs uses: a field of the wrong type first, then an unknown
+ * field, then a time limit out of range (as `run_code` words it).
+ */
+const refusedRun: BodyRefusal = (issues, body) => {
+  const typed = issues.filter((issue) => issue.code !== "unrecognized_keys" && issue.path[0] !== "timeoutMs");
+  if (typed.length > 0) return invalidInput("json", typed);
+  const unknown = issues.find((issue) => issue.code === "unrecognized_keys");
+  if (unknown !== undefined) {
+    return new HostError(
+      "invalid_request",
+      `Unknown field '${unknown.keys[0]}': the body is {source, options?, timeoutMs?}`,
+    );
+  }
+  // Only timeoutMs is left: `timeoutWithin` throws the refusal every door of runs gives.
+  timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+  return invalidInput("json", issues);
+};
+
+/** `POST /run`, its runs made by `runs`. */
+export function runRoutes(runs: RunOnce): OpenAPIHono<AppEnv> {
+  const app = routes();
+  documented(app, route);
+  app.post(route.path, requireTenant, jsonBody("POST /run", MAX_RUN_BODY_BYTES, RunRequest, refusedRun), async (c) => {
+    const request = c.req.valid("json");
     const tenant = c.get("tenant");
     // The rate first: a run the tenant may not start never waits for memory.
     await c.get("quotas").admit(tenant);
     // A client that goes away stops the wait, or the run and what it holds.
     const { signal } = c.req.raw;
     if (/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      return preEncoded(await streamRun(runs, request, { tenant, signal }));
+      return streamRun(runs, request, { tenant, signal });
     }
     const { result, maxLength } = await runs.execute(request, { tenant, signal });
-    return preEncoded(
-      new Response(resultWireText(result, maxLength), { headers: { "content-type": "application/json" } }),
-    );
+    return new Response(resultWireText(result, maxLength), { headers: { "content-type": "application/json" } });
   });
-}
-
-/** The body's fields; a 400 `invalid_request` naming what is wrong. */
-function parseBody(body: unknown): RunOnceRequest {
-  const invalid = (message: string) => new HostError("invalid_request", message);
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalid("The body must be an object {source, options?, timeoutMs?}");
-  }
-  for (const key of Object.keys(body)) {
-    if (!BODY_KEYS.includes(key)) throw invalid(`Unknown field '${key}': the body is {source, options?, timeoutMs?}`);
-  }
-  const { source, options, timeoutMs } = body as { source?: unknown; options?: unknown; timeoutMs?: unknown };
-  if (typeof source !== "string") throw invalid("'source' must be a string");
-  return { source, options, timeoutMs };
+  return app;
 }

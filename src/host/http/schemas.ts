@@ -5,7 +5,13 @@
  */
 import { z } from "@hono/zod-openapi";
 import { EXECUTION_EXIT_STATES } from "../../environment/types.js";
-import { DEFAULT_EXECUTION_TIMEOUT_MS, MAX_CODE_BYTES, MAX_EXECUTION_TIMEOUT_MS } from "../limits.js";
+import {
+  DEFAULT_EXECUTION_TIMEOUT_MS,
+  DEFAULT_RUN_TIMEOUT_MS,
+  MAX_CODE_BYTES,
+  MAX_EXECUTION_TIMEOUT_MS,
+  MAX_RUN_TIMEOUT_MS,
+} from "../limits.js";
 import { HOST_STATES } from "../processes/storage.js";
 
 /** A pid in a path or a cursor: a positive integer of at most 16 digits. */
@@ -112,14 +118,21 @@ export const ToolParameters = z.object({
 });
 
 export const RunRequest = z
-  .object({
+  .strictObject({
     source: z.string().openapi({ description: "JavaScript or TypeScript: a script or an ES module." }),
     options: z.record(z.string(), z.unknown()).optional().openapi({
       description:
         "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
     }),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_RUN_TIMEOUT_MS)
+      .optional()
+      .openapi({ description: `Milliseconds the run may take. Default ${DEFAULT_RUN_TIMEOUT_MS}.` }),
   })
-  .openapi("RunRequest");
+  .openapi("RunRequest", { description: "Code to run once." });
 
 export const RunResult = z.record(z.string(), z.unknown()).openapi("RunResult", {
   description:

@@ -1,8 +1,10 @@
 /**
- * `POST /run` in Node: its time limit, and its answer as Server-Sent Events (log and report events as they happen,
- * then the result), within the answer's length and released when its client goes away.
+ * `POST /run` in Node: its body (read once, checked against the schema `/openapi.json` shows), its time limit, and
+ * its answer as Server-Sent Events (log and report events as they happen, then the result), within the answer's
+ * length and released when its client goes away.
  */
-import { describe, expect, it } from "vitest";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import type { AdmissionCaps } from "../../../src/host/admission/run-admission.js";
 import { createHost } from "../../../src/host/index.js";
@@ -21,12 +23,13 @@ async function gatedHost(admission: Partial<AdmissionCaps> = {}) {
     services: [gate],
     app: { run: { runCode, defaultMemoryLimitBytes: 32 * 1024 * 1024, admission } },
   });
+  /** Posts `body` as JSON, or as it is when it is a string. */
   const post = (body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
     app.fetch(
       new Request("http://host/run", {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
-        body: JSON.stringify(body),
+        body: typeof body === "string" ? body : JSON.stringify(body),
         ...(signal === undefined ? {} : { signal }),
       }),
     );
@@ -34,10 +37,88 @@ async function gatedHost(admission: Partial<AdmissionCaps> = {}) {
   const heldBy = async (count: number) => {
     while (held.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
   };
-  return { post, stream, held, heldBy };
+  return { app, post, stream, held, heldBy };
 }
 
 const decoded = async (response: Response) => fromWire((await response.json()) as JsonValue) as Record<string, unknown>;
+
+describe("POST /run: its body", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("is read and parsed once, by the host's bounded reader: nothing asks the request or a copy for it again", async () => {
+    const { post } = await gatedHost();
+    const body = { source: "export default 6 * 7", timeoutMs: 5_000 };
+    const text = JSON.stringify(body);
+    const parse = vi.spyOn(JSON, "parse");
+    const reads = [
+      vi.spyOn(Request.prototype, "json"),
+      vi.spyOn(Request.prototype, "text"),
+      vi.spyOn(Request.prototype, "arrayBuffer"),
+      vi.spyOn(Response.prototype, "json"),
+      vi.spyOn(Response.prototype, "text"),
+    ];
+    const response = await post(body);
+    const parsedBody = parse.mock.calls.filter(([parsed]) => parsed === text).length;
+    const readsAsked = reads.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+    vi.restoreAllMocks();
+    // Before: the route's validator asked Hono for the JSON again, which parsed a copy of the text a second time.
+    expect([response.status, parsedBody, readsAsked]).toEqual([200, 1, 0]);
+    expect((await decoded(response)).result).toBe(42);
+  });
+
+  it("is documented in /openapi.json by the schema it is checked against: every field, timeoutMs included, no other", async () => {
+    const { app } = await gatedHost();
+    const document = (await (await app.fetch(new Request("http://host/openapi.json"))).json()) as {
+      components: { schemas: Record<string, unknown> };
+    };
+    await SwaggerParser.validate(structuredClone(document) as never);
+    expect(document.components.schemas.RunRequest).toEqual({
+      type: "object",
+      description: "Code to run once.",
+      properties: {
+        source: { type: "string", description: "JavaScript or TypeScript: a script or an ES module." },
+        options: {
+          type: "object",
+          additionalProperties: {},
+          description:
+            "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
+        },
+        timeoutMs: {
+          type: "integer",
+          minimum: 1,
+          maximum: 60_000,
+          description: "Milliseconds the run may take. Default 10000.",
+        },
+      },
+      required: ["source"],
+      additionalProperties: false,
+    });
+  });
+
+  it.each([
+    ["[]", "Invalid body: Invalid input: expected object, received array"],
+    ['"s"', "Invalid body: Invalid input: expected object, received string"],
+    ["{}", "Invalid body: source: Invalid input: expected string, received undefined"],
+    ['{"source":1,"x":1}', "Invalid body: source: Invalid input: expected string, received number"],
+    ['{"source":"1","options":[]}', "Invalid body: options: Invalid input: expected record, received array"],
+    ['{"source":"1","x":1}', "Unknown field 'x': the body is {source, options?, timeoutMs?}"],
+    ['{"source":"1","x":1,"timeoutMs":0}', "Unknown field 'x': the body is {source, options?, timeoutMs?}"],
+    [
+      '{"source":"1","options":{"__proto__":{"x":1}}}',
+      "Unknown or non-data option '__proto__': a run takes execute, modules, globals, language, memoryLimitBytes, filename",
+    ],
+  ])("%s is a 400 naming what is wrong, and nothing runs", async (body, message) => {
+    const { post, held } = await gatedHost();
+    const response = await post(body);
+    expect([response.status, await response.json(), held.length]).toEqual([
+      400,
+      { error: { code: "invalid_request", message } },
+      0,
+    ]);
+  });
+});
 
 describe("POST /run: timeoutMs", () => {
   it("stops a run that awaits the host at its figure, with the message every door gives", async () => {
