@@ -39,7 +39,7 @@ const KEYS = new Set([
   "timeoutMs",
 ]);
 /** Longest `timeoutMs`: the longest a timer waits (a longer one fires at once). */
-export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 /** Longest `tenant` name, in UTF-16 code units: a host's own identifier, never a payload. */
 export const MAX_TENANT_LENGTH = 256;
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;

@@ -160,7 +160,7 @@ export const runSandboxOptionsOf = (settings: HostSettings) => ({
   ...fetchOptionOf(settings),
 });
 
-/** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its sandbox's safety cap. */
+/** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its safety cap (within its `timeoutMs`). */
 export const runCpuSharesOf = (settings: HostSettings, budget: CpuBudget): CpuShares => ({
   budget,
   fuelOf: (timeoutMs) => safetyCapWithin(timeoutMs, runSandboxOptionsOf(settings).safetyCap).fuel,
