@@ -9,7 +9,6 @@ import type { Quotas } from "../src/host/admission/quotas.js";
 import { RUN_DEFAULT_MEMORY_BYTES } from "../src/host/admission/run-admission.js";
 import { createApp } from "../src/host/http/app.js";
 import { createHost } from "../src/host/index.js";
-import type { TimedRunCode } from "../src/host/runs/run-once.js";
 import { appOptionsOf, fetchOptionOf, runCpuSharesOf, runSandboxOptionsOf, runWebOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
@@ -53,10 +52,9 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     },
   });
   // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
-  // it: each run gets a sandbox whose fuel holds its time limit, natives included (`[limits] cpu_ms` in
+  // it: each run's `timeoutMs` lowers its fuel to hold its time limit, natives included (`[limits] cpu_ms` in
   // wrangler.toml is the platform's backstop).
-  const runCode: TimedRunCode = (source, options, timeoutMs) =>
-    edgeSandbox({ wasm, ...runSandboxOptionsOf(config, timeoutMs) }).runCode(source, options);
+  const { runCode } = edgeSandbox({ wasm, ...runSandboxOptionsOf(config) });
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,

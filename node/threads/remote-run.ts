@@ -20,6 +20,7 @@ import {
   type RunContext,
   type Runner,
   type RunRequest,
+  runSafetyCap,
   type StartedRun,
   type ThreadSettings,
   threadSettingsOf,
@@ -73,6 +74,8 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   readonly ended: Promise<Ending>;
   readonly #id = nextRunId();
   readonly #context: RunContext;
+  /** The run's own CPU cap, the one the worker holds it to (within its `timeoutMs`). */
+  readonly #cpuTimeMs: number;
   readonly #request: RunRequest;
   readonly #channel: RunChannel;
   readonly #crossing: Crossing;
@@ -108,6 +111,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     this.tenant = request.tenant;
     this.#caller = caller;
     this.#context = context;
+    this.#cpuTimeMs = runSafetyCap(context.safetyCap, request.options.timeoutMs).cpuTimeMs;
     this.#request = request;
     this.#channel = channel;
     this.ended = new Promise((resolve) => {
@@ -194,7 +198,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
           alone: threadPool.alone(thread),
         });
         this.#posted = true;
-        this.#watch(thread, this.#context.safetyCap.cpuTimeMs + WATCHDOG_MARGIN_MS);
+        this.#watch(thread, this.#cpuTimeMs + WATCHDOG_MARGIN_MS);
         for (const message of this.#outbox) thread.post(message);
         this.#outbox = [];
       },
@@ -309,7 +313,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   #watch(thread: Thread, inMs: number): void {
     this.#watchdog = setTimeout(() => {
       if (thread.holder !== this) return;
-      const { cpuTimeMs } = this.#context.safetyCap;
+      const cpuTimeMs = this.#cpuTimeMs;
       const left = cpuTimeMs + WATCHDOG_MARGIN_MS - thread.guestTime();
       if (left > 0) return this.#watch(thread, left);
       thread.end();

@@ -47,6 +47,23 @@ const UNMETERED_POLL_FUEL = 50_000;
  */
 export const FUEL_PER_MS = 1_000_000;
 
+/**
+ * The safety cap of runs that must stop within `timeoutMs` even where a timer cannot fire (synchronous guest code on
+ * the caller's thread) or clocks stand still (deployed Workers): as many milliseconds of CPU, and fuel at
+ * {@link FUEL_PER_MS}, each at most `most`'s.
+ */
+export function safetyCapWithin(timeoutMs: number, most: Partial<SafetyCap> = {}): SafetyCap {
+  return {
+    cpuTimeMs: Math.min(timeoutMs, most.cpuTimeMs ?? Number.POSITIVE_INFINITY),
+    fuel: Math.min(timeoutMs * FUEL_PER_MS, most.fuel ?? Number.POSITIVE_INFINITY),
+  };
+}
+
+/** The safety cap of one run of a sandbox capped at `cap`: within the run's `timeoutMs` when it sets one. */
+export function runSafetyCap(cap: SafetyCap, timeoutMs: number | undefined): SafetyCap {
+  return timeoutMs === undefined ? cap : safetyCapWithin(timeoutMs, cap);
+}
+
 /** The stop of a run past its safety cap, after `spent`. */
 function capStop(spent: string): Stop {
   return {

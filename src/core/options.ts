@@ -21,6 +21,8 @@ interface ResolvedOptions {
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
   /** Who the run's work counts for (see `CodeExecutionOptions.tenant`); `undefined`: the library's caller. */
   tenant: string | undefined;
+  /** See `CodeExecutionOptions.timeoutMs`; `undefined`: only the sandbox's safety cap stops the run. */
+  timeoutMs: number | undefined;
 }
 
 const KEYS = new Set([
@@ -34,7 +36,10 @@ const KEYS = new Set([
   "report",
   "onLog",
   "tenant",
+  "timeoutMs",
 ]);
+/** Longest `timeoutMs`: the longest a timer waits (a longer one fires at once). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 /** Longest `tenant` name, in UTF-16 code units: a host's own identifier, never a payload. */
 const MAX_TENANT_LENGTH = 256;
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
@@ -85,6 +90,7 @@ export function resolveOptions(
     report,
     onLog,
     tenant,
+    timeoutMs,
   } = options as Record<string, unknown>;
 
   const script = execute === "script";
@@ -134,6 +140,9 @@ export function resolveOptions(
   if (tenant !== undefined && (typeof tenant !== "string" || tenant.length > MAX_TENANT_LENGTH)) {
     fail("tenant", `a string of at most ${MAX_TENANT_LENGTH} characters`, tenant);
   }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    fail("timeoutMs", `a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}`, timeoutMs);
+  }
   if (filename.startsWith(INTERNAL_PREFIX)) {
     throw new TypeError(`runCode: options.filename must not start with '${INTERNAL_PREFIX}'`);
   }
@@ -155,6 +164,7 @@ export function resolveOptions(
     report,
     onLog,
     tenant,
+    timeoutMs,
   } as ResolvedOptions;
 }
 

@@ -21,6 +21,8 @@ export interface RunOptions {
   globals: string[];
   /** Bare specifier -> the names its synthetic module exports. */
   imports: Record<string, string[]>;
+  /** `CodeExecutionOptions.timeoutMs`: it crosses with the run, which derives its safety cap from it. */
+  timeoutMs: number | undefined;
 }
 
 export interface RunRequest {
@@ -46,8 +48,8 @@ export function prepareRun(
   defaultMemoryLimitBytes: number,
 ): RunRequest {
   const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
-  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename, report, onLog, tenant } =
-    resolved;
+  const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename } = resolved;
+  const { report, onLog, tenant, timeoutMs } = resolved;
   const functions = new FunctionTable();
   return {
     source: source as string,
@@ -60,6 +62,7 @@ export function prepareRun(
       filename,
       globals: Object.keys(globals),
       imports: Object.fromEntries(Object.entries(imports).map(([specifier, named]) => [specifier, Object.keys(named)])),
+      timeoutMs,
     },
     values: encodeForGuest([globals, imports], functions),
     args: encodeForGuest(args, functions),

@@ -15,7 +15,7 @@ import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter } from "./host-fuel.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
-import { Limits } from "./limits.js";
+import { Limits, runSafetyCap } from "./limits.js";
 import { INTERNALS_MODULE, Linker } from "./linker.js";
 import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
@@ -123,7 +123,7 @@ class Run implements StartedRun {
     this.#channel = channel;
     this.#relay = relay;
     this.#limits = new Limits({
-      safetyCap: context.safetyCap,
+      safetyCap: runSafetyCap(context.safetyCap, request.options.timeoutMs),
       clock: context.clock,
       interrupted: context.interrupted,
       settled: () => channel.settled(),

@@ -11,6 +11,7 @@ export { decodeFromGuest, type GuestTape } from "../values/to-host.js";
 export type { Relay } from "./guest-bridge.js";
 export type { Boot } from "./instance.js";
 export { InstancePool } from "./instance-pool.js";
+export { runSafetyCap } from "./limits.js";
 export { type Ending, failureOf, internalFailure } from "./outcome.js";
 export type { RunOptions, RunRequest } from "./request.js";
 export { inThread, ORPHANED, type RunChannel, type RunContext, type Runner, type StartedRun } from "./run.js";

@@ -13,31 +13,19 @@ import { compiledModule } from "./engine.js";
 import { Execution } from "./execution.js";
 import { type Boot, bootOf } from "./instance.js";
 import { InstancePool } from "./instance-pool.js";
-import { FUEL_PER_MS } from "./limits.js";
+import { FUEL_PER_MS, safetyCapWithin } from "./limits.js";
 import { type Ending, internalFailure } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
 import { prepareRun, type RunRequest } from "./request.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
-export { FUEL_PER_MS };
+export { FUEL_PER_MS, safetyCapWithin };
 
 /** Memory limit of a run that sets no `memoryLimitBytes`. */
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 /** The runtime's own stop for runaway code (see {@link SafetyCap}). */
 export const DEFAULT_SAFETY_CAP: SafetyCap = Object.freeze({ cpuTimeMs: 30_000, fuel: 30_000 * FUEL_PER_MS });
-
-/**
- * The safety cap of a sandbox whose runs must stop within `timeoutMs` even where a timer cannot fire (synchronous
- * guest code on the caller's thread) or clocks stand still (deployed Workers): as many milliseconds of CPU, and fuel
- * at {@link FUEL_PER_MS}, each at most `most`'s.
- */
-export function safetyCapWithin(timeoutMs: number, most: Partial<SafetyCap> = {}): SafetyCap {
-  return {
-    cpuTimeMs: Math.min(timeoutMs, most.cpuTimeMs ?? Number.POSITIVE_INFINITY),
-    fuel: Math.min(timeoutMs * FUEL_PER_MS, most.fuel ?? Number.POSITIVE_INFINITY),
-  };
-}
 
 /** The core's `createSandbox` settings: the public ones, and where the runs execute. */
 interface SandboxSettings extends SandboxOptions {
@@ -166,13 +154,24 @@ function startRun(context: RunContext, runner: Runner, request: RunRequest, star
     if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
     return result;
   };
+  // The run's time limit; its safety cap holds it where this timer cannot fire (see `runSafetyCap`).
+  const { timeoutMs } = request.options;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settle = (result: CodeExecutionResult) => {
+    if (timer !== undefined) clearTimeout(timer);
+    execution.settle(result);
+  };
   const execution = new Execution(reports, (error) => {
+    if (timer !== undefined) clearTimeout(timer);
     run.stop(error);
     return finish({ status: "terminated", error });
   });
+  if (timeoutMs !== undefined) {
+    timer = setTimeout(() => execution.terminate(`The run's time limit of ${timeoutMs} ms ran out`), timeoutMs);
+  }
   run.ended.then(
-    (ending) => execution.settle(finish(ending)),
-    (bug: unknown) => execution.settle(finish(internalFailure(String(bug)))),
+    (ending) => settle(finish(ending)),
+    (bug: unknown) => settle(finish(internalFailure(String(bug)))),
   );
   return execution;
 }

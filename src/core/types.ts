@@ -41,6 +41,14 @@ export interface CodeExecutionOptions {
    * one count for the library's caller, as one tenant. A run in-thread only carries it.
    */
   tenant?: string;
+  /**
+   * runcode's extension beyond the contract: the run's time limit in milliseconds (above 0, at most 2^31 - 1). When it
+   * runs out the run ends `terminated` ("The run's time limit of N ms ran out"); its safety cap is lowered to as many
+   * ms of CPU and as much fuel (`safetyCapWithin`) so that it stops on time where a timer cannot fire
+   * (synchronous guest code on the caller's thread) or clocks stand still (deployed Workers). Default none: only the
+   * sandbox's safety cap.
+   */
+  timeoutMs?: number;
 }
 
 /** The five outcomes of a run (contract.md §4.1). */

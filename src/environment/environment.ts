@@ -27,8 +27,7 @@
  */
 
 import { compiledModule } from "../core/engine.js";
-import { InstancePool } from "../core/instance-pool.js";
-import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, safetyCapWithin } from "../core/sandbox.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
   CodeExecution,
   CodeExecutionResult,
@@ -119,9 +118,8 @@ export interface EnvironmentOptions {
    */
   webApis?: boolean;
   /**
-   * How the executions' sandboxes are made: one for each timeout in use (their safety cap comes from it), reused by
-   * every execution with that timeout. Default the core's `createSandbox`, the sandboxes sharing one pool, with no
-   * transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
+   * How the executions' sandbox is made: one, with the first execution, for every execution (each run's `timeoutMs`
+   * lowers its safety cap). Default the core's `createSandbox`, with no transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
    * TypeScript) and the host's `pool`. Node's `instantiate` passes its threaded one, so `timeoutMs` and `kill` stop
    * any guest work at once.
    */
@@ -132,12 +130,6 @@ export interface EnvironmentOptions {
    */
   fetch?: FetchOptions;
 }
-
-/**
- * Most sandboxes an environment keeps, one per timeout, the least recently used dropped first: timeouts are the
- * clients' to choose, and a sandbox costs little to make again.
- */
-const MAX_SANDBOXES = 16;
 
 type Phase = "queued" | "running" | "done";
 interface Job {
@@ -194,8 +186,8 @@ class QuickJSEnvironment implements EnvironmentModule {
   /** The wasm, compiled once for every execution's sandbox (see `compiledModule`). */
   readonly #wasm: () => Promise<WebAssembly.Module | undefined>;
   readonly #createSandbox: (settings: SandboxOptions) => Sandbox;
-  /** Sandboxes by the timeout of their executions, the most recently used last. */
-  readonly #sandboxes = new Map<number, Sandbox>();
+  /** The sandbox of every execution, made with the first (each run's `timeoutMs` lowers its safety cap). */
+  #sandbox: Sandbox | undefined;
   readonly #fetch: FetchOptions | undefined;
   /** The origins `fetch` reaches, as normalized (none without a fetch setting). */
   readonly #fetchAllow: readonly string[];
@@ -205,8 +197,7 @@ class QuickJSEnvironment implements EnvironmentModule {
 
   constructor(options: EnvironmentOptions) {
     this.#wasm = compiledModule(options.wasm);
-    const pool = new InstancePool();
-    this.#createSandbox = options.createSandbox ?? ((settings) => createSandbox({ ...settings, pool }));
+    this.#createSandbox = options.createSandbox ?? createSandbox;
     this.#clock = options.clock;
     this.#now = options.clock ?? (() => performance.now());
     const budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
@@ -405,7 +396,16 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid } = job;
-    const sandbox = this.#sandbox(job.timeoutMs, wasm);
+    this.#sandbox ??= this.#createSandbox({
+      ...(wasm === undefined ? {} : { wasm }),
+      ...(this.#clock === undefined ? {} : { clock: this.#clock }),
+      defaultMemoryLimitBytes: this.#memoryLimitBytes,
+      bootModules: RUNTIME_BOOT_MODULES,
+      webApis: this.#webApis,
+      ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
+      // Each run's `timeoutMs` bounds both; the host's `maxCpuMs` bounds its CPU whatever its timeout.
+      safetyCap: { cpuTimeMs: this.#maxCpuMs, fuel: Number.POSITIVE_INFINITY },
+    });
     const host: GuestHost = {
       write: (stream, args) => {
         if (this.#overdue(job)) return false;
@@ -456,34 +456,15 @@ class QuickJSEnvironment implements EnvironmentModule {
         }
       },
     };
-    job.run = sandbox.runCode(ENTRY_SOURCE, {
+    job.run = this.#sandbox.runCode(ENTRY_SOURCE, {
       filename: ENTRY_FILENAME,
+      timeoutMs: job.timeoutMs,
       modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
       // `report: undefined` hides the core's own `report`: the documented surface is all the guest gets.
       globals: { console: {}, cyrnel: { services, __host: host }, report: undefined },
       ...(job.tenant === undefined ? {} : { tenant: job.tenant }),
     });
     return job.run;
-  }
-
-  /** The sandbox of executions with timeout `timeoutMs` (`wasm` is the same for every execution: compiled once). */
-  #sandbox(timeoutMs: number, wasm: WebAssembly.Module | undefined): Sandbox {
-    let sandbox = this.#sandboxes.get(timeoutMs);
-    if (sandbox === undefined) {
-      sandbox = this.#createSandbox({
-        ...(wasm === undefined ? {} : { wasm }),
-        ...(this.#clock === undefined ? {} : { clock: this.#clock }),
-        defaultMemoryLimitBytes: this.#memoryLimitBytes,
-        bootModules: RUNTIME_BOOT_MODULES,
-        webApis: this.#webApis,
-        ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
-        safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: this.#maxCpuMs }),
-      });
-    }
-    this.#sandboxes.delete(timeoutMs);
-    this.#sandboxes.set(timeoutMs, sandbox);
-    if (this.#sandboxes.size > MAX_SANDBOXES) this.#sandboxes.delete(this.#sandboxes.keys().next().value as number);
-    return sandbox;
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
@@ -494,7 +475,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#overdue(job);
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
-    // Nothing but the environment and the safety cap it sets from `timeoutMs` (and `maxCpuMs`) terminates a run.
+    // Nothing but the environment, the run's `timeoutMs` and the safety cap it lowers (and `maxCpuMs`) terminates a run.
     if (result.status === "terminated") return "timeout";
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
     return "failed";

@@ -63,7 +63,7 @@ export {
   type ProcessSummary,
   type TextChunk,
 } from "./processes/storage.js";
-export { createRunOnce, type RunOnceOptions, type TimedRunCode } from "./runs/run-once.js";
+export { createRunOnce, type RunOnceOptions } from "./runs/run-once.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;

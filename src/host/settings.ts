@@ -150,20 +150,20 @@ export const runWebOf = (settings: HostSettings) => ({
 });
 
 /**
- * The sandbox of `/run` and `run_code`: its stops, the settings' CPU milliseconds and fuel (for one run of `timeoutMs`,
- * as much of each as stops it within that time, `safetyCapWithin`), its default heap limit, the Web APIs and `fetch`.
+ * The sandbox of `/run` and `run_code`: its stops, the settings' CPU milliseconds and fuel (a run's `timeoutMs` lowers
+ * each to as much as stops it within that time, `safetyCapWithin`), its default heap limit, the Web APIs and `fetch`.
  */
-export const runSandboxOptionsOf = (settings: HostSettings, timeoutMs = Number.POSITIVE_INFINITY) => ({
-  safetyCap: safetyCapWithin(timeoutMs, { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel }),
+export const runSandboxOptionsOf = (settings: HostSettings) => ({
+  safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
   webApis: settings.webApis,
   ...fetchOptionOf(settings),
 });
 
-/** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its sandbox's safety cap. */
+/** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its safety cap (within its `timeoutMs`). */
 export const runCpuSharesOf = (settings: HostSettings, budget: CpuBudget): CpuShares => ({
   budget,
-  fuelOf: (timeoutMs) => runSandboxOptionsOf(settings, timeoutMs).safetyCap.fuel,
+  fuelOf: (timeoutMs) => safetyCapWithin(timeoutMs, runSandboxOptionsOf(settings).safetyCap).fuel,
 });
 
 /**

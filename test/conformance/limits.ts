@@ -77,6 +77,24 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
     });
   });
 
+  describe("runcode's extension: a run's timeoutMs", () => {
+    const forever = () => new Promise(() => {});
+
+    it("ends a run awaiting the host terminated, with the time limit's message", async () => {
+      const r = await runCode("await forever();", { globals: { forever }, timeoutMs: 200 });
+      expect([r.status, r.error]).toEqual([
+        "terminated",
+        { name: "TerminatedError", message: "The run's time limit of 200 ms ran out" },
+      ]);
+    }, 20_000);
+
+    it("a run that ends in time is not stopped, and the next run has its own limit", async () => {
+      expect(await ok(runCode, "export default 1", { timeoutMs: 20_000 })).toBe(1);
+      const r = await runCode("await forever();", { globals: { forever }, timeoutMs: 150 });
+      expect(r.error?.message).toBe("The run's time limit of 150 ms ran out");
+    }, 20_000);
+  });
+
   const sandbox = options.sandbox;
   describe.skipIf(sandbox === undefined)("§6.4 safety cap and default memory limit (sandbox settings)", () => {
     const make = (settings: Parameters<NonNullable<ConformanceOptions["sandbox"]>>[0]): RunCode => {
@@ -234,6 +252,27 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       expect(await ok(small, source, { memoryLimitBytes: 64 * MiB })).toBe(24 * MiB);
       const r = await small(source);
       expect(r.status).toBe("memory");
+    }, 20_000);
+
+    it("timeoutMs lowers the run's fuel where the clock stands still: synchronous code stops on time", async () => {
+      const frozen = make({ clock: () => 0 });
+      const js = { language: "javascript" } as const;
+      // Warm: the timer, which a synchronous loop keeps from firing, must not fire before the loop starts.
+      expect(await ok(frozen, "export default 1", js)).toBe(1);
+      const r = await frozen("while (true) {}", { ...js, timeoutMs: 300 });
+      expect([r.status, r.error]).toEqual([
+        "terminated",
+        { name: "TerminatedError", message: "Execution stopped by the safety cap after 300000000 units of fuel" },
+      ]);
+      // The same sandbox, another run: its own timeoutMs, its own fuel.
+      const next = await frozen("while (true) {}", { ...js, timeoutMs: 200 });
+      expect(next.error?.message).toBe("Execution stopped by the safety cap after 200000000 units of fuel");
+    }, 30_000);
+
+    it("timeoutMs lowers the sandbox's safety cap, never raises it", async () => {
+      const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
+      const r = await capped("while (true) {}", { language: "javascript", timeoutMs: 60_000 });
+      expect(r.error?.message).toBe("Execution stopped by the safety cap after 2500000 units of fuel");
     }, 20_000);
 
     it("a clock standing still gives durationMs 0", async () => {

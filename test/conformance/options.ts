@@ -22,6 +22,12 @@ const invalid: [string, Record<string, unknown>, string][] = [
   ["filename as a number", { filename: 3 }, "filename"],
   ["report as a string", { report: "x" }, "report"],
   ["onLog as a string", { onLog: "x" }, "onLog"],
+  ["timeoutMs 0", { timeoutMs: 0 }, "timeoutMs"],
+  ["timeoutMs negative", { timeoutMs: -5 }, "timeoutMs"],
+  ["timeoutMs NaN", { timeoutMs: Number.NaN }, "timeoutMs"],
+  ["timeoutMs infinite", { timeoutMs: Number.POSITIVE_INFINITY }, "timeoutMs"],
+  ["timeoutMs past the longest timer", { timeoutMs: 2 ** 31 }, "timeoutMs"],
+  ["timeoutMs as a string", { timeoutMs: "100" }, "timeoutMs"],
 ];
 
 export function optionsSuite(runCode: RunCode): void {
@@ -40,6 +46,14 @@ export function optionsSuite(runCode: RunCode): void {
     ])("a source that is %s throws a TypeError", (_label, source) => {
       const error = thrown(() => runCode(source as unknown as string));
       expect(error).toBeInstanceOf(TypeError);
+    });
+
+    it("a timeoutMs that is not a number of milliseconds a timer can wait throws a TypeError saying what it may be", () => {
+      const error = thrown(() => runCode("export default 1", { timeoutMs: 1.5e10 }));
+      expect(error).toBeInstanceOf(TypeError);
+      expect(nameAndMessage(error).message).toBe(
+        "runCode: options.timeoutMs must be a number of milliseconds above 0 and at most 2147483647, got number",
+      );
     });
 
     it("options may be omitted or empty", async () => {

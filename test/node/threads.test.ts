@@ -164,6 +164,19 @@ describe("stops", () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it("a run's timeoutMs crosses to the worker: a synchronous loop ends at its time limit, the sandbox's cap far off", async () => {
+    const sandbox = createSandbox({ threads: true, safetyCap: { cpuTimeMs: 60_000 } });
+    const started = performance.now();
+    const r = await sandbox.runCode("while (true) {}", { timeoutMs: 200 });
+    // The caller's timer or the CPU cap the worker derived from it (200 ms of guest CPU), whichever comes first.
+    expect([r.status, r.error?.name]).toEqual(["terminated", "TerminatedError"]);
+    expect(r.error?.message).toMatch(
+      /^(The run's time limit of 200 ms ran out|Execution stopped by the safety cap after 200 ms of CPU time)$/,
+    );
+    // The bound is for hangs (the sandbox's cap is 60 s), not a timing.
+    expect(performance.now() - started).toBeLessThan(20_000);
+  });
+
   it("the safety cap still ends a polling loop on the worker, as the core's", async () => {
     const capped = createSandbox({ threads: true, safetyCap: { cpuTimeMs: 100 } });
     const r = await capped.runCode("while (true) {}");

@@ -1,14 +1,20 @@
 /**
  * One run for a client, by one path whatever the door: `POST /run` (answered as JSON or as a stream of events) and
  * MCP's `run_code` over HTTP and over stdio. The request's options are decoded from the wire encoding and checked
- * against the host's caps (`limits.ts`); the run is admitted by its heap limit, started with its tenant's services,
- * and stopped when its time limit runs out or its caller goes away; the answer is the result with the length its
+ * against the host's caps (`limits.ts`); the run is admitted by its heap limit, started with its tenant's services
+ * and its time limit (`timeoutMs`, which `runCode` holds), and stopped when its caller goes away; the answer is the result with the length its
  * encoding may take. A caller may follow the run's console entries and reports as they happen, in the same wire
  * encoding and within the same length.
  * @module
  */
 import { FUEL_PER_MS } from "../../core/sandbox.js";
-import type { CodeExecution, CodeExecutionLog, CodeExecutionOptions, CodeExecutionResult } from "../../core/types.js";
+import type {
+  CodeExecution,
+  CodeExecutionLog,
+  CodeExecutionOptions,
+  CodeExecutionResult,
+  RunCode,
+} from "../../core/types.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import type { JsonValue } from "../../values/json.js";
 import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
@@ -58,14 +64,9 @@ export interface RunAnswer {
   maxLength: number;
 }
 
-/**
- * `runCode` as a host gives it: with the run's time limit, so a host where a timer cannot stop synchronous guest code
- * and clocks stand still (Workers) can hold the limit with the sandbox's fuel (`safetyCapWithin`).
- */
-export type TimedRunCode = (source: string, options: CodeExecutionOptions, timeoutMs: number) => CodeExecution;
-
 export interface RunOnceOptions {
-  runCode: TimedRunCode;
+  /** Starts each run, with its time limit as its `timeoutMs` option. */
+  runCode: RunCode;
   /** The heap limit of a run that sets none (the sandbox's `defaultMemoryLimitBytes`), as admission counts it. */
   defaultMemoryLimitBytes: number;
   /** Services a run may import as bare specifiers, bound to the caller's tenant. */
@@ -108,7 +109,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     }
     try {
       const listeners = onEvent === undefined ? {} : eventsWithin(memory, onEvent);
-      run = runCode(source, { ...runOptions, tenant, imports: tools?.modules(tenant) ?? {}, ...listeners }, timeoutMs);
+      run = runCode(source, { ...runOptions, tenant, timeoutMs, imports: tools?.modules(tenant) ?? {}, ...listeners });
     } catch (error) {
       release();
       await settle(0);
@@ -117,9 +118,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     const stop = () => run.terminate("The request ended");
     signal.addEventListener("abort", stop, { once: true });
     if (signal.aborted) stop();
-    const timer = setTimeout(() => run.terminate(`The run's time limit of ${timeoutMs} ms ran out`), timeoutMs);
     const answer = Promise.resolve(run).then(async (result) => {
-      clearTimeout(timer);
       signal.removeEventListener("abort", stop);
       release();
       // A run stopped from outside its thread (where clocks run) tells no fuel: it is charged the time it took.
