@@ -25,7 +25,7 @@ export class Crossing {
   /** Host promises standing for the guest's promises, by the guest's numbers. */
   readonly #guestPromises = new Map<number, { resolve(value: unknown): void; reject(reason: unknown): void }>();
 
-  /** `functions` numbers the host functions of the run's values (see `RunRequest`). */
+  /** `functions` numbers the host functions of the run's values (see `PreparedRun`). */
   constructor(functions: FunctionTable, sendSettle: SendSettle) {
     this.#functions = functions;
     this.#sendSettle = sendSettle;

@@ -16,10 +16,10 @@ import {
   type GuestTape,
   internalFailure,
   ORPHANED as ORPHANED_ERROR,
+  type PreparedRun,
   type RunChannel,
   type RunContext,
   type Runner,
-  type RunRequest,
   runSafetyCap,
   type StartedRun,
   type ThreadSettings,
@@ -76,7 +76,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   readonly #context: RunContext;
   /** The run's own CPU cap, the one the worker holds it to (within its `timeoutMs`). */
   readonly #cpuTimeMs: number;
-  readonly #request: RunRequest;
+  readonly #request: PreparedRun;
   readonly #channel: RunChannel;
   readonly #crossing: Crossing;
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
@@ -103,7 +103,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   #watchdog: ReturnType<typeof setTimeout> | undefined;
 
   /** Throws a `RangeError` when the queue is full or runs nest too deep. */
-  constructor(context: RunContext, request: RunRequest, channel: RunChannel) {
+  constructor(context: RunContext, request: PreparedRun, channel: RunChannel) {
     // Only runs of this module call host functions here.
     const caller = hostCaller() as RemoteRun | undefined;
     this.depth = caller === undefined ? 0 : caller.depth + 1;

@@ -25,7 +25,8 @@ export interface RunOptions {
   timeoutMs: number | undefined;
 }
 
-export interface RunRequest {
+/** A run `prepareRun` checked and encoded: what a runner (in-process or a thread) starts. */
+export interface PreparedRun {
   source: string;
   options: RunOptions;
   /** `[globals, imports]`. */
@@ -46,7 +47,7 @@ export function prepareRun(
   source: unknown,
   options: CodeExecutionOptions | undefined,
   defaultMemoryLimitBytes: number,
-): RunRequest {
+): PreparedRun {
   const resolved = resolveOptions(source, options, defaultMemoryLimitBytes);
   const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename } = resolved;
   const { report, onLog, tenant, timeoutMs } = resolved;

@@ -19,7 +19,7 @@ import { Limits, runSafetyCap } from "./limits.js";
 import { INTERNALS_MODULE, Linker } from "./linker.js";
 import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
-import type { RunOptions, RunRequest } from "./request.js";
+import type { PreparedRun, RunOptions } from "./request.js";
 import { Timers } from "./timers.js";
 import type { CodeExecutionError, CodeExecutionLog, SafetyCap } from "./types.js";
 
@@ -67,7 +67,7 @@ export interface StartedRun {
  * Where a sandbox's runs execute (`SandboxSettings.runner`): starts `request` with the sandbox's `context`. The
  * core's own is {@link inThread}; Node's entry has one for its worker threads.
  */
-export type Runner = (context: RunContext, request: RunRequest, channel: RunChannel) => StartedRun;
+export type Runner = (context: RunContext, request: PreparedRun, channel: RunChannel) => StartedRun;
 
 /** The core's runner: each run on a booted instance of this thread; with a `relay`, its guest values go there. */
 export function inThread(relay?: Relay): Runner {
@@ -92,7 +92,7 @@ let calling: Run | undefined;
 class Run implements StartedRun {
   readonly ended: Promise<Ending>;
   readonly #options: RunOptions;
-  readonly #request: RunRequest;
+  readonly #request: PreparedRun;
   readonly #context: RunContext;
   readonly #linker: Linker;
   readonly #channel: RunChannel;
@@ -115,7 +115,7 @@ class Run implements StartedRun {
   #over = false;
 
   /** Starts the run. */
-  constructor(context: RunContext, request: RunRequest, channel: RunChannel, relay: Relay | undefined) {
+  constructor(context: RunContext, request: PreparedRun, channel: RunChannel, relay: Relay | undefined) {
     this.#options = request.options;
     this.#request = request;
     this.#context = context;

@@ -13,7 +13,7 @@ export type { Boot } from "./instance.js";
 export { InstancePool } from "./instance-pool.js";
 export { runSafetyCap } from "./limits.js";
 export { type Ending, failureOf, internalFailure } from "./outcome.js";
-export type { RunOptions, RunRequest } from "./request.js";
+export type { PreparedRun, RunOptions } from "./request.js";
 export { inThread, ORPHANED, type RunChannel, type RunContext, type Runner, type StartedRun } from "./run.js";
 export { createSandbox, type ThreadSettings, threadContext, threadSettingsOf } from "./sandbox.js";
 export { type NewSwc, TRANSPILE_BASE_FUEL, Transpiler } from "./transpile.js";

@@ -16,7 +16,7 @@ import { InstancePool } from "./instance-pool.js";
 import { FUEL_PER_MS, safetyCapWithin } from "./limits.js";
 import { type Ending, internalFailure } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
-import { prepareRun, type RunRequest } from "./request.js";
+import { type PreparedRun, prepareRun } from "./request.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
@@ -136,7 +136,7 @@ export function createSandbox(settings: SandboxSettings = {}): Sandbox {
  * Starts `request` on `runner` and returns its handle, which settles with the run's result or, the moment it is
  * terminated, with what the run has so far; `started` is when `runCode` was called, on the context's clock.
  */
-function startRun(context: RunContext, runner: Runner, request: RunRequest, started: number): Execution {
+function startRun(context: RunContext, runner: Runner, request: PreparedRun, started: number): Execution {
   const reports: unknown[] = [];
   let settled = false;
   const run = runner(context, request, { reports, settled: () => settled });
