@@ -84,7 +84,7 @@ export class CallChannel {
     fields[2] = request.op === "call" ? request.fn : request.op === "settle" ? request.promise : 0;
     fields[3] = request.op === "settle" ? Number(request.ok) : request.op === "log" ? request.timestamp : 0;
     const note = request.op === "log" ? request.level : "";
-    if (value.buffers.length > 0 || !this.#write(note, value.tape)) {
+    if (value.side.length > 0 || !this.#write(note, value.tape)) {
       this.#byMessage();
       this.#port.postMessage({ call: number, ...call } satisfies Posted<Call>);
     }
@@ -148,7 +148,7 @@ export class CallChannel {
       default:
         throw new RangeError(`The call channel holds operation ${op}: no call`);
     }
-    return { run, request, value: { tape: parcel.tape, buffers: [] } };
+    return { run, request, value: { tape: parcel.tape, side: [] } };
   }
 
   /** The caller's side: answers call `number` and wakes the worker. */

@@ -6,17 +6,10 @@
  * exactly as the in-thread core would hand it over.
  * @module
  */
-import {
-  decodeFromGuest,
-  type Encoded,
-  encodeForGuest,
-  type FunctionTable,
-  type GuestTape,
-} from "../../src/core/runner-port.js";
-import type { Crossed } from "./protocol.js";
+import { decodeFromGuest, encodeForGuest, type FunctionTable, type Tape } from "../../src/core/runner-port.js";
 
 /** Posts the settlement of the caller's promise number `key`. */
-type SendSettle = (key: number, ok: boolean, value: Crossed) => void;
+type SendSettle = (key: number, ok: boolean, value: Tape<ArrayBuffer | number>) => void;
 
 export class Crossing {
   readonly #functions: FunctionTable;
@@ -37,7 +30,7 @@ export class Crossing {
   }
 
   /** An encoding of the core's as it crosses; its promises post their outcomes when they settle. */
-  cross(encoded: Encoded): Crossed {
+  cross(encoded: Tape): Tape<ArrayBuffer | number> {
     const side = encoded.side.map((item) =>
       item.kind === "buffer" ? item.bytes.buffer : this.#handOver(item.promise),
     );
@@ -45,12 +38,12 @@ export class Crossing {
   }
 
   /** Encodes `value`; throws `SerializationError` as the core does for what cannot cross. */
-  encode(value: unknown): Crossed {
+  encode(value: unknown): Tape<ArrayBuffer | number> {
     return this.cross(encodeForGuest(value, this.#functions));
   }
 
   /** A thrown value as the core hands it to the guest: itself when it can cross, else its string. */
-  encodeThrown(error: unknown): Crossed {
+  encodeThrown(error: unknown): Tape<ArrayBuffer | number> {
     try {
       return this.encode(error);
     } catch {
@@ -59,11 +52,11 @@ export class Crossing {
   }
 
   /** A guest value (`log`: console arguments); throws `SerializationError` as the core's decoding does. */
-  decode(guest: GuestTape, log = false): unknown {
+  decode(guest: Tape<ArrayBuffer>, log = false): unknown {
     return decodeFromGuest(
       guest.tape,
       {
-        buffer: (index) => guest.buffers[index] as ArrayBuffer,
+        buffer: (index) => guest.side[index] as ArrayBuffer,
         hostFunction: (id) => this.#functions.get(id),
         promise: (id) =>
           new Promise((resolve, reject) => {
@@ -76,7 +69,7 @@ export class Crossing {
   }
 
   /** The guest settled its promise number `id` with `value`; throws what decoding it throws. */
-  settle(id: number, ok: boolean, value: GuestTape): void {
+  settle(id: number, ok: boolean, value: Tape<ArrayBuffer>): void {
     const pending = this.#guestPromises.get(id);
     this.#guestPromises.delete(id);
     const settled = this.decode(value);
@@ -89,7 +82,7 @@ export class Crossing {
     const key = this.#nextKey++;
     promise.then(
       (value) => {
-        let crossed: Crossed;
+        let crossed: Tape<ArrayBuffer | number>;
         try {
           crossed = this.encode(value);
         } catch (error) {

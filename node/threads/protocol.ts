@@ -1,7 +1,7 @@
 /**
  * The messages between the caller's thread and a worker thread that runs the core, and the slots of the
  * `SharedArrayBuffer` both read. Values never cross as themselves: host values as the tapes the caller's thread
- * encoded ({@link Crossed}), guest values as the tapes the guest encoded (`GuestTape`), each decoded once, where it
+ * encoded (`Tape<ArrayBuffer | number>`), guest values as the tapes the guest encoded (`Tape<ArrayBuffer>`), each decoded once, where it
  * is used (see crossing.ts). Synchronous calls go through the shared memory of call-channel.ts.
  * @module
  */
@@ -10,8 +10,8 @@ import type {
   CodeExecutionError,
   CodeExecutionLog,
   CodeExecutionStatus,
-  GuestTape,
   RunOptions,
+  Tape,
   ThreadSettings,
 } from "../../src/core/runner-port.js";
 
@@ -47,15 +47,6 @@ export function now(): number {
 }
 
 /**
- * A host value as the caller's thread encoded it (`encodeForGuest`): its tape and side list, buffers as they are and
- * promises by the number of the `settle` message that settles them later.
- */
-export interface Crossed {
-  tape: string;
-  side: (ArrayBuffer | number)[];
-}
-
-/**
  * How many sandboxes' settings a worker keeps, the least recently used dropped first. Both threads keep the same
  * list (it changes only with `run` messages, which the worker reads in the order they were posted), so the caller's
  * thread knows which settings the worker still holds.
@@ -87,7 +78,7 @@ export interface WarmInstance {
 export interface Settlement {
   key: number;
   ok: boolean;
-  value: Crossed;
+  value: Tape<ArrayBuffer | number>;
 }
 
 /** Caller's thread -> worker. */
@@ -117,8 +108,8 @@ export type ToWorker =
        */
       alone: boolean;
       /** `[globals, imports]`. */
-      values: Crossed;
-      args: Crossed;
+      values: Tape<ArrayBuffer | number>;
+      args: Tape<ArrayBuffer | number>;
     }
   /** Promises of the caller settled since the last of these, in the order they settled. */
   | { kind: "settle"; run: number; settled: Settlement[] }
@@ -140,7 +131,7 @@ export type HostRequest =
 export interface Call {
   run: number;
   request: HostRequest;
-  value: GuestTape;
+  value: Tape<ArrayBuffer>;
 }
 
 /** Worker -> caller's thread. */
@@ -150,14 +141,14 @@ export type FromWorker =
   /** A synchronous call waits in the worker's call channel, and nobody on the caller's thread watches it. */
   | { kind: "call" }
   /** A `console` entry of a run nobody listens to, as the guest made it (the caller's thread keeps the run's logs). */
-  | { kind: "log"; run: number; level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }
+  | { kind: "log"; run: number; level: CodeExecutionLog["level"]; timestamp: number; args: Tape<ArrayBuffer> }
   | {
       kind: "done";
       run: number;
       status: CodeExecutionStatus;
       error?: CodeExecutionError;
       /** On `success`. */
-      result?: GuestTape;
+      result?: Tape<ArrayBuffer>;
       memoryUsedBytes?: number;
       fuelUsed?: number;
     };
@@ -166,4 +157,4 @@ export type FromWorker =
  * How a synchronous call went: a value, what the function threw, or a `SerializationError`'s message when what the
  * guest handed over could not be decoded (a fault of the host, as in-thread).
  */
-export type CallOutcome = { ok: boolean; value: Crossed } | { fault: string };
+export type CallOutcome = { ok: boolean; value: Tape<ArrayBuffer | number> } | { fault: string };

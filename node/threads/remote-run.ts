@@ -13,7 +13,6 @@ import {
   type CodeExecutionLog,
   type Ending,
   failureOf,
-  type GuestTape,
   internalFailure,
   ORPHANED as ORPHANED_ERROR,
   type PreparedRun,
@@ -22,6 +21,7 @@ import {
   type Runner,
   runSafetyCap,
   type StartedRun,
+  type Tape,
   type ThreadSettings,
   threadSettingsOf,
 } from "../../src/core/runner-port.js";
@@ -222,19 +222,21 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
         const { status, error, result, memoryUsedBytes, fuelUsed } = message;
         this.#memoryUsedBytes = memoryUsedBytes;
         this.#fuelUsed = fuelUsed;
-        this.#end(status === "success" ? this.#decoded(result as GuestTape) : { status, ...(error && { error }) });
+        this.#end(
+          status === "success" ? this.#decoded(result as Tape<ArrayBuffer>) : { status, ...(error && { error }) },
+        );
       }
     }
   }
 
   /** A `console` entry as the worker relayed it, its arguments decoded as the in-thread core decodes them. */
-  #logEntry(entry: { level: CodeExecutionLog["level"]; timestamp: number; args: GuestTape }): CodeExecutionLog {
+  #logEntry(entry: { level: CodeExecutionLog["level"]; timestamp: number; args: Tape<ArrayBuffer> }): CodeExecutionLog {
     const { level, timestamp } = entry;
     return { level, args: this.#crossing.decode(entry.args, true) as unknown[], timestamp };
   }
 
   /** The run's result, decoded as the in-thread core decodes it: what cannot be decoded is the run's error. */
-  #decoded(result: GuestTape): Ending {
+  #decoded(result: Tape<ArrayBuffer>): Ending {
     try {
       return { status: "success", result: this.#crossing.decode(result) };
     } catch (failure) {

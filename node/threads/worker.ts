@@ -12,9 +12,7 @@ import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "
 import {
   bridged,
   type CodeExecutionLog,
-  Encoded,
   FunctionTable,
-  type GuestTape,
   InstancePool,
   inThread,
   internalFailure,
@@ -23,6 +21,7 @@ import {
   type RunContext,
   SerializationError,
   type StartedRun,
+  Tape,
   Thrown,
   TRANSPILE_BASE_FUEL,
   Transpiler,
@@ -32,7 +31,6 @@ import { swcOf } from "../swc.js";
 import { CallChannel } from "./call-channel.js";
 import {
   COMPUTING,
-  type Crossed,
   DOORBELL,
   type FromWorker,
   type HostRequest,
@@ -178,7 +176,7 @@ async function warm(message: Extract<ToWorker, { kind: "warm" }>): Promise<void>
  * A value the caller's thread encoded, for the core to pass to the guest as it is; its promises are settled by the
  * caller's later `settle` messages.
  */
-function encoded(crossed: Crossed, promises: Map<number, Settlers>): Encoded {
+function encoded(crossed: Tape<ArrayBuffer | number>, promises: Map<number, Settlers>): Tape {
   const side = crossed.side.map((item) => {
     if (typeof item !== "number") return { kind: "buffer" as const, bytes: new Uint8Array(item) };
     const promise = new Promise((resolve, reject) => promises.set(item, { resolve, reject }));
@@ -186,7 +184,7 @@ function encoded(crossed: Crossed, promises: Map<number, Settlers>): Encoded {
     promise.catch(() => {});
     return { kind: "promise" as const, promise };
   });
-  return new Encoded(crossed.tape, side);
+  return new Tape(crossed.tape, side);
 }
 
 async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
@@ -196,13 +194,13 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
   current = state;
   clock[SLICES_SPENT] = 0;
   if (message.swc !== undefined) resolveSwc(swcOf(message.swc));
-  const ask = (request: HostRequest, value: GuestTape) => call(id, request, value, promises);
+  const ask = (request: HostRequest, value: Tape<ArrayBuffer>) => call(id, request, value, promises);
   const relay: Relay = {
-    call: bridged((fn: number, args: GuestTape) => ask({ op: "call", fn }, args)),
-    report: bridged((value: GuestTape) => ask({ op: "report" }, value)),
+    call: bridged((fn: number, args: Tape<ArrayBuffer>) => ask({ op: "call", fn }, args)),
+    report: bridged((value: Tape<ArrayBuffer>) => ask({ op: "report" }, value)),
     settle: (promise, ok, value) => void ask({ op: "settle", promise, ok }, value),
     log: message.listened
-      ? bridged((level: CodeExecutionLog["level"], timestamp: number, args: GuestTape) =>
+      ? bridged((level: CodeExecutionLog["level"], timestamp: number, args: Tape<ArrayBuffer>) =>
           ask({ op: "log", level, timestamp }, args),
         )
       : (level, timestamp, args) => post({ kind: "log", run: id, level, timestamp, args }),
@@ -232,7 +230,7 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       run: id,
       status,
       ...("error" in ending ? { error: ending.error } : {}),
-      ...("result" in ending ? { result: ending.result as GuestTape } : {}),
+      ...("result" in ending ? { result: ending.result as Tape<ArrayBuffer> } : {}),
       ...(memoryUsedBytes === undefined ? {} : { memoryUsedBytes }),
       ...(fuelUsed === undefined ? {} : { fuelUsed }),
     };
@@ -295,7 +293,7 @@ function endSlice(): void {
  * `Thrown` of what it threw; what the guest handed over and the caller's thread could not decode is a
  * `SerializationError`, a fault of the host, as in-thread.
  */
-function call(run: number, request: HostRequest, value: GuestTape, promises: Map<number, Settlers>): Encoded {
+function call(run: number, request: HostRequest, value: Tape<ArrayBuffer>, promises: Map<number, Settlers>): Tape {
   lastCall = (lastCall % 0x7fffffff) + 1;
   const number = lastCall;
   calls.publish(number, { run, request, value }, wakeCaller);

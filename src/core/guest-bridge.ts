@@ -29,15 +29,10 @@ import {
   OP_REPORT,
   OP_SETTLE,
   OP_UNCAUGHT,
+  type Tape,
 } from "../values/tape.js";
-import {
-  type Encoded,
-  encodeForGuest,
-  encodePrimitive,
-  type FunctionTable,
-  type HostFunction,
-} from "../values/to-guest.js";
-import { decodeFromGuest, type GuestTape, type HeapMeter } from "../values/to-host.js";
+import { encodeForGuest, encodePrimitive, type FunctionTable, type HostFunction } from "../values/to-guest.js";
+import { decodeFromGuest, type HeapMeter } from "../values/to-host.js";
 import {
   bufferFuel,
   charFuel,
@@ -66,24 +61,24 @@ export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 interface Delivery {
   id: number;
   ok: boolean;
-  value: Encoded;
+  value: Tape;
 }
 
 /**
  * Where the guest's values go when the host that takes them is on another thread: as the guest's own tapes, decoded
  * there rather than here (logs and reports are decoded here too, to charge them). `call` and `report` are stand-ins
- * of the far host's functions, marked by `bridged`: they return a value encoded there (an `Encoded`) and throw what
+ * of the far host's functions, marked by `bridged`: they return a value encoded there (a `Tape`) and throw what
  * the far function threw as a `Thrown`. Anything else any of them throws is a fault of the host.
  */
 export interface Relay {
   /** A call of host function number `id` (`args` is the tape of the arguments' array). */
-  call(id: number, args: GuestTape): unknown;
+  call(id: number, args: Tape<ArrayBuffer>): unknown;
   /** A reported value: the far host keeps it and hands it to the caller's sink. */
-  report(value: GuestTape): unknown;
+  report(value: Tape<ArrayBuffer>): unknown;
   /** The guest settled its promise number `promise`, which it handed to the host. */
-  settle(promise: number, ok: boolean, value: GuestTape): void;
+  settle(promise: number, ok: boolean, value: Tape<ArrayBuffer>): void;
   /** A `console` entry; what it throws (a run's listener on the far host), the console call throws. */
-  log(level: CodeExecutionLog["level"], timestamp: number, args: GuestTape): void;
+  log(level: CodeExecutionLog["level"], timestamp: number, args: Tape<ArrayBuffer>): void;
 }
 
 /** What the bridge of one run reports to and takes from the run. */
@@ -202,8 +197,7 @@ export class GuestBridge {
       const { relay } = this.#run;
       const relayed = relay !== undefined && (op === OP_SETTLE || retained);
       const guest = relayed ? this.#guestTape(tape, sideHandle) : undefined;
-      const buffers =
-        guest === undefined ? this.#buffersOf(sideHandle) : (i: number) => guest.buffers[i] as ArrayBuffer;
+      const buffers = guest === undefined ? this.#buffersOf(sideHandle) : (i: number) => guest.side[i] as ArrayBuffer;
       const kept: HeapMeter = { bytes: 0 };
       const undecoded = op === OP_MARSHAL || (relayed && !retained);
       const value = undecoded ? undefined : this.#decode(tape, buffers, kept, op === OP_LOG);
@@ -246,7 +240,7 @@ export class GuestBridge {
         case OP_SETTLE: {
           const ok = ctx.getNumber(okHandle) === 1;
           if (relayed) {
-            relay.settle(a, ok, guest as GuestTape);
+            relay.settle(a, ok, guest as Tape<ArrayBuffer>);
             return undefined;
           }
           const pending = this.#guestPromises.get(a);
@@ -281,7 +275,7 @@ export class GuestBridge {
       const { relay } = this.#run;
       if (relay === undefined) return this.#callHost(this.#run.functions.get(id), values);
       const tape = `["a",0,[${values.map(encodePrimitive).join(",")}]]`;
-      return this.#callHost(relay.call as HostFunction, [id, { tape, buffers: [] } satisfies GuestTape]);
+      return this.#callHost(relay.call as HostFunction, [id, { tape, side: [] } satisfies Tape<ArrayBuffer>]);
     } catch (fault) {
       return this.#failed(fault);
     }
@@ -344,7 +338,7 @@ export class GuestBridge {
       if (typeof returned === "string") this.#limits.spend(charFuel(returned.length));
       return primitive;
     }
-    let encoded: Encoded;
+    let encoded: Tape;
     try {
       encoded = encodeForGuest(returned, this.#run.functions);
     } catch (error) {
@@ -370,7 +364,7 @@ export class GuestBridge {
   }
 
   /** The tape of a host value that was thrown: an Error crosses as name and message only (see values/to-guest.ts). */
-  #errorTape(error: unknown): Encoded {
+  #errorTape(error: unknown): Tape {
     try {
       return encodeForGuest(error, this.#run.functions);
     } catch {
@@ -379,14 +373,14 @@ export class GuestBridge {
   }
 
   /** Encoded host value -> guest value (host promises become guest promises the host settles later). */
-  toGuest(encoded: Encoded): QuickJSHandle {
+  toGuest(encoded: Tape): QuickJSHandle {
     const result = this.toGuestResult(encoded);
     if (result.error !== undefined) throw new GuestFailure(this.describe(result.error));
     return result.value;
   }
 
   /** As {@link toGuest}, leaving a guest error (the decoder ran out of stack or memory) to the caller. */
-  toGuestResult(encoded: Encoded): VmCallResult<QuickJSHandle> {
+  toGuestResult(encoded: Tape): VmCallResult<QuickJSHandle> {
     const ctx = this.#ctx;
     const primitive = encoded.side.length === 0 ? tapeHandle(ctx, encoded.tape) : undefined;
     if (primitive !== undefined) {
@@ -490,9 +484,9 @@ export class GuestBridge {
   }
 
   /** As {@link toHost} (structured clone), leaving the value as its tape for a host on another thread to decode. */
-  toTape(handle: QuickJSHandle): GuestTape {
+  toTape(handle: QuickJSHandle): Tape<ArrayBuffer> {
     const primitive = encodePrimitive(this.#primitive(handle));
-    if (primitive !== undefined) return { tape: primitive, buffers: [] };
+    if (primitive !== undefined) return { tape: primitive, side: [] };
     return this.#encode(handle, MODE_CLONE, (tape, side) => this.#guestTape(tape, side));
   }
 
@@ -581,13 +575,13 @@ export class GuestBridge {
   }
 
   /** A guest tape with every buffer of its side list copied out (the guest's side lists hold buffers only). */
-  #guestTape(tape: string, sideHandle: QuickJSHandle): GuestTape {
+  #guestTape(tape: string, sideHandle: QuickJSHandle): Tape<ArrayBuffer> {
     const ctx = this.#ctx;
     const lengthHandle = ctx.getProp(sideHandle, "length");
     const length = ctx.getNumber(lengthHandle);
     lengthHandle.dispose();
     const buffer = this.#buffersOf(sideHandle);
-    return { tape, buffers: Array.from({ length }, (_, index) => buffer(index)) };
+    return { tape, side: Array.from({ length }, (_, index) => buffer(index)) };
   }
 
   #decode(tape: string, buffer: (index: number) => ArrayBuffer, meter?: HeapMeter, log = false): unknown {

@@ -4,7 +4,8 @@
  * tapes it passes through.
  * @module
  */
-import { type Encoded, encodeForGuest, FunctionTable, type HostFunction } from "../values/to-guest.js";
+import type { Tape } from "../values/tape.js";
+import { encodeForGuest, FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { resolveOptions } from "./options.js";
 import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
 
@@ -30,8 +31,8 @@ export interface PreparedRun {
   source: string;
   options: RunOptions;
   /** `[globals, imports]`. */
-  values: Encoded;
-  args: Encoded;
+  values: Tape;
+  args: Tape;
   /** The host functions the values hold, numbered as their tapes number them. */
   functions: FunctionTable;
   /** The caller's report sink, if any. */

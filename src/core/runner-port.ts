@@ -6,8 +6,9 @@
  * @module
  */
 export { bridged, SerializationError, Thrown } from "../values/errors.js";
-export { Encoded, encodeForGuest, FunctionTable } from "../values/to-guest.js";
-export { decodeFromGuest, type GuestTape } from "../values/to-host.js";
+export { Tape } from "../values/tape.js";
+export { encodeForGuest, FunctionTable } from "../values/to-guest.js";
+export { decodeFromGuest } from "../values/to-host.js";
 export type { Relay } from "./guest-bridge.js";
 export type { Boot } from "./instance.js";
 export { InstancePool } from "./instance-pool.js";

@@ -24,6 +24,23 @@
  * @module
  */
 
+/** A binary buffer or a host promise a host-encoded tape refers to by index. */
+export type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
+
+/**
+ * A value as a tape and its side list. `Side` is what the side list holds where the tape is: the host's buffers and
+ * promises (`encodeForGuest`, the default), the guest's buffers copied out (`Tape<ArrayBuffer>`: what a host that
+ * keeps its values on another thread forwards there to be decoded), or, posted to another thread, buffers as they
+ * are and promises by number (`Tape<ArrayBuffer | number>`). A `Tape` instance handed to `encodeForGuest` as the value
+ * itself crosses as it is: a host on another thread encodes its values there, and the core passes them through.
+ */
+export class Tape<Side = SideItem> {
+  constructor(
+    readonly tape: string,
+    readonly side: Side[],
+  ) {}
+}
+
 /** Structured clone by the boundary's rules, as for results and reports. */
 export const MODE_CLONE = 0;
 /** Arguments of a host function: structured clone plus promises and the host's own functions. */

@@ -4,20 +4,7 @@
  * @module
  */
 import { SerializationError } from "./errors.js";
-
-/** A binary buffer or a host promise the tape refers to by index. */
-type SideItem = { kind: "buffer"; bytes: Uint8Array } | { kind: "promise"; promise: Promise<unknown> };
-
-/**
- * A host value as a tape and its side list. Handed to `encodeForGuest` as the value itself, it crosses as it is: a
- * host on another thread encodes its values there, and the core passes them through.
- */
-export class Encoded {
-  constructor(
-    readonly tape: string,
-    readonly side: SideItem[],
-  ) {}
-}
+import { type SideItem, Tape } from "./tape.js";
 
 /** A function of the caller's, callable from the guest. */
 export type HostFunction = (...args: unknown[]) => unknown;
@@ -213,10 +200,10 @@ export function encodePrimitive(v: unknown): string | undefined {
 }
 
 /** `value` as a tape for the guest. */
-export function encodeForGuest(value: unknown, functions: FunctionTable): Encoded {
-  if (value instanceof Encoded) return value;
+export function encodeForGuest(value: unknown, functions: FunctionTable): Tape {
+  if (value instanceof Tape) return value;
   const primitive = encodePrimitive(value);
-  if (primitive !== undefined) return new Encoded(primitive, []);
+  if (primitive !== undefined) return new Tape(primitive, []);
   const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
   const ids = new Map<object, number>();
   const probeBudget = { bytes: MAX_PROBE_BYTES };
@@ -297,5 +284,5 @@ export function encodeForGuest(value: unknown, functions: FunctionTable): Encode
     );
   };
 
-  return new Encoded(enc(value), side);
+  return new Tape(enc(value), side);
 }

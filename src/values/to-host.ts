@@ -16,15 +16,6 @@ interface HostDecoding {
   promise(id: number): Promise<unknown>;
 }
 
-/**
- * A guest value as the guest's encoder made it, its buffers copied out: what a host that keeps its values on another
- * thread forwards there to be decoded, rather than decoding it here.
- */
-export interface GuestTape {
-  tape: string;
-  buffers: ArrayBuffer[];
-}
-
 type Node = null | boolean | number | string | Node[];
 type ResizableBufferConstructor = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
 type ViewConstructor = (new (

@@ -15,10 +15,10 @@ function channel() {
   return { caller, worker: new CallChannel(port2, caller.buffer) };
 }
 
-const call = (tape: string, buffers: ArrayBuffer[] = []): Call => ({
+const call = (tape: string, side: ArrayBuffer[] = []): Call => ({
   run: 7,
   request: { op: "call", fn: 3 },
-  value: { tape, buffers },
+  value: { tape, side },
 });
 
 /** The payload's bytes, as the other thread sees them. */
@@ -78,7 +78,7 @@ describe("the call channel", () => {
       { op: "settle", promise: 10, ok: false },
     ];
     for (const request of requests) {
-      const sent: Call = { run: 2_147_483_647, request, value: { tape: '["u"]', buffers: [] } };
+      const sent: Call = { run: 2_147_483_647, request, value: { tape: '["u"]', side: [] } };
       const outcome: CallOutcome = { ok: false, value: { tape: '["p",0]', side: [0, 41] } };
       const { received, answer, buffer } = roundTrip(sent, outcome);
       expect(received).toEqual(sent);
