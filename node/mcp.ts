@@ -58,9 +58,9 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
   }
   const web = webApis || fetch !== undefined;
   const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
-  const { execute } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
+  const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
   const server = createMcpServer({
-    execute,
+    run,
     tools,
     webApis: web,
     ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),

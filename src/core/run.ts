@@ -170,7 +170,7 @@ class Run implements StartedRun {
   /** Runs to the end; never throws. */
   async #run(): Promise<Ending> {
     try {
-      return await this.#execute(this.#request.source);
+      return await this.#evaluate(this.#request.source);
     } finally {
       this.#orphanNested();
       this.#fetch?.end();
@@ -181,7 +181,7 @@ class Run implements StartedRun {
     }
   }
 
-  async #execute(source: string): Promise<Ending> {
+  async #evaluate(source: string): Promise<Ending> {
     try {
       await this.#linker.prepare();
       // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a

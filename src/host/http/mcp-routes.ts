@@ -131,10 +131,10 @@ export function mcpRoutes(
         console.warn(`POST /mcp: upstream MCP servers left out: ${upstreams.failed.join("; ")}`);
       const tools =
         upstreams === undefined ? runs.tools : (runs.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
-      const { execute } = createRunOnce({ ...runs, ...(tools === undefined ? {} : { tools }) });
+      const { run } = createRunOnce({ ...runs, ...(tools === undefined ? {} : { tools }) });
       const server = createMcpServer({
-        execute: (request, caller = {}) =>
-          execute(request, {
+        run: (request, caller = {}) =>
+          run(request, {
             ...caller,
             tenant,
             signal: caller.signal === undefined ? signal : AbortSignal.any([caller.signal, signal]),

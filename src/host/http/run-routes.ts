@@ -94,7 +94,7 @@ export function runRoutes(runs: RunOnce): OpenAPIHono<AppEnv> {
     if (/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       return streamRun(runs, request, { tenant, signal });
     }
-    const { result, maxLength } = await runs.execute(request, { tenant, signal });
+    const { result, maxLength } = await runs.run(request, { tenant, signal });
     return new Response(resultWireText(result, maxLength), { headers: { "content-type": "application/json" } });
   });
   return app;

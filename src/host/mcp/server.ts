@@ -26,18 +26,18 @@ import type { CodeExecutionLog } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_MEMORY_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
-import type { Execute, RunAnswer, RunEvent } from "../runs/run-once.js";
+import type { RunAnswer, RunEvent, RunToAnswer } from "../runs/run-once.js";
 import { cut, summarize } from "./summary.js";
 
 export interface McpServerOptions {
-  /** Runs a call's code, bound to the caller's tenant: the host's one path for runs (`createRunOnce(...).execute`). */
-  execute: Execute;
+  /** Runs a call's code, bound to the caller's tenant: the host's one path for runs (`createRunOnce(...).run`). */
+  run: RunToAnswer;
   /**
    * Whether `execute`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
    * tells the model which globals it may use. Default `false`.
    */
   webApis?: boolean;
-  /** The services `execute`'s runs may import (`import { get } from "kv"`), declared in the tool's guide. */
+  /** The services `run`'s runs may import (`import { get } from "kv"`), declared in the tool's guide. */
   tools?: ToolRegistry;
   /** The process environment's documentation (Markdown), served as a resource when given. */
   environmentDocs?: () => string | Promise<string>;
@@ -102,7 +102,7 @@ ${declarations === "" ? "" : `\nServices importable as modules (TypeScript decla
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { execute, webApis = false, tools, environmentDocs, fetchAllow = [] } = options;
+  const { run, webApis = false, tools, environmentDocs, fetchAllow = [] } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -144,7 +144,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     async ({ code, timeoutMs, execute: call, ...runOptions }, extra) => {
       let answer: RunAnswer;
       try {
-        answer = await execute(
+        answer = await run(
           // A module without `execute` runs as a script: without a default export it succeeds with no result.
           { source: code, options: { ...runOptions, execute: call ?? "script" }, timeoutMs },
           { signal: extra.signal, onEvent: notifier(extra, () => logLevel) },

@@ -78,7 +78,7 @@ export interface RunOnceOptions {
 }
 
 /** Runs one request to its answer; throws a `HostError`, having run nothing, when the request is refused. */
-export type Execute = (request: RunOnceRequest, caller?: RunCaller) => Promise<RunAnswer>;
+export type RunToAnswer = (request: RunOnceRequest, caller?: RunCaller) => Promise<RunAnswer>;
 
 export interface RunOnce {
   /**
@@ -87,7 +87,7 @@ export interface RunOnce {
    */
   start(request: RunOnceRequest, caller?: RunCaller): Promise<{ answer: Promise<RunAnswer> }>;
   /** {@link RunOnce.start}, then the answer: the port an MCP server takes. */
-  execute: Execute;
+  run: RunToAnswer;
 }
 
 export function createRunOnce(options: RunOnceOptions): RunOnce {
@@ -127,7 +127,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     });
     return { answer };
   };
-  return { start, execute: async (request, caller) => (await start(request, caller)).answer };
+  return { start, run: async (request, caller) => (await start(request, caller)).answer };
 }
 
 /**

@@ -15,6 +15,6 @@ export function mcpServerOf(
   sandbox: Pick<McpServerOptions, "webApis" | "fetchAllow"> = {},
 ): McpServer {
   const withTools = tools === undefined ? {} : { tools };
-  const { execute } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, ...withTools });
-  return createMcpServer({ execute, ...sandbox, ...withTools });
+  const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, ...withTools });
+  return createMcpServer({ run, ...sandbox, ...withTools });
 }
