@@ -5,7 +5,7 @@
  * runs, its console output goes to the client as logging notifications (`notifications/message`, the level by console
  * method, at or above the level the client set) and its reported values as progress notifications when the call
  * carries a `progressToken`. The server runs nothing itself: it takes the host's one path for runs as a port
- * (`execute`, from `createRunOnce`), which checks, admits, times and stops each call's run. Built on the official SDK's
+ * (`run`, from `createRunOnce`), which checks, admits, times and stops each call's run. Built on the official SDK's
  * `McpServer`; the transports (stdio in Node, Streamable HTTP in the HTTP app) connect to it. Made per connection or
  * per request: it holds no state but the logging level its client set.
  * @module
@@ -33,7 +33,7 @@ export interface McpServerOptions {
   /** Runs a call's code, bound to the caller's tenant: the host's one path for runs (`createRunOnce(...).run`). */
   run: RunToAnswer;
   /**
-   * Whether `execute`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
+   * Whether `run`'s sandbox was made with the Web APIs (`createSandbox({ webApis: true })`): the tool's guide
    * tells the model which globals it may use. Default `false`.
    */
   webApis?: boolean;
@@ -42,7 +42,7 @@ export interface McpServerOptions {
   /** The process environment's documentation (Markdown), served as a resource when given. */
   environmentDocs?: () => string | Promise<string>;
   /**
-   * The origins `execute`'s sandbox lets guest code fetch (its `fetch.allow`), for the guide to name. Default none: the
+   * The origins `run`'s sandbox lets guest code fetch (its `fetch.allow`), for the guide to name. Default none: the
    * guide says there is no `fetch`.
    */
   fetchAllow?: readonly string[];
@@ -121,7 +121,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       title: "Run JavaScript or TypeScript in a sandbox",
       description,
       inputSchema: {
-        // Characters: a string of MAX_CODE_BYTES UTF-8 bytes has at most as many; the bytes are checked by `execute`.
+        // Characters: a string of MAX_CODE_BYTES UTF-8 bytes has at most as many; the bytes are checked by `run`.
         code: z.string().max(MAX_CODE_BYTES).describe(`The ES module to run, up to ${MAX_CODE_BYTES} bytes of UTF-8.`),
         language: z.enum(["typescript", "javascript"]).optional().describe("Default typescript."),
         globals: z.record(z.string(), z.unknown()).optional().describe("Values to define as globals."),
