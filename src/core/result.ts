@@ -8,7 +8,7 @@ import type { Ending } from "./outcome.js";
 import type { CodeExecutionError, CodeExecutionLog, CodeExecutionResult } from "./types.js";
 
 /** What a run left by the time it ended: its reports, its `console` entries, its duration and what it used. */
-export interface Left {
+interface Left {
   reports: readonly unknown[];
   logs: readonly CodeExecutionLog[];
   durationMs: number;
