@@ -9,7 +9,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { type HostSettings, hostSettingsOf, SETTING_DEFAULTS } from "../../src/host/settings.js";
+import { SETTING_DEFAULTS } from "../../src/host/limits.js";
+import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
 
 /**
  * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold

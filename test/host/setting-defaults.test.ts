@@ -1,12 +1,12 @@
 /**
- * The settings' one table of defaults (`SETTING_DEFAULTS` in src/host/settings.ts) is what wrangler.toml's `[vars]`
+ * The settings' one table of defaults (`SETTING_DEFAULTS` in src/host/limits.ts) is what wrangler.toml's `[vars]`
  * give the edge and what docs/deploy.md's settings table tells a reader: the three name the same settings with the
  * same defaults, the secrets (which have none) only in the docs.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { SETTING_DEFAULTS } from "../../src/host/settings.js";
+import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 
 const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), "utf8");
 
