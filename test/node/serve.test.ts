@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { lockDatabase } from "../../node/serve/lock.js";
-import { serveOptionsOf } from "../../node/serve/settings.js";
+import { SERVE_USAGE, serveOptionsOf } from "../../node/serve/settings.js";
 import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
 import { hostSettingsOf } from "../../src/host/settings.js";
@@ -610,5 +610,13 @@ describe("runcode serve", () => {
         RUNCODE_ORIGINS: "http://127.0.0.1:8090,http://localhost:8090,http://[::1]:8090",
       }),
     );
+  });
+
+  it("docs/deploy.md's flag table names every flag its usage lists", () => {
+    const deploy = readFileSync(fileURLToPath(new URL("../../docs/deploy.md", import.meta.url)), "utf8");
+    const table = deploy.slice(deploy.indexOf("| flag | environment | default |"));
+    const documented = new Set(table.slice(0, table.indexOf("\n\n")).match(/--[a-z-]+/g));
+    const listed = [...SERVE_USAGE.matchAll(/\[(--[a-z-]+)/g)].map(([, flag]) => flag);
+    expect(listed.filter((flag) => !documented.has(flag as string))).toEqual([]);
   });
 });
