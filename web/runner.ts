@@ -4,6 +4,7 @@
  * reach the engine's interrupt handler).
  * @module
  */
+import { resultOf, terminatedError } from "../src/core/result.js";
 import type { CodeExecutionResult } from "../src/core/types.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
@@ -135,13 +136,10 @@ export class SandboxRunner {
     const durationMs = performance.now() - pending.started;
     pending.settle({
       kind: "result",
-      result: {
-        status: "terminated",
-        error: { name: "Terminated", message: reason },
-        reports: pending.reports,
-        logs: [],
-        durationMs,
-      },
+      result: resultOf(
+        { status: "terminated", error: terminatedError(reason) },
+        { reports: pending.reports, logs: [], durationMs },
+      ),
       workerMs: durationMs,
       roundTripMs: durationMs,
     });

@@ -1,30 +1,16 @@
 /**
  * `runcode serve`'s settings: where it listens, its database, and the edge's settings by the names of wrangler.toml's
  * `[vars]`, from the environment or from flags named after them (`RUNCODE_TENANT_MAX_ACTIVE` is
- * `--tenant-max-active`, `MAX_ACTIVE_PROCESSES` `--max-active-processes`); a flag wins. Defaults are wrangler.toml's,
- * except the two that depend on the address: on loopback the server answers for its loopback names and serves
- * anonymous callers unless keys are set; anywhere else both must be set. API keys come from the environment only
- * (`RUNCODE_API_KEYS`): a command line is visible to every user of the machine.
+ * `--tenant-max-active`, `MAX_ACTIVE_PROCESSES` `--max-active-processes`); a flag wins. Defaults are the host's table
+ * (`SETTING_DEFAULTS`, which wrangler.toml's `[vars]` state), except the two that depend on the address: on loopback
+ * the server answers for its loopback names and serves anonymous callers unless keys are set; anywhere else both must
+ * be set. API keys come from the environment only (`RUNCODE_API_KEYS`): a command line is visible to every user of
+ * the machine.
  * @module
  */
 import { parseArgs } from "node:util";
+import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
-
-/** wrangler.toml's `[vars]` that do not depend on where the server listens. */
-export const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
-  RUNCODE_CORS_ORIGINS: "",
-  RUNCODE_TENANT_MAX_ACTIVE: "32",
-  RUNCODE_TENANT_RUNS_PER_MINUTE: "600",
-  RUNCODE_TENANT_CPU_MS_PER_MINUTE: "1500",
-  RUNCODE_TENANT_CPU_BURST_MS: "500",
-  RUNCODE_TENANT_KV_BYTES: "16777216",
-  MAX_ACTIVE_PROCESSES: "256",
-  RUN_CPU_MS: "2000",
-  RUN_FUEL: "2500000000",
-  RUNCODE_WEB_APIS: "false",
-  RUNCODE_FETCH_ALLOW: "",
-  RUNCODE_RETENTION_DAYS: "",
-});
 
 /**
  * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold
@@ -34,9 +20,7 @@ const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
 
 /** Settings a flag can give, by name. */
 const FLAG_SETTINGS = [
-  "RUNCODE_ALLOW_ANONYMOUS",
-  "RUNCODE_ORIGINS",
-  ...Object.keys(DEFAULT_SETTINGS),
+  ...Object.keys(SETTING_DEFAULTS),
   "RUNCODE_MCP_SERVERS",
   "RUNCODE_TENANT_STORAGE_BYTES",
 ] as const;
@@ -117,7 +101,7 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
     }
   }
   const settings = await hostSettingsOf({
-    ...DEFAULT_SETTINGS,
+    ...SETTING_DEFAULTS,
     RUNCODE_ALLOW_ANONYMOUS: String(isLoopback(host)),
     RUNCODE_ORIGINS: originsFor(port).join(","),
     ...Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)),

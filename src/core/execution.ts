@@ -3,6 +3,7 @@
  * with `status: 'terminated'` (the run notices at its next yield point and is dropped).
  * @module
  */
+import { terminatedError } from "./result.js";
 import type { CodeExecution, CodeExecutionError, CodeExecutionResult } from "./types.js";
 
 export class Execution implements CodeExecution {
@@ -32,8 +33,7 @@ export class Execution implements CodeExecution {
 
   terminate(reason?: string): void {
     if (!this.#running) return;
-    const message = reason === undefined || reason === "" ? "Execution terminated by the caller" : String(reason);
-    this.settle(this.#onTerminate({ name: "TerminatedError", message }));
+    this.settle(this.#onTerminate(terminatedError(reason)));
   }
 
   /** Settles the handle once; later calls are ignored. */

@@ -7,6 +7,7 @@
  */
 import { FUEL_QUANTUM, type Meter } from "./engine.js";
 import { type Stop, Stopped } from "./outcome.js";
+import { terminatedError } from "./result.js";
 import type { CodeExecutionError, SafetyCap } from "./types.js";
 
 interface LimitSettings {
@@ -80,10 +81,7 @@ function fuelStop(fuel: number): Stop {
 /** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
 class FuelHardStop extends Error {}
 
-const CALLER_TERMINATED: CodeExecutionError = Object.freeze({
-  name: "TerminatedError",
-  message: "Execution terminated by the caller",
-});
+const CALLER_TERMINATED: CodeExecutionError = Object.freeze(terminatedError());
 
 export class Limits {
   readonly #settings: LimitSettings;

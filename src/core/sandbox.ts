@@ -1,8 +1,8 @@
 /**
  * The sandbox factory: host-level settings (wasm source, default memory limit, safety cap, clock, transpiler, pool)
  * checked once and shared by every run it starts, each run's options checked and its values encoded before a runner
- * starts it, and the one place a run's `CodeExecutionResult` is built, whichever runner ran it. The core's runner
- * gives each run a booted instance of its own, from the sandbox's pool; the next run gets it back as booted (see
+ * starts it, and the one place a run's `CodeExecutionResult` is built (by core/result.ts), whichever runner ran it.
+ * The core's runner gives each run a booted instance of its own, from the sandbox's pool; the next run gets it back as booted (see
  * core/instance.ts). A runner on other threads gets the settings as derived here ({@link threadSettingsOf}) and
  * takes them there as they come ({@link threadContext}).
  * @module
@@ -17,6 +17,7 @@ import { FUEL_PER_MS, safetyCapWithin } from "./limits.js";
 import { type Ending, internalFailure } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
 import { type PreparedRun, prepareRun } from "./request.js";
+import { resultOf } from "./result.js";
 import { inThread, type RunContext, type Runner } from "./run.js";
 import type { CodeExecutionOptions, CodeExecutionResult, SafetyCap, Sandbox, SandboxOptions } from "./types.js";
 
@@ -142,17 +143,8 @@ function startRun(context: RunContext, runner: Runner, request: PreparedRun, sta
   const run = runner(context, request, { reports, settled: () => settled });
   const finish = (ending: Ending): CodeExecutionResult => {
     settled = true;
-    const head = ending.status === "success" ? { status: ending.status, result: ending.result } : { ...ending };
-    const result: CodeExecutionResult = {
-      ...head,
-      reports: [...reports],
-      logs: [...run.logs],
-      durationMs: context.clock() - started,
-    };
-    const { memoryUsedBytes, fuelUsed } = run;
-    if (memoryUsedBytes !== undefined) result.memoryUsedBytes = memoryUsedBytes;
-    if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
-    return result;
+    const { logs, memoryUsedBytes, fuelUsed } = run;
+    return resultOf(ending, { reports, logs, durationMs: context.clock() - started, memoryUsedBytes, fuelUsed });
   };
   // The run's time limit; its safety cap holds it where this timer cannot fire (see `runSafetyCap`).
   const { timeoutMs } = request.options;

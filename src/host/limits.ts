@@ -43,6 +43,29 @@ export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
  */
 export const SLOT_RETRY_SECONDS = 1;
 
+/**
+ * The default of every setting of a served host (settings.ts reads them), in one table: wrangler.toml's `[vars]` state
+ * these, `runcode serve` starts from them (its address decides `RUNCODE_ALLOW_ANONYMOUS` and `RUNCODE_ORIGINS`), and
+ * docs/deploy.md's settings table states them (test/host/setting-defaults.test.ts keeps the three equal). The secrets
+ * (`RUNCODE_API_KEYS`, `RUNCODE_MCP_SERVERS`) have none.
+ */
+export const SETTING_DEFAULTS = Object.freeze({
+  RUNCODE_ALLOW_ANONYMOUS: "false",
+  RUNCODE_ORIGINS: "http://127.0.0.1:8787,http://localhost:8787,http://[::1]:8787",
+  RUNCODE_CORS_ORIGINS: "",
+  RUNCODE_TENANT_MAX_ACTIVE: "32",
+  RUNCODE_TENANT_RUNS_PER_MINUTE: "600",
+  RUNCODE_TENANT_CPU_MS_PER_MINUTE: "1500",
+  RUNCODE_TENANT_CPU_BURST_MS: "500",
+  RUNCODE_TENANT_KV_BYTES: "16777216",
+  MAX_ACTIVE_PROCESSES: "256",
+  RUN_CPU_MS: "2000",
+  RUN_FUEL: "2500000000",
+  RUNCODE_WEB_APIS: "false",
+  RUNCODE_FETCH_ALLOW: "",
+  RUNCODE_RETENTION_DAYS: "",
+});
+
 /** The `payload_too_large` refusal of `sources` larger than {@link MAX_CODE_BYTES} together, else `undefined`. */
 export function codeTooLarge(what: string, sources: readonly string[]): HostError | undefined {
   const bytes = sources.reduce((sum, source) => sum + utf8Length(source), 0);

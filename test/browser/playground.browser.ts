@@ -107,7 +107,7 @@ describe("SandboxRunner", () => {
     expect(runner.running).toBe(false);
     if (outcome.kind !== "result") throw new Error("expected a result");
     expect(outcome.result.status).toBe("terminated");
-    expect(outcome.result.error).toEqual({ name: "Terminated", message: "enough" });
+    expect(outcome.result.error).toEqual({ name: "TerminatedError", message: "enough" });
     expect(outcome.result.reports).toEqual([7]);
     // A late message of the old run is ignored; the new worker takes the next run.
     first.send({ type: "result", nonce: request?.nonce, result: toWire(result), workerMs: 1 });

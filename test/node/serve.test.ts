@@ -15,8 +15,10 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { lockDatabase } from "../../node/serve/lock.js";
-import { DEFAULT_SETTINGS } from "../../node/serve/settings.js";
+import { SERVE_USAGE, serveOptionsOf } from "../../node/serve/settings.js";
+import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
+import { hostSettingsOf } from "../../src/host/settings.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
@@ -40,7 +42,7 @@ const newDatabase = () => `file:${join(dir, `${++databases}.db`)}`;
 /** The environment without any runcode setting of the machine running the tests. */
 const cleanEnv = () =>
   Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith("RUNCODE_") && !(name in DEFAULT_SETTINGS)),
+    Object.entries(process.env).filter(([name]) => !name.startsWith("RUNCODE_") && !(name in SETTING_DEFAULTS)),
   );
 
 interface Server {
@@ -599,10 +601,22 @@ describe("runcode serve", () => {
     }
   });
 
-  it("its defaults are wrangler.toml's [vars]", () => {
-    const toml = readFileSync(fileURLToPath(new URL("../../wrangler.toml", import.meta.url)), "utf8");
-    const vars = toml.slice(toml.indexOf("[vars]"), toml.indexOf("\n[", toml.indexOf("[vars]") + 1));
-    const values = Object.fromEntries([...vars.matchAll(/^(\w+) = "(.*)"$/gm)].map((m) => [m[1], m[2]]));
-    for (const [name, value] of Object.entries(DEFAULT_SETTINGS)) expect([name, values[name]]).toEqual([name, value]);
+  it("its defaults are the host's table, its address deciding anonymous callers and origins", async () => {
+    const options = await serveOptionsOf(["--port", "8090"], {});
+    expect(options.settings).toEqual(
+      await hostSettingsOf({
+        ...SETTING_DEFAULTS,
+        RUNCODE_ALLOW_ANONYMOUS: "true",
+        RUNCODE_ORIGINS: "http://127.0.0.1:8090,http://localhost:8090,http://[::1]:8090",
+      }),
+    );
+  });
+
+  it("docs/deploy.md's flag table names every flag its usage lists", () => {
+    const deploy = readFileSync(fileURLToPath(new URL("../../docs/deploy.md", import.meta.url)), "utf8");
+    const table = deploy.slice(deploy.indexOf("| flag | environment | default |"));
+    const documented = new Set(table.slice(0, table.indexOf("\n\n")).match(/--[a-z-]+/g));
+    const listed = [...SERVE_USAGE.matchAll(/\[(--[a-z-]+)/g)].map(([, flag]) => flag);
+    expect(listed.filter((flag) => !documented.has(flag as string))).toEqual([]);
   });
 });

@@ -5,9 +5,10 @@
  * @module
  */
 import { retryLater } from "../errors.js";
+import { SETTING_DEFAULTS } from "../limits.js";
 
 /** Process creations plus `/run` calls one tenant may make per minute when no figure is configured. */
-const DEFAULT_RUNS_PER_MINUTE = 600;
+const DEFAULT_RUNS_PER_MINUTE = Number(SETTING_DEFAULTS.RUNCODE_TENANT_RUNS_PER_MINUTE);
 
 /** A tenant's bucket: tokens left, as of `at` (epoch milliseconds). */
 export interface Bucket {
