@@ -133,7 +133,7 @@ for (const [name, source] of [
         }),
     );
     // A bound that only catches a hang: the latency itself is a benchmark figure (bench:web, ~0.4 ms).
-    expect(stopMs).toBeLessThan(2_000);
+    expect(stopMs).toBeLessThan(10_000);
     await expect(page.locator("#error .error-message")).toHaveText("TerminatedError: Stopped by the user");
 
     await typeCode(page, "export default 'again'");
