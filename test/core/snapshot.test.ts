@@ -398,7 +398,7 @@ describe("a deflate stream that inflates past its pages", () => {
     vi.stubGlobal(
       "DecompressionStream",
       class {
-        readonly writable: WritableStream<Uint8Array>;
+        readonly writable: WritableStream<BufferSource>;
         readonly readable: ReadableStream<Uint8Array>;
         constructor(format: CompressionFormat) {
           const inner = new Real(format);
