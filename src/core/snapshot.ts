@@ -131,9 +131,10 @@ export async function encodeSnapshot(header: SnapshotHeader, memory: Uint8Array,
 }
 
 /**
- * Checks and decodes a snapshot taken by this runcode (`expected.runcode`) whose memory fits in
- * `expected.maxMemoryBytes`; refuses anything else with a {@link SnapshotError}. The digest is checked before the
- * header is read or anything inflated.
+ * Checks and decodes a snapshot taken by this runcode (`expected.runcode`) whose memory (`memoryBytes`, and so its
+ * span) fits in `expected.maxMemoryBytes`, the most linear memory the restoring instance may have; refuses anything
+ * else with a {@link SnapshotError}. The digest is checked before the header is read or anything inflated. Raw chunks
+ * are read from `bytes` when written: they must not change until then.
  */
 export async function decodeSnapshot(
   bytes: Uint8Array,
