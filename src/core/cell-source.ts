@@ -56,13 +56,13 @@ export class CellSyntaxError extends Error {
   }
 }
 
-/** Global property holding the session's cell helper (installed once per session by the lead, hidden, non-writable, non-configurable). */
+/** Global property holding the session's cell helper (installed once per session, hidden, non-writable, non-configurable). */
 export const CELL_HELPER_KEY = "runcode:cell";
 
 /**
  * Guest source of a sloppy script expression evaluating to the cell helper: a frozen object with no prototype whose
  * methods use only what they captured when it was evaluated (user code may replace any global later), pass
- * descriptors without prototypes (a setter `Object.prototype.get` would otherwise turn them into accessors), and build
+ * descriptors without prototypes (a property `Object.prototype.get` would otherwise make them accessors), and build
  * messages with `+` (the engine compiles a template literal to a call of `String.prototype.concat`).
  * - `open(lexicals, vars)`: refuses, before changing anything, a lexical name held by a non-configurable property (a
  *   `var`, a `function` or a built-in such as `NaN`: "redeclaration of 'x'", as the engine says); then makes each
@@ -75,8 +75,8 @@ export const CELL_HELPER_SOURCE = `(() => {
   "use strict";
   const global = globalThis;
   const { defineProperty, getOwnPropertyDescriptor, freeze, hasOwn } = Object;
-  const NotInitialized = ReferenceError;
-  const Redeclared = SyntaxError;
+  const ReferenceErrorClass = ReferenceError;
+  const SyntaxErrorClass = SyntaxError;
   // The getter open installed for each name, to tell it from the user's own accessors.
   const uninitialized = { __proto__: null };
   const data = (value) => ({ __proto__: null, value, writable: true, enumerable: true, configurable: true });
@@ -85,12 +85,12 @@ export const CELL_HELPER_SOURCE = `(() => {
     open(lexicals, vars) {
       for (let i = 0; i < lexicals.length; i++) {
         const held = getOwnPropertyDescriptor(global, lexicals[i]);
-        if (held !== undefined && !held.configurable) throw new Redeclared("redeclaration of '" + lexicals[i] + "'");
+        if (held !== undefined && !held.configurable) throw new SyntaxErrorClass("redeclaration of '" + lexicals[i] + "'");
       }
       for (let i = 0; i < lexicals.length; i++) {
         const name = lexicals[i];
         const get = () => {
-          throw new NotInitialized(name + " is not initialized");
+          throw new ReferenceErrorClass(name + " is not initialized");
         };
         const set = (assigned) => defineProperty(global, name, data(assigned));
         uninitialized[name] = get;
@@ -115,7 +115,7 @@ export const CELL_HELPER_SOURCE = `(() => {
     imports(namespace, specifier, names) {
       for (let i = 0; i < names.length; i++) {
         if (!(names[i] in namespace)) {
-          throw new Redeclared("Could not find export '" + names[i] + "' in module '" + specifier + "'");
+          throw new SyntaxErrorClass("Could not find export '" + names[i] + "' in module '" + specifier + "'");
         }
       }
       return namespace;
@@ -148,7 +148,7 @@ export function cellScript(source: string): CellScript {
   let prologue: Prologue | undefined;
   for (const [index, statement] of body.entries()) {
     const varCount = vars.size;
-    varNames(source, statement, (name) => vars.add(name));
+    scanStatement(source, statement, (name) => vars.add(name));
     const statementEdits = declarationEdits(source, statement, lexicals, specifiers);
     if (prologue === undefined && (statementEdits.length > 0 || vars.size > varCount)) {
       prologue = prologueAt(source, body[index - 1]);
@@ -170,14 +170,16 @@ function parseCell(source: string): Program {
       ecmaVersion: "latest",
       sourceType: "script",
       allowAwaitOutsideFunction: true,
-      // Only so that a top-level import parses; varNames refuses the others.
+      // Only so that a top-level import parses; scanStatement refuses the others.
       allowImportExportEverywhere: true,
       allowReturnOutsideFunction: false,
       allowHashBang: true,
     });
   } catch (error) {
-    const { line, column } = (error as { loc?: { line: number; column: number } }).loc ?? { line: 1, column: 0 };
-    throw new CellSyntaxError((error as Error).message.replace(/ \(\d+:\d+\)$/, ""), line, column + 1);
+    // The parser's refusals are SyntaxErrors with a 0-based `loc`.
+    const { loc } = error as { loc?: { line: number; column: number } };
+    if (!(error instanceof SyntaxError) || loc === undefined) throw error;
+    throw new CellSyntaxError(error.message.replace(/ \(\d+:\d+\)$/, ""), loc.line, loc.column + 1);
   }
 }
 
@@ -188,11 +190,11 @@ function refuse(source: string, offset: number, message: string): never {
 }
 
 /**
- * Adds the names `statement` declares in the cell's var scope (`var` declarations and functions declared in blocks,
- * outside any function) to `into`, and refuses module syntax other than a top-level import. Walks with a stack: the
- * tree is as deep as the source nests.
+ * Refuses module syntax in `statement` other than a top-level import, and gives `addVar` each name it declares in the
+ * cell's var scope (`var` declarations and functions declared in blocks, outside any function). Walks with a stack:
+ * the tree is as deep as the source nests.
  */
-function varNames(source: string, statement: Statement | AnyNode, add: (name: string) => void): void {
+function scanStatement(source: string, statement: Statement | AnyNode, addVar: (name: string) => void): void {
   const stack: Array<{ node: AnyNode; inFunction: boolean }> = [{ node: statement as AnyNode, inFunction: false }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { node, inFunction } = item;
@@ -209,12 +211,12 @@ function varNames(source: string, statement: Statement | AnyNode, add: (name: st
         if (node.meta.name === "import") refuse(source, node.start, IMPORT_META);
         break;
       case "VariableDeclaration":
-        if (node.kind === "var" && !inFunction) for (const { id } of node.declarations) boundNames(id, add);
+        if (node.kind === "var" && !inFunction) for (const { id } of node.declarations) boundNames(id, addVar);
         break;
       case "FunctionDeclaration":
         // A function declared in a block is also a var of the script (the language's annex B); only `export default`,
         // refused before its child is reached, declares one without a name.
-        if (node !== statement && !inFunction) add((node.id as Identifier).name);
+        if (node !== statement && !inFunction) addVar((node.id as Identifier).name);
         break;
     }
     const childInFunction = inFunction || FUNCTION_SCOPES.has(node.type);
@@ -305,7 +307,7 @@ function classEdits(
   declaration: ClassDeclaration | AnonymousClassDeclaration,
   lexicals: string[],
 ): Edit[] {
-  // Only `export default`, refused by varNames, declares a class without a name.
+  // Only `export default`, refused by scanStatement, declares a class without a name.
   const { name } = declaration.id as Identifier;
   lexicals.push(name);
   return [
@@ -343,10 +345,9 @@ function importEdit(source: string, declaration: ImportDeclaration, lexicals: st
   }
   if (names.length > 0) namespace = `${HELPER}.imports(${namespace}, ${specifier}, ${JSON.stringify(names)})`;
   const namespaceTarget = declaration.specifiers.find((binding) => binding.type === "ImportNamespaceSpecifier");
-  const bind = [
-    ...(properties.length > 0 ? [`{${properties.join(", ")}} = `] : []),
-    ...(namespaceTarget ? [`${namespaceTarget.local.name} = `] : []),
-  ].join("");
+  const bind =
+    (properties.length > 0 ? `{${properties.join(", ")}} = ` : "") +
+    (namespaceTarget === undefined ? "" : `${namespaceTarget.local.name} = `);
   const seal = targets.length > 0 ? `, ${HELPER}.seal(${JSON.stringify(targets)})` : "";
   const lineBreaks = source.slice(declaration.start, declaration.end).replace(/[^\n\r\u2028\u2029]/g, "");
   return {

@@ -96,6 +96,9 @@ describe("cellScript's text", () => {
         'var {} = (await import("m"), 0);',
     );
     expect(specifiers).toEqual(["m", "n"]);
+    expect(cellScript('import j from "m" with { type: "json" }').script).toContain(
+      'await import("m", { with: { "type": "json" } })',
+    );
   });
 
   it("keeps a hashbang line a comment of the same length", () => {
@@ -230,9 +233,9 @@ describe("a cell's declarations in the engine", () => {
   it("may use names the global object inherits, without reaching what it inherits", () => {
     const run = newSession();
     expect(value(run("let __proto__ = { a: 1 }; const toString = 2; [__proto__.a, toString]"))).toEqual([1, 2]);
-    expect(value(run("[Object.getPrototypeOf(globalThis) === Object.prototype, typeof Object.prototype.toString]"))).toEqual(
-      [true, "function"],
-    );
+    expect(
+      value(run("[Object.getPrototypeOf(globalThis) === Object.prototype, typeof Object.prototype.toString]")),
+    ).toEqual([true, "function"]);
   });
 
   it("let a later cell's block-level function (a var of the script) replace a const", () => {
@@ -368,6 +371,7 @@ describe("a cell's positions", () => {
   /** The stack's first position of what `source` throws, run as written in a fresh context. */
   const position = (outcome: Outcome) => /cell:(\d+:\d+)/.exec(thrown(outcome)?.stack ?? "")?.[1];
 
+  // The engine places a failed property read at its `.`: `  null.x` fails at column 7.
   it.each([
     ["let a = 1;\n  null.x", "2:7"],
     ["const a = 1,\n  b = null.x", "2:11"],
