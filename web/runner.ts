@@ -1,26 +1,42 @@
 /**
- * The page's side of the sandbox worker: starts runs, streams their reports, and stops any run at once by
- * terminating the worker and starting a fresh one (the only stop that also ends native-heavy loops, which never
- * reach the engine's interrupt handler).
+ * The page's side of the sandbox worker: starts runs and session requests (cells, opens, forks), streams their
+ * reports, and stops any run at once by terminating the worker and starting a fresh one (the only stop that also
+ * ends native-heavy loops, which never reach the engine's interrupt handler).
  * @module
  */
 import { resultOf, terminatedError } from "../src/core/result.js";
 import type { CodeExecutionResult } from "../src/core/types.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
-import { isReady, isRejected, isReport, isResult, newNonce, type RunPayload, type ToWorker } from "./messages.js";
+import {
+  type CellPayload,
+  isOpened,
+  isReady,
+  isRejected,
+  isReport,
+  isResult,
+  newNonce,
+  type RunPayload,
+  type SessionRequest,
+  type ToWorker,
+} from "./messages.js";
 
-/** How a run in the browser ended: a result, or options the worker refused before starting. */
-type BrowserOutcome =
-  | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number }
-  | { kind: "rejected"; name: string; message: string };
+type Rejected = { kind: "rejected"; name: string; message: string };
+/** How a run or a cell in the browser ended: a result (a cell's with its session's snapshot), or a refusal. */
+export type BrowserOutcome =
+  | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number; snapshot?: Uint8Array }
+  | Rejected;
+/** How making a session (open, fork) ended. */
+type Made = { kind: "opened" } | Rejected;
 
 interface Pending {
   nonce: string;
+  /** What answers it besides `rejected`: a `result` (runs, cells) or an `opened` (opens, forks). */
+  answer: "result" | "opened";
   started: number;
   reports: unknown[];
   onReport: (value: unknown, index: number) => void;
-  settle: (outcome: BrowserOutcome) => void;
+  settle: (outcome: BrowserOutcome | Made) => void;
 }
 
 interface Spawned {
@@ -86,6 +102,12 @@ export class SandboxRunner {
   #handle(data: unknown): boolean {
     const pending = this.#pending;
     if (pending === undefined) return false;
+    if (pending.answer === "opened") {
+      if (!isOpened(data, pending.nonce)) return this.#rejected(pending, data);
+      this.#pending = undefined;
+      pending.settle({ kind: "opened" });
+      return true;
+    }
     if (isReport(data, pending.nonce)) {
       const value = fromWire(data.value);
       pending.reports.push(value);
@@ -100,25 +122,64 @@ export class SandboxRunner {
         result: fromWire(data.result as JsonValue) as CodeExecutionResult,
         workerMs: data.workerMs,
         roundTripMs,
+        ...(data.snapshot !== undefined && { snapshot: data.snapshot }),
       });
       return true;
     }
-    if (isRejected(data, pending.nonce)) {
-      this.#pending = undefined;
-      pending.settle({ kind: "rejected", name: data.name, message: data.message });
-      return true;
-    }
-    return false;
+    return this.#rejected(pending, data);
   }
 
-  /** Runs `payload`; `onReport` sees each reported value as the guest reports it. One run at a time. */
-  run(payload: RunPayload, onReport: (value: unknown, index: number) => void = () => {}): Promise<BrowserOutcome> {
+  #rejected(pending: Pending, data: unknown): boolean {
+    if (!isRejected(data, pending.nonce)) return false;
+    this.#pending = undefined;
+    pending.settle({ kind: "rejected", name: data.name, message: data.message });
+    return true;
+  }
+
+  #request<T extends BrowserOutcome | Made>(
+    request: SessionRequest | { type: "run"; payload: RunPayload },
+    onReport: (value: unknown, index: number) => void = () => {},
+  ): Promise<T> {
     if (this.#pending !== undefined) throw new Error("SandboxRunner: a run is already going on");
     return new Promise((settle) => {
       const nonce = newNonce();
-      this.#pending = { nonce, started: performance.now(), reports: [], onReport, settle };
-      this.#post({ type: "run", nonce, payload });
+      const answer = request.type === "open" || request.type === "fork" ? "opened" : "result";
+      this.#pending = { nonce, answer, started: performance.now(), reports: [], onReport, settle: settle as never };
+      this.#post({ ...request, nonce });
     });
+  }
+
+  /** Runs `payload`; `onReport` sees each reported value as the guest reports it. One run at a time. */
+  run(payload: RunPayload, onReport?: (value: unknown, index: number) => void): Promise<BrowserOutcome> {
+    return this.#request({ type: "run", payload }, onReport);
+  }
+
+  /** Runs one cell in the worker's session `session`, as {@link run} runs a payload. */
+  cell(
+    session: string,
+    cell: CellPayload,
+    onReport?: (value: unknown, index: number) => void,
+  ): Promise<BrowserOutcome> {
+    return this.#request({ type: "cell", session, cell }, onReport);
+  }
+
+  /** Makes a session in the worker: an `open` (empty or from a snapshot) or a `fork`. */
+  make(request: Extract<SessionRequest, { type: "open" | "fork" }>): Promise<Made> {
+    return this.#request(request);
+  }
+
+  /** Closes the worker's session `session` (not answered; a worker replaced since has none to close). */
+  close(session: string): void {
+    this.#post({ type: "close", nonce: newNonce(), session });
+  }
+
+  /**
+   * Asks the worker to terminate the cell going on, which it can only while the cell waits (a timer, a host
+   * function): the session keeps the cell's effects. A cell holding the thread needs {@link stop}.
+   */
+  stopCell(): void {
+    const pending = this.#pending;
+    if (pending !== undefined) this.#post({ type: "stop-cell", nonce: pending.nonce });
   }
 
   /**
