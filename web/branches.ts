@@ -30,8 +30,8 @@ export interface Branch {
 }
 
 /**
- * How long a Stop waits for the worker to end the cell itself before terminating the worker: a cell waiting on a
- * timer or a host function ends at once, keeping its effects; one running synchronously never lets it try.
+ * How long a Stop waits for the worker to answer that it ended the cell before terminating the worker: a worker
+ * whose cell waits on a timer or a host function answers at once; one whose cell runs synchronously never can.
  */
 const SOFT_STOP_MS = 300;
 
@@ -55,7 +55,10 @@ export class SessionBranches {
   #cell: Promise<BrowserOutcome> | undefined;
   #rolledBack = false;
 
-  constructor(private readonly runner: SandboxRunner) {}
+  constructor(
+    private readonly runner: SandboxRunner,
+    private readonly softStopMs = SOFT_STOP_MS,
+  ) {}
 
   get current(): Branch {
     return this.branches[this.selected] as Branch;
@@ -137,14 +140,17 @@ export class SessionBranches {
   async stop(): Promise<{ how: "soft" | "hard" | "idle"; lost: string[] }> {
     const cell = this.#cell;
     if (cell === undefined) return { how: "idle", lost: [] };
-    this.runner.stopCell();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const ended = await Promise.race([
+    const answered = await Promise.race([
+      this.runner.stopCell().then(() => true),
       cell.then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(resolve, SOFT_STOP_MS, false))),
+      new Promise<false>((resolve) => (timer = setTimeout(resolve, this.softStopMs, false))),
     ]);
     clearTimeout(timer);
-    if (ended) return { how: "soft", lost: [] };
+    if (answered) {
+      await cell;
+      return { how: "soft", lost: [] };
+    }
     this.#rolledBack = true;
     this.runner.stop(STOP_REASON);
     await cell;

@@ -89,8 +89,9 @@ interface CellMessage {
   cell: CellPayload;
 }
 /**
- * Page -> worker: terminate the cell of nonce `nonce`. Reaches the worker only while the cell waits (on a timer, a
- * host function); a cell running synchronously holds the thread, and the page then terminates the worker.
+ * Page -> worker: terminate the cell of nonce `nonce`, answered by `stopping`. Reaches the worker only while the cell
+ * waits (on a timer, a host function); a cell running synchronously holds the thread, and the page, never answered,
+ * terminates the worker.
  */
 interface StopCellMessage {
   type: "stop-cell";
@@ -131,6 +132,11 @@ interface ResultMessage {
   /** A cell's: the session's state as it settled (`Session.snapshot()`), for bringing it back after a hard stop. */
   snapshot?: Uint8Array;
 }
+/** Worker -> page: the cell of a `stop-cell` is terminated; its result follows. */
+interface StoppingMessage {
+  type: "stopping";
+  nonce: string;
+}
 /** Worker -> page: the session of an `open` or `fork` is made. */
 interface OpenedMessage {
   type: "opened";
@@ -143,7 +149,13 @@ interface RejectedMessage {
   name: string;
   message: string;
 }
-export type FromWorker = ReadyMessage | ReportMessage | ResultMessage | OpenedMessage | RejectedMessage;
+export type FromWorker =
+  | ReadyMessage
+  | ReportMessage
+  | ResultMessage
+  | StoppingMessage
+  | OpenedMessage
+  | RejectedMessage;
 
 const isRecord = (data: unknown): data is Record<string, unknown> =>
   typeof data === "object" && data !== null && !Array.isArray(data);
@@ -216,6 +228,10 @@ export const isResult = (data: unknown, nonce: string): data is ResultMessage =>
   "result" in data &&
   typeof data.workerMs === "number" &&
   (data.snapshot === undefined || data.snapshot instanceof Uint8Array);
+
+/** `true` for a well-formed `stopping` of the cell `nonce`. */
+export const isStopping = (data: unknown, nonce: string): data is StoppingMessage =>
+  hasNonce(data, "stopping") && data.nonce === nonce;
 
 /** `true` for a well-formed `opened` of the request `nonce`. */
 export const isOpened = (data: unknown, nonce: string): data is OpenedMessage =>

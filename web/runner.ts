@@ -15,6 +15,7 @@ import {
   isRejected,
   isReport,
   isResult,
+  isStopping,
   newNonce,
   type RunPayload,
   type SessionRequest,
@@ -37,6 +38,8 @@ interface Pending {
   reports: unknown[];
   onReport: (value: unknown, index: number) => void;
   settle: (outcome: BrowserOutcome | Made) => void;
+  /** Called when the worker answers a `stop-cell`. */
+  stopping?: () => void;
 }
 
 interface Spawned {
@@ -108,6 +111,10 @@ export class SandboxRunner {
       pending.settle({ kind: "opened" });
       return true;
     }
+    if (isStopping(data, pending.nonce)) {
+      pending.stopping?.();
+      return true;
+    }
     if (isReport(data, pending.nonce)) {
       const value = fromWire(data.value);
       pending.reports.push(value);
@@ -175,11 +182,14 @@ export class SandboxRunner {
 
   /**
    * Asks the worker to terminate the cell going on, which it can only while the cell waits (a timer, a host
-   * function): the session keeps the cell's effects. A cell holding the thread needs {@link stop}.
+   * function): the session keeps the cell's effects. Resolves when the worker has (the result follows); never when
+   * the cell holds the thread, which needs {@link stop}.
    */
-  stopCell(): void {
+  stopCell(): Promise<void> {
     const pending = this.#pending;
-    if (pending !== undefined) this.#post({ type: "stop-cell", nonce: pending.nonce });
+    if (pending === undefined) return new Promise(() => {});
+    this.#post({ type: "stop-cell", nonce: pending.nonce });
+    return new Promise((resolve) => (pending.stopping = resolve));
   }
 
   /**

@@ -148,7 +148,13 @@ scope.addEventListener("message", (event) => {
     sessions.delete(data.session);
     return;
   }
-  if (isStopCell(data)) return cells.get(data.nonce)?.terminate("Stopped by the user");
+  if (isStopCell(data)) {
+    const cell = cells.get(data.nonce);
+    if (cell === undefined) return;
+    cell.terminate("Stopped by the user");
+    scope.postMessage({ type: "stopping", nonce: data.nonce });
+    return;
+  }
   if (isCell(data)) return runCell(data.nonce, data.session, data.cell);
   if (!isRun(data)) return;
   const { nonce, payload } = data;
