@@ -47,5 +47,5 @@ test("session mode: cells keep state, a fork is independent, Stop keeps the sess
   await page.getByRole("button", { name: "Reset session" }).click();
   await expect(page.locator("#transcript .cell")).toHaveCount(0);
   expect(await runCell(page, "x")).toBe("error");
-  await expect(page.locator("#transcript .cell-error")).toHaveText(/^ReferenceError: x is not defined/);
+  await expect(page.locator("#transcript .cell-error")).toHaveText(/^ReferenceError: 'x' is not defined/);
 });

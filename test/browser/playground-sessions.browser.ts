@@ -161,7 +161,7 @@ async function value(branches: SessionBranches, source: string): Promise<unknown
   return status === "success" ? result : { status, name: error?.name, message: error?.message };
 }
 
-const NOT_DEFINED = { status: "error", name: "ReferenceError", message: "x is not defined" };
+const NOT_DEFINED = { status: "error", name: "ReferenceError", message: "'x' is not defined" };
 
 describe("the sandbox worker's sessions", () => {
   it("cells keep state, a fork is independent of its parent, and Reset forgets", async () => {
@@ -210,7 +210,9 @@ describe("the sandbox worker's sessions", () => {
       webApis: true,
       modules: { "./m.js": "export const m = 7;" },
     };
-    expect(await cell(branches, "import { m } from './m.js';\ntwice(m) + input.length", settings)).toMatchObject({
+    expect(
+      await cell(branches, "var { m } = await import('./m.js');\ntwice(m) + input.length", settings),
+    ).toMatchObject({
       status: "success",
       result: 17,
     });
