@@ -25,7 +25,7 @@ import {
 } from "./messages.js";
 
 interface WorkerScope {
-  postMessage(message: FromWorker): void;
+  postMessage(message: FromWorker, transfer?: Transferable[]): void;
   addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
 }
 const scope = self as unknown as WorkerScope;
@@ -191,6 +191,16 @@ function runCell(nonce: string, id: string, cell: CellPayload): void {
     const workerMs = performance.now() - started;
     // A session closed meanwhile has no state left to keep: the result goes alone.
     const snapshot = await sessions.get(id)?.snapshot();
-    scope.postMessage({ type: "result", nonce, result: wire(result), workerMs, ...(snapshot && { snapshot }) });
+    // Bytes that own their whole buffer move to the page instead of being copied (tens of MiB for a big session).
+    const owned =
+      snapshot !== undefined && snapshot.byteOffset === 0 && snapshot.byteLength === snapshot.buffer.byteLength;
+    const message: FromWorker = {
+      type: "result",
+      nonce,
+      result: wire(result),
+      workerMs,
+      ...(snapshot && { snapshot }),
+    };
+    scope.postMessage(message, owned ? [snapshot.buffer as ArrayBuffer] : []);
   })();
 }
