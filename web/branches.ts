@@ -19,7 +19,7 @@ export type TranscriptEntry =
     }
   | { kind: "fork"; from: string };
 
-export interface Branch {
+interface Branch {
   readonly name: string;
   /** The worker's session; none until a Run or a Fork makes it, with the page's settings then. */
   id: string | undefined;
