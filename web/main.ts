@@ -623,6 +623,7 @@ async function forkBranch(): Promise<void> {
   const payload = payloadOrShow();
   if (payload === undefined) return;
   setRunning(true);
+  ui.stop.disabled = true;
   const refused = await branches.fork(toSessionParts(payload).settings);
   setRunning(false);
   clearResults();

@@ -143,22 +143,23 @@ export class SandboxRunner {
     return true;
   }
 
-  #request<T extends BrowserOutcome | Made>(
+  /** Sends `request` with a fresh nonce; opens and forks are answered by `opened`, runs and cells by `result`. */
+  #request(
     request: SessionRequest | { type: "run"; payload: RunPayload },
     onReport: (value: unknown, index: number) => void = () => {},
-  ): Promise<T> {
+  ): Promise<BrowserOutcome | Made> {
     if (this.#pending !== undefined) throw new Error("SandboxRunner: a run is already going on");
     return new Promise((settle) => {
       const nonce = newNonce();
       const answer = request.type === "open" || request.type === "fork" ? "opened" : "result";
-      this.#pending = { nonce, answer, started: performance.now(), reports: [], onReport, settle: settle as never };
+      this.#pending = { nonce, answer, started: performance.now(), reports: [], onReport, settle };
       this.#post({ ...request, nonce });
     });
   }
 
   /** Runs `payload`; `onReport` sees each reported value as the guest reports it. One run at a time. */
   run(payload: RunPayload, onReport?: (value: unknown, index: number) => void): Promise<BrowserOutcome> {
-    return this.#request({ type: "run", payload }, onReport);
+    return this.#request({ type: "run", payload }, onReport) as Promise<BrowserOutcome>;
   }
 
   /** Runs one cell in the worker's session `session`, as {@link run} runs a payload. */
@@ -167,12 +168,12 @@ export class SandboxRunner {
     cell: CellPayload,
     onReport?: (value: unknown, index: number) => void,
   ): Promise<BrowserOutcome> {
-    return this.#request({ type: "cell", session, cell }, onReport);
+    return this.#request({ type: "cell", session, cell }, onReport) as Promise<BrowserOutcome>;
   }
 
   /** Makes a session in the worker: an `open` (empty or from a snapshot) or a `fork`. */
   make(request: Extract<SessionRequest, { type: "open" | "fork" }>): Promise<Made> {
-    return this.#request(request);
+    return this.#request(request) as Promise<Made>;
   }
 
   /** Closes the worker's session `session` (not answered; a worker replaced since has none to close). */
