@@ -87,10 +87,14 @@ export class SessionBranches {
     const refused = await this.#make(branch, settings);
     if (refused !== undefined) return refused;
     this.#rolledBack = false;
-    this.#cell = this.runner.cell(branch.id as string, cell, onReport);
-    const outcome = await this.#cell;
+    const { outcome: settled, snapshot } = this.runner.cell(branch.id as string, cell, onReport);
+    // It comes before any later request of this session is answered (the worker's session queues them behind it).
+    void snapshot.then((bytes) => {
+      if (bytes !== undefined) branch.snapshot = bytes;
+    });
+    this.#cell = settled;
+    const outcome = await settled;
     this.#cell = undefined;
-    if (outcome.kind === "result" && outcome.snapshot !== undefined) branch.snapshot = outcome.snapshot;
     branch.transcript.push({ kind: "cell", source: cell.source, outcome, rolledBack: this.#rolledBack });
     return outcome;
   }

@@ -81,7 +81,7 @@ interface CloseMessage {
   nonce: string;
   session: string;
 }
-/** Page -> worker: run one cell in session `session`; answered as a run is, the result with the session's snapshot. */
+/** Page -> worker: run one cell in session `session`; answered as a run is, then by a `snapshot`. */
 interface CellMessage {
   type: "cell";
   nonce: string;
@@ -129,7 +129,15 @@ interface ResultMessage {
   result: JsonValue;
   /** Milliseconds from receiving the run message to settlement, measured in the worker. */
   workerMs: number;
-  /** A cell's: the session's state as it settled (`Session.snapshot()`), for bringing it back after a hard stop. */
+}
+/**
+ * Worker -> page, after a cell's `result`: the session's state as the cell left it (`Session.snapshot()`), for bringing
+ * it back after a hard stop; none when the session was closed meanwhile. Sent before any later cell of the session
+ * starts, as the session queues that cell behind the snapshot.
+ */
+interface SnapshotMessage {
+  type: "snapshot";
+  nonce: string;
   snapshot?: Uint8Array;
 }
 /** Worker -> page: the cell of a `stop-cell` is terminated; its result follows. */
@@ -153,6 +161,7 @@ export type FromWorker =
   | ReadyMessage
   | ReportMessage
   | ResultMessage
+  | SnapshotMessage
   | StoppingMessage
   | OpenedMessage
   | RejectedMessage;
@@ -223,11 +232,11 @@ export const isReport = (data: unknown, nonce: string): data is ReportMessage =>
 
 /** `true` for a well-formed `result` of the run `nonce`. */
 export const isResult = (data: unknown, nonce: string): data is ResultMessage =>
-  hasNonce(data, "result") &&
-  data.nonce === nonce &&
-  "result" in data &&
-  typeof data.workerMs === "number" &&
-  (data.snapshot === undefined || data.snapshot instanceof Uint8Array);
+  hasNonce(data, "result") && data.nonce === nonce && "result" in data && typeof data.workerMs === "number";
+
+/** `true` for a well-formed `snapshot` (of whichever cell its nonce names). */
+export const isSnapshot = (data: unknown): data is SnapshotMessage =>
+  hasNonce(data, "snapshot") && (data.snapshot === undefined || data.snapshot instanceof Uint8Array);
 
 /** `true` for a well-formed `stopping` of the cell `nonce`. */
 export const isStopping = (data: unknown, nonce: string): data is StoppingMessage =>

@@ -15,6 +15,7 @@ import {
   isRejected,
   isReport,
   isResult,
+  isSnapshot,
   isStopping,
   newNonce,
   type RunPayload,
@@ -23,9 +24,9 @@ import {
 } from "./messages.js";
 
 type Rejected = { kind: "rejected"; name: string; message: string };
-/** How a run or a cell in the browser ended: a result (a cell's with its session's snapshot), or a refusal. */
+/** How a run or a cell in the browser ended: a result, or a refusal. */
 export type BrowserOutcome =
-  | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number; snapshot?: Uint8Array }
+  | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number }
   | Rejected;
 /** How making a session (open, fork) ended. */
 type Made = { kind: "opened" } | Rejected;
@@ -55,6 +56,8 @@ export class SandboxRunner {
   #current!: Spawned;
   #spare: Spawned | undefined;
   #pending: Pending | undefined;
+  /** The snapshots cells' results promised, by the cells' nonces: they come after the results. */
+  #snapshots = new Map<string, (snapshot: Uint8Array | undefined) => void>();
   /** Messages that reached the page but matched nothing it waits for (forged or stale). */
   ignored = 0;
 
@@ -103,6 +106,7 @@ export class SandboxRunner {
   }
 
   #handle(data: unknown): boolean {
+    if (isSnapshot(data)) return this.#snapshot(data.nonce, data.snapshot);
     const pending = this.#pending;
     if (pending === undefined) return false;
     if (pending.answer === "opened") {
@@ -129,11 +133,19 @@ export class SandboxRunner {
         result: fromWire(data.result as JsonValue) as CodeExecutionResult,
         workerMs: data.workerMs,
         roundTripMs,
-        ...(data.snapshot !== undefined && { snapshot: data.snapshot }),
       });
       return true;
     }
     return this.#rejected(pending, data);
+  }
+
+  /** Settles the snapshot promised to the cell `nonce`, if one is. */
+  #snapshot(nonce: string, snapshot: Uint8Array | undefined): boolean {
+    const settle = this.#snapshots.get(nonce);
+    if (settle === undefined) return false;
+    this.#snapshots.delete(nonce);
+    settle(snapshot);
+    return true;
   }
 
   #rejected(pending: Pending, data: unknown): boolean {
@@ -162,13 +174,20 @@ export class SandboxRunner {
     return this.#request({ type: "run", payload }, onReport) as Promise<BrowserOutcome>;
   }
 
-  /** Runs one cell in the worker's session `session`, as {@link run} runs a payload. */
+  /**
+   * Runs one cell in the worker's session `session`, as {@link run} runs a payload; `snapshot` is the session's state
+   * as the cell left it, which comes after the outcome (none when the cell was refused or its worker ended).
+   */
   cell(
     session: string,
     cell: CellPayload,
     onReport?: (value: unknown, index: number) => void,
-  ): Promise<BrowserOutcome> {
-    return this.#request({ type: "cell", session, cell }, onReport) as Promise<BrowserOutcome>;
+  ): { outcome: Promise<BrowserOutcome>; snapshot: Promise<Uint8Array | undefined> } {
+    const outcome = this.#request({ type: "cell", session, cell }, onReport) as Promise<BrowserOutcome>;
+    const { nonce } = this.#pending as Pending;
+    const snapshot = new Promise<Uint8Array | undefined>((settle) => this.#snapshots.set(nonce, settle));
+    void outcome.then((settled) => settled.kind === "rejected" && this.#snapshot(nonce, undefined));
+    return { outcome, snapshot };
   }
 
   /** Makes a session in the worker: an `open` (empty or from a snapshot) or a `fork`. */
@@ -204,6 +223,7 @@ export class SandboxRunner {
     const spare = this.#spare;
     this.#spare = undefined;
     this.#promote(spare ?? this.#spawn());
+    for (const nonce of [...this.#snapshots.keys()]) this.#snapshot(nonce, undefined);
     if (pending === undefined) return;
     const durationMs = performance.now() - pending.started;
     pending.settle({

@@ -172,7 +172,7 @@ scope.addEventListener("message", (event) => {
   );
 });
 
-/** Runs one cell; its result goes back with the session's snapshot as it settled. */
+/** Runs one cell; its result goes back, then the session's snapshot as the cell left it. */
 function runCell(nonce: string, id: string, cell: CellPayload): void {
   const started = performance.now();
   let execution: CodeExecution;
@@ -188,19 +188,19 @@ function runCell(nonce: string, id: string, cell: CellPayload): void {
   void (async () => {
     const result = await execution;
     cells.delete(nonce);
-    const workerMs = performance.now() - started;
-    // A session closed meanwhile has no state left to keep: the result goes alone.
-    const snapshot = await sessions.get(id)?.snapshot();
-    // Bytes that own their whole buffer move to the page instead of being copied (tens of MiB for a big session).
+    scope.postMessage({ type: "result", nonce, result: wire(result), workerMs: performance.now() - started });
+    // After the result, so the page shows it at once (encoding takes tens of ms); asked in this same microtask, so
+    // the session queues any later cell behind it. A session closed meanwhile has no state left to keep.
+    const snapshot = await sessions
+      .get(id)
+      ?.snapshot()
+      .catch(() => undefined);
+    // Bytes that own their whole buffer move to the page instead of being copied (MiBs for a big session).
     const owned =
       snapshot !== undefined && snapshot.byteOffset === 0 && snapshot.byteLength === snapshot.buffer.byteLength;
-    const message: FromWorker = {
-      type: "result",
-      nonce,
-      result: wire(result),
-      workerMs,
-      ...(snapshot && { snapshot }),
-    };
-    scope.postMessage(message, owned ? [snapshot.buffer as ArrayBuffer] : []);
+    scope.postMessage(
+      { type: "snapshot", nonce, ...(snapshot && { snapshot }) },
+      owned ? [snapshot.buffer as ArrayBuffer] : [],
+    );
   })();
 }

@@ -8,7 +8,7 @@ import {
   isFork,
   isOpen,
   isOpened,
-  isResult,
+  isSnapshot,
   isStopCell,
   isStopping,
   type SessionSettings,
@@ -32,7 +32,8 @@ describe("session messages: guards", () => {
     expect(isStopCell({ type: "stop-cell", nonce: NONCE })).toBe(true);
     expect(isOpened({ type: "opened", nonce: NONCE }, NONCE)).toBe(true);
     expect(isStopping({ type: "stopping", nonce: NONCE }, NONCE)).toBe(true);
-    expect(isResult({ type: "result", nonce: NONCE, result: {}, workerMs: 1, snapshot }, NONCE)).toBe(true);
+    expect(isSnapshot({ type: "snapshot", nonce: NONCE, snapshot })).toBe(true);
+    expect(isSnapshot({ type: "snapshot", nonce: NONCE })).toBe(true);
   });
 
   it.each([
@@ -48,8 +49,9 @@ describe("session messages: guards", () => {
     expect([isOpen(data), isFork(data), isClose(data), isCell(data)]).toEqual([false, false, false, false]);
   });
 
-  it("refuse a result whose snapshot is not bytes, and answers of another nonce", () => {
-    expect(isResult({ type: "result", nonce: NONCE, result: {}, workerMs: 1, snapshot: [1] }, NONCE)).toBe(false);
+  it("refuse a snapshot that is not bytes, and answers of another nonce", () => {
+    expect(isSnapshot({ type: "snapshot", nonce: NONCE, snapshot: [1] })).toBe(false);
+    expect(isSnapshot({ type: "snapshot", nonce: "short" })).toBe(false);
     expect(isOpened({ type: "opened", nonce: NONCE }, `${NONCE}x`)).toBe(false);
     expect(isStopping({ type: "stopping", nonce: NONCE }, `${NONCE}x`)).toBe(false);
   });
@@ -108,7 +110,7 @@ describe("SandboxRunner session requests", () => {
     worker.send({ type: "opened", nonce: open.nonce });
     expect(await made).toEqual({ kind: "opened" });
 
-    const cell = runner.cell("1", { source: "x" });
+    const { outcome: cell, snapshot: snapshotOfCell } = runner.cell("1", { source: "x" });
     const request = worker.posted[2];
     if (request?.type !== "cell") throw new Error("expected a cell");
     expect(request.cell).toEqual({ source: "x" });
@@ -124,15 +126,41 @@ describe("SandboxRunner session requests", () => {
       running: true,
       ignored: 3,
     });
-    const snapshot = new Uint8Array([9, 8, 7]);
-    worker.send({ type: "result", nonce: request.nonce, result: toWire(success), workerMs: 1, snapshot });
+    worker.send({ type: "result", nonce: request.nonce, result: toWire(success), workerMs: 1 });
     const outcome = await cell;
     if (outcome.kind !== "result") throw new Error("expected a result");
-    expect(outcome.snapshot).toEqual(snapshot);
     expect(outcome.result.result).toBe(1);
+    // The snapshot follows the result, whatever request is going on by then; a second one is stale.
+    const next = runner.make({ type: "fork", session: "2", from: "1" });
+    const snapshot = new Uint8Array([9, 8, 7]);
+    worker.send({ type: "snapshot", nonce: request.nonce, snapshot });
+    expect(await snapshotOfCell).toEqual(snapshot);
+    worker.send({ type: "snapshot", nonce: request.nonce, snapshot });
+    expect(runner.ignored).toBe(4);
+    worker.send({ type: "opened", nonce: (worker.posted[4] as { nonce: string }).nonce });
+    expect(await next).toEqual({ kind: "opened" });
 
     runner.close("1");
-    expect(worker.posted[4]).toMatchObject({ type: "close", session: "1" });
+    expect(worker.posted[5]).toMatchObject({ type: "close", session: "1" });
+  });
+
+  it("a refused cell and a worker ended by Stop leave no snapshot awaited", async () => {
+    const workers: FakeWorker[] = [];
+    const runner = new SandboxRunner(() => {
+      const worker = new FakeWorker();
+      workers.push(worker);
+      return worker as unknown as Worker;
+    }, false);
+    const first = workers[0] as FakeWorker;
+    const refused = runner.cell("1", { source: "x" });
+    first.send({ type: "rejected", nonce: first.posted[1]?.nonce, name: "ReferenceError", message: "no session 1" });
+    expect(await refused.outcome).toEqual({ kind: "rejected", name: "ReferenceError", message: "no session 1" });
+    expect(await refused.snapshot).toBe(undefined);
+    const stopped = runner.cell("1", { source: "for (;;) {}" });
+    runner.stop();
+    expect((await stopped.outcome).kind).toBe("result");
+    expect(await stopped.snapshot).toBe(undefined);
+    expect(first.terminated).toBe(true);
   });
 });
 
@@ -169,9 +197,11 @@ describe("the sandbox worker's sessions", () => {
     expect(await value(branches, "let x = 41")).toBe(undefined);
     expect(await value(branches, "x + 1")).toBe(42);
     const main = branches.current;
-    expect(main.snapshot).toBeInstanceOf(Uint8Array);
 
     expect(await branches.fork(SETTINGS)).toBe(undefined);
+    // The fork was answered after main's last snapshot came, and starts from it.
+    expect(main.snapshot).toBeInstanceOf(Uint8Array);
+    expect(branches.current.snapshot).toBe(main.snapshot);
     expect(branches.branches.map((b) => b.name)).toEqual(["main", "fork 1"]);
     expect(branches.selected).toBe(1);
     expect(await value(branches, "x = 0")).toBe(0);
