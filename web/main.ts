@@ -4,11 +4,14 @@
  * @module
  */
 import type { CodeExecutionError, CodeExecutionResult } from "../src/core/types.js";
+import { SessionBranches } from "./branches.js";
 import { runOnEdge } from "./edge.js";
 import { CodeEditor } from "./editor.js";
 import { EXAMPLES } from "./examples.js";
-import { formatBytes, formatMs, formatTime } from "./format.js";
-import { InputError, toEdgeBody, toPayload, unfence } from "./payload.js";
+import { formatBytes, formatMs } from "./format.js";
+import { renderLog } from "./logs.js";
+import type { SessionSettings } from "./messages.js";
+import { InputError, toEdgeBody, toPayload, toSessionParts, unfence } from "./payload.js";
 import { SandboxRunner } from "./runner.js";
 import {
   decodeShare,
@@ -19,6 +22,7 @@ import {
   type Session,
   store,
 } from "./session.js";
+import { showTranscript } from "./transcript.js";
 import { renderTree } from "./tree.js";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string): T => {
@@ -29,6 +33,11 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string): T => {
 
 const ui = {
   run: $<HTMLButtonElement>("run"),
+  sessionMode: $<HTMLInputElement>("session-mode"),
+  sessionControls: $("session-controls"),
+  branch: $<HTMLSelectElement>("branch"),
+  fork: $<HTMLButtonElement>("fork"),
+  resetSession: $<HTMLButtonElement>("reset-session"),
   runEdge: $<HTMLButtonElement>("run-edge"),
   stop: $<HTMLButtonElement>("stop"),
   share: $<HTMLButtonElement>("share"),
@@ -65,6 +74,11 @@ const ui = {
   reportCount: $("report-count"),
   logs: $("logs"),
   logCount: $("log-count"),
+  runOutput: $("run-output"),
+  sessionOutput: $("session-output"),
+  transcriptBranch: $("transcript-branch"),
+  sessionNote: $("session-note"),
+  transcript: $("transcript"),
 };
 
 let session: Session = defaultSession();
@@ -81,6 +95,9 @@ const editor = new CodeEditor(
   },
 );
 let edgeAbort: AbortController | undefined;
+/** Session mode: each Run is a cell of the selected branch's session (runtime sessions, not the editor's). */
+let sessionMode = false;
+const branches = new SessionBranches(runner);
 /** The sandbox worker is warm: until then (and while one restarts after Stop) Run waits disabled. */
 let ready = false;
 
@@ -433,44 +450,30 @@ function renderError(error: CodeExecutionError): void {
   }
 }
 
-function renderResult(result: CodeExecutionResult, where: string, roundTripMs: number): void {
+/** The status, metrics and error of a run or a cell. */
+function renderSummary(result: CodeExecutionResult, where: string, roundTripMs: number): void {
   setStatus(result.status);
   ui.where.textContent = where;
   ui.duration.textContent = formatMs(result.durationMs);
   ui.memoryUsed.textContent = result.memoryUsedBytes === undefined ? "–" : formatBytes(result.memoryUsedBytes);
   ui.roundTrip.textContent = formatMs(roundTripMs);
-  ui.result.replaceChildren("result" in result ? renderTree(result.result) : document.createTextNode("(none)"));
   if (result.error !== undefined) renderError(result.error);
+}
+
+function renderResult(result: CodeExecutionResult, where: string, roundTripMs: number): void {
+  renderSummary(result, where, roundTripMs);
+  ui.result.replaceChildren("result" in result ? renderTree(result.result) : document.createTextNode("(none)"));
   // Reports already streamed in live for browser runs; edge runs (and anything missed) are filled in here.
   for (let i = ui.reports.children.length; i < result.reports.length; i++) addReport(result.reports[i], i);
-  ui.logs.replaceChildren(
-    ...result.logs.map((log) => {
-      const item = document.createElement("li");
-      item.className = `log ${log.level}`;
-      const meta = document.createElement("span");
-      meta.className = "log-meta";
-      meta.textContent = `${formatTime(log.timestamp)} ${log.level}`;
-      const args = document.createElement("span");
-      args.className = "log-args";
-      log.args.forEach((arg, i) => {
-        args.append(
-          typeof arg === "string"
-            ? Object.assign(document.createElement("span"), { textContent: arg })
-            : renderTree(arg, undefined, false),
-        );
-        if (i < log.args.length - 1) args.append(" ");
-      });
-      item.append(meta, args);
-      return item;
-    }),
-  );
+  ui.logs.replaceChildren(...result.logs.map(renderLog));
   ui.logCount.textContent = String(result.logs.length);
 }
 
 function setRunning(running: boolean): void {
   ui.run.disabled = running || !ready;
-  ui.runEdge.disabled = running || !ready;
+  ui.runEdge.disabled = running || !ready || sessionMode;
   ui.stop.disabled = !running;
+  for (const control of [ui.sessionMode, ui.branch, ui.fork, ui.resetSession]) control.disabled = running || !ready;
   document.body.classList.toggle("running", running);
 }
 
@@ -500,6 +503,7 @@ function payloadOrShow(): ReturnType<typeof toPayload> | undefined {
 }
 
 async function runInBrowser(): Promise<void> {
+  if (sessionMode) return runCell();
   if (runner.running || edgeAbort !== undefined) return;
   const payload = payloadOrShow();
   if (payload === undefined) return;
@@ -533,6 +537,113 @@ async function runEdge(): Promise<void> {
   if (dropped.length > 0) showNotice(`Not sent to the edge (data-only options): ${dropped.join(", ")}.`, "info");
 }
 
+// ---------------------------------------------------------------- session mode
+
+/** What a branch's session was made with, in a few words. */
+function describeSettings(settings: SessionSettings): string {
+  const names = (record: object) => Object.keys(record).join(", ") || "none";
+  const parts = [
+    `webApis ${settings.webApis ? "on" : "off"}`,
+    `globals ${names(settings.globals)}`,
+    `imports ${names(settings.imports)}`,
+    `modules ${names(settings.modules ?? {})}`,
+  ];
+  if (settings.memoryLimitBytes !== undefined) parts.push(`memoryLimitBytes ${settings.memoryLimitBytes}`);
+  return parts.join("; ");
+}
+
+/** The branch select, and the selected branch's transcript (appended to unless `fresh`). */
+function renderBranches(fresh: boolean): void {
+  ui.branch.replaceChildren(
+    ...branches.branches.map(
+      (branch, index) => new Option(branch.name, String(index), false, index === branches.selected),
+    ),
+  );
+  const branch = branches.current;
+  ui.transcriptBranch.textContent = branch.name;
+  ui.sessionNote.textContent =
+    branch.settings === undefined
+      ? "A new session: the next Run makes it with the options as they are then (its cells run the entry's code as a script; execute is not used)."
+      : `Made with ${describeSettings(branch.settings)}. Option changes apply to the session Reset makes next.`;
+  if (fresh) ui.transcript.replaceChildren();
+  showTranscript(ui.transcript, branch.transcript);
+}
+
+function setSessionMode(on: boolean): void {
+  sessionMode = on;
+  if (!on) branches.closeAll();
+  ui.sessionControls.hidden = !on;
+  ui.sessionOutput.hidden = !on;
+  ui.runOutput.hidden = on;
+  ui.run.textContent = on ? "Run cell" : "Run in browser";
+  ui.executeFn.disabled = on;
+  ui.executeArgs.disabled = on;
+  clearResults();
+  renderBranches(true);
+  setRunning(runner.running);
+}
+
+async function runCell(): Promise<void> {
+  if (runner.running) return;
+  const payload = payloadOrShow();
+  if (payload === undefined) return;
+  const { name } = branches.current;
+  started(`session ${name}`);
+  const outcome = await branches.run(toSessionParts(payload));
+  setRunning(false);
+  renderBranches(false);
+  if (outcome.kind === "rejected") {
+    setStatus("rejected");
+    showNotice(`${outcome.name}: ${outcome.message}`);
+    return;
+  }
+  const cells = branches.current.transcript.filter((entry) => entry.kind === "cell").length;
+  renderSummary(
+    outcome.result,
+    `session ${name}, cell ${cells} (worker ${formatMs(outcome.workerMs)})`,
+    outcome.roundTripMs,
+  );
+}
+
+/** Stop in session mode: the cell ends, the session goes on (see `SessionBranches.stop`). */
+async function stopCell(): Promise<void> {
+  const before = performance.now();
+  ready = false;
+  ui.stop.disabled = true;
+  const { how, lost } = await branches.stop();
+  renderBranches(true);
+  if (lost.length > 0) showNotice(`Could not bring back ${lost.join(", ")}: reset.`);
+  await waitReady();
+  if (how === "hard")
+    ui.engine.textContent = `Stopped by ending the worker; the sessions were back in a fresh one in ${formatMs(performance.now() - before)}`;
+}
+
+async function forkBranch(): Promise<void> {
+  if (runner.running) return;
+  const payload = payloadOrShow();
+  if (payload === undefined) return;
+  setRunning(true);
+  ui.stop.disabled = true;
+  const refused = await branches.fork(toSessionParts(payload).settings);
+  setRunning(false);
+  clearResults();
+  renderBranches(true);
+  if (refused?.kind === "rejected") showNotice(`${refused.name}: ${refused.message}`);
+}
+
+ui.sessionMode.addEventListener("change", () => setSessionMode(ui.sessionMode.checked));
+ui.branch.addEventListener("change", () => {
+  branches.selected = Number(ui.branch.value);
+  clearResults();
+  renderBranches(true);
+});
+ui.fork.addEventListener("click", () => void forkBranch());
+ui.resetSession.addEventListener("click", () => {
+  branches.reset();
+  clearResults();
+  renderBranches(true);
+});
+
 ui.run.addEventListener("click", () => void runInBrowser());
 ui.runEdge.addEventListener("click", () => void runEdge());
 ui.stop.addEventListener("click", () => {
@@ -540,6 +651,7 @@ ui.stop.addEventListener("click", () => {
     edgeAbort.abort();
     return;
   }
+  if (sessionMode) return void stopCell();
   const before = performance.now();
   runner.stop();
   ready = false;

@@ -1,10 +1,10 @@
 /**
  * From what the user typed to what a run needs: the worker payload (JSON values parsed, function snippets kept
- * as text) and the body of the Worker's `POST /run` (data only).
+ * as text), the body of the Worker's `POST /run` (data only), and the session mode's settings and cell.
  * @module
  */
 import type { JsonValue } from "../src/values/json.js";
-import type { HostValue, RunPayload } from "./messages.js";
+import type { CellPayload, HostValue, RunPayload, SessionSettings } from "./messages.js";
 import type { HostEntry, Session } from "./session.js";
 
 /** A field the user has to fix, named so the page can say which one. */
@@ -98,4 +98,27 @@ export function toEdgeBody(payload: RunPayload): { body: { source: string; optio
   const options: Record<string, unknown> = { ...payload.options };
   if (Object.keys(globals).length > 0) options.globals = globals;
   return { body: { source: payload.source, options }, dropped };
+}
+
+/**
+ * The session mode's parts of a payload: the settings a session is made with (modules, memory cap, host values, Web
+ * APIs) and the cell (the entry's code, its language and filename). `execute` has no part: a cell is a script.
+ */
+export function toSessionParts(payload: RunPayload): { settings: SessionSettings; cell: CellPayload } {
+  const { modules, memoryLimitBytes, language, filename } = payload.options;
+  const { globals, imports, webApis } = payload;
+  return {
+    settings: {
+      globals,
+      imports,
+      webApis,
+      ...(modules !== undefined && { modules }),
+      ...(memoryLimitBytes !== undefined && { memoryLimitBytes }),
+    },
+    cell: {
+      source: payload.source,
+      ...(language !== undefined && { language }),
+      ...(filename !== undefined && { filename }),
+    },
+  };
 }

@@ -1,26 +1,46 @@
 /**
- * The page's side of the sandbox worker: starts runs, streams their reports, and stops any run at once by
- * terminating the worker and starting a fresh one (the only stop that also ends native-heavy loops, which never
- * reach the engine's interrupt handler).
+ * The page's side of the sandbox worker: starts runs and session requests (cells, opens, forks), streams their
+ * reports, and stops any run at once by terminating the worker and starting a fresh one (the only stop that also
+ * ends native-heavy loops, which never reach the engine's interrupt handler).
  * @module
  */
 import { resultOf, terminatedError } from "../src/core/result.js";
 import type { CodeExecutionResult } from "../src/core/types.js";
 import type { JsonValue } from "../src/values/json.js";
 import { fromWire } from "../src/values/wire.js";
-import { isReady, isRejected, isReport, isResult, newNonce, type RunPayload, type ToWorker } from "./messages.js";
+import {
+  type CellPayload,
+  isOpened,
+  isReady,
+  isRejected,
+  isReport,
+  isResult,
+  isSnapshot,
+  isStopping,
+  newNonce,
+  type RunPayload,
+  type SessionRequest,
+  type ToWorker,
+} from "./messages.js";
 
-/** How a run in the browser ended: a result, or options the worker refused before starting. */
-type BrowserOutcome =
+type Rejected = { kind: "rejected"; name: string; message: string };
+/** How a run or a cell in the browser ended: a result, or a refusal. */
+export type BrowserOutcome =
   | { kind: "result"; result: CodeExecutionResult; workerMs: number; roundTripMs: number }
-  | { kind: "rejected"; name: string; message: string };
+  | Rejected;
+/** How making a session (open, fork) ended. */
+type Made = { kind: "opened" } | Rejected;
 
 interface Pending {
   nonce: string;
+  /** What answers it besides `rejected`: a `result` (runs, cells) or an `opened` (opens, forks). */
+  answer: "result" | "opened";
   started: number;
   reports: unknown[];
   onReport: (value: unknown, index: number) => void;
-  settle: (outcome: BrowserOutcome) => void;
+  settle: (outcome: BrowserOutcome | Made) => void;
+  /** Called when the worker answers a `stop-cell`. */
+  stopping?: () => void;
 }
 
 interface Spawned {
@@ -36,6 +56,8 @@ export class SandboxRunner {
   #current!: Spawned;
   #spare: Spawned | undefined;
   #pending: Pending | undefined;
+  /** The snapshots cells' results promised, by the cells' nonces: they come after the results. */
+  #snapshots = new Map<string, (snapshot: Uint8Array | undefined) => void>();
   /** Messages that reached the page but matched nothing it waits for (forged or stale). */
   ignored = 0;
 
@@ -84,8 +106,19 @@ export class SandboxRunner {
   }
 
   #handle(data: unknown): boolean {
+    if (isSnapshot(data)) return this.#snapshot(data.nonce, data.snapshot);
     const pending = this.#pending;
     if (pending === undefined) return false;
+    if (pending.answer === "opened") {
+      if (!isOpened(data, pending.nonce)) return this.#rejected(pending, data);
+      this.#pending = undefined;
+      pending.settle({ kind: "opened" });
+      return true;
+    }
+    if (isStopping(data, pending.nonce)) {
+      pending.stopping?.();
+      return true;
+    }
     if (isReport(data, pending.nonce)) {
       const value = fromWire(data.value);
       pending.reports.push(value);
@@ -103,22 +136,80 @@ export class SandboxRunner {
       });
       return true;
     }
-    if (isRejected(data, pending.nonce)) {
-      this.#pending = undefined;
-      pending.settle({ kind: "rejected", name: data.name, message: data.message });
-      return true;
-    }
-    return false;
+    return this.#rejected(pending, data);
   }
 
-  /** Runs `payload`; `onReport` sees each reported value as the guest reports it. One run at a time. */
-  run(payload: RunPayload, onReport: (value: unknown, index: number) => void = () => {}): Promise<BrowserOutcome> {
+  /** Settles the snapshot promised to the cell `nonce`, if one is. */
+  #snapshot(nonce: string, snapshot: Uint8Array | undefined): boolean {
+    const settle = this.#snapshots.get(nonce);
+    if (settle === undefined) return false;
+    this.#snapshots.delete(nonce);
+    settle(snapshot);
+    return true;
+  }
+
+  #rejected(pending: Pending, data: unknown): boolean {
+    if (!isRejected(data, pending.nonce)) return false;
+    this.#pending = undefined;
+    pending.settle({ kind: "rejected", name: data.name, message: data.message });
+    return true;
+  }
+
+  /** Sends `request` with a fresh nonce; opens and forks are answered by `opened`, runs and cells by `result`. */
+  #request(
+    request: SessionRequest | { type: "run"; payload: RunPayload },
+    onReport: (value: unknown, index: number) => void = () => {},
+  ): Promise<BrowserOutcome | Made> {
     if (this.#pending !== undefined) throw new Error("SandboxRunner: a run is already going on");
     return new Promise((settle) => {
       const nonce = newNonce();
-      this.#pending = { nonce, started: performance.now(), reports: [], onReport, settle };
-      this.#post({ type: "run", nonce, payload });
+      const answer = request.type === "open" || request.type === "fork" ? "opened" : "result";
+      this.#pending = { nonce, answer, started: performance.now(), reports: [], onReport, settle };
+      this.#post({ ...request, nonce });
     });
+  }
+
+  /** Runs `payload`; `onReport` sees each reported value as the guest reports it. One run at a time. */
+  run(payload: RunPayload, onReport?: (value: unknown, index: number) => void): Promise<BrowserOutcome> {
+    return this.#request({ type: "run", payload }, onReport) as Promise<BrowserOutcome>;
+  }
+
+  /**
+   * Runs one cell in the worker's session `session`, as {@link run} runs a payload; `snapshot` is the session's state
+   * as the cell left it, which comes after the outcome (none when the cell was refused or its worker ended).
+   */
+  cell(
+    session: string,
+    cell: CellPayload,
+    onReport?: (value: unknown, index: number) => void,
+  ): { outcome: Promise<BrowserOutcome>; snapshot: Promise<Uint8Array | undefined> } {
+    const outcome = this.#request({ type: "cell", session, cell }, onReport) as Promise<BrowserOutcome>;
+    const { nonce } = this.#pending as Pending;
+    const snapshot = new Promise<Uint8Array | undefined>((settle) => this.#snapshots.set(nonce, settle));
+    void outcome.then((settled) => settled.kind === "rejected" && this.#snapshot(nonce, undefined));
+    return { outcome, snapshot };
+  }
+
+  /** Makes a session in the worker: an `open` (empty or from a snapshot) or a `fork`. */
+  make(request: Extract<SessionRequest, { type: "open" | "fork" }>): Promise<Made> {
+    return this.#request(request) as Promise<Made>;
+  }
+
+  /** Closes the worker's session `session` (not answered; a worker replaced since has none to close). */
+  close(session: string): void {
+    this.#post({ type: "close", nonce: newNonce(), session });
+  }
+
+  /**
+   * Asks the worker to terminate the cell going on, which it can only while the cell waits (a timer, a host
+   * function): the session keeps the cell's effects. Resolves when the worker has (the result follows); never when
+   * the cell holds the thread, which needs {@link stop}.
+   */
+  stopCell(): Promise<void> {
+    const pending = this.#pending;
+    if (pending === undefined) return new Promise(() => {});
+    this.#post({ type: "stop-cell", nonce: pending.nonce });
+    return new Promise((resolve) => (pending.stopping = resolve));
   }
 
   /**
@@ -132,6 +223,7 @@ export class SandboxRunner {
     const spare = this.#spare;
     this.#spare = undefined;
     this.#promote(spare ?? this.#spawn());
+    for (const nonce of [...this.#snapshots.keys()]) this.#snapshot(nonce, undefined);
     if (pending === undefined) return;
     const durationMs = performance.now() - pending.started;
     pending.settle({

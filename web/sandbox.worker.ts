@@ -1,18 +1,31 @@
 /**
  * The sandbox's thread: a module Web Worker that owns one `createSandbox` (wasm compiled once) and runs what the
- * page asks. The page never waits on this thread, and stops a runaway run by terminating the whole worker.
+ * page asks, and the sessions of the page's session mode (cells, forks, closes). The page never waits on this
+ * thread, and stops a runaway run by terminating the whole worker.
  * @module
  */
 
-import type { CodeExecutionOptions } from "../src/core/types.js";
-import { createSandbox } from "../src/index.js";
+import type { CodeExecution, CodeExecutionOptions } from "../src/core/types.js";
+import { createSandbox, createSession, restoreSession, type Session } from "../src/index.js";
 import type { JsonValue } from "../src/values/json.js";
 import { toWire } from "../src/values/wire.js";
 import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
-import { type FromWorker, type HostValue, isHello, isRun, type RunPayload } from "./messages.js";
+import {
+  type CellPayload,
+  type FromWorker,
+  type HostValue,
+  isCell,
+  isClose,
+  isFork,
+  isHello,
+  isOpen,
+  isRun,
+  isStopCell,
+  type SessionSettings,
+} from "./messages.js";
 
 interface WorkerScope {
-  postMessage(message: FromWorker): void;
+  postMessage(message: FromWorker, transfer?: Transferable[]): void;
   addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
 }
 const scope = self as unknown as WorkerScope;
@@ -53,7 +66,10 @@ function hostValue(name: string, value: HostValue): unknown {
   return fn;
 }
 
-function options(payload: RunPayload, report: (value: unknown) => void): CodeExecutionOptions {
+/** The real globals and imports of a run's or a session's host values; the empty ones left out. */
+function hostValues(
+  payload: Pick<SessionSettings, "globals" | "imports">,
+): Pick<CodeExecutionOptions, "globals" | "imports"> {
   const globals: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(payload.globals)) globals[name] = hostValue(name, value);
   const imports: Record<string, Record<string, unknown>> = {};
@@ -62,10 +78,10 @@ function options(payload: RunPayload, report: (value: unknown) => void): CodeExe
     for (const [name, value] of Object.entries(exports)) namespace[name] = hostValue(`${specifier}.${name}`, value);
     imports[specifier] = namespace;
   }
-  const result: CodeExecutionOptions = { ...payload.options, report };
-  if (Object.keys(globals).length > 0) result.globals = globals;
-  if (Object.keys(imports).length > 0) result.imports = imports;
-  return result;
+  return {
+    ...(Object.keys(globals).length > 0 && { globals }),
+    ...(Object.keys(imports).length > 0 && { imports }),
+  };
 }
 
 /** A value as wire JSON; a value the wire cannot carry becomes its description rather than a lost message. */
@@ -77,6 +93,47 @@ function wire(value: unknown): JsonValue {
   }
 }
 
+const reject = (nonce: string, error: unknown) => {
+  const { name, message } = error as Error;
+  scope.postMessage({ type: "rejected", nonce, name: String(name), message: String(message) });
+};
+
+/** The session mode's sessions, by the page's ids, and the cells running in them, by nonce (for `stop-cell`). */
+const sessions = new Map<string, Session>();
+const cells = new Map<string, CodeExecution>();
+
+function session(id: string): Session {
+  const found = sessions.get(id);
+  if (found === undefined) throw new ReferenceError(`no session ${id} in this worker`);
+  return found;
+}
+
+/** Makes a session (empty, or restored from a snapshot) with the playground's settings of its making. */
+function open(settings: SessionSettings, snapshot: Uint8Array | undefined): Promise<Session> {
+  const { modules, memoryLimitBytes, webApis } = settings;
+  const options = {
+    wasm: () => compiled,
+    webApis,
+    ...hostValues(settings),
+    ...(modules !== undefined && { modules }),
+    ...(memoryLimitBytes !== undefined && { memoryLimitBytes }),
+  };
+  return snapshot === undefined ? createSession(options) : restoreSession(snapshot, options);
+}
+
+/** Answers a request that makes session `id`; a failure is the request's `rejected`. */
+function making(nonce: string, id: string, made: () => Promise<Session>): void {
+  void (async () => {
+    try {
+      if (sessions.has(id)) throw new RangeError(`session ${id} exists already`);
+      sessions.set(id, await made());
+      scope.postMessage({ type: "opened", nonce });
+    } catch (error) {
+      reject(nonce, error);
+    }
+  })();
+}
+
 scope.addEventListener("message", (event) => {
   const data: unknown = event.data;
   if (isHello(data)) {
@@ -84,19 +141,66 @@ scope.addEventListener("message", (event) => {
     warm.then((warmupMs) => scope.postMessage({ type: "ready", nonce, warmupMs }));
     return;
   }
+  if (isOpen(data)) return making(data.nonce, data.session, () => open(data.settings, data.snapshot));
+  if (isFork(data)) return making(data.nonce, data.session, () => session(data.from).fork());
+  if (isClose(data)) {
+    sessions.get(data.session)?.close();
+    sessions.delete(data.session);
+    return;
+  }
+  if (isStopCell(data)) {
+    const cell = cells.get(data.nonce);
+    if (cell === undefined) return;
+    cell.terminate("Stopped by the user");
+    scope.postMessage({ type: "stopping", nonce: data.nonce });
+    return;
+  }
+  if (isCell(data)) return runCell(data.nonce, data.session, data.cell);
   if (!isRun(data)) return;
   const { nonce, payload } = data;
   const started = performance.now();
   let run: PromiseLike<unknown>;
   try {
     const report = (value: unknown) => scope.postMessage({ type: "report", nonce, value: wire(value) });
-    run = (payload.webApis ? webSandbox : sandbox).runCode(payload.source, options(payload, report));
+    const options: CodeExecutionOptions = { ...payload.options, report, ...hostValues(payload) };
+    run = (payload.webApis ? webSandbox : sandbox).runCode(payload.source, options);
   } catch (error) {
-    const { name, message } = error as Error;
-    scope.postMessage({ type: "rejected", nonce, name: String(name), message: String(message) });
-    return;
+    return reject(nonce, error);
   }
   run.then((result) =>
     scope.postMessage({ type: "result", nonce, result: wire(result), workerMs: performance.now() - started }),
   );
 });
+
+/** Runs one cell; its result goes back, then the session's snapshot as the cell left it. */
+function runCell(nonce: string, id: string, cell: CellPayload): void {
+  const started = performance.now();
+  let execution: CodeExecution;
+  try {
+    const report = (value: unknown) => scope.postMessage({ type: "report", nonce, value: wire(value) });
+    const { source, ...options } = cell;
+    execution = session(id).run(source, { ...options, report });
+  } catch (error) {
+    reject(nonce, error);
+    return;
+  }
+  cells.set(nonce, execution);
+  void (async () => {
+    const result = await execution;
+    cells.delete(nonce);
+    scope.postMessage({ type: "result", nonce, result: wire(result), workerMs: performance.now() - started });
+    // After the result, so the page shows it at once (encoding takes tens of ms); asked in this same microtask, so
+    // the session queues any later cell behind it. A session closed meanwhile has no state left to keep.
+    const snapshot = await sessions
+      .get(id)
+      ?.snapshot()
+      .catch(() => undefined);
+    // Bytes that own their whole buffer move to the page instead of being copied (MiBs for a big session).
+    const owned =
+      snapshot !== undefined && snapshot.byteOffset === 0 && snapshot.byteLength === snapshot.buffer.byteLength;
+    scope.postMessage(
+      { type: "snapshot", nonce, ...(snapshot && { snapshot }) },
+      owned ? [snapshot.buffer as ArrayBuffer] : [],
+    );
+  })();
+}
