@@ -4,7 +4,8 @@
  * file.ts`, `runcode run --session` and `runcode repl`.
  * @module
  */
-import type { CodeExecutionLog } from "../src/core/types.js";
+import { resultWireText } from "../src/core/result-wire.js";
+import type { CodeExecution, CodeExecutionLog, CodeExecutionResult } from "../src/core/types.js";
 import { FORMAT_BUDGET, makeInspect } from "../src/environment/inspect.js";
 import { MAX_WALK_DEPTH, WorkBudget } from "../src/values/budget.js";
 
@@ -30,7 +31,7 @@ export function printable(text: string): string {
  * JSON `text` with every control character JSON leaves raw (DEL, C1, the bidirectional marks: only ever inside its
  * strings) written as a `\u` escape: the same JSON value, which a terminal shows as it is.
  */
-export function printableJson(text: string): string {
+function printableJson(text: string): string {
   return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
 }
 
@@ -62,7 +63,7 @@ class PrintBudget extends WorkBudget {
  * them (formatted as a console does, sharing one {@link PrintBudget}: past it they are cut and say so, and later ones
  * are not printed), and its result inspected within a budget of its own.
  */
-export function printer(deadline: number, timeout: string) {
+function printer(deadline: number, timeout: string) {
   const within = (budget: PrintBudget) =>
     makeInspect({
       depth: MAX_WALK_DEPTH,
@@ -82,4 +83,33 @@ export function printer(deadline: number, timeout: string) {
       return printable(within(resultBudget).inspect(result, resultBudget));
     },
   };
+}
+
+/** How {@link printedRun} prints. */
+interface PrintedRunOptions {
+  /** `--timeout` as given: the run is terminated past it, and the printing ends by it. */
+  timeout: string;
+  /** The result as wire JSON (`--json`) rather than inspected. */
+  json: boolean;
+  /** Characters the wire JSON may take: the run's heap limit, as a host's answer. */
+  maxLength: number;
+}
+
+/**
+ * Starts a run with the console printer as its `onLog`, terminates it past the timeout, and prints its result on
+ * standard output: the printing of `runcode file.ts`, and of each cell of `runcode run --session`.
+ */
+export async function printedRun(
+  start: (onLog: (entry: CodeExecutionLog) => void) => CodeExecution,
+  { timeout, json, maxLength }: PrintedRunOptions,
+): Promise<CodeExecutionResult> {
+  const printing = printer(performance.now() + Number(timeout), timeout);
+  const run = start(printing.console);
+  const budget = setTimeout(() => run.terminate(`${timeout} ms budget`), Number(timeout));
+  const result = await run;
+  clearTimeout(budget);
+  // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
+  // timeout and a bounded size. Every control character of guest text escaped.
+  console.log(json ? printableJson(resultWireText(result, maxLength)) : printing.result(result));
+  return result;
 }

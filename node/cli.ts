@@ -4,19 +4,21 @@
  * console output on standard error as the guest makes it, and then the `CodeExecutionResult` on standard output (as
  * inspected, or with `--json` in the wire encoding); guest text is escaped, and all of it bounded in size and by
  * `--timeout`. A module without a default export runs as a script (`execute: "script"`) unless `--export` or `--args`
- * name a call. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode mcp` serves MCP over stdio; `runcode
- * serve` the HTTP API.
+ * name a call. Exits 0 on `success`, 1 otherwise, 2 on bad arguments. `runcode repl` (node/repl.ts) and `runcode run
+ * --session` (node/session-command.ts) keep a session; `runcode mcp` serves MCP over stdio; `runcode serve` the HTTP
+ * API.
  * @module
  */
 import { parseArgs } from "node:util";
-import { resultWireText } from "../src/core/result-wire.js";
 import { fetchOf, jsonFlag, languageOf, RUN_FLAGS, readSource, timeoutOf, usageError, webOf } from "./cli-flags.js";
-import { printableJson, printer } from "./cli-output.js";
+import { printedRun } from "./cli-output.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
                [--allow-fetch origin]...
+       runcode repl [--js] [--memory bytes] [--timeout ms] [--web-apis] [--allow-fetch origin]... (runcode repl --help)
+       runcode run --session FILE [cell | -] [--js | --ts] [--timeout ms] [--json] ... (runcode run --help)
        runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
@@ -28,6 +30,8 @@ arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder
 crypto.randomUUID, timers, AbortController, events).
 --allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
 path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
+\`runcode repl\` is an interactive session, each input a cell whose declarations stay for the next; \`runcode run
+--session FILE cell.ts\` runs one cell of the session kept in FILE and saves it there.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
 configuration's "mcpServers" (as MCP clients write them) become modules the code can import.
 \`runcode serve\` serves the HTTP API and the playground, with records in a libSQL database.`;
@@ -64,24 +68,20 @@ async function runFile(): Promise<void> {
     threads: true,
     ...webOf(values),
   });
-  const deadline = performance.now() + timeout;
-  const printing = printer(deadline, values.timeout);
   const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
-  const run = runCode(source, {
-    language,
-    // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
-    execute: values.export === undefined && values.args === undefined ? "script" : { fn, args },
-    globals: globals as Record<string, unknown>,
-    ...(file === "-" ? {} : { filename: file }),
-    ...(values.memory === undefined ? {} : { memoryLimitBytes: memory }),
-    onLog: printing.console,
-  });
-  const budget = setTimeout(() => run.terminate(`${values.timeout} ms budget`), timeout);
-  const result = await run;
-  clearTimeout(budget);
-  // The wire text within the length a host's answer may take (the run's heap limit); the inspected value within the
-  // timeout and a bounded size. Every control character of guest text escaped.
-  console.log(values.json ? printableJson(resultWireText(result, memory)) : printing.result(result));
+  const result = await printedRun(
+    (onLog) =>
+      runCode(source, {
+        language,
+        // Most files are scripts: without --export or --args, one without a default export still runs and succeeds.
+        execute: values.export === undefined && values.args === undefined ? "script" : { fn, args },
+        globals: globals as Record<string, unknown>,
+        ...(file === "-" ? {} : { filename: file }),
+        ...(values.memory === undefined ? {} : { memoryLimitBytes: memory }),
+        onLog,
+      }),
+    { timeout: values.timeout, json: values.json, maxLength: memory },
+  );
   if (result.error?.code === "missing_export") {
     console.error(`runcode: ${file === "-" ? "the module" : file} has no export '${fn}' to call (--export, --args)`);
   }
@@ -112,6 +112,12 @@ if (process.argv[2] === "mcp") {
   });
   const fetch = fetchOf(values["allow-fetch"]);
   await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch });
+} else if (process.argv[2] === "repl") {
+  const { startRepl } = await import("./repl.js");
+  await startRepl(process.argv.slice(3));
+} else if (process.argv[2] === "run") {
+  const { runSessionCommand } = await import("./session-command.js");
+  await runSessionCommand(process.argv.slice(3));
 } else if (process.argv[2] === "serve") {
   // Loaded only here: plain runs need neither the database driver nor the HTTP server.
   const { serveCommand } = await import("./serve/command.js");
