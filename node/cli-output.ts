@@ -63,7 +63,7 @@ class PrintBudget extends WorkBudget {
  * them (formatted as a console does, sharing one {@link PrintBudget}: past it they are cut and say so, and later ones
  * are not printed), and its result inspected within a budget of its own.
  */
-function printer(deadline: number, timeout: string) {
+export function printer(deadline: number, timeout: string) {
   const within = (budget: PrintBudget) =>
     makeInspect({
       depth: MAX_WALK_DEPTH,

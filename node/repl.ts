@@ -199,7 +199,10 @@ export async function startRepl(argv: string[]): Promise<void> {
 async function readHistory(): Promise<string[]> {
   try {
     const text = await readFile(HISTORY_FILE, "utf8");
-    return text.split("\n").filter((line) => line !== "").slice(0, HISTORY_SIZE);
+    return text
+      .split("\n")
+      .filter((line) => line !== "")
+      .slice(0, HISTORY_SIZE);
   } catch {
     return [];
   }

@@ -11,7 +11,13 @@
 import { parseArgs } from "node:util";
 import { languageOf, RUN_FLAGS, readSource, timeoutOf, usageError, webOf } from "./cli-flags.js";
 import { printedRun } from "./cli-output.js";
-import { createSession, DEFAULT_MEMORY_LIMIT_BYTES, restoreSession, type Session, type SessionOptions } from "./index.js";
+import {
+  createSession,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  restoreSession,
+  type Session,
+  type SessionOptions,
+} from "./index.js";
 import { readSessionFile, restoreRefusal, writeSessionFile } from "./session-file.js";
 
 /** `runcode run`'s usage, printed for `--help`. */

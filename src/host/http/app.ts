@@ -18,6 +18,7 @@ import { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../limits.js";
 import { createRunOnce } from "../runs/run-once.js";
+import type { SessionBackend } from "../sessions/backend.js";
 import type { Access } from "./auth.js";
 import { type Catalog, catalogRoutes } from "./catalog-routes.js";
 import { mcpRoutes } from "./mcp-routes.js";
@@ -38,6 +39,8 @@ export interface AppOptions {
    * credentials whoever the tenant. Default none.
    */
   mcpServers?: Record<string, HttpUpstream>;
+  /** The host's sessions, for `POST /mcp`'s `run_code` `session`. Default none: the tool has no `session`. */
+  sessions?: SessionBackend;
   /** Who may call. Default: everyone, as {@link ANONYMOUS_TENANT} (a library embedding decides for itself). */
   access?: Access;
   /** Rates per tenant. Default: {@link MemoryQuotas} with its default rate. */
@@ -95,7 +98,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   if (options.run !== undefined) {
     const runs = { ...options.run, admission: new RunAdmission(options.run.admission) };
     app.route("/", runRoutes(createRunOnce(runs)));
-    app.route("/", mcpRoutes(runs, options.catalog, options.mcpServers));
+    app.route("/", mcpRoutes(runs, options.catalog, options.mcpServers, options.sessions));
   }
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",
