@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   too_many_subscribers: 429,
   /** Sessions one tenant keeps (`RUNCODE_SESSIONS_PER_TENANT`): delete one first. */
   too_many_sessions: 429,
+  /** Cells waiting for one session's turn (its cells run one at a time). */
+  session_busy: 429,
   internal: 500,
   /** `/run` executions in this instance hold as much memory as it may give them: retry shortly. */
   overloaded: 503,

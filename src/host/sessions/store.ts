@@ -38,7 +38,7 @@ export interface SessionStore {
 }
 
 /** What the tenant sees of `session`. */
-export function infoOf(session: StoredSession): SessionInfo {
+function infoOf(session: StoredSession): SessionInfo {
   const { tenant: _t, options: _o, snapshot: _s, ...info } = session;
   return { ...info };
 }
