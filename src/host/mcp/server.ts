@@ -209,7 +209,11 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           const { language, ...moduleOptions } = { ...runOptions, ...(call === undefined ? {} : { execute: call }) };
           const unused = Object.keys(moduleOptions);
           if (unused.length > 0) {
-            throw new HostError("invalid_request", `${unused.join(", ")} do not apply to a session's cell`);
+            const names = unused.map((key) => `'${key}'`).join(" and ");
+            throw new HostError(
+              "invalid_request",
+              `${names} ${unused.length === 1 ? "does" : "do"} not apply to a session's cell`,
+            );
           }
           answer = await sessions.run(
             session,
