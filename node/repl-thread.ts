@@ -10,14 +10,14 @@ import { Worker } from "node:worker_threads";
 import type { CodeExecutionLog, CodeExecutionResult, FetchOptions } from "../src/core/types.js";
 
 /** The session's settings, data only: what crosses to the worker. */
-export interface ReplSessionSettings {
+interface ReplSessionSettings {
   webApis: boolean;
   fetch?: FetchOptions;
   memoryLimitBytes?: number;
 }
 
 /** One cell, as the REPL runs it. */
-export interface ReplCell {
+interface ReplCell {
   source: string;
   language: "javascript" | "typescript";
   timeoutMs: number;

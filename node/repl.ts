@@ -32,15 +32,18 @@ const HISTORY_SIZE = 1000;
 const HISTORY_FILE = join(homedir(), ".runcode_history");
 
 /**
- * Whether `result` is a syntax error at the end of `source`: the input is cut short and continues on the next line.
- * QuickJS says "unexpected end of input", SWC (TypeScript) "Unexpected eof" or "Expected ..., got '<eof>'".
+ * Whether `result` is a syntax error that says `source` is cut short, so that the input continues on the next line:
+ * one at the end of the source (QuickJS's "unexpected token in expression: ''", SWC's "Expected '}', got '<eof>'" or
+ * "Expression expected"), or a template literal left open (a string left open is a mistake, as in Node's REPL).
  */
-function cutShort(result: CodeExecutionResult): boolean {
-  const { status, error } = result;
+function cutShort(source: string, result: CodeExecutionResult): boolean {
+  const { error } = result;
+  if (result.status === "success" || error?.name !== "SyntaxError" || error.line === undefined) return false;
+  const lines = source.split("\n");
+  const before = lines.slice(0, error.line - 1).reduce((sum, line) => sum + line.length + 1, 0);
+  const offset = before + (error.column ?? 1) - 1;
   return (
-    status === "link_error" &&
-    error?.name === "SyntaxError" &&
-    /unexpected end of input|unexpected eof|got '<eof>'/i.test(error.message)
+    offset >= source.trimEnd().length || (source[offset] === "`" && /unterminated|end of string/i.test(error.message))
   );
 }
 
@@ -102,6 +105,8 @@ export async function startRepl(argv: string[]): Promise<void> {
     });
   }
   let pending = "";
+  /** The syntax error of `pending`, shown if the input ends before it is complete. */
+  let cutResult: CodeExecutionResult | undefined;
   let running = false;
   let interruptedOnce = false;
   const prompt = () => {
@@ -127,6 +132,30 @@ export async function startRepl(argv: string[]): Promise<void> {
   rl.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
 
+  const save = async (file: string) => {
+    try {
+      await writeSessionFile(file, await thread.snapshot());
+      console.log(`Session saved to ${file}`);
+    } catch (error) {
+      console.log(`.save ${file} failed: ${(error as Error).message}`);
+    }
+  };
+  const load = async (file: string) => {
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await readSessionFile(file);
+    } catch (error) {
+      return console.log(`.load: cannot read ${file}: ${(error as Error).message}`);
+    }
+    if (bytes === undefined) return console.log(`.load: ${file}: no such file`);
+    try {
+      await thread.open(bytes);
+      console.log(`Session loaded from ${file}`);
+    } catch (error) {
+      console.log(restoreRefusal(file, error));
+    }
+  };
+
   /** Runs a command line; `false` when it asks to leave. */
   const command = async (name: string, argument: string): Promise<boolean> => {
     switch (name) {
@@ -141,21 +170,7 @@ export async function startRepl(argv: string[]): Promise<void> {
           console.log(`.${name} needs a FILE`);
           return true;
         }
-        try {
-          if (name === "save") {
-            await writeSessionFile(argument, await thread.snapshot());
-            console.log(`Session saved to ${argument}`);
-          } else {
-            const bytes = await readSessionFile(argument);
-            if (bytes === undefined) console.log(`${argument}: no such file`);
-            else {
-              await thread.open(bytes);
-              console.log(`Session loaded from ${argument}`);
-            }
-          }
-        } catch (error) {
-          console.log(restoreRefusal(argument, error) ?? `.${name} failed: ${(error as Error).message}`);
-        }
+        await (name === "save" ? save(argument) : load(argument));
         return true;
       }
       default:
@@ -182,14 +197,16 @@ export async function startRepl(argv: string[]): Promise<void> {
     running = true;
     const result = await thread.run({ source, language, timeoutMs: timeout }, printing.console);
     running = false;
-    if (cutShort(result)) {
+    if (cutShort(source, result)) {
       pending = source;
+      cutResult = result;
     } else {
       pending = "";
       console.log(result.status === "success" ? printing.result(result.result) : failure(result));
     }
     prompt();
   }
+  if (pending !== "" && cutResult !== undefined) console.log(failure(cutResult));
   rl.close();
   process.off("SIGINT", interrupt);
   await thread.close();

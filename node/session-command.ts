@@ -89,9 +89,7 @@ async function open(path: string, options: SessionOptions): Promise<Session> {
   try {
     return await restoreSession(bytes, options);
   } catch (error) {
-    const refusal = restoreRefusal(path, error);
-    if (refusal === undefined) throw error;
-    console.error(`runcode: ${refusal}`);
+    console.error(`runcode: ${restoreRefusal(path, error)}`);
     return process.exit(2);
   }
 }

@@ -22,20 +22,16 @@ export async function readSessionFile(path: string): Promise<Uint8Array | undefi
 }
 
 /**
- * What to tell the user when the snapshot of `path` could not be restored: why, in words naming the file, for a
- * `SessionError` the restore refused it with (compared by name: the REPL's arrives from its thread as a copy);
- * `undefined` for any other error (a fault to report as it is).
+ * What to tell the user when the snapshot of `path` could not be restored, naming the file: a `SessionError` the
+ * restore refused it with (compared by name: the REPL's arrives from its thread as a copy) says why; any other
+ * failure of the restore is taken as bytes it could not read.
  */
-export function restoreRefusal(path: string, error: unknown): string | undefined {
-  const { name, code, message } = error as Partial<SessionError>;
-  if (name !== "SessionError") return undefined;
-  if (code === "invalid_snapshot") {
-    return `${path} is not a runcode session snapshot, or not one of this version (${message}); it is left as it is`;
-  }
-  if (code === "snapshot_mismatch") {
+export function restoreRefusal(path: string, error: unknown): string {
+  const { name, code, message } = (error ?? {}) as Partial<SessionError>;
+  if (name === "SessionError" && code === "snapshot_mismatch") {
     return `${path} was saved with other settings: give the same --web-apis and --allow-fetch as when it was made (${message})`;
   }
-  return undefined;
+  return `${path} is not a runcode session snapshot, or not one of this version (${message}); it is left as it is`;
 }
 
 /** Replaces `path` with `bytes` atomically; readable by its owner only, as a session may hold secrets. */

@@ -7,8 +7,9 @@
  * end with the connection (`close`).
  * @module
  */
-import type { Session, SessionOptions } from "../../core/session.js";
+
 import { MAX_QUEUED_CELLS } from "../../core/session.js";
+import type { Session, SessionOptions } from "../../core/types.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
 import { codeTooLarge, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS, timeoutWithin } from "../limits.js";
@@ -29,7 +30,7 @@ interface Entry {
   last: Promise<unknown>;
 }
 
-export interface ConnectionSessionsOptions {
+interface ConnectionSessionsOptions {
   /** Makes a session with the connection's sandbox settings (its Web APIs, `fetch`) and these options. */
   create: (options: Pick<SessionOptions, "imports" | "tenant">) => Promise<Session>;
   /** Services cells may import, as a run's. */

@@ -80,9 +80,12 @@ describe("MCP over stdio: run_code's session", () => {
 
   it("cells import the host's services, as runs do", async () => {
     const { client } = await connect();
-    await call(client, { code: 'import { set } from "kv";\nawait set({ key: "k", value: 7 });', session: "t" });
+    await call(client, {
+      code: 'const { set } = await import("kv");\nawait set({ key: "k", value: 7 });',
+      session: "t",
+    });
     const read = await call(client, {
-      code: 'import { get } from "kv";\n(await get({ key: "k" })).value',
+      code: 'const { get } = await import("kv");\n(await get({ key: "k" })).value',
       session: "t",
     });
     expect(resultOf(read)).toBe(7);
