@@ -120,8 +120,9 @@ export async function startRepl(argv: string[]): Promise<void> {
     if (pending !== "" || rl.line !== "") {
       pending = "";
       interruptedOnce = false;
-      rl.write(null, { ctrl: true, name: "u" });
+      // As Node's REPL: the line stays on the screen, and the input starts again below it.
       process.stdout.write("\n");
+      rl.write(null, { ctrl: true, name: "u" });
       return prompt();
     }
     if (interruptedOnce) return rl.close();

@@ -78,6 +78,16 @@ describe("MCP over stdio: run_code's session", () => {
     expect(resultOf(await call(client, { code: "kept", session: "s" }))).toBe("before");
   });
 
+  it("a cell out of time keeps what it did before it stopped", async () => {
+    const { client } = await connect();
+    const late = await call(client, { code: "var t = 'set';\nfor (;;) {}", session: "g", timeoutMs: 200 });
+    expect([late.isError, (fromWire(late.structuredContent as JsonValue) as { status: string }).status]).toEqual([
+      true,
+      "terminated",
+    ]);
+    expect(resultOf(await call(client, { code: "t", session: "g" }))).toBe("set");
+  });
+
   it("cells import the host's services, as runs do", async () => {
     const { client } = await connect();
     await call(client, {
