@@ -119,7 +119,20 @@ describe("runcode run --session FILE", () => {
       ),
     });
     expect(readFileSync(path, "utf8")).toBe("not a snapshot at all");
-    // Nothing was written beside it either.
+    // A snapshot cut short, or with one bit changed, is refused as well; nothing is written beside it.
+    expect(cli(["run", "--session", "whole.snap"], "let y = 1").code).toBe(0);
+    const whole = readFileSync(join(dir, "whole.snap"));
+    const flipped = Buffer.from(whole);
+    flipped[flipped.length >> 1] ^= 1;
+    for (const bytes of [whole.subarray(0, whole.length >> 1), flipped]) {
+      writeFileSync(path, bytes);
+      const refusedBytes = cli(["run", "--session", "corrupt.snap"], "y");
+      expect([refusedBytes.code, refusedBytes.stderr]).toEqual([
+        2,
+        expect.stringContaining("is not a runcode session snapshot"),
+      ]);
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+    }
     expect(readdirSync(dir).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 

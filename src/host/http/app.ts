@@ -33,7 +33,10 @@ export interface AppOptions {
   processes: ProcessBackend;
   /** Documentation and tools (a `ProcessService` is one). */
   catalog: Catalog;
-  /** Serves the session routes (`/sessions`, ...) when given: a `SessionService` here, the edge's own there. */
+  /**
+   * Serves the session routes (`/sessions`, ...) and `POST /mcp`'s `run_code` `session` when given: a
+   * `SessionService` here, the edge's own there.
+   */
   sessions?: SessionBackend;
   /** Serves `POST /run` and `POST /mcp` when given. */
   run?: RunRouteOptions;
@@ -42,8 +45,6 @@ export interface AppOptions {
    * credentials whoever the tenant. Default none.
    */
   mcpServers?: Record<string, HttpUpstream>;
-  /** The host's sessions, for `POST /mcp`'s `run_code` `session`. Default none: the tool has no `session`. */
-  sessions?: SessionBackend;
   /** Who may call. Default: everyone, as {@link ANONYMOUS_TENANT} (a library embedding decides for itself). */
   access?: Access;
   /** Rates per tenant. Default: {@link MemoryQuotas} with its default rate. */

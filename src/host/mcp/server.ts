@@ -29,7 +29,7 @@ import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
 import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_MEMORY_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
-import type { RunAnswer, RunCaller, RunEvent, RunToAnswer } from "../runs/run-once.js";
+import type { RunAnswer, RunEvent, RunToAnswer } from "../runs/run-once.js";
 import { type CellCaller, type CellRequest, SESSION_NAME_PATTERN } from "../sessions/backend.js";
 import { cut, summarize } from "./summary.js";
 
@@ -196,7 +196,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
     async ({ code, timeoutMs, execute: call, session, ...runOptions }, extra) => {
-      const caller: RunCaller = { signal: extra.signal, onEvent: notifier(extra, () => logLevel) };
+      const caller: CellCaller = { signal: extra.signal, onEvent: notifier(extra, () => logLevel) };
       let answer: RunAnswer;
       try {
         if (session === undefined || sessions === undefined) {
