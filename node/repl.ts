@@ -196,8 +196,17 @@ export async function startRepl(argv: string[]): Promise<void> {
     }
     const printing = printer(performance.now() + timeout, values.timeout);
     running = true;
-    const result = await thread.run({ source, language, timeoutMs: timeout }, printing.console);
-    running = false;
+    let result: CodeExecutionResult;
+    try {
+      result = await thread.run({ source, language, timeoutMs: timeout }, printing.console);
+    } catch (error) {
+      // The session's thread is gone (a fault of the host): nothing more can run.
+      console.error(`runcode: the session failed: ${(error as Error).message}`);
+      process.exitCode = 1;
+      break;
+    } finally {
+      running = false;
+    }
     if (cutShort(source, result)) {
       pending = source;
       cutResult = result;

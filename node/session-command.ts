@@ -45,7 +45,7 @@ export async function runSessionCommand(argv: string[]): Promise<void> {
   if (path === undefined) usageError("runcode run needs --session FILE");
   if (positionals.length > 1) usageError(`runcode run takes one cell, got ${positionals.length}`);
   const [file = "-"] = positionals;
-  timeoutOf(values.timeout);
+  const timeout = timeoutOf(values.timeout);
   const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
   const options: SessionOptions = {
     ...webOf(values),
@@ -57,7 +57,7 @@ export async function runSessionCommand(argv: string[]): Promise<void> {
     (onLog) =>
       session.run(source, {
         language: languageOf(values, file),
-        timeoutMs: Number(values.timeout),
+        timeoutMs: timeout,
         ...(file === "-" ? {} : { filename: file }),
         onLog,
       }),
@@ -74,7 +74,12 @@ export async function runSessionCommand(argv: string[]): Promise<void> {
   } finally {
     session.close();
   }
-  await writeSessionFile(path, bytes);
+  try {
+    await writeSessionFile(path, bytes);
+  } catch (error) {
+    console.error(`runcode: cannot save the session to ${path} (${(error as Error).message}); it is left as it was`);
+    process.exitCode = 1;
+  }
 }
 
 /** The session of `path`, restored, or a new one when there is no such file; a refused file ends the command. */
