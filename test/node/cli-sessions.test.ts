@@ -123,7 +123,8 @@ describe("runcode run --session FILE", () => {
     expect(cli(["run", "--session", "whole.snap"], "let y = 1").code).toBe(0);
     const whole = readFileSync(join(dir, "whole.snap"));
     const flipped = Buffer.from(whole);
-    flipped[flipped.length >> 1] ^= 1;
+    const middle = flipped.length >> 1;
+    flipped.writeUInt8(flipped.readUInt8(middle) ^ 1, middle);
     for (const bytes of [whole.subarray(0, whole.length >> 1), flipped]) {
       writeFileSync(path, bytes);
       const refusedBytes = cli(["run", "--session", "corrupt.snap"], "y");
