@@ -45,7 +45,7 @@ async function answer(message: Exclude<ToReplWorker, { type: "terminate" }>): Pr
 
 port.on("message", (message: ToReplWorker) => {
   if (message.type === "terminate") {
-    running?.terminate("Interrupted (Ctrl-C)");
+    running?.terminate();
     return;
   }
   answer(message).then(post, (error: Error & { code?: string }) =>

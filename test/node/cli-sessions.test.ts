@@ -66,28 +66,32 @@ describe("runcode repl", () => {
     expect(readFileSync(join(dir, "not.snap"), "utf8")).toBe("not a snapshot");
   });
 
-  it("Ctrl-C stops the running cell, however it runs, and the session goes on", async () => {
-    const child = spawn(process.execPath, [CLI, "repl", "--timeout", "60000"], { cwd: dir });
+  it("Ctrl-C stops the running cell, a loop or a wait, and the session goes on", async () => {
+    const child = spawn(process.execPath, [CLI, "repl", "--web-apis", "--timeout", "60000"], { cwd: dir });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk) => {
       stdout += chunk;
     });
-    const started = new Promise<void>((resolve) =>
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-        if (stderr.includes("looping")) resolve();
-      }),
-    );
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    /** Resolves once standard error holds `text`: the cell is running. */
+    const logged = (text: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => (stderr.includes(text) ? resolve() : setTimeout(check, 20));
+        check();
+      });
     child.stdin.write('var n = 0; console.log("looping"); while (true) n++;\n');
-    await started;
+    await logged("looping");
+    child.kill("SIGINT");
+    child.stdin.write('console.log("waiting"); await new Promise((resolve) => setTimeout(resolve, 20_000));\n');
+    await logged("waiting");
     child.kill("SIGINT");
     child.stdin.end("n > 0\n");
     const code = await new Promise((resolve) => child.on("close", resolve));
-    expect({ code, stdout }).toEqual({
-      code: 0,
-      stdout: "[terminated] TerminatedError: Execution terminated by the caller\ntrue\n",
-    });
+    const stopped = "[terminated] TerminatedError: Execution terminated by the caller";
+    expect({ code, stdout }).toEqual({ code: 0, stdout: `${stopped}\n${stopped}\ntrue\n` });
   }, 30_000);
 });
 
