@@ -190,6 +190,21 @@ describe("forks", () => {
   });
 });
 
+describe("forks", () => {
+  it("outlive their parent, and fork again", async () => {
+    const s = await createSession();
+    await value(s, "var depth = 0");
+    const t = await s.fork();
+    open.push(t);
+    s.close();
+    expect(await value(t, "++depth")).toBe(1);
+    const u = await t.fork();
+    open.push(u);
+    expect(await value(u, "++depth")).toBe(2);
+    expect(await value(t, "depth")).toBe(1);
+  });
+});
+
 describe("snapshots", () => {
   it("restore the whole state, rebinding host functions by path", async () => {
     const s = await session({ globals: { scale: (n: number) => n * 2 }, webApis: true });
