@@ -35,11 +35,7 @@ describe("SessionService on the core's sessions", () => {
     const b = await sessions.create("t", {});
     expect(await cell("t", b.id, "typeof x")).toMatchObject({ result: "undefined" });
     expect(
-      await cell(
-        "t",
-        a.id,
-        "[x + 1, (await kv.get({ key: 'k' })).value, await kv.set({ key: 'j', value: 1 })]",
-      ),
+      await cell("t", a.id, "[x + 1, (await kv.get({ key: 'k' })).value, await kv.set({ key: 'j', value: 1 })]"),
     ).toMatchObject({
       status: "success",
       result: [42, "v", { bytes: 1 }],
