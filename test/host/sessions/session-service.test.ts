@@ -121,6 +121,16 @@ describe("SessionService", () => {
       headers: {},
     });
     expect(await full.store.usage("a")).toEqual({ count: 0, bytes: 0 });
+    // Nor a fork that would pass it.
+    const forking = setUp({ limits: { bytesPerTenant: 45 } });
+    const parent = await forking.service.create("a", {});
+    expect(await refusal(forking.service.fork("a", parent.id))).toEqual({
+      code: "session_storage_full",
+      status: 413,
+      message: "The session's state (24 bytes) would pass this tenant's storage for sessions (24 of 45 bytes used)",
+      headers: {},
+    });
+    expect(await forking.store.usage("a")).toEqual({ count: 1, bytes: 24 });
   });
 
   test("a cell the store has no room for is answered as SessionStorageFull, its effects undone", async () => {
