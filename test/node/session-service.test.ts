@@ -27,7 +27,7 @@ describe("SessionService on the core's sessions", () => {
     const { sessions, cell } = service();
     const a = await sessions.create("t", {});
     expect(
-      await cell("t", a.id, "let x = 41; var kv = await import('kv'); await kv.set({ key: 'k', value: 'v' }); x"),
+      await cell("t", a.id, "import { get, set } from 'kv'; let x = 41; await set({ key: 'k', value: 'v' }); x"),
     ).toMatchObject({
       status: "success",
       result: 41,
@@ -35,7 +35,7 @@ describe("SessionService on the core's sessions", () => {
     const b = await sessions.create("t", {});
     expect(await cell("t", b.id, "typeof x")).toMatchObject({ result: "undefined" });
     expect(
-      await cell("t", a.id, "[x + 1, (await kv.get({ key: 'k' })).value, await kv.set({ key: 'j', value: 1 })]"),
+      await cell("t", a.id, "[x + 1, (await get({ key: 'k' })).value, await set({ key: 'j', value: 1 })]"),
     ).toMatchObject({
       status: "success",
       result: [42, "v", { bytes: 1 }],
