@@ -73,7 +73,11 @@ for (const mib of [0, 1, 10]) {
   const w = summarize(`${mib} MiB (${(bytes / MIB).toFixed(2)} MiB stored): warm cell`, warm);
   const r = summarize(`${mib} MiB: cell resumed from storage`, resumed);
   rows.push(w, r);
-  figures.push(`${mib} MiB: resumed - warm = ${(r.p50 - w.p50).toFixed(1)} ms at p50 (target within 50 ms)`);
+  // The best of each too: on a loaded machine the medians carry other processes' time.
+  const best = Math.min(...resumed) - Math.min(...warm);
+  figures.push(
+    `${mib} MiB: resumed - warm = ${(r.p50 - w.p50).toFixed(1)} ms at p50, ${best.toFixed(1)} ms best to best (target within 50 ms)`,
+  );
   await service.delete(TENANT, id);
 }
 printTable(rows);
