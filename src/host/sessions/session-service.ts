@@ -10,11 +10,11 @@
  *
  * Per tenant: at most `perTenant` sessions (429 `too_many_sessions`), `bytesPerTenant` bytes of storage (413
  * `session_storage_full`), `cellsPerMinute` cells (429 `rate_limited` with `Retry-After`), and each cell's fuel cap
- * reserved from the tenant's CPU share as a run's is. A cell whose resulting state would pass the storage quota is
- * still answered (its logs and reports), but as an `error` named `SessionStorageFull` without its value, and its
- * effects are undone: the session goes back to its stored state, so nothing stored is lost and what a client sees is
- * what a restart would give it. The tenant's writes (the quota's check and the store's write) are serialized here, so
- * a tenant's sessions are served by one service at a time.
+ * reserved from the tenant's CPU share as a run's is. A cell whose resulting state would pass the storage quota (or
+ * that the store has no room for) is still answered (its logs and reports), but as an `error` named
+ * `SessionStorageFull` without its value, and its effects are undone: the session goes back to its stored state, so
+ * nothing stored is lost and what a client sees is what a restart would give it. The tenant's writes (the quota's
+ * check and the store's write) are serialized here, so a tenant's sessions are served by one service at a time.
  * @module
  */
 import { FUEL_PER_MS } from "../../core/sandbox.js";
@@ -408,15 +408,18 @@ export class SessionService implements SessionBackend {
       bytes: bytesOf(snapshot, stored.options),
       snapshot,
     };
+    // Past the quota, or a store with no room (507 `storage_full`): the cell is answered, its state not kept.
     const refusal = await this.#asTenant(tenant, async () => {
       try {
         await this.#roomFor(tenant, kept.bytes, stored.bytes, false);
+        await this.#store.put(kept);
+        return undefined;
       } catch (error) {
-        if (isHostError(error)) return error;
+        if (isHostError(error) && (error.code === "session_storage_full" || error.code === "storage_full")) {
+          return error;
+        }
         throw error;
       }
-      await this.#store.put(kept);
-      return undefined;
     });
     if (refusal === undefined) return result;
     // The live realm is ahead of the stored state: close it, and the next turn restores the stored one.

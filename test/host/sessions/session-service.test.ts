@@ -121,6 +121,36 @@ describe("SessionService", () => {
       headers: {},
     });
     expect(await full.store.usage("a")).toEqual({ count: 0, bytes: 0 });
+    // Nor a fork that would pass it.
+    const forking = setUp({ limits: { bytesPerTenant: 45 } });
+    const parent = await forking.service.create("a", {});
+    expect(await refusal(forking.service.fork("a", parent.id))).toEqual({
+      code: "session_storage_full",
+      status: 413,
+      message: "The session's state (24 bytes) would pass this tenant's storage for sessions (24 of 45 bytes used)",
+      headers: {},
+    });
+    expect(await forking.store.usage("a")).toEqual({ count: 1, bytes: 24 });
+  });
+
+  test("a cell the store has no room for is answered as SessionStorageFull, its effects undone", async () => {
+    const { service, cell, store } = setUp();
+    const { id } = await service.create("a", {});
+    await cell("a", id, "state.x = 1");
+    const put = store.put.bind(store);
+    store.put = async () => {
+      throw new HostError("storage_full", "The session store is full: its database or disk has no room for this write");
+    };
+    expect(await cell("a", id, "state.x = 2")).toMatchObject({
+      status: "error",
+      error: {
+        name: "SessionStorageFull",
+        message:
+          "The session store is full: its database or disk has no room for this write: the cell's effects were undone",
+      },
+    });
+    store.put = put;
+    expect(await cell("a", id, "state.x")).toMatchObject({ result: 1 });
   });
 
   test("cells past the tenant's rate are refused with Retry-After until the bucket refills", async () => {
