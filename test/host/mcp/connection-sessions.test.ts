@@ -78,8 +78,11 @@ describe("MCP over stdio: run_code's session", () => {
     expect(resultOf(await call(client, { code: "kept", session: "s" }))).toBe("before");
   });
 
-  it("a cell out of time keeps what it did before it stopped", async () => {
+  it("as the guide says: let and const may be declared again; a cell out of time keeps what it did", async () => {
     const { client } = await connect();
+    await call(client, { code: "const c = 1;\nlet l = 'a';", session: "g" });
+    const again = await call(client, { code: "const c = 2;\nlet l = 'b';\n[c, l]", session: "g" });
+    expect(resultOf(again)).toEqual([2, "b"]);
     const late = await call(client, { code: "var t = 'set';\nfor (;;) {}", session: "g", timeoutMs: 200 });
     expect([late.isError, (fromWire(late.structuredContent as JsonValue) as { status: string }).status]).toEqual([
       true,
@@ -91,11 +94,11 @@ describe("MCP over stdio: run_code's session", () => {
   it("cells import the host's services, as runs do", async () => {
     const { client } = await connect();
     await call(client, {
-      code: 'const { set } = await import("kv");\nawait set({ key: "k", value: 7 });',
+      code: 'import { set } from "kv";\nawait set({ key: "k", value: 7 });',
       session: "t",
     });
     const read = await call(client, {
-      code: 'const { get } = await import("kv");\n(await get({ key: "k" })).value',
+      code: 'import { get } from "kv";\n(await get({ key: "k" })).value',
       session: "t",
     });
     expect(resultOf(read)).toBe(7);
