@@ -3,7 +3,8 @@
  * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its
  * caps, time limits and answers, as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs
  * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, and no admission: the client is the machine's
- * user. The built-in `kv` service lives in memory for as long as the server does. The configuration names upstream
+ * user. The built-in `kv` service lives in memory for as long as the server does, and so do `run_code`'s sessions
+ * (src/host/mcp/connection-sessions.ts: up to 16, on this thread, fuel bounding each cell). The configuration names upstream
  * MCP servers in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs":
  * {"url": "https://..."}}}`); their tools become modules of the sandbox (`import { search_issues } from "github"`).
  * Nothing but protocol messages may reach standard output.
@@ -14,13 +15,14 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { FetchOptions } from "../src/core/types.js";
+import { ConnectionSessions, MAX_CONNECTION_SESSIONS } from "../src/host/mcp/connection-sessions.js";
 import { createMcpServer } from "../src/host/mcp/server.js";
 import { createRunOnce } from "../src/host/runs/run-once.js";
 import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
 import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
-import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
+import { createSandbox, createSession, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
 
 /** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
@@ -59,13 +61,23 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
   const web = webApis || fetch !== undefined;
   const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
+  const sessions = new ConnectionSessions({
+    create: (options) => createSession({ ...options, webApis: web, ...(fetch === undefined ? {} : { fetch }) }),
+    tools,
+    maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
+  });
   const server = createMcpServer({
     run,
     tools,
     webApis: web,
     ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
+    sessions: {
+      run: sessions.run,
+      lifetime: `Sessions last as long as this server runs, at most ${MAX_CONNECTION_SESSIONS}: a new name closes the least recently used one.`,
+    },
   });
   server.server.onclose = () => {
+    sessions.close();
     for (const client of clients) void client.close();
   };
   await server.connect(new StdioServerTransport());

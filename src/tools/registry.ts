@@ -186,6 +186,25 @@ export class ToolRegistry {
     tenant = ANONYMOUS_TENANT,
   ): Record<string, Record<string, (parameters: Record<string, unknown>) => Promise<unknown>>> {
     const scope = this.scope(tenant);
+    return this.#modulesCharging(() => scope);
+  }
+
+  /**
+   * The services as modules for a session, whose realm keeps the functions it was given at its creation: each call
+   * is charged to the scope of the cell running, which `nextCell()` renews, so a run's budgets hold per cell.
+   */
+  sessionModules(tenant = ANONYMOUS_TENANT): { modules: ReturnType<ToolRegistry["modules"]>; nextCell: () => void } {
+    let scope = this.scope(tenant);
+    return {
+      modules: this.#modulesCharging(() => scope),
+      nextCell: () => {
+        scope = this.scope(tenant);
+      },
+    };
+  }
+
+  /** The services as modules whose calls are charged to `scope()` at the time of the call. */
+  #modulesCharging(scope: () => ToolScope): ReturnType<ToolRegistry["modules"]> {
     return Object.fromEntries(
       this.list().map((service) => [
         service.id,
@@ -193,7 +212,7 @@ export class ToolRegistry {
           service.tools.map((tool) => [
             tool.id,
             (parameters: Record<string, unknown>) =>
-              this.invoke({ serviceId: service.id, toolId: tool.id, parameters }, scope),
+              this.invoke({ serviceId: service.id, toolId: tool.id, parameters }, scope()),
           ]),
         ),
       ]),

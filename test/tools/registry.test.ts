@@ -73,4 +73,30 @@ describe("ToolRegistry", () => {
     expect(r.unregister("math")).toBe(true);
     expect(r.list()).toEqual([]);
   });
+
+  describe("sessionModules", () => {
+    test("the same functions for the whole session, each cell's calls charged to a scope of its own", async () => {
+      const counting = new ToolRegistry().register({
+        id: "counter",
+        description: "Counts calls per scope",
+        tools: [
+          {
+            id: "tick",
+            description: "Counts",
+            inputSchema: { type: "object" },
+            run: (_parameters, { scope }) => {
+              scope.take("tick", 100);
+              return `${scope.tenant}:${scope.calls("tick")}`;
+            },
+          },
+        ],
+      });
+      const { modules, nextCell } = counting.sessionModules("acme");
+      const tick = modules.counter?.tick as (parameters: Record<string, unknown>) => Promise<unknown>;
+      expect([await tick({}), await tick({})]).toEqual(["acme:1", "acme:2"]);
+      nextCell();
+      expect(modules.counter?.tick).toBe(tick);
+      expect(await tick({})).toBe("acme:1");
+    });
+  });
 });

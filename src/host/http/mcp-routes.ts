@@ -3,7 +3,8 @@
  * made for its tenant, answers (an event stream for a request that calls tools, JSON otherwise) and closes. The body
  * is read once by the app's JSON reader within its limit (the SDK's transport would read it whole); each `tools/call`
  * counts against the tenant's rate (so does a request that reaches upstream servers), and its run takes the host's
- * one path for runs, waiting in the same admission as `POST /run`. The app refuses a foreign `Host` or
+ * one path for runs, waiting in the same admission as `POST /run`; a call with a `session` name runs a cell of the
+ * tenant's session of that name in the host's sessions (`SessionBackend.open`), durable across requests. The app refuses a foreign `Host` or
  * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
  * transport refuses is answered as every refusal is, `{error: {code, message}}`.
  * @module
@@ -15,8 +16,9 @@ import type { HttpUpstream } from "../../tools/upstream-config.js";
 import { HostError, type HostErrorCode } from "../errors.js";
 import { MAX_RUN_BODY_BYTES } from "../limits.js";
 import { serveMcpRequest } from "../mcp/http.js";
-import { createMcpServer } from "../mcp/server.js";
+import { createMcpServer, type McpSessions } from "../mcp/server.js";
 import { createRunOnce, type RunOnceOptions } from "../runs/run-once.js";
+import type { SessionBackend } from "../sessions/backend.js";
 import type { Catalog } from "./catalog-routes.js";
 import { jsonBody } from "./json-body.js";
 import {
@@ -85,12 +87,15 @@ async function answered(response: Response): Promise<Response> {
 /**
  * `POST /mcp`: its runs made as `runs` says (admitted where `POST /run`'s are). The tools of `mcpServers` are
  * importable in `run_code`; the route keeps no state between requests, so they are connected for each request that
- * lists or calls tools, and one that cannot be reached is left out of that request.
+ * lists or calls tools, and one that cannot be reached is left out of that request. With `sessions`, `run_code` takes
+ * a `session` name: its cells run in the tenant's session of that name (made on first use), which imports the host's
+ * tools but not the upstream ones (a session outlives the request that connected them).
  */
 export function mcpRoutes(
   runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
+  sessions?: SessionBackend,
 ): OpenAPIHono<AppEnv> {
   const bridged = Object.keys(mcpServers).length > 0;
   const app = routes();
@@ -143,6 +148,7 @@ export function mcpRoutes(
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
         ...(runs.fetchAllow === undefined ? {} : { fetchAllow: runs.fetchAllow }),
+        ...(sessions === undefined ? {} : { sessions: tenantSessions(sessions, tenant, signal) }),
       });
       response = await serveMcpRequest(c.req.raw, body, server, end);
     } catch (error) {
@@ -152,4 +158,17 @@ export function mcpRoutes(
     return answered(response);
   });
   return app;
+}
+
+/** `run_code`'s sessions over HTTP: the tenant's named sessions in the host's `backend`, stopped with the request. */
+function tenantSessions(backend: SessionBackend, tenant: string, request: AbortSignal): McpSessions {
+  return {
+    run: async (name, cell, caller) => {
+      const { id } = await backend.open(tenant, name);
+      const signal = caller.signal === undefined ? request : AbortSignal.any([caller.signal, request]);
+      return (await backend.run(tenant, id, cell, { ...caller, signal })).answer;
+    },
+    lifetime:
+      "Sessions belong to your API key's tenant and outlive this request and restarts of the host, until deleted or idle past the host's time to live; they import the host's own services, not upstream servers' tools.",
+  };
 }

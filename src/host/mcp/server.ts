@@ -4,8 +4,10 @@
  * the host's services (the built-in `kv`, upstream tools) importable inside the run as bare specifiers. While a call
  * runs, its console output goes to the client as logging notifications (`notifications/message`, the level by console
  * method, at or above the level the client set) and its reported values as progress notifications when the call
- * carries a `progressToken`. The server runs nothing itself: it takes the host's one path for runs as a port
- * (`run`, from `createRunOnce`), which checks, admits, times and stops each call's run. Built on the official SDK's
+ * carries a `progressToken`. With a `session` name, the code is a cell of that session instead (a script whose
+ * declarations persist for the next calls with the same name), when the host keeps sessions. The server runs nothing
+ * itself: it takes the host's one path for runs as a port (`run`, from `createRunOnce`), which checks, admits, times
+ * and stops each call's run, and the host's sessions as another (`sessions`). Built on the official SDK's
  * `McpServer`; the transports (stdio in Node, Streamable HTTP in the HTTP app) connect to it. Made per connection or
  * per request: it holds no state but the logging level its client set.
  * @module
@@ -25,8 +27,10 @@ import { resultWire } from "../../core/result-wire.js";
 import type { CodeExecutionLog } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
+import { HostError } from "../errors.js";
 import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_MEMORY_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
 import type { RunAnswer, RunEvent, RunToAnswer } from "../runs/run-once.js";
+import { type CellCaller, type CellRequest, SESSION_NAME_PATTERN } from "../sessions/backend.js";
 import { cut, summarize } from "./summary.js";
 
 export interface McpServerOptions {
@@ -46,7 +50,31 @@ export interface McpServerOptions {
    * guide says there is no `fetch`.
    */
   fetchAllow?: readonly string[];
+  /** The host's sessions, for `run_code`'s `session`; without them the tool has no `session`. */
+  sessions?: McpSessions;
 }
+
+/**
+ * Runs one cell of the caller's session named `name`, made on first use; throws a `HostError` (or the core's
+ * `SessionError`), having run nothing, when refused.
+ */
+export type SessionCellToAnswer = (name: string, cell: CellRequest, caller: CellCaller) => Promise<RunAnswer>;
+
+/** How a host keeps `run_code`'s sessions. */
+export interface McpSessions {
+  run: SessionCellToAnswer;
+  /** One sentence for the tool's guide: how long a session lives, and how many a client may keep. */
+  lifetime: string;
+}
+
+/** `run_code`'s `session`: a name the client picks, refused with a clear error when malformed. */
+const sessionName = z
+  .string()
+  .regex(SESSION_NAME_PATTERN, "A session name is 1 to 64 letters, digits, '_', '-', '.' or ':'")
+  .optional()
+  .describe(
+    "Runs the code as a cell of the session of this name (made on first use): declarations and state persist between calls with the same name.",
+  );
 
 /** The logging level of each console method's entries. */
 const LOG_LEVELS: Record<CodeExecutionLog["level"], LoggingLevel> = {
@@ -73,10 +101,30 @@ const withWebApis = (
   redirect to one, rejects with a TypeError; read a response whole (\`await res.json()\`, \`text()\`). No`
   } \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
 
+/** The guide's part on `session`, given how long the host keeps sessions. */
+const sessionGuide = (lifetime: string) => `
+Sessions: pass \`session: "name"\` (1 to 64 letters, digits, \`_\`, \`-\`, \`.\` or \`:\`; made on first use) and the state
+is kept between calls with the same name, as in a notebook or a REPL; other names are independent. ${lifetime}
+- With \`session\`, the code is a cell: a script, not a module. Top-level \`await\` works; its top-level \`var\`,
+  \`let\`, \`const\`, \`function\` and \`class\` declarations persist for later cells (a later cell may declare a
+  \`let\` or \`const\` again); \`import\` at its top binds like \`const\`. The result is the cell's completion value
+  (\`x + 1\` gives its value; a declaration gives undefined), not a default export.
+- \`language\` and \`timeoutMs\` apply per cell; \`execute\`, \`globals\` and \`memoryLimitBytes\` do not apply to a
+  session. A cell that fails or runs out of time keeps what it did before it stopped.
+`;
+
 /** The tool description's guide: how to write code for this sandbox, in the words a model needs. */
-function guide(declarations: string, webApis: boolean, fetchAllow: readonly string[]): string {
-  return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. Nothing
-persists between calls except what you store through a bridged service.
+function guide(
+  declarations: string,
+  webApis: boolean,
+  fetchAllow: readonly string[],
+  sessionLifetime: string | undefined,
+): string {
+  return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. ${
+    sessionLifetime === undefined
+      ? "Nothing\npersists between calls except what you store through a bridged service."
+      : "Without\n`session`, nothing persists between calls except what you store through a bridged service."
+  }
 
 How to write the code:
 - It is an ES module. Return a value with \`export default <value>\`; it may be a Promise or an async function's
@@ -98,11 +146,11 @@ ${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}
 The answer: \`status\` is success, error (an uncaught exception), link_error (a syntax error or an import that does
 not resolve), memory or terminated; \`result\` on success; \`error\` with name, message, filename, line and column
 otherwise; \`reports\`, \`logs\` and \`durationMs\` always.
-${declarations === "" ? "" : `\nServices importable as modules (TypeScript declarations; each function returns a Promise and throws with the service's message when a call fails):\n\n\`\`\`ts\n${declarations}\`\`\`\n`}`;
+${sessionLifetime === undefined ? "" : sessionGuide(sessionLifetime)}${declarations === "" ? "" : `\nServices importable as modules (TypeScript declarations; each function returns a Promise and throws with the service's message when a call fails):\n\n\`\`\`ts\n${declarations}\`\`\`\n`}`;
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { run, webApis = false, tools, environmentDocs, fetchAllow = [] } = options;
+  const { run, webApis = false, tools, environmentDocs, fetchAllow = [], sessions } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -113,7 +161,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     logLevel = request.params.level;
     return {};
   });
-  const description = guide(tools === undefined ? "" : declarationsOf(tools.list()), webApis, fetchAllow);
+  const description = guide(
+    tools === undefined ? "" : declarationsOf(tools.list()),
+    webApis,
+    fetchAllow,
+    sessions?.lifetime,
+  );
 
   server.registerTool(
     "run_code",
@@ -138,17 +191,36 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           .max(MAX_RUN_TIMEOUT_MS)
           .optional()
           .describe(`Wall-clock limit of the call, default ${DEFAULT_RUN_TIMEOUT_MS}.`),
+        ...(sessions === undefined ? {} : { session: sessionName }),
       },
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    async ({ code, timeoutMs, execute: call, ...runOptions }, extra) => {
+    async ({ code, timeoutMs, execute: call, session, ...runOptions }, extra) => {
+      const caller: CellCaller = { signal: extra.signal, onEvent: notifier(extra, () => logLevel) };
       let answer: RunAnswer;
       try {
-        answer = await run(
+        if (session === undefined || sessions === undefined) {
           // A module without `execute` runs as a script: without a default export it succeeds with no result.
-          { source: code, options: { ...runOptions, execute: call ?? "script" }, timeoutMs },
-          { signal: extra.signal, onEvent: notifier(extra, () => logLevel) },
-        );
+          answer = await run(
+            { source: code, options: { ...runOptions, execute: call ?? "script" }, timeoutMs },
+            caller,
+          );
+        } else {
+          const { language, ...moduleOptions } = { ...runOptions, ...(call === undefined ? {} : { execute: call }) };
+          const unused = Object.keys(moduleOptions);
+          if (unused.length > 0) {
+            const names = unused.map((key) => `'${key}'`).join(" and ");
+            throw new HostError(
+              "invalid_request",
+              `${names} ${unused.length === 1 ? "does" : "do"} not apply to a session's cell`,
+            );
+          }
+          answer = await sessions.run(
+            session,
+            { source: code, ...(language === undefined ? {} : { language }), timeoutMs },
+            caller,
+          );
+        }
       } catch (error) {
         return { isError: true, content: [{ type: "text", text: `run_code: ${(error as Error).message}` }] };
       }

@@ -39,6 +39,17 @@ describe("runcode mcp (stdio)", () => {
     );
   });
 
+  it("keeps a session's state between calls naming it, for as long as the server runs", async () => {
+    const cell = async (code: string, session: string) =>
+      fromWire(
+        ((await client.callTool({ name: "run_code", arguments: { code, session } })) as CallToolResult)
+          .structuredContent as JsonValue,
+      ) as { result: unknown };
+    expect((await cell("let total = 40;", "s")).result).toBeUndefined();
+    expect((await cell("total += 2; total", "s")).result).toBe(42);
+    expect((await cell("typeof total", "other")).result).toBe("undefined");
+  });
+
   it("keeps kv values for as long as the server runs", async () => {
     await run('import { set } from "kv";\nawait set({ key: "visits", value: 1 });');
     const result = await run('import { get } from "kv";\nexport default (await get({ key: "visits" })).value;');
