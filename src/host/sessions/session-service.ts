@@ -88,6 +88,8 @@ interface Entry {
   turns: Turns;
   /** The realm while live. */
   session?: EngineSession;
+  /** Its stored fields while live (the store holds the same), so a warm cell reads no snapshot. */
+  stored?: Stored;
   /** Ends the cell running in it, if any. */
   stop?: (reason: string) => void;
   /** The tool modules of the cell running in it, bound to that cell's scope. */
@@ -221,6 +223,7 @@ export class SessionService implements SessionBackend {
         // The realm may be ahead of the store: the next turn restores the stored state.
         session.close();
         delete entry.session;
+        delete entry.stored;
         throw bug;
       } finally {
         done();
@@ -383,6 +386,8 @@ export class SessionService implements SessionBackend {
       };
       await this.#roomFor(tenant, stored.bytes, 0, true);
       await this.#store.put(stored);
+      const { snapshot: _snapshot, ...fields } = stored;
+      entry.stored = fields;
       return id;
     } catch (error) {
       entry.session?.close();
@@ -413,6 +418,8 @@ export class SessionService implements SessionBackend {
       try {
         await this.#roomFor(tenant, kept.bytes, stored.bytes, false);
         await this.#store.put(kept);
+        const { snapshot: _snapshot, ...fields } = kept;
+        entry.stored = fields;
         return undefined;
       } catch (error) {
         if (isHostError(error) && (error.code === "session_storage_full" || error.code === "storage_full")) {
@@ -425,6 +432,7 @@ export class SessionService implements SessionBackend {
     // The live realm is ahead of the stored state: close it, and the next turn restores the stored one.
     session.close();
     delete entry.session;
+    delete entry.stored;
     const { result: _value, ...answered } = result;
     return {
       ...answered,
@@ -487,17 +495,21 @@ export class SessionService implements SessionBackend {
   /** In `entry`'s turn: its stored fields and its realm, restored from the store when it is not live. */
   async #live(entry: Entry): Promise<{ stored: Stored; session: EngineSession }> {
     const { tenant, id } = entry;
-    const found = entry.deleted ? undefined : await this.#store.get(tenant, id);
-    if (found === undefined) throw notFound(id);
-    const { snapshot, ...stored } = found;
-    if (entry.session === undefined) {
-      const options = this.#engineOptions(entry, stored.options);
-      entry.session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
-    }
+    if (entry.deleted) throw notFound(id);
     // Most recently used last.
     this.#entries.delete(keyOf(tenant, id));
     this.#entries.set(keyOf(tenant, id), entry);
-    return { stored, session: entry.session };
+    if (entry.session !== undefined && entry.stored !== undefined) {
+      return { stored: entry.stored, session: entry.session };
+    }
+    const found = await this.#store.get(tenant, id);
+    if (found === undefined) throw notFound(id);
+    const { snapshot, ...stored } = found;
+    const options = this.#engineOptions(entry, stored.options);
+    const session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
+    entry.session = session;
+    entry.stored = stored;
+    return { stored, session };
   }
 
   /** Closes the least recently used idle sessions while the live ones pass the count or the bytes. */

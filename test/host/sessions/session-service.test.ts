@@ -39,12 +39,20 @@ async function refusal(work: Promise<unknown>) {
 
 describe("SessionService", () => {
   test("a session keeps its state between cells, and its stored record counts cells and bytes", async () => {
-    const { service, cell, clock } = setUp();
+    const { service, cell, clock, store } = setUp();
+    const reads: string[] = [];
+    const get = store.get.bind(store);
+    store.get = (tenant, id) => {
+      reads.push(id);
+      return get(tenant, id);
+    };
     const { id } = await service.create("a", {});
     expect(id).toMatch(/^[0-9a-f]{32}$/);
     clock.now += 5;
     expect(await cell("a", id, "state.x = 41")).toMatchObject({ status: "success", result: 41 });
     expect(await cell("a", id, "state.x + 1")).toMatchObject({ status: "success", result: 42 });
+    // A live session's cells read no snapshot from the store.
+    expect(reads).toEqual([]);
     const snapshotBytes = JSON.stringify({ state: { x: 41 }, cells: 2 }).length;
     expect(await service.get("a", id)).toEqual({
       id,
