@@ -193,6 +193,7 @@ export class SessionService implements SessionBackend {
     try {
       if (this.#cpu !== undefined) reserved = await this.#cpu.budget.reserve(tenant, this.#cpu.fuelOf(timeoutMs));
       release = await turn;
+      this.#refuseWhenStopping();
       if (caller.signal?.aborted) throw new HostError("invalid_request", "The request ended before the cell started");
       ({ stored, session } = await this.#live(entry));
     } catch (error) {
@@ -277,19 +278,25 @@ export class SessionService implements SessionBackend {
     return info;
   }
 
+  /** Marked deleted at once: the running cell ends, and cells waiting for their turn find no session (404). */
   async delete(tenant: string, id: string): Promise<void> {
     const entry = await this.#entry(tenant, id);
+    entry.deleted = true;
     entry.stop?.("The session was deleted");
     const release = await entry.turns.take();
+    let deleted: boolean;
     try {
-      if (entry.deleted) throw notFound(id);
-      entry.deleted = true;
-      await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
-      entry.session?.close();
-      this.#entries.delete(keyOf(tenant, id));
+      deleted = await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
+    } catch (error) {
+      // Still stored: still there.
+      entry.deleted = false;
+      throw error;
     } finally {
       release();
     }
+    this.#drop(entry);
+    // Another delete of it came first.
+    if (!deleted) throw notFound(id);
   }
 
   /**
@@ -309,8 +316,7 @@ export class SessionService implements SessionBackend {
           if (info === undefined || info.lastUsedAt >= before) continue;
           entry.deleted = true;
           await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
-          entry.session?.close();
-          this.#entries.delete(keyOf(tenant, id));
+          this.#drop(entry);
           deleted++;
         } finally {
           release();
@@ -390,8 +396,7 @@ export class SessionService implements SessionBackend {
       entry.stored = fields;
       return id;
     } catch (error) {
-      entry.session?.close();
-      this.#entries.delete(keyOf(tenant, id));
+      this.#drop(entry);
       throw error;
     } finally {
       release();
@@ -477,7 +482,11 @@ export class SessionService implements SessionBackend {
   async #entry(tenant: string, id: string): Promise<Entry> {
     if (!SESSION_ID_PATTERN.test(id)) throw notFound(id);
     const known = this.#entries.get(keyOf(tenant, id));
-    if (known !== undefined && !known.deleted) return known;
+    // One being deleted is gone already: a cell let in now would store it again after the delete.
+    if (known !== undefined) {
+      if (known.deleted) throw notFound(id);
+      return known;
+    }
     if ((await this.#store.info(tenant, id)) === undefined) throw notFound(id);
     return this.#entryOf(tenant, id);
   }
@@ -510,6 +519,15 @@ export class SessionService implements SessionBackend {
     entry.session = session;
     entry.stored = stored;
     return { stored, session };
+  }
+
+  /** Closes `entry`'s realm and forgets it (unless another entry of its id took its place meanwhile). */
+  #drop(entry: Entry): void {
+    entry.session?.close();
+    delete entry.session;
+    delete entry.stored;
+    const key = keyOf(entry.tenant, entry.id);
+    if (this.#entries.get(key) === entry) this.#entries.delete(key);
   }
 
   /** Closes the least recently used idle sessions while the live ones pass the count or the bytes. */
