@@ -104,6 +104,15 @@ export function bufferFuel(bytes: number): number {
   return Math.ceil(bytes / BUFFER_BYTES_PER_UNIT);
 }
 
+/**
+ * Fuel of a session snapshot of `bytes` bytes that a host writes after a cell, or restores before one: encoding it
+ * (the memory's pages scanned and copied, compressed where that pays, a SHA-256 over it) or decoding it takes
+ * 2-13 ns a byte (`npm run bench:snapshot`), about a unit (~6 ns) a byte.
+ */
+export function snapshotFuel(bytes: number): number {
+  return bytes;
+}
+
 /** Fuel of a tape crossing: its fee, its characters and its values (a separator each: a comma or a colon). */
 export function tapeFuel(tape: string): number {
   let values = 0;

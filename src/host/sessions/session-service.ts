@@ -17,6 +17,7 @@
  * check and the store's write) are serialized here, so a tenant's sessions are served by one service at a time.
  * @module
  */
+import { snapshotFuel } from "../../core/host-fuel.js";
 import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type { CodeExecutionResult } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
@@ -190,12 +191,13 @@ export class SessionService implements SessionBackend {
     let release: (() => void) | undefined;
     let stored: Stored;
     let session: EngineSession;
+    let restored: number;
     try {
       if (this.#cpu !== undefined) reserved = await this.#cpu.budget.reserve(tenant, this.#cpu.fuelOf(timeoutMs));
       release = await turn;
       this.#refuseWhenStopping();
       if (caller.signal?.aborted) throw new HostError("invalid_request", "The request ended before the cell started");
-      ({ stored, session } = await this.#live(entry));
+      ({ stored, session, restored } = await this.#live(entry));
     } catch (error) {
       (release ?? (await turn))();
       await this.#settle(tenant, reserved, 0);
@@ -218,8 +220,16 @@ export class SessionService implements SessionBackend {
         const result = await execution;
         delete entry.stop;
         delete entry.tools;
-        await this.#settle(tenant, reserved, result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS));
-        return { result: await this.#keep(entry, stored, session, result), maxLength };
+        const fuel = result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS);
+        // The host's work on the session's state (its restore, its snapshot) counts for the tenant too.
+        let stateBytes = restored;
+        try {
+          const kept = await this.#keep(entry, stored, session, result);
+          stateBytes += kept.stateBytes;
+          return { result: kept.result, maxLength };
+        } finally {
+          await this.#settle(tenant, reserved, fuel + snapshotFuel(stateBytes));
+        }
       } catch (bug) {
         // The realm may be ahead of the store: the next turn restores the stored state.
         session.close();
@@ -407,10 +417,16 @@ export class SessionService implements SessionBackend {
    * Stores the state `session` reached with `result`, or, when it would pass the tenant's storage, goes back to the
    * stored state and answers the cell as a `SessionStorageFull` error (see the module's header).
    */
-  async #keep(entry: Entry, stored: Stored, session: EngineSession, result: CodeExecutionResult) {
+  async #keep(
+    entry: Entry,
+    stored: Stored,
+    session: EngineSession,
+    result: CodeExecutionResult,
+  ): Promise<{ result: CodeExecutionResult; stateBytes: number }> {
     const { tenant } = entry;
-    if (entry.deleted) return result;
+    if (entry.deleted) return { result, stateBytes: 0 };
     const snapshot = await session.snapshot();
+    const stateBytes = snapshot.length;
     const kept: StoredSession = {
       ...stored,
       lastUsedAt: this.#now(),
@@ -433,17 +449,18 @@ export class SessionService implements SessionBackend {
         throw error;
       }
     });
-    if (refusal === undefined) return result;
+    if (refusal === undefined) return { result, stateBytes };
     // The live realm is ahead of the stored state: close it, and the next turn restores the stored one.
     session.close();
     delete entry.session;
     delete entry.stored;
     const { result: _value, ...answered } = result;
-    return {
+    const refused = {
       ...answered,
       status: "error" as const,
       error: { name: "SessionStorageFull", message: `${refusal.message}: the cell's effects were undone` },
     };
+    return { result: refused, stateBytes };
   }
 
   /** Throws when `tenant` has no room for a session of `bytes` (replacing one of `replaced` bytes, or a new one). */
@@ -502,14 +519,15 @@ export class SessionService implements SessionBackend {
   }
 
   /** In `entry`'s turn: its stored fields and its realm, restored from the store when it is not live. */
-  async #live(entry: Entry): Promise<{ stored: Stored; session: EngineSession }> {
+  /** `entry`'s live session, restored from the store unless it is live (`restored`: the bytes restored, or 0). */
+  async #live(entry: Entry): Promise<{ stored: Stored; session: EngineSession; restored: number }> {
     const { tenant, id } = entry;
     if (entry.deleted) throw notFound(id);
     // Most recently used last.
     this.#entries.delete(keyOf(tenant, id));
     this.#entries.set(keyOf(tenant, id), entry);
     if (entry.session !== undefined && entry.stored !== undefined) {
-      return { stored: entry.stored, session: entry.session };
+      return { stored: entry.stored, session: entry.session, restored: 0 };
     }
     const found = await this.#store.get(tenant, id);
     if (found === undefined) throw notFound(id);
@@ -518,7 +536,7 @@ export class SessionService implements SessionBackend {
     const session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
     entry.session = session;
     entry.stored = stored;
-    return { stored, session };
+    return { stored, session, restored: snapshot.length };
   }
 
   /** Closes `entry`'s realm and forgets it (unless another entry of its id took its place meanwhile). */

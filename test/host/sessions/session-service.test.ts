@@ -38,6 +38,33 @@ async function refusal(work: Promise<unknown>) {
 }
 
 describe("SessionService", () => {
+  test("a cell's settlement with the tenant's CPU share counts its fuel and the bytes of state restored and written", async () => {
+    const settled: [string, number, number][] = [];
+    const budget = {
+      reserve: async (_tenant: string, fuel: number) => fuel,
+      settle: async (tenant: string, reserved: number, used: number) => {
+        settled.push([tenant, reserved, used]);
+      },
+    };
+    const engine = fakeEngine();
+    const store = new MemorySessionStore();
+    const options = { store, engine, limits: DEFAULT_SESSION_LIMITS, defaultMemoryLimitBytes: 1_000_000 };
+    const service = new SessionService({ ...options, cpu: { budget, fuelOf: () => 1_000 }, maxLive: 1 });
+    const cell = async (id: string, source: string) => (await (await service.run("a", id, { source })).answer).result;
+    const { id } = await service.create("a", {});
+    const { id: other } = await service.create("a", {});
+    const bytes = (state: object, cells: number) => JSON.stringify({ state, cells }).length;
+    // One session lives at a time: each cell here restores its session from the store, and pays for that too.
+    await cell(id, "state.x = 1");
+    await cell(other, "state.y = 22");
+    await cell(id, "state.x");
+    expect(settled).toEqual([
+      ["a", 1_000, 7 + bytes({}, 0) + bytes({ x: 1 }, 1)],
+      ["a", 1_000, 7 + bytes({}, 0) + bytes({ y: 22 }, 1)],
+      ["a", 1_000, 7 + bytes({ x: 1 }, 1) + bytes({ x: 1 }, 2)],
+    ]);
+  });
+
   test("a session keeps its state between cells, and its stored record counts cells and bytes", async () => {
     const { service, cell, clock, store } = setUp();
     const reads: string[] = [];
