@@ -55,7 +55,7 @@ import {
 } from "./protocol.js";
 
 /** Most session workers: each holds its sessions' realms (16 MiB of linear memory and up each). */
-export const MAX_SESSION_THREADS = 4;
+const MAX_SESSION_THREADS = 4;
 /** Host calls a session's cells may have in flight at once; past it a call throws a `RangeError` in the guest. */
 export const MAX_HOST_CALLS_PER_SESSION = 256;
 /** How long past a cell's `timeoutMs` the host ends it, if the worker's own timer has not (its event loop held). */

@@ -590,6 +590,28 @@ describe("runcode serve", () => {
     expect(await second.stop("SIGTERM")).toBe(0);
   });
 
+  it("runs sessions' cells off its event loop: other requests are answered while a cell spins", async () => {
+    const server = await start(["--db", newDatabase()]);
+    const a = client(server);
+    const id = (await a.call("POST", "/sessions", {})).body.id as string;
+    const spinning = await fetch(`${server.url}/sessions/${id}/run`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ source: "for (;;) {}", timeoutMs: 10_000 }),
+    });
+    expect(spinning.status).toBe(200);
+    let ended = false;
+    const events = spinning.text().then((text) => {
+      ended = true;
+      return text;
+    });
+    expect((await a.call("GET", `/sessions/${id}`)).status).toBe(200);
+    expect(ended).toBe(false);
+    await a.call("DELETE", `/sessions/${id}`);
+    expect(await events).toMatch(/^event: result\ndata: \{"status":"terminated"/);
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("refuses options it cannot serve with: one line on standard error, exit 2 (1 for a database or an address it cannot use)", async () => {
     expect(await refused(["--port", "http"])).toEqual({
       code: 2,
