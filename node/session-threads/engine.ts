@@ -439,11 +439,11 @@ class ThreadSession implements EngineSession {
     if (message.kind === "log") {
       if (!cell.execution.running) return;
       cell.logs.push(message.entry);
-      cell.options.onLog?.(message.entry);
+      heard(cell.options.onLog, message.entry);
     } else if (message.kind === "report") {
       if (!cell.execution.running) return;
       cell.reports.push(message.value);
-      cell.options.report?.(message.value);
+      heard(cell.options.report, message.value);
     } else {
       this.#state = message.state;
       this.#forget(message.cell, cell);
@@ -518,6 +518,16 @@ class ThreadSession implements EngineSession {
       )
       .finally(() => this.#calls--);
   }
+}
+
+/**
+ * Hands `value` to a cell's listener. What it throws cannot reach the guest, whose call returned long ago on its
+ * thread, and must not end this thread's message handling: it is dropped.
+ */
+function heard<T>(listener: ((value: T) => void) | undefined, value: T): void {
+  try {
+    listener?.(value);
+  } catch {}
 }
 
 function abortReason(signal: AbortSignal): string {

@@ -70,6 +70,16 @@ describe("sessions on worker threads", () => {
     ]);
   });
 
+  it("drop what a cell's listeners throw: the cell and the session go on", async () => {
+    const s = await session();
+    const throwing = () => {
+      throw new Error("a listener's fault");
+    };
+    const result = await s.run("console.log(1); report(2); 3", { ...js, onLog: throwing, report: throwing });
+    expect(result).toMatchObject({ status: "success", result: 3, reports: [2] });
+    expect(await value(s, "4")).toBe(4);
+  });
+
   it("keep the host's event loop free while a cell computes", async () => {
     const s = await session();
     const execution = s.run(SPIN, js);
