@@ -112,9 +112,13 @@ class Engine implements ThreadedSessions {
   }
 
   restore(snapshot: Uint8Array, options: EngineSessionOptions): Promise<EngineSession> {
-    if (!(snapshot instanceof Uint8Array)) throw new TypeError("restoreSession: bytes must be a Uint8Array");
-    // The caller's bytes are copied as they cross: they stay the caller's.
-    return this.#make(options, { kind: "restore", bytes: snapshot });
+    if (!(snapshot instanceof Uint8Array)) {
+      return Promise.reject(new TypeError("restoreSession: bytes must be a Uint8Array"));
+    }
+    // The caller's bytes are copied as they cross (they stay the caller's), with the whole buffer under them: a view
+    // of a part is copied out first.
+    const bytes = snapshot.byteLength === snapshot.buffer.byteLength ? snapshot : snapshot.slice();
+    return this.#make(options, { kind: "restore", bytes });
   }
 
   /** A restore of bytes this engine owns (a fork's): they are handed over. */
@@ -190,7 +194,7 @@ function crossingOf(options: EngineSessionOptions): { crossing: CrossingOptions;
     if (known !== undefined) return known;
     const proto = Object.getPrototypeOf(value);
     if (Array.isArray(value)) {
-      const out: unknown[] = [];
+      const out: unknown[] = new Array(value.length);
       copies.set(value, out);
       value.forEach((item, index) => {
         out[index] = copy(item, [...path, index]);
@@ -200,7 +204,11 @@ function crossingOf(options: EngineSessionOptions): { crossing: CrossingOptions;
     if (proto !== Object.prototype && proto !== null) return value;
     const out: Record<string, unknown> = {};
     copies.set(value, out);
-    for (const key of Object.keys(value)) out[key] = copy((value as Record<string, unknown>)[key], [...path, key]);
+    for (const key of Object.keys(value)) {
+      // Defined, not assigned: a key `__proto__` (JSON can hold one) stays a key.
+      const item = copy((value as Record<string, unknown>)[key], [...path, key]);
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+    }
     return out;
   };
   const crossed = copy(options, []) as Record<string, unknown>;

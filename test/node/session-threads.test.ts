@@ -162,6 +162,20 @@ describe("sessions on worker threads", () => {
     expect(uncaught.error).toMatchObject({ name: "RangeError", message: "no such thing" });
   });
 
+  it("take the options' data as the in-thread core does: a key named __proto__, holes, values shared", async () => {
+    const shared = { n: 1 };
+    const holes = [1];
+    holes.length = 3;
+    const data = { ...JSON.parse('{"__proto__": {"x": 1}}'), holes, a: shared, b: shared };
+    const s = await session({ globals: { data } });
+    expect(await value(s, "[Object.keys(data), data.holes.length, 1 in data.holes, data.a === data.b]")).toEqual([
+      ["__proto__", "holes", "a", "b"],
+      3,
+      false,
+      true,
+    ]);
+  });
+
   it("bound the host calls a session has in flight: past the bound a call throws a RangeError in the guest", async () => {
     const gate: (() => void)[] = [];
     const wait = () =>
