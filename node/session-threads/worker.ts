@@ -59,7 +59,14 @@ function receive(message: ToSessionWorker): void {
     return;
   }
   const kept = sessions.get(message.session);
-  if (kept === undefined) return;
+  if (kept === undefined) {
+    // Closed: nothing of it is answered but a request, which its caller awaits.
+    if (message.kind === "snapshot") {
+      const error = { name: "SessionError", code: "closed", message: "Session.snapshot: the session is closed" };
+      post({ kind: "failed", request: message.request, error });
+    }
+    return;
+  }
   if (message.kind === "run") queue(kept, () => runCell(message.session, kept, message));
   else if (message.kind === "snapshot") queue(kept, () => snapshot(kept, message.request));
   else if (message.kind === "stop") stop(kept, message.cell, message.reason);
