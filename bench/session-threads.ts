@@ -2,7 +2,8 @@
  * `npm run bench:session-threads`: what a session's realm on a worker thread (`threadedSessions`, `runcode serve`'s
  * engine) costs beside one on the caller's thread (the Node entry's `createSession`), in one process: a trivial cell,
  * and a trivial cell followed by its snapshot (what the host's service does for every cell), sequential calls in
- * interleaved rounds, p50 and p99 per call.
+ * interleaved rounds, p50 and p99 per call; then how long after a `terminate()` of a cell spinning in synchronous code
+ * on a worker thread the session's next cell has answered.
  */
 
 import { createSession } from "../node/index.js";
@@ -41,5 +42,22 @@ printTable([cellIn, cellOn, snapIn, snapOn] as Summary[]);
 console.log();
 ratio("trivial cell: worker thread / in-thread", cellOn as Summary, cellIn as Summary);
 ratio("cell + snapshot: worker thread / in-thread", snapOn as Summary, snapIn as Summary);
+
+const STOPS = 20;
+const spinner = await threadedSessions({ safetyCap: { fuel: 1e12, cpuTimeMs: 600_000 } }, { threads: 1 }).create({
+  tenant: "bench",
+});
+const stops: number[] = [];
+for (let i = 0; i < STOPS; i++) {
+  const spinning = spinner.run("for (;;) {}", js);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const stopped = performance.now();
+  spinning.terminate();
+  await cell(spinner);
+  stops.push(performance.now() - stopped);
+}
+console.log();
+printTable([summarize("terminate() of a spin -> next cell answered", stops)]);
 inThread.close();
 threaded.close();
+spinner.close();
