@@ -145,19 +145,16 @@ describe("sessions on worker threads", () => {
       },
     };
     const s = await session({ imports: { tools }, globals: { same: tools.double, settings: { level: 3 } } });
-    expect(await value(s, `const { double } = await import("tools"); await double({ n: 21 })`)).toEqual({
+    expect(await value(s, `import { double } from "tools"; await double({ n: 21 })`)).toEqual({
       doubled: 42,
       at: new Date(5),
     });
     expect(await value(s, "(await same({ n: settings.level })).doubled")).toBe(6);
     expect(calls).toEqual([21, 3]);
     expect(
-      await value(
-        s,
-        `const tools = await import("tools"); try { await tools.fail() } catch (e) { [e.name, e.message] }`,
-      ),
+      await value(s, `import { fail } from "tools"; try { await fail() } catch (e) { [e.name, e.message] }`),
     ).toEqual(["RangeError", "no such thing"]);
-    const uncaught = await s.run(`await (await import("tools")).fail()`, js);
+    const uncaught = await s.run(`import { fail } from "tools"; await fail()`, js);
     expect(uncaught.status).toBe("error");
     expect(uncaught.error).toMatchObject({ name: "RangeError", message: "no such thing" });
   });
@@ -206,7 +203,7 @@ describe("sessions on worker threads", () => {
     const restored = await engine.restore(bytes, { tenant: "t", ...options });
     open.push(restored);
     expect(restored.cells).toBe(1);
-    expect(await value(restored, `const { hello } = await import("tools"); [await hello(greeting), big]`)).toEqual([
+    expect(await value(restored, `import { hello } from "tools"; [await hello(greeting), big]`)).toEqual([
       "hello world",
       12n ** 20n,
     ]);
