@@ -19,7 +19,7 @@
  *   most {@link MAX_HOST_CALLS_PER_SESSION} in flight per session; a closed session's calls are refused.
  * - **A worker that dies** (an uncaught error, or ended) takes its sessions with it: their cells under way end as an
  *   `InternalError`, their pending snapshots reject, and they act closed from then on (calls throw `SessionError`
- *   "closed"); the host restores them from storage. The next session needing a worker makes a new one.
+ *   "closed"); the host's service restores them from storage. The next session needing a worker makes a new one.
  * @module
  */
 import { availableParallelism } from "node:os";
