@@ -1,6 +1,6 @@
 /**
  * `npm run bench:sessions-serve`: on `runcode serve`'s own pieces (its `SessionService` settings, the libSQL store on a
- * database file, cells in-thread), the latency of a trivial cell in a warm session against the same cell in a
+ * database file, realms on worker threads), the latency of a trivial cell in a warm session against the same cell in a
  * session resumed from storage (closed, as the live cache's eviction closes it; restored from its stored snapshot),
  * for sessions holding about 0, 1 and 10 MiB of live, incompressible data. Both include what every answered cell
  * includes: its snapshot written to the database. Cases are interleaved round by round (this machine is noisy). The
@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { libsqlSessionStore } from "../node/serve/libsql-sessions.js";
 import { openDatabase } from "../node/serve/libsql-stores.js";
-import { inThreadSessions } from "../node/serve/sessions.js";
+import { threadedSessions } from "../node/session-threads/engine.js";
 import { SETTING_DEFAULTS } from "../src/host/limits.js";
 import { SessionService } from "../src/host/sessions/session-service.js";
 import { hostSettingsOf, runSandboxOptionsOf } from "../src/host/settings.js";
@@ -28,7 +28,7 @@ const sandbox = runSandboxOptionsOf(settings);
 // One live session at a time: a cell of another session sends the last one back to storage.
 const service = new SessionService({
   store: await libsqlSessionStore(db),
-  engine: inThreadSessions(sandbox),
+  engine: threadedSessions(sandbox),
   limits: { ...settings.sessions, cellsPerMinute: 1_000_000 },
   defaultMemoryLimitBytes: sandbox.defaultMemoryLimitBytes,
   maxLive: 1,

@@ -1,7 +1,7 @@
 /**
  * `runcode serve`: the edge's HTTP app on Node (`@hono/node-server`), with records, `kv` values and sessions in libSQL
  * (node/serve/libsql-stores.ts, libsql-sessions.ts), processes on the environment module's worker threads, `/run` in
- * the thread pool, sessions' cells in-thread (node/serve/sessions.ts), and the edge's settings and limits
+ * the thread pool, sessions' realms on worker threads of their own (node/session-threads/), and the edge's settings and limits
  * (src/host/settings.ts). What no route matches is the playground's.
  *
  * Starting, it locks its database file (one server owns a database: node/serve/lock.ts), ends the runs the database
@@ -31,12 +31,12 @@ import {
   runWebOf,
 } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
+import { threadedSessions } from "../session-threads/engine.js";
 import { libsqlSessionStore } from "./libsql-sessions.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { type DatabaseLock, lockDatabase } from "./lock.js";
 import { playgroundFiles } from "./playground.js";
 import { sweepEndedProcesses, sweepEvery } from "./retention.js";
-import { inThreadSessions } from "./sessions.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the processes have ended. */
@@ -107,10 +107,11 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
   });
   const runOptions = runSandboxOptionsOf(settings);
   const sandbox = createSandbox({ ...runOptions, threads: true });
-  // A session's cells run with `/run`'s sandbox settings and CPU shares; its state is in the database between cells.
+  // A session's cells run with `/run`'s sandbox settings and CPU shares, on worker threads so that no cell holds the
+  // event loop; its state is in the database between cells.
   const sessions = new SessionService({
     store: await libsqlSessionStore(db),
-    engine: inThreadSessions(runOptions),
+    engine: threadedSessions(runOptions),
     limits: settings.sessions,
     defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
     tools,

@@ -41,15 +41,19 @@ const SERVE_SLICE_MS = 2;
  * thread by default, and deep recursion and nesting end as they do in-thread. With a worker's default of 4 MiB,
  * guest recursion through host calls met the engine's own limit, where in-thread the host's stack runs out first.
  */
-const WORKER_STACK_MB = (984 + 192) / 1024;
+export const WORKER_STACK_MB = (984 + 192) / 1024;
 
 /**
- * The worker's script: the build's JavaScript, also when this module runs from its TypeScript source (the tests),
- * since worker threads cannot load TypeScript.
+ * A worker's script, by its path in node/ (`threads/worker.js`): the build's JavaScript, also when this module runs
+ * from its TypeScript source (the tests), since worker threads cannot load TypeScript.
  */
-const WORKER_SCRIPT = import.meta.url.endsWith(".ts")
-  ? new URL("../../dist/node/threads/worker.js", import.meta.url)
-  : new URL("./worker.js", import.meta.url);
+export function workerScript(path: string): URL {
+  return import.meta.url.endsWith(".ts")
+    ? new URL(`../../dist/node/${path}`, import.meta.url)
+    : new URL(`../${path}`, import.meta.url);
+}
+
+const WORKER_SCRIPT = workerScript("threads/worker.js");
 
 /** Numbers of the compiled wasm modules, so a worker receives each one once. */
 const moduleIds = new WeakMap<WebAssembly.Module, number>();

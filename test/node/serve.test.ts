@@ -590,6 +590,28 @@ describe("runcode serve", () => {
     expect(await second.stop("SIGTERM")).toBe(0);
   });
 
+  it("runs sessions' cells off its event loop: other requests are answered while a cell spins", async () => {
+    const server = await start(["--db", newDatabase()]);
+    const a = client(server);
+    const id = (await a.call("POST", "/sessions", {})).body.id as string;
+    // A first cell, so the spinning one waits for nothing before it spins.
+    expect((await a.call("POST", `/sessions/${id}/run`, { source: "1" })).status).toBe(200);
+    const spinning = await fetch(`${server.url}/sessions/${id}/run`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ source: "for (;;) {}", language: "javascript", timeoutMs: 10_000 }),
+    });
+    expect(spinning.status).toBe(200);
+    // Answered while the cell spins, so the deletion is what ends it (on the server's thread the cell would hold both
+    // requests until its fuel ran out, and end by the safety cap).
+    expect((await a.call("GET", `/sessions/${id}`)).status).toBe(200);
+    expect((await a.call("DELETE", `/sessions/${id}`)).status).toBe(204);
+    expect(await spinning.text()).toMatch(
+      /^event: result\ndata: \{"status":"terminated","error":\{"name":"TerminatedError","message":"The session was deleted"\}/,
+    );
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("refuses options it cannot serve with: one line on standard error, exit 2 (1 for a database or an address it cannot use)", async () => {
     expect(await refused(["--port", "http"])).toEqual({
       code: 2,

@@ -1,9 +1,9 @@
 /**
- * The host's `SessionService` on the core's sessions, as `runcode serve` makes them (node/serve/sessions.ts): state
+ * The host's `SessionService` on the core's sessions, as `runcode serve` makes them (on worker threads): state
  * that goes back to storage and comes back, forks of real realms, and the tenant's tools bound again on restore.
  */
 import { describe, expect, it } from "vitest";
-import { inThreadSessions } from "../../node/serve/sessions.js";
+import { threadedSessions } from "../../node/session-threads/engine.js";
 import { SessionService } from "../../src/host/sessions/session-service.js";
 import { MemorySessionStore } from "../../src/host/sessions/store.js";
 import { kvService, memoryKeyValueStores } from "../../src/tools/kv.js";
@@ -12,7 +12,7 @@ import { ToolRegistry } from "../../src/tools/registry.js";
 function service() {
   const sessions = new SessionService({
     store: new MemorySessionStore(),
-    engine: inThreadSessions({}),
+    engine: threadedSessions({}),
     defaultMemoryLimitBytes: 32 * 1024 * 1024,
     tools: new ToolRegistry().register(kvService(memoryKeyValueStores())),
     maxLive: 1,
