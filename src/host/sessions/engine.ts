@@ -27,6 +27,8 @@ export interface EngineSession {
   fork(): Promise<EngineSession>;
   /** Frees the realm; idempotent. */
   close(): void;
+  /** Whether the realm is gone: closed, or lost with the thread that held it (then the store has its state). */
+  readonly closed: boolean;
   /** Cells run so far (forks and restores keep the count). */
   readonly cells: number;
   /** Bytes of linear memory the state spans: what the session holds in memory while live. */

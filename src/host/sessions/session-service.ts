@@ -425,6 +425,12 @@ export class SessionService implements SessionBackend {
   ): Promise<{ result: CodeExecutionResult; stateBytes: number }> {
     const { tenant } = entry;
     if (entry.deleted) return { result, stateBytes: 0 };
+    if (session.closed) {
+      // The realm was lost during the cell (its thread died): the stored state stays, and the next turn restores it.
+      delete entry.session;
+      delete entry.stored;
+      return { result, stateBytes: 0 };
+    }
     const snapshot = await session.snapshot();
     const stateBytes = snapshot.length;
     const kept: StoredSession = {
@@ -526,7 +532,8 @@ export class SessionService implements SessionBackend {
     // Most recently used last.
     this.#entries.delete(keyOf(tenant, id));
     this.#entries.set(keyOf(tenant, id), entry);
-    if (entry.session !== undefined && entry.stored !== undefined) {
+    // A realm lost with its thread comes back from the store, as an evicted one does.
+    if (entry.session !== undefined && entry.stored !== undefined && !entry.session.closed) {
       return { stored: entry.stored, session: entry.session, restored: 0 };
     }
     const found = await this.#store.get(tenant, id);

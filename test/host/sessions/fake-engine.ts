@@ -1,7 +1,7 @@
 /**
  * A stand-in for the core's sessions behind the `SessionEngine` port, so the service's bookkeeping is tested alone:
  * a session's state is a plain object, a cell is a JavaScript expression over it (`state.x = 41`, `state.x + 1`,
- * a promise for a slow cell), its snapshot the state's wire JSON. It counts creations, restores, closes and the cells
+ * a promise for a slow cell, `lose()` to lose the realm), its snapshot the state's wire JSON. It counts creations, restores, closes and the cells
  * running at once.
  */
 import type { CodeExecution, CodeExecutionResult } from "../../../src/core/types.js";
@@ -72,7 +72,11 @@ export function fakeEngine(): FakeEngine {
         options.signal?.addEventListener("abort", () => stop("The request ended"));
         const evaluated = (async (): Promise<CodeExecutionResult> => {
           try {
-            const value = await new Function("state", `return (${cell});`)(state);
+            // `lose()` drops the realm as a dead thread would.
+            const lose = () => {
+              closed = true;
+            };
+            const value = await new Function("state", "lose", `return (${cell});`)(state, lose);
             options.onLog?.({ level: "log", args: [value], timestamp: 0 });
             return { status: "success", result: value, reports: [], logs: [], durationMs: 1, fuelUsed: 7 };
           } catch (error) {
@@ -106,6 +110,9 @@ export function fakeEngine(): FakeEngine {
       },
       get cells() {
         return cells;
+      },
+      get closed() {
+        return closed;
       },
       get memoryBytes() {
         return toWireText(state).length;

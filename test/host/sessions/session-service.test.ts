@@ -38,6 +38,19 @@ async function refusal(work: Promise<unknown>) {
 }
 
 describe("SessionService", () => {
+  test("a realm lost during a cell (its thread died) answers the cell, keeps the stored state, and comes back from it", async () => {
+    const { service, cell, engine } = setUp();
+    const { id } = await service.create("a", {});
+    await cell("a", id, "state.x = 1");
+    expect(await cell("a", id, "(state.x = 2, lose(), 'answered')")).toMatchObject({
+      status: "success",
+      result: "answered",
+    });
+    expect(engine.restored).toBe(0);
+    expect(await cell("a", id, "state.x")).toMatchObject({ status: "success", result: 1 });
+    expect(engine.restored).toBe(1);
+  });
+
   test("a cell's settlement with the tenant's CPU share counts its fuel and the bytes of state restored and written", async () => {
     const settled: [string, number, number][] = [];
     const budget = {
