@@ -22,7 +22,8 @@ import { kvService, memoryKeyValueStores } from "../src/tools/kv.js";
 import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
-import { createSandbox, createSession, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
+import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
+import { threadedSessions } from "./session-threads/engine.js";
 
 /** The upstream servers of a configuration file. */
 async function upstreamsOf(configPath: string): Promise<Record<string, Upstream>> {
@@ -61,8 +62,9 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
   const web = webApis || fetch !== undefined;
   const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
+  // Cells on worker threads: a cell spinning never holds the connection (its cancellation included).
   const sessions = new ConnectionSessions({
-    create: (options) => createSession({ ...options, webApis: web, ...(fetch === undefined ? {} : { fetch }) }),
+    engine: threadedSessions({ webApis: web, ...(fetch === undefined ? {} : { fetch }) }),
     tools,
     maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
   });

@@ -9,11 +9,11 @@
  */
 
 import { MAX_QUEUED_CELLS } from "../../core/session.js";
-import type { Session, SessionOptions } from "../../core/types.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
 import { codeTooLarge, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS, timeoutWithin } from "../limits.js";
 import { eventsWithin } from "../runs/run-once.js";
+import type { EngineSession, SessionEngine } from "../sessions/engine.js";
 import type { SessionCellToAnswer } from "./server.js";
 
 /** Sessions one connection keeps at once. */
@@ -21,7 +21,7 @@ export const MAX_CONNECTION_SESSIONS = 16;
 
 interface Entry {
   /** The session, once made. */
-  session: Promise<Session>;
+  session: Promise<EngineSession>;
   /** Gives the next cell's tool calls a scope of their own. */
   nextCell: () => void;
   /** Cells of it running or waiting their turn: it is not closed to make room while any are. */
@@ -31,8 +31,8 @@ interface Entry {
 }
 
 interface ConnectionSessionsOptions {
-  /** Makes a session with the connection's sandbox settings (its Web APIs, `fetch`) and these options. */
-  create: (options: Pick<SessionOptions, "imports" | "tenant">) => Promise<Session>;
+  /** Makes sessions with the connection's sandbox settings (its Web APIs, `fetch`). */
+  engine: SessionEngine;
   /** Services cells may import, as a run's. */
   tools?: ToolRegistry;
   /** Characters of wire JSON a cell's answer may take: the sessions' heap limit, as a run's. */
@@ -119,10 +119,10 @@ export class ConnectionSessions {
         () => {},
       );
     }
-    const { create, tools } = this.#options;
+    const { engine, tools } = this.#options;
     const { modules, nextCell } = tools?.sessionModules(ANONYMOUS_TENANT) ?? { modules: {}, nextCell: () => {} };
     const entry: Entry = {
-      session: create({ imports: modules, tenant: ANONYMOUS_TENANT }),
+      session: engine.create({ imports: modules, tenant: ANONYMOUS_TENANT }),
       nextCell,
       cells: 0,
       last: Promise.resolve(),

@@ -28,9 +28,12 @@ async function connect(max?: number) {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const counted = { made: 0 };
   const sessions = new ConnectionSessions({
-    create: (options) => {
-      counted.made++;
-      return createSession(options);
+    engine: {
+      create: (options) => {
+        counted.made++;
+        return createSession(options);
+      },
+      restore: () => Promise.reject(new Error("a connection's sessions are never restored")),
     },
     tools,
     maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
