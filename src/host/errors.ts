@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   process_active: 409,
   process_not_active: 409,
   payload_too_large: 413,
+  /** A session's snapshot would pass its tenant's storage for sessions (`RUNCODE_SESSION_BYTES_PER_TENANT`). */
+  session_storage_full: 413,
   unsupported_media_type: 415,
   /** A `Host` that is not one of the host's own origins (a DNS-rebound page, a deployment not configured for it). */
   misdirected_request: 421,
@@ -32,6 +34,10 @@ export const ERROR_STATUS = {
   /** Process creations and `/run` calls one tenant makes per minute. */
   rate_limited: 429,
   too_many_subscribers: 429,
+  /** Sessions one tenant keeps (`RUNCODE_SESSIONS_PER_TENANT`): delete one first. */
+  too_many_sessions: 429,
+  /** Cells waiting for one session's turn (its cells run one at a time). */
+  session_busy: 429,
   internal: 500,
   /** `/run` executions in this instance hold as much memory as it may give them: retry shortly. */
   overloaded: 503,

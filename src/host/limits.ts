@@ -64,6 +64,10 @@ export const SETTING_DEFAULTS = Object.freeze({
   RUNCODE_WEB_APIS: "false",
   RUNCODE_FETCH_ALLOW: "",
   RUNCODE_RETENTION_DAYS: "",
+  RUNCODE_SESSIONS_PER_TENANT: "100",
+  RUNCODE_SESSION_BYTES_PER_TENANT: "268435456",
+  RUNCODE_SESSION_CELLS_PER_MINUTE: "600",
+  RUNCODE_SESSION_IDLE_DAYS: "7",
 });
 
 /** The `payload_too_large` refusal of `sources` larger than {@link MAX_CODE_BYTES} together, else `undefined`. */

@@ -12,6 +12,7 @@ import { type CpuBudget, type CpuShare, type CpuShares, cpuShareOf } from "./adm
 import { RUN_DEFAULT_MEMORY_BYTES } from "./admission/run-admission.js";
 import { type Access, accessFrom } from "./http/auth.js";
 import { originOf } from "./http/origins.js";
+import { idleMsOf, type SessionLimits } from "./sessions/limits.js";
 
 export interface HostSettings {
   access: Access;
@@ -42,6 +43,11 @@ export interface HostSettings {
    * until it is deleted.
    */
   retentionMs: number | undefined;
+  /**
+   * Each tenant's bounds on sessions (`RUNCODE_SESSIONS_PER_TENANT`, `RUNCODE_SESSION_BYTES_PER_TENANT`,
+   * `RUNCODE_SESSION_CELLS_PER_MINUTE`, `RUNCODE_SESSION_IDLE_DAYS`).
+   */
+  sessions: SessionLimits;
 }
 
 /** The settings as given: strings, or whatever types `wrangler types` inferred from the defaults in wrangler.toml. */
@@ -105,6 +111,15 @@ function retentionOf(settings: Settings): number | undefined {
   return days * DAY_MS;
 }
 
+/** `RUNCODE_SESSION_IDLE_DAYS` in milliseconds (1 to {@link MAX_RETENTION_DAYS} days). */
+function sessionIdleOf(settings: Settings): number {
+  const days = count(settings, "RUNCODE_SESSION_IDLE_DAYS");
+  if (days > MAX_RETENTION_DAYS) {
+    throw new TypeError(`RUNCODE_SESSION_IDLE_DAYS must be at most ${MAX_RETENTION_DAYS} days, got ${days}`);
+  }
+  return idleMsOf(days);
+}
+
 /** The settings of `settings`; throws a `TypeError` that names the first bad one. */
 export async function hostSettingsOf(settings: Settings): Promise<HostSettings> {
   return {
@@ -128,6 +143,12 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     webApis: flag(settings, "RUNCODE_WEB_APIS") || fetchOf(settings) !== undefined,
     fetch: fetchOf(settings),
     retentionMs: retentionOf(settings),
+    sessions: {
+      perTenant: count(settings, "RUNCODE_SESSIONS_PER_TENANT"),
+      bytesPerTenant: count(settings, "RUNCODE_SESSION_BYTES_PER_TENANT"),
+      cellsPerMinute: count(settings, "RUNCODE_SESSION_CELLS_PER_MINUTE"),
+      idleMs: sessionIdleOf(settings),
+    },
   };
 }
 

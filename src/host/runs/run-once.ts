@@ -177,7 +177,7 @@ function decode(request: RunOnceRequest, defaultMemoryLimitBytes: number) {
  * together fit in `maxLength` characters, the most the answer may take; past it the rest are not sent (the result
  * still carries every one). Each text is cut off before it passes what is left, so the work is bounded too.
  */
-function eventsWithin(
+export function eventsWithin(
   maxLength: number,
   onEvent: (event: RunEvent) => void,
 ): Pick<CodeExecutionOptions, "onLog" | "report"> {
