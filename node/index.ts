@@ -9,8 +9,17 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { InstancePool } from "../src/core/instance-pool.js";
 import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
+import { createSession as createCoreSession, restoreSession as restoreCoreSession } from "../src/core/session.js";
 import { Transpiler } from "../src/core/transpile.js";
-import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions, WasmSource } from "../src/core/types.js";
+import type {
+  CodeExecution,
+  CodeExecutionOptions,
+  Sandbox,
+  SandboxOptions,
+  Session,
+  SessionOptions,
+  WasmSource,
+} from "../src/core/types.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
@@ -69,4 +78,17 @@ let shared: Sandbox | undefined;
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
   shared ??= createSandbox();
   return shared.runCode(source, options);
+}
+
+/**
+ * Creates a session (docs/sessions.md) with this package's wasm and the entry's SWC and pool. Its cells run on the
+ * caller's thread, where fuel bounds their CPU (see docs/limits.md, "Sessions").
+ */
+export function createSession(options: SessionOptions = {}): Promise<Session> {
+  return createCoreSession({ transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
+}
+
+/** A session in the state a snapshot holds, made as {@link createSession} makes one. */
+export function restoreSession(bytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
+  return restoreCoreSession(bytes, { transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
 }

@@ -7,14 +7,24 @@
  * @module
  */
 import { createSandbox as createCoreSandbox } from "./core/sandbox.js";
+import { createSession as createCoreSession, restoreSession as restoreCoreSession } from "./core/session.js";
 import { Transpiler } from "./core/transpile.js";
-import type { CodeExecution, CodeExecutionOptions, Sandbox, SandboxOptions } from "./core/types.js";
+import type {
+  CodeExecution,
+  CodeExecutionOptions,
+  Sandbox,
+  SandboxOptions,
+  Session,
+  SessionOptions,
+} from "./core/types.js";
 
 export { InstancePool } from "./core/instance-pool.js";
 export { MAX_HOST_CALLS_IN_FLIGHT } from "./core/run.js";
 export { DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_SAFETY_CAP, FUEL_PER_MS, safetyCapWithin } from "./core/sandbox.js";
+export { MAX_QUEUED_CELLS, SessionError, type SessionErrorCode } from "./core/session.js";
 export { type NewSwc, type Swc, type SwcOptions, Transpiler } from "./core/transpile.js";
 export type {
+  CellOptions,
   CodeExecution,
   CodeExecutionError,
   CodeExecutionErrorCode,
@@ -30,6 +40,8 @@ export type {
   SafetyCap,
   Sandbox,
   SandboxOptions,
+  Session,
+  SessionOptions,
   Transpiled,
   TranspileFailure,
   TranspilerPort,
@@ -67,4 +79,14 @@ let shared: Sandbox | undefined;
 export function runCode(source: string, options?: CodeExecutionOptions): CodeExecution {
   shared ??= createSandbox();
   return shared.runCode(source, options);
+}
+
+/** Creates a session: state kept between calls (docs/sessions.md); see {@link Session}. */
+export function createSession(options: SessionOptions = {}): Promise<Session> {
+  return createCoreSession({ transpiler, ...options });
+}
+
+/** A session in the state a snapshot holds (`Session.snapshot`); see docs/sessions.md. */
+export function restoreSession(bytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
+  return restoreCoreSession(bytes, { transpiler, ...options });
 }

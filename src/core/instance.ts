@@ -22,6 +22,11 @@ import { WEB_API_SOURCES } from "./web-apis.js";
 const MAX_STACK_BYTES = 512 * 1024;
 /** Granularity of the booted image: blocks that were all zero at boot are kept as nothing and zeroed on restore. */
 const BLOCK = 64 * 1024;
+/**
+ * The engine's C stack, below where the stack pointer starts (the build's STACK_SIZE; test/core/memory-layout.test.ts
+ * reads both from the wasm). Between two VM calls it holds nothing live.
+ */
+export const C_STACK_BYTES = 5 * 1024 * 1024;
 /** The allocation that reveals the allocator's break (see {@link memoryLayout}). */
 const PROBE_BYTES = 8 * 1024 * 1024;
 /** Static data, where the break lives, is within the first pages; the probe compares this much. */
@@ -60,6 +65,7 @@ export type MarshalHandles = Record<"object" | keyof Omit<MarshalInternals, "clo
 export interface TimerHandles {
   next: QuickJSHandle;
   fire: QuickJSHandle;
+  clear: QuickJSHandle;
 }
 
 /**
@@ -202,9 +208,13 @@ export class BootedInstance {
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
   readonly timers: TimerHandles | undefined;
   #holder: Holder | undefined;
+  /** Handles made since {@link recordHandles}, for {@link sweepHandles}; `undefined` when not recording. */
+  #made: QuickJSHandle[] | undefined;
   /** The booted memory below the break in blocks; `undefined` for a block that was all zero. */
   #image: (Uint8Array | undefined)[] = [];
   #breakAt: number | undefined;
+  /** The C stack pointer at rest (see {@link MemoryLayout}). */
+  #stackTop = 0;
   #bootedBreak = 0;
   /** QuickJS's count of the booted heap (runtime, context, prelude). */
   #bootedHeapBytes = 0;
@@ -231,6 +241,7 @@ export class BootedInstance {
     );
     const ctx = runtime.newContext();
     this.ctx = ctx;
+    this.#watchHandles(ctx);
     this.bits = ValueBits.of(ctx, instance.memory);
     this.plain = plainFacts === undefined ? undefined : PlainData.forRealm(plainFacts, ctx, instance.memory);
     this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
@@ -284,6 +295,7 @@ export class BootedInstance {
     const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot, plain);
     booted.#complete();
     if (layout === undefined) return booted;
+    booted.#stackTop = layout.stackTop;
     booted.#measure(layout.breakAt);
     if (restorable) booted.#record();
     return booted;
@@ -355,6 +367,75 @@ export class BootedInstance {
     return true;
   }
 
+  /**
+   * Records the handles made from now on, which {@link sweepHandles} disposes: a session's memory outlives the cell
+   * that made them (a run's handles go with the restore instead).
+   */
+  recordHandles(): void {
+    this.#made = [];
+  }
+
+  /** Disposes the handles made since {@link recordHandles} that are still alive, and stops recording. */
+  sweepHandles(): void {
+    const made = this.#made ?? [];
+    this.#made = undefined;
+    for (const handle of made) if (handle.alive) handle.dispose();
+  }
+
+  /**
+   * The bytes of memory a session's state spans: from 0 to the allocator's break, in whole blocks (above it, memory
+   * was never written); `undefined` where the break is not known.
+   */
+  span(): number | undefined {
+    if (this.#breakAt === undefined) return undefined;
+    const bytes = this.instance.memory.buffer.byteLength;
+    const reached = new Int32Array(this.instance.memory.buffer, this.#breakAt, 1)[0] as number;
+    return reached < this.#bootedBreak || reached > bytes
+      ? undefined
+      : Math.min(bytes, Math.ceil(reached / BLOCK) * BLOCK);
+  }
+
+  /**
+   * The C stack, `[low, top)`: below the span, but nothing of a session's state lies there between its cells (the
+   * stack pointer is back at the top), so copies of the state leave it out.
+   */
+  get stack(): { low: number; top: number } {
+    return { low: Math.max(0, this.#stackTop - C_STACK_BYTES), top: this.#stackTop };
+  }
+
+  /**
+   * What tells instances whose memory can take each other's state: the engine's booted layout and the addresses the
+   * library holds into it (its runtime, context and the handles made at boot). Equal on every platform for the same
+   * wasm and boot, as booting is deterministic.
+   */
+  get engineKey(): string {
+    const handles = [this.hostCall, this.call, ...Object.values(this.core), ...Object.values(this.marshal)];
+    if (this.timers !== undefined) handles.push(...Object.values(this.timers));
+    const ptr = (value: unknown) => (value as { value: number }).value;
+    const { rt, ctx } = this.ctx as unknown as { rt: unknown; ctx: unknown };
+    return [this.#breakAt, this.#stackTop, this.#bootedBreak, ptr(rt), ptr(ctx), ...handles.map(ptr)].join(".");
+  }
+
+  /**
+   * Takes a session's state in place of its own: `write` fills memory from 0 to `span` (at most the memory's
+   * length once grown to `byteLength`), and what this instance's allocator ever wrote above `span` is zeroed, so
+   * memory above the state's break is never-written memory again. The memory grows through the engine's own
+   * allocator, so the library's views of it follow.
+   */
+  adopt(byteLength: number, span: number, write: (memory: Uint8Array) => void): void {
+    const { memory, emscripten } = this.instance;
+    if (memory.buffer.byteLength < byteLength) {
+      const at = emscripten._malloc(byteLength - memory.buffer.byteLength);
+      if (at === 0 || memory.buffer.byteLength < byteLength)
+        throw new RangeError("The session's memory does not fit this instance's memory limit");
+      emscripten._free(at);
+    }
+    const bytes = new Uint8Array(memory.buffer);
+    const written = this.span() ?? bytes.length;
+    write(bytes.subarray(0, span));
+    if (written > span) bytes.fill(0, span, written);
+  }
+
   /** {@link release}, then {@link restore}: whether the instance holds its booted memory again. */
   reclaim(sound: boolean): boolean {
     return this.release(sound) && this.restore();
@@ -378,7 +459,11 @@ export class BootedInstance {
       unwrap(ctx, ctx.callFunction(installFetch, ctx.undefined, []), "The Web API 'fetch'").dispose();
       installFetch.dispose();
     }
-    const timers = { next: ctx.getProp(kit, "nextTimer"), fire: ctx.getProp(kit, "fireTimer") };
+    const timers = {
+      next: ctx.getProp(kit, "nextTimer"),
+      fire: ctx.getProp(kit, "fireTimer"),
+      clear: ctx.getProp(kit, "clearTimers"),
+    };
     kit.dispose();
     return timers;
   }
@@ -394,6 +479,18 @@ export class BootedInstance {
     void this.ctx.global;
     this.ctx.newBigInt(0n).dispose();
     this.runtime.computeMemoryUsage().dispose();
+  }
+
+  /** Keeps what {@link recordHandles} asks for: every handle the library makes for this context. */
+  #watchHandles(ctx: QuickJSContext): void {
+    type Memory = { heapValueHandle(ptr: number, ...rest: unknown[]): QuickJSHandle };
+    const memory = (ctx as unknown as { memory: Memory }).memory;
+    const make = memory.heapValueHandle.bind(memory);
+    memory.heapValueHandle = (ptr, ...rest) => {
+      const handle = make(ptr, ...rest);
+      this.#made?.push(handle);
+      return handle;
+    };
   }
 
   /** Where the heap stands at boot, for {@link heapBytes}. */

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { type CellScript, CellSyntaxError, cellScript } from "./cell-source.js";
 import { charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { FuelAccount, Transpiled, TranspilerPort } from "./ports.js";
@@ -50,19 +51,24 @@ export class Linker {
   readonly entryName: string;
   readonly #options: RunOptions;
   readonly #entryKey: string;
-  readonly #mappings = new Map<string, ModuleMapping>();
+  readonly #mappings: Map<string, ModuleMapping>;
   readonly #failures: LinkFailure[] = [];
   /** The instance's boot modules (see `BOOT_PREFIX`). */
   readonly #bootModules: Readonly<Record<string, string>>;
   readonly #transpiler: TranspilerPort | undefined;
 
-  /** The graph of a run of `options` (checked by `resolveOptions`) on an instance booted with `bootModules`. */
+  /**
+   * The graph of a run of `options` (checked by `resolveOptions`) on an instance booted with `bootModules`;
+   * `mappings` outlive the run where its modules do (a session's cells share them).
+   */
   constructor(
     options: RunOptions,
     bootModules: Readonly<Record<string, string>>,
     transpiler: TranspilerPort | undefined,
+    mappings = new Map<string, ModuleMapping>(),
   ) {
     this.#options = options;
+    this.#mappings = mappings;
     this.#bootModules = bootModules;
     this.#transpiler = transpiler;
     this.entryName = options.filename;
@@ -81,6 +87,36 @@ export class Linker {
   /** The entry's code ready for QuickJS, or the syntax error that stops it from linking; transpiling is `account`'s. */
   entry(source: string, account: FuelAccount): string | LinkFailure {
     return this.#compile(this.entryName, source, account);
+  }
+
+  /**
+   * A session's cell ready for QuickJS (core/cell-source.ts), its imports resolved, or the failure that stops it:
+   * a syntax error, or the first import that does not resolve. Transpiling and resolving are `account`'s.
+   */
+  cell(source: string, account: ModuleAccount): CellScript | LinkFailure {
+    let code = source;
+    let map: Transpiled["map"] | undefined;
+    if (this.#options.language === "typescript") {
+      const result = (this.#transpiler as TranspilerPort).transpile(source, account);
+      if (!("code" in result)) return { name: "SyntaxError", ...result, filename: this.entryName };
+      ({ code, map } = result);
+    }
+    let cell: CellScript;
+    try {
+      cell = cellScript(code);
+    } catch (error) {
+      if (!(error instanceof CellSyntaxError)) throw error;
+      const { message, line, column } = error;
+      return { name: "SyntaxError", message, filename: this.entryName, line, column };
+    }
+    this.#mappings.set(this.entryName, map === undefined ? { prefixLength: 0 } : { prefixLength: 0, map });
+    for (const specifier of cell.specifiers) {
+      const name = this.normalize(this.entryName, specifier, account);
+      if (!name.startsWith(UNRESOLVED_PREFIX)) continue;
+      const failure = this.#failures[Number(name.slice(UNRESOLVED_PREFIX.length) || Number.NaN)];
+      return failure ?? { name: "LinkError", message: `Cannot import '${specifier}'`, specifier };
+    }
+    return cell;
   }
 
   /** QuickJS's normalizer: never throws (see the module comment); its work is `account`'s (see host-fuel.ts). */

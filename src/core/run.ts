@@ -11,12 +11,13 @@ import type { QuickJSHandle } from "quickjs-emscripten-core";
 import type { FetchPolicy } from "../fetch/policy.js";
 import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
+import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-source.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter } from "./host-fuel.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits, runSafetyCap } from "./limits.js";
-import { INTERNALS_MODULE, Linker } from "./linker.js";
+import { INTERNALS_MODULE, Linker, type ModuleMapping } from "./linker.js";
 import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
 import type { TranspilerPort } from "./ports.js";
 import type { PreparedRun, RunOptions } from "./request.js";
@@ -71,8 +72,35 @@ export type Runner = (context: RunContext, request: PreparedRun, channel: RunCha
 
 /** The core's runner: each run on a booted instance of this thread; with a `relay`, its guest values go there. */
 export function inThread(relay?: Relay): Runner {
-  return (context, request, channel) => new Run(context, request, channel, relay);
+  return (context, request, channel) => new Run(context, request, channel, relay, undefined);
 }
+
+/**
+ * A session's instance, lent to one cell at a time (core/session.ts): it keeps its memory between cells, so a cell's
+ * request evaluates as a script in its realm rather than as a module on a restored instance.
+ */
+interface CellTarget {
+  readonly booted: BootedInstance;
+  /** How the session's modules, which stay loaded between cells, map back to their sources. */
+  readonly mappings: Map<string, ModuleMapping>;
+  /** The session's first cell binds its globals and imports; later ones find them bound. */
+  readonly setup: boolean;
+  /** The cell is over; `sound`: the instance is fit for another (no host fault, no abort). */
+  done(sound: boolean): void;
+}
+
+/** Starts a session's cell on its instance, in this thread. */
+export function startCell(
+  context: RunContext,
+  request: PreparedRun,
+  channel: RunChannel,
+  target: CellTarget,
+): StartedRun {
+  return new Run(context, request, channel, undefined, target);
+}
+
+/** QuickJS's JS_EVAL_TYPE_GLOBAL with JS_EVAL_FLAG_ASYNC: a script with top-level await, whose promise gives `{ value }`. */
+const CELL_EVAL_FLAGS = 1 << 7;
 
 /** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
 const STAGE_KEY = "runcode:stage";
@@ -97,6 +125,8 @@ class Run implements StartedRun {
   readonly #linker: Linker;
   readonly #channel: RunChannel;
   readonly #relay: Relay | undefined;
+  /** The session's instance when the run is a cell of one. */
+  readonly #cell: CellTarget | undefined;
   readonly #logs: CodeExecutionLog[] = [];
   readonly #limits: Limits;
   readonly #fetch: FetchSession | undefined;
@@ -115,11 +145,18 @@ class Run implements StartedRun {
   #over = false;
 
   /** Starts the run. */
-  constructor(context: RunContext, request: PreparedRun, channel: RunChannel, relay: Relay | undefined) {
+  constructor(
+    context: RunContext,
+    request: PreparedRun,
+    channel: RunChannel,
+    relay: Relay | undefined,
+    cell: CellTarget | undefined,
+  ) {
     this.#options = request.options;
     this.#request = request;
     this.#context = context;
-    this.#linker = new Linker(request.options, context.boot.modules, context.transpiler);
+    this.#cell = cell;
+    this.#linker = new Linker(request.options, context.boot.modules, context.transpiler, cell?.mappings);
     this.#channel = channel;
     this.#relay = relay;
     this.#limits = new Limits({
@@ -177,7 +214,9 @@ class Run implements StartedRun {
       this.#limits.release();
       const booted = this.#booted;
       this.#booted = undefined;
-      if (booted !== undefined) this.#context.pool.give(booted, this.#sound && !this.#limits.faulted);
+      const sound = this.#sound && !this.#limits.faulted;
+      if (this.#cell !== undefined) this.#cell.done(sound);
+      else if (booted !== undefined) this.#context.pool.give(booted, sound);
     }
   }
 
@@ -187,6 +226,7 @@ class Run implements StartedRun {
       // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a
       // worker thread, the check starts the slice the watchdog counts).
       this.#limits.check();
+      if (this.#cell !== undefined) return await this.#evaluateCell(source, this.#cell);
       const entry = this.#limits.enter(() => this.#linker.entry(source, this.#limits));
       this.#limits.checkSpent();
       if (typeof entry !== "string") return { status: "link_error", error: entry };
@@ -223,8 +263,32 @@ class Run implements StartedRun {
     }
   }
 
-  /** Lends the instance to this run: its hooks, meter, cap, `Math.random` seed, staged values and global bindings. */
-  #lend(booted: BootedInstance): GuestBridge {
+  /**
+   * A session's cell: its script evaluated in the session's realm, its completion value the result once its promise
+   * settled and its timers ran (see core/cell-source.ts).
+   */
+  async #evaluateCell(source: string, target: CellTarget): Promise<Ending> {
+    const cell = this.#limits.enter(() => this.#linker.cell(source, this.#limits));
+    this.#limits.checkSpent();
+    if (!("script" in cell)) return { status: "link_error", error: cell };
+    const { booted } = target;
+    this.#booted = booted;
+    const { ctx } = booted;
+    const bridge = this.#lend(booted, target.setup ? "session" : "reseed");
+    const evaluated = bridge.guard(() => ctx.evalCode(cell.script, this.#linker.entryName, CELL_EVAL_FLAGS));
+    const completion = await this.#settle(evaluated);
+    await this.#drain();
+    const result = bridge.toHost(ctx.getProp(completion, "value"), MODE_CLONE);
+    this.#sample();
+    return { status: "success", result };
+  }
+
+  /**
+   * Lends the instance to this run: its hooks, meter, cap, `Math.random` seed, staged values and global bindings.
+   * `bindings`: a run's are lexical; a session's first cell makes them properties of the global object, which later
+   * cells may declare again, and later cells only reseed.
+   */
+  #lend(booted: BootedInstance, bindings: "run" | "session" | "reseed" = "run"): GuestBridge {
     const { meter } = booted.instance;
     if (meter !== undefined) this.#limits.meter(meter);
     const bridge = new GuestBridge(booted, this.#holder, this.#limits, {
@@ -243,7 +307,8 @@ class Run implements StartedRun {
     booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
     // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
-    const empty = this.#options.globals.length === 0 && Object.keys(this.#options.imports).length === 0;
+    const empty =
+      bindings === "reseed" || (this.#options.globals.length === 0 && Object.keys(this.#options.imports).length === 0);
     const values = empty ? undefined : bridge.toGuest(this.#request.values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
@@ -251,11 +316,18 @@ class Run implements StartedRun {
     const stage = [...staged, ctx.newString(STAGE_KEY), ...seed, meter === undefined ? ctx.false : ctx.true];
     bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
+    if (bindings === "reseed") {
+      bridge.guard(() => ctx.evalCode(`delete globalThis[${key}];`, `${INTERNALS_MODULE}/reseed`, { type: "global" }));
+      return bridge;
+    }
     const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
     bridge.guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
     const names = [...new Set(["console", "report", ...this.#options.globals])];
-    const bindings = `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
-    bridge.guard(() => ctx.evalCode(bindings, `${INTERNALS_MODULE}/globals`, { type: "global" }));
+    const script =
+      bindings === "run"
+        ? `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`
+        : sessionBindings(key);
+    bridge.guard(() => ctx.evalCode(script, `${INTERNALS_MODULE}/globals`, { type: "global" }));
     return bridge;
   }
 
@@ -367,7 +439,8 @@ class Run implements StartedRun {
         instance: this.#booted?.instance,
         memoryLimitBytes: this.#options.memoryLimitBytes,
         linker: this.#linker,
-        evaluating: () => this.#evaluating(),
+        // A cell's link failures are found before it evaluates (see Linker.cell).
+        evaluating: () => this.#cell !== undefined || this.#evaluating(),
         notePeak: (bytes) => {
           this.#peakBytes = Math.max(this.#peakBytes, bytes);
         },
@@ -387,6 +460,23 @@ class Run implements StartedRun {
     (started.error ?? started.value).dispose();
     return value;
   }
+}
+
+/**
+ * The global bindings of a session's first cell: its staged globals, `console` and `report` as writable,
+ * non-enumerable properties of the global object (a later cell may declare the names again), and the cell helper
+ * its scripts use (core/cell-source.ts), which no cell can replace.
+ */
+function sessionBindings(key: string): string {
+  const helper = JSON.stringify(CELL_HELPER_KEY);
+  return `(() => {
+const staged = globalThis[${key}];
+delete globalThis[${key}];
+const names = Object.keys(staged.globals);
+for (let i = 0; i < names.length; i++)
+  Object.defineProperty(globalThis, names[i], { value: staged.globals[names[i]], writable: true, enumerable: false, configurable: true });
+Object.defineProperty(globalThis, ${helper}, { value: ${CELL_HELPER_SOURCE}, writable: false, enumerable: false, configurable: false });
+})();`;
 }
 
 /** Seeds of Math.random, drawn from the platform's cryptographic source (never the clock: see guest/core.ts) in batches. */

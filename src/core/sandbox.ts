@@ -35,7 +35,7 @@ interface SandboxSettings extends SandboxOptions {
 }
 
 /** A sandbox's settings, checked, with every default applied. */
-interface SandboxContext extends RunContext {
+export interface SandboxContext extends RunContext {
   defaultMemoryLimitBytes: number;
 }
 
@@ -45,7 +45,7 @@ const defaultClock = (): (() => number) => {
 };
 
 /** Checks a sandbox's settings (a `TypeError` names the bad one) and applies the defaults. */
-function sandboxContext(settings: SandboxOptions): SandboxContext {
+export function sandboxContext(settings: SandboxOptions): SandboxContext {
   const mode = settings.instances ?? "restore";
   if (mode !== "restore" && mode !== "fresh")
     throw new TypeError(`createSandbox: instances must be "restore" or "fresh", not ${JSON.stringify(mode)}`);
@@ -137,7 +137,7 @@ export function createSandbox(settings: SandboxSettings = {}): Sandbox {
  * Starts `request` on `runner` and returns its handle, which settles with the run's result or, the moment it is
  * terminated, with what the run has so far; `started` is when `runCode` was called, on the context's clock.
  */
-function startRun(context: RunContext, runner: Runner, request: PreparedRun, started: number): Execution {
+export function startRun(context: RunContext, runner: Runner, request: PreparedRun, started: number): Execution {
   const reports: unknown[] = [];
   let settled = false;
   const run = runner(context, request, { reports, settled: () => settled });

@@ -203,3 +203,47 @@ export interface SandboxOptions {
 export interface Sandbox {
   runCode: RunCode;
 }
+
+/** A session's settings (`createSession`): its sandbox's, and the run options every cell shares, given once. */
+export interface SessionOptions extends SandboxOptions {
+  imports?: CodeExecutionOptions["imports"];
+  modules?: CodeExecutionOptions["modules"];
+  /** Identifier -> value, bound as properties of the session's global object (a cell may declare the name again). */
+  globals?: CodeExecutionOptions["globals"];
+  memoryLimitBytes?: number;
+  tenant?: string;
+}
+
+/** Options of one cell (`Session.run`). Unknown keys are rejected with a `TypeError`. */
+export interface CellOptions {
+  /** Default `'typescript'` (types erased, not checked), as `runCode`'s. */
+  language?: "javascript" | "typescript";
+  /** The cell's time limit in milliseconds, from the call of `run` (see `CodeExecutionOptions.timeoutMs`). */
+  timeoutMs?: number;
+  /** Terminates the cell when it aborts. */
+  signal?: AbortSignal;
+  /** Name of the cell in stacks and errors. Default `'<cell>'`. */
+  filename?: string;
+  report?: (value: unknown) => void;
+  onLog?: (entry: CodeExecutionLog) => void;
+}
+
+/**
+ * State kept between calls: one realm whose cells run one at a time, REPL style (docs/sessions.md). A cell that
+ * throws, runs out of fuel, memory or time, or is terminated leaves the session usable.
+ */
+export interface Session {
+  /** Evaluates one cell; its result is the cell's completion value. Waits for the cells before it. */
+  run(cell: string, options?: CellOptions): CodeExecution;
+  /** The whole state as bytes, between cells (docs/wire-format.md); `restoreSession` takes them. */
+  snapshot(): Promise<Uint8Array>;
+  /** An independent session with the same state. */
+  fork(): Promise<Session>;
+  /** Frees the session; later calls throw `SessionError` "closed". Idempotent. */
+  close(): void;
+  readonly closed: boolean;
+  /** Cells run so far (forks and restores keep the count). */
+  readonly cells: number;
+  /** Bytes of linear memory the session's state spans (what a snapshot holds before elision and compression). */
+  readonly memoryBytes: number;
+}

@@ -32,6 +32,8 @@ export interface WebKit {
   nextTimer(keepingAlive: boolean): number;
   /** For the host: moves the timer clock to `now` and fires the earliest timer when it is due; whether it fired. */
   fireTimer(now: number): boolean;
+  /** For the host: forgets every pending timer (a session's cell ends with the timers it left). */
+  clearTimers(): void;
   DOMException: DOMExceptionConstructor;
   /** Adds an algorithm to run when `signal` aborts (the DOM's "add" for an AbortSignal); runs it at once if it has. */
   addAbortAlgorithm(signal: object, algorithm: () => void): void;

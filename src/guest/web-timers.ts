@@ -159,6 +159,9 @@ export function guestWebTimers(_hostCall: HostCall, kit: WebKit): void {
   kit.now = () => now;
   kit.setTimer = (callback, ms, keepsAlive) => schedule(callback, ms, EMPTY, false, keepsAlive);
   kit.nextTimer = (keeping) => (size === 0 || (keeping && keepingAlive === 0) ? -1 : (heap[0] as Timer).due);
+  kit.clearTimers = () => {
+    while (size > 0) forget(heap[0] as Timer);
+  };
   kit.fireTimer = (at) => {
     if (at > now) now = at;
     if (size === 0 || (heap[0] as Timer).due > now) return false;

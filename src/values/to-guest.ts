@@ -26,6 +26,18 @@ export class FunctionTable {
   get(id: number): HostFunction | undefined {
     return this.#functions[id];
   }
+
+  /** How many functions are numbered. */
+  get size(): number {
+    return this.#functions.length;
+  }
+
+  /** A table numbering the same functions, which goes on apart (a forked session's). */
+  copy(): FunctionTable {
+    const copy = new FunctionTable();
+    for (const fn of this.#functions) copy.idOf(fn);
+    return copy;
+  }
 }
 
 /** Deeper host data is refused rather than risking the host's own stack. */
