@@ -18,6 +18,7 @@ import { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../limits.js";
 import { createRunOnce } from "../runs/run-once.js";
+import type { SessionBackend } from "../sessions/backend.js";
 import type { Access } from "./auth.js";
 import { type Catalog, catalogRoutes } from "./catalog-routes.js";
 import { mcpRoutes } from "./mcp-routes.js";
@@ -25,12 +26,15 @@ import { guardOrigins } from "./origins.js";
 import { type ProcessBackend, processRoutes } from "./process-routes.js";
 import { type AppEnv, BEARER_SCHEME, routes } from "./route-context.js";
 import { type RunRouteOptions, runRoutes } from "./run-routes.js";
+import { sessionRoutes } from "./session-routes.js";
 
 export interface AppOptions {
   /** The processes: a `ProcessService` here, the process objects on the edge. */
   processes: ProcessBackend;
   /** Documentation and tools (a `ProcessService` is one). */
   catalog: Catalog;
+  /** Serves the session routes (`/sessions`, ...) when given: a `SessionService` here, the edge's own there. */
+  sessions?: SessionBackend;
   /** Serves `POST /run` and `POST /mcp` when given. */
   run?: RunRouteOptions;
   /**
@@ -92,6 +96,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
 
   app.route("/", processRoutes(options.processes, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
   app.route("/", catalogRoutes(options.catalog));
+  if (options.sessions !== undefined) app.route("/", sessionRoutes(options.sessions));
   if (options.run !== undefined) {
     const runs = { ...options.run, admission: new RunAdmission(options.run.admission) };
     app.route("/", runRoutes(createRunOnce(runs)));
@@ -108,7 +113,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
       title: "runcode",
       version: "0.1.0",
       description:
-        "Run code once (POST /run, or the run_code tool of POST /mcp) or as processes; follow their state and output; list the tools they can call. Errors are `{error: {code, message}}`.",
+        "Run code once (POST /run, or the run_code tool of POST /mcp), in sessions whose state stays between cells (POST /sessions), or as processes; follow their state and output; list the tools they can call. Errors are `{error: {code, message}}`.",
     },
   });
   answerWrongMethods(app);

@@ -24,7 +24,7 @@ import {
   routes,
   secured,
 } from "./route-context.js";
-import { streamRun } from "./run-stream.js";
+import { streamAnswer } from "./run-stream.js";
 import { RunRequest, RunResult } from "./schemas.js";
 
 /** What `POST /run` and `POST /mcp` run code with. */
@@ -62,40 +62,45 @@ const route = createRoute(
 );
 
 /**
- * A body `RunRequest` refuses, in the words every door of runs uses: a field of the wrong type first, then an unknown
- * field, then a time limit out of range (as `run_code` words it).
+ * The refusal of a body a run's or a cell's schema does not take, in the words every door of runs uses: a field of
+ * the wrong type first, then an unknown field (naming the body's `shape`), then a time limit out of range (as
+ * `run_code` words it).
  */
-const refusedRun: BodyRefusal = (issues, body) => {
-  const typed = issues.filter((issue) => issue.code !== "unrecognized_keys" && issue.path[0] !== "timeoutMs");
-  if (typed.length > 0) return invalidInput("json", typed);
-  const unknown = issues.find((issue) => issue.code === "unrecognized_keys");
-  if (unknown !== undefined) {
-    return new HostError(
-      "invalid_request",
-      `Unknown field '${unknown.keys[0]}': the body is {source, options?, timeoutMs?}`,
-    );
-  }
-  // Only timeoutMs is left: `timeoutWithin` throws the refusal every door of runs gives.
-  timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
-  return invalidInput("json", issues);
-};
+export const refusedBody =
+  (shape: string): BodyRefusal =>
+  (issues, body) => {
+    const typed = issues.filter((issue) => issue.code !== "unrecognized_keys" && issue.path[0] !== "timeoutMs");
+    if (typed.length > 0) return invalidInput("json", typed);
+    const unknown = issues.find((issue) => issue.code === "unrecognized_keys");
+    if (unknown !== undefined) {
+      return new HostError("invalid_request", `Unknown field '${unknown.keys[0]}': the body is ${shape}`);
+    }
+    // Only timeoutMs is left: `timeoutWithin` throws the refusal every door of runs gives.
+    timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+    return invalidInput("json", issues);
+  };
 
 /** `POST /run`, its runs made by `runs`. */
 export function runRoutes(runs: RunOnce): OpenAPIHono<AppEnv> {
   const app = routes();
   documented(app, route);
-  app.post(route.path, requireTenant, jsonBody("POST /run", MAX_RUN_BODY_BYTES, RunRequest, refusedRun), async (c) => {
-    const request = c.req.valid("json");
-    const tenant = c.get("tenant");
-    // The rate first: a run the tenant may not start never waits for memory.
-    await c.get("quotas").admit(tenant);
-    // A client that goes away stops the wait, or the run and what it holds.
-    const { signal } = c.req.raw;
-    if (/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      return streamRun(runs, request, { tenant, signal });
-    }
-    const { result, maxLength } = await runs.run(request, { tenant, signal });
-    return new Response(resultWireText(result, maxLength), { headers: { "content-type": "application/json" } });
-  });
+  app.post(
+    route.path,
+    requireTenant,
+    jsonBody("POST /run", MAX_RUN_BODY_BYTES, RunRequest, refusedBody("{source, options?, timeoutMs?}")),
+    async (c) => {
+      const request = c.req.valid("json");
+      const tenant = c.get("tenant");
+      // The rate first: a run the tenant may not start never waits for memory.
+      await c.get("quotas").admit(tenant);
+      // A client that goes away stops the wait, or the run and what it holds.
+      const { signal } = c.req.raw;
+      if (/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
+        return streamAnswer((caller) => runs.start(request, { tenant, ...caller }), signal);
+      }
+      const { result, maxLength } = await runs.run(request, { tenant, signal });
+      return new Response(resultWireText(result, maxLength), { headers: { "content-type": "application/json" } });
+    },
+  );
   return app;
 }

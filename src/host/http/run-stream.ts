@@ -1,23 +1,26 @@
 /**
- * `POST /run` as Server-Sent Events, for `Accept: text/event-stream`: the headers go out as soon as the run is admitted
- * and started; then a `log` event for each console entry (`{level, args, timestamp}`) and a `report` event for each
- * reported value, as they happen, in wire JSON and together no longer than the answer may be; last a `result` event,
- * the answer `POST /run` gives as JSON. A client that goes away stops the run, which releases its room. Refusals come
- * before the stream, with their own status, as for JSON.
+ * A run or a session's cell as Server-Sent Events, for `Accept: text/event-stream` (`POST /run`,
+ * `POST /sessions/:id/run`): the headers go out as soon as the work is admitted and started; then a `log` event for
+ * each console entry (`{level, args, timestamp}`) and a `report` event for each reported value, as they happen, in
+ * wire JSON and together no longer than the answer may be; last a `result` event, the answer the route gives as JSON.
+ * A client that goes away stops the run, which releases its room. Refusals come before the stream, with their own
+ * status, as for JSON.
  * @module
  */
 import { resultWireText } from "../../core/result-wire.js";
-import type { RunCaller, RunOnce, RunOnceRequest } from "../runs/run-once.js";
+import type { RunAnswer, RunEvent } from "../runs/run-once.js";
 import { SSE_HEADERS } from "./route-context.js";
 
 const encoder = new TextEncoder();
 
-/** The event stream of `request`'s run; throws, having run nothing, when the request is refused. */
-export async function streamRun(
-  runs: RunOnce,
-  request: RunOnceRequest,
-  caller: Required<Pick<RunCaller, "tenant" | "signal">>,
-): Promise<Response> {
+/** How a route starts its work for a stream: refusals throw, having run nothing; `answer` never rejects. */
+export type StartStreamed = (caller: {
+  signal: AbortSignal;
+  onEvent: (event: RunEvent) => void;
+}) => Promise<{ answer: Promise<RunAnswer> }>;
+
+/** The event stream of the work `start` starts; throws, having run nothing, when it is refused. */
+export async function streamAnswer(start: StartStreamed, signal: AbortSignal): Promise<Response> {
   const gone = new AbortController();
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   const stream = new ReadableStream<Uint8Array>({
@@ -32,9 +35,8 @@ export async function streamRun(
   const send = (type: string, data: string) => {
     if (!gone.signal.aborted) controller.enqueue(encoder.encode(`event: ${type}\ndata: ${data}\n\n`));
   };
-  const { answer } = await runs.start(request, {
-    tenant: caller.tenant,
-    signal: AbortSignal.any([caller.signal, gone.signal]),
+  const { answer } = await start({
+    signal: AbortSignal.any([signal, gone.signal]),
     onEvent: (event) => send(event.type, event.data),
   });
   answer

@@ -13,6 +13,7 @@ import {
   MAX_RUN_TIMEOUT_MS,
 } from "../limits.js";
 import { HOST_STATES } from "../processes/storage.js";
+import { SESSION_ID_PATTERN, SESSION_NAME_PATTERN } from "../sessions/backend.js";
 
 /** A pid in a path or a cursor: a positive integer of at most 16 digits. */
 export const PID_PATTERN = /^[1-9][0-9]{0,15}$/;
@@ -117,6 +118,18 @@ export const ToolParameters = z.object({
   toolId: z.string().openapi({ param: { name: "toolId", in: "path" } }),
 });
 
+/** `timeoutMs` of a run or a cell. */
+const RunTimeout = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_RUN_TIMEOUT_MS)
+  .optional()
+  .openapi({ description: `Milliseconds the run may take. Default ${DEFAULT_RUN_TIMEOUT_MS}.` });
+
+/** Values of options in the wire encoding (`src/values/wire.ts`) for what JSON cannot carry. */
+const WireValues = z.record(z.string(), z.unknown());
+
 export const RunRequest = z
   .strictObject({
     source: z.string().openapi({ description: "JavaScript or TypeScript: a script or an ES module." }),
@@ -124,17 +137,87 @@ export const RunRequest = z
       description:
         "The data-only options of runCode: execute, modules, globals, language, memoryLimitBytes, filename. Values JSON cannot carry use the wire encoding.",
     }),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_RUN_TIMEOUT_MS)
-      .optional()
-      .openapi({ description: `Milliseconds the run may take. Default ${DEFAULT_RUN_TIMEOUT_MS}.` }),
+    timeoutMs: RunTimeout,
   })
   .openapi("RunRequest", { description: "Code to run once." });
 
 export const RunResult = z.record(z.string(), z.unknown()).openapi("RunResult", {
   description:
     "The CodeExecutionResult in runcode's lossless wire JSON, whatever its status (success, error, memory, terminated, link_error).",
+});
+
+export const CreateSessionRequest = z
+  .strictObject({
+    name: z.string().regex(SESSION_NAME_PATTERN).optional().openapi({
+      description: "Unique among the caller's sessions: 1 to 64 of A-Z a-z 0-9 _ - . :",
+    }),
+    options: z
+      .strictObject({
+        memoryLimitBytes: z.number().int().min(1).optional().openapi({ description: "The session's heap limit." }),
+        modules: z.record(z.string(), z.string()).optional().openapi({
+          description: "Modules cells may import by relative specifier (`./name`), by name.",
+        }),
+        globals: WireValues.optional().openapi({ description: "Globals of the session's realm (wire values)." }),
+        imports: z.record(z.string(), WireValues).optional().openapi({
+          description: "Modules of plain values cells may import by bare specifier (wire values).",
+        }),
+      })
+      .optional()
+      .openapi({ description: "Given once at creation, data only, as POST /run's options." }),
+  })
+  .openapi("CreateSessionRequest", { description: "A session to create." });
+
+export const SessionCellRequest = z
+  .strictObject({
+    source: z.string().openapi({
+      description:
+        "A cell: a script with top-level await whose top-level declarations stay for later cells; `import` at its top binds like const.",
+    }),
+    language: z.enum(["javascript", "typescript"]).optional().openapi({ description: "Default typescript." }),
+    timeoutMs: RunTimeout,
+  })
+  .openapi("SessionCellRequest", { description: "One cell of a session." });
+
+export const SessionId = z
+  .object({ id: z.string().regex(SESSION_ID_PATTERN) })
+  .openapi("SessionId", { description: "A session's id: 32 hex digits, telling nothing of anyone's sessions." });
+
+export const SessionIdParameter = z.object({
+  id: z.string().openapi({ param: { name: "id", in: "path" }, description: "A session id." }),
+});
+
+export const SessionInfoSchema = z
+  .object({
+    id: z.string(),
+    name: z.string().optional(),
+    createdAt: z.number().openapi({ description: "Epoch milliseconds." }),
+    lastUsedAt: z
+      .number()
+      .openapi({ description: "Epoch milliseconds of its last cell: the idle TTL counts from it." }),
+    cells: z.number().int(),
+    bytes: z.number().int().openapi({ description: "Storage it takes, counted against the tenant's quota." }),
+  })
+  .openapi("SessionInfo");
+
+export const SessionPageSchema = z
+  .object({
+    sessions: z.array(SessionInfoSchema),
+    next: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `cursor` for the next page; `null` when this page is the last." }),
+  })
+  .openapi("SessionPage");
+
+export const ListSessionsQuery = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^(?:[1-9][0-9]{0,2}|1000)$/)
+    .optional()
+    .openapi({ description: "1-1000, default 100." }),
+  cursor: z
+    .string()
+    .regex(SESSION_ID_PATTERN)
+    .optional()
+    .openapi({ description: "The `next` of the previous page: only sessions with a higher id." }),
 });

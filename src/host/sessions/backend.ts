@@ -5,7 +5,6 @@
  * `not_found`), and a listing shows the caller's sessions only. Refusals are `HostError`s.
  * @module
  */
-import type { JsonValue } from "../../values/json.js";
 import type { RunAnswer, RunEvent } from "../runs/run-once.js";
 
 /** A session id: 32 lowercase hex digits (128 random bits), telling nothing of anyone's sessions. */
@@ -20,22 +19,23 @@ export const SESSION_NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  * tool modules are added by the host).
  */
 export interface SessionRequestOptions {
-  memoryLimitBytes?: number;
-  modules?: Record<string, string>;
-  globals?: Record<string, JsonValue>;
-  imports?: Record<string, Record<string, JsonValue>>;
+  memoryLimitBytes?: number | undefined;
+  modules?: Record<string, string> | undefined;
+  /** Wire values (`JsonValue`s as sent; the host decodes them). */
+  globals?: Record<string, unknown> | undefined;
+  imports?: Record<string, Record<string, unknown>> | undefined;
 }
 
 export interface CreateSessionInput {
   /** Unique within the tenant ({@link SESSION_NAME_PATTERN}); a taken one is refused (`open` gets or creates). */
-  name?: string;
-  options?: SessionRequestOptions;
+  name?: string | undefined;
+  options?: SessionRequestOptions | undefined;
 }
 
 /** One cell as a client sent it. */
 export interface CellRequest {
   source: string;
-  language?: "javascript" | "typescript";
+  language?: "javascript" | "typescript" | undefined;
   /** Milliseconds the cell may take, checked as `POST /run`'s `timeoutMs` (`timeoutWithin`). */
   timeoutMs?: unknown;
 }

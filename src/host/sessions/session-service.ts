@@ -562,11 +562,14 @@ export class SessionService implements SessionBackend {
       tenant: entry.tenant,
       ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
       ...(modules === undefined ? {} : { modules }),
-      ...(globals === undefined ? {} : { globals: fromWire(globals) as Record<string, unknown> }),
+      ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
       imports: {
         ...tools,
         ...Object.fromEntries(
-          Object.entries(imports ?? {}).map(([name, values]) => [name, fromWire(values) as Record<string, unknown>]),
+          Object.entries(imports ?? {}).map(([name, values]) => [
+            name,
+            fromWire(values as JsonValue) as Record<string, unknown>,
+          ]),
         ),
       },
     };
@@ -622,5 +625,6 @@ function checkedOptions(options: SessionRequestOptions): SessionRequestOptions {
   } catch (error) {
     throw invalid(`A wire-encoded value is malformed: ${(error as Error).message}`);
   }
-  return structuredClone(options);
+  // As stored: JSON (absent and undefined fields alike).
+  return JSON.parse(JSON.stringify(options)) as SessionRequestOptions;
 }

@@ -88,12 +88,11 @@ export function fakeEngine(): FakeEngine {
         const settled = Promise.race([evaluated, stopped]).finally(() => {
           running--;
         });
-        return {
-          then: (onFulfilled, onRejected) => settled.then(onFulfilled, onRejected),
+        return Object.assign(settled, {
           terminate: (reason = "terminated") => stop(reason),
           running: true,
           reports: [],
-        };
+        });
       },
       async snapshot() {
         return encoder.encode(toWireText({ state, cells }));
