@@ -13,14 +13,17 @@ import { checkSlots, type SlotQuotas } from "../src/host/admission/slots.js";
 import { HostError } from "../src/host/errors.js";
 import { listedOf } from "../src/host/http/process-routes.js";
 import { newPidTag, type ProcessFilter, type ProcessSummary, pidOf } from "../src/host/processes/storage.js";
+import type { SessionInfo } from "../src/host/sessions/backend.js";
 import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
 import { type Answer, answer, unwrap } from "./rpc-refusals.js";
+import { type IndexedSession, SESSION_TABLES, SessionIndex } from "./session-index.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 const PENDING_TTL_MS = 30_000;
 
 export class RegistryObject extends DurableObject {
   readonly #sql: SqlStorage;
+  readonly #sessions: SessionIndex;
   /** The tenants' shares by their figures: one, the deployment's settings. */
   readonly #cpu = new Map<string, TenantCpuBudget>();
 
@@ -35,6 +38,7 @@ export class RegistryObject extends DurableObject {
       CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS rates (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS fuel (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
+      ${SESSION_TABLES}
     `);
     // Registries from before tenants: their processes were everyone's, now the anonymous tenant's.
     const columns = this.#sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('processes')").toArray();
@@ -51,6 +55,37 @@ export class RegistryObject extends DurableObject {
     // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
+    this.#sessions = new SessionIndex(this.#sql);
+  }
+
+  /** The session index (session-index.ts), by RPC: each method one synchronous step of this object. */
+  async indexSession(entry: IndexedSession): Promise<Answer<null>> {
+    return answer(() => this.#sessions.put(entry));
+  }
+
+  async removeSession(tenant: string, id: string): Promise<void> {
+    this.#sessions.remove(tenant, id);
+  }
+
+  async sessionEntry(tenant: string, id: string): Promise<IndexedSession | null> {
+    return this.#sessions.entry(tenant, id) ?? null;
+  }
+
+  async sessionNamed(tenant: string, name: string): Promise<string | null> {
+    return this.#sessions.named(tenant, name) ?? null;
+  }
+
+  async sessionUsage(tenant: string): Promise<{ count: number; bytes: number }> {
+    return this.#sessions.usage(tenant);
+  }
+
+  async listSessions(tenant: string, after: string, limit: number): Promise<SessionInfo[]> {
+    return this.#sessions.list(tenant, after, limit);
+  }
+
+  /** Counts one session cell of `tenant` against `perMinute`; refused with `Retry-After` when over. */
+  async admitCell(tenant: string, perMinute: number): Promise<Answer<null>> {
+    return answer(() => this.#sessions.admitCell(tenant, perMinute, Date.now()));
   }
 
   /**
