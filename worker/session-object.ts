@@ -31,7 +31,7 @@ import { edgeSessionEngine } from "./sandboxes.js";
 import { ObjectSessionStore } from "./session-store.js";
 
 /** Who waits for a cell across RPC: told when it starts (it was admitted), and of each event as it happens. */
-export interface CellListener {
+interface CellListener {
   started(): void;
   onEvent?(event: RunEvent): void;
 }

@@ -13,7 +13,7 @@ import type { IndexedSession } from "./session-index.js";
 import { SnapshotRows } from "./snapshot-rows.js";
 
 /** What the store asks of the registry (`RegistryObject`'s session methods). */
-export interface SessionRegistry {
+interface SessionRegistry {
   index(entry: IndexedSession): Promise<void>;
   remove(tenant: string, id: string): Promise<void>;
   named(tenant: string, name: string): Promise<string | undefined>;
@@ -21,7 +21,7 @@ export interface SessionRegistry {
   list(tenant: string, after: string, limit: number): Promise<SessionInfo[]>;
 }
 
-export interface ObjectSessionStoreOptions {
+interface ObjectSessionStoreOptions {
   registry: SessionRegistry;
   /** Stores a fork's copy in a new object of its own. */
   seed(session: StoredSession): Promise<void>;
