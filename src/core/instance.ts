@@ -424,10 +424,10 @@ export class BootedInstance {
    */
   adopt(byteLength: number, span: number, write: (memory: Uint8Array) => void): void {
     const { memory, emscripten } = this.instance;
-    if (memory.buffer.byteLength < byteLength) {
-      const at = emscripten._malloc(byteLength - memory.buffer.byteLength);
-      if (at === 0 || memory.buffer.byteLength < byteLength)
-        throw new RangeError("The session's memory does not fit this instance's memory limit");
+    // An allocation that takes the break to the length makes the engine grow its memory (and its views) to it.
+    for (let tries = 0; memory.buffer.byteLength < byteLength; tries++) {
+      const at = tries < 4 ? emscripten._malloc(byteLength - (this.span() ?? 0)) : 0;
+      if (at === 0) throw new RangeError("The session's memory does not fit this instance's memory limit");
       emscripten._free(at);
     }
     const bytes = new Uint8Array(memory.buffer);

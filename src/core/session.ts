@@ -3,9 +3,10 @@
  * never restored: each cell is a run on it (core/run.ts's `startCell`) evaluating a script in the session's realm
  * (core/cell-source.ts). Cells, snapshots, forks and the close take turns in one queue.
  *
- * Before each cell the session copies its memory, so a cell that leaves the engine unfit (a host fault, an abort) costs
- * only its own effects: the session goes on, on a new instance, from the state before it. A snapshot is the memory,
- * checked and compressed (core/snapshot.ts); a fork is a new instance given the same memory. Host functions never
+ * Before a cell runs, the session has a copy of its state at rest, so a cell that leaves the engine unfit (a host
+ * fault, an abort) costs only its own effects: the session goes on, on a new instance, from the state before it. A
+ * fork shares that copy and takes an instance of its own when it first needs one. A snapshot is the memory, checked
+ * and compressed (core/snapshot.ts). Host functions never
  * enter the memory (the guest holds their numbers): a restored session numbers its options' functions again and
  * checks that each number names the function at the same path as when the snapshot was taken.
  * @module
@@ -65,30 +66,35 @@ interface SessionShape {
 }
 
 /**
- * A session's memory before its running cell, to go back to when the cell leaves the engine unfit: below the C stack,
- * and from its top to the span (the stack holds nothing between cells).
+ * A copy of a session's state at rest (between cells): its memory below the C stack, and from the stack's top to the
+ * span (the stack holds nothing between cells). Never changed once made: a fork may share it.
  */
-interface Checkpoint {
+interface RestState {
   byteLength: number;
   span: number;
   stackTop: number;
   below: Uint8Array;
   above: Uint8Array;
+  /** Whether a fork holds it too (then its buffers are not reused). */
+  shared: boolean;
 }
 
-/** A copy of `booted`'s state (see {@link Checkpoint}). */
-function checkpointOf(booted: BootedInstance): Checkpoint {
+/** A copy of `booted`'s state, into `reuse`'s buffers where they are not shared and large enough. */
+function restStateOf(booted: BootedInstance, reuse: RestState | undefined): RestState {
   const { buffer } = booted.instance.memory;
   const span = booted.span() as number;
   const { low, top } = booted.stack;
   const memory = new Uint8Array(buffer);
-  return {
-    byteLength: buffer.byteLength,
-    span,
-    stackTop: top,
-    below: memory.slice(0, low),
-    above: memory.slice(top, span),
-  };
+  const mine = reuse !== undefined && !reuse.shared;
+  const below = mine && reuse.below.length === low ? reuse.below : new Uint8Array(low);
+  const size = span - top;
+  // Room to grow, so that a session whose memory grows a little does not make a new buffer every cell.
+  const room =
+    mine && reuse.above.buffer.byteLength >= size ? reuse.above.buffer : new ArrayBuffer(Math.ceil(size * 1.25));
+  const above = new Uint8Array(room, 0, size);
+  below.set(memory.subarray(0, low));
+  above.set(memory.subarray(top, span));
+  return { byteLength: buffer.byteLength, span, stackTop: top, below, above, shared: false };
 }
 
 /** Creates a session; see {@link Session}. Bad options throw a `TypeError`, as `runCode`'s do. */
@@ -220,10 +226,15 @@ class LiveSession implements Session {
   readonly #shape: SessionShape;
   readonly #functions: FunctionTable;
   readonly #mappings: Map<string, ModuleMapping>;
-  /** The session's instance; `undefined` after a cell left it unfit, until the next step takes another. */
+  /**
+   * The session's instance; `undefined` until a step needs one (a fork's first), and after a cell left it unfit,
+   * until the next step takes another given {@link #rest}.
+   */
   #booted: BootedInstance | undefined;
-  /** The state to go back to when {@link #booted} is `undefined`. */
-  #checkpoint: Checkpoint | undefined;
+  /** The state at rest, when a copy of it was made since the last cell; its buffers are kept for the next. */
+  #rest: RestState | undefined;
+  /** Whether {@link #rest} is the state now. */
+  #restValid: boolean;
   #cells: number;
   #closed = false;
   /** The last step queued: steps run one at a time, in order. */
@@ -234,13 +245,19 @@ class LiveSession implements Session {
 
   constructor(
     shape: SessionShape,
-    booted: BootedInstance,
+    state: BootedInstance | RestState,
     functions: FunctionTable,
     mappings: Map<string, ModuleMapping>,
     cells: number,
   ) {
     this.#shape = shape;
-    this.#booted = booted;
+    if ("instance" in state) {
+      this.#booted = state;
+      this.#restValid = false;
+    } else {
+      this.#rest = state;
+      this.#restValid = true;
+    }
     this.#functions = functions;
     this.#mappings = mappings;
     this.#cells = cells;
@@ -255,7 +272,7 @@ class LiveSession implements Session {
   }
 
   get memoryBytes(): number {
-    return this.#booted?.span() ?? this.#checkpoint?.span ?? 0;
+    return this.#booted?.span() ?? this.#rest?.span ?? 0;
   }
 
   /** Binds the options' globals and imports in the new realm; throws, the session closed, when that fails. */
@@ -312,16 +329,9 @@ class LiveSession implements Session {
   fork(): Promise<Session> {
     this.#open("fork");
     return this.#queue(async () => {
-      const booted = await this.#instance();
-      const target = await takeInstance(this.#shape);
-      const { low, top } = booted.stack;
-      const span = booted.span() as number;
-      const from = new Uint8Array(booted.instance.memory.buffer, 0, span);
-      target.adopt(booted.instance.memory.buffer.byteLength, span, (memory) => {
-        memory.set(from.subarray(0, low));
-        memory.set(from.subarray(top), top);
-      });
-      return new LiveSession(this.#shape, target, this.#functions.copy(), new Map(this.#mappings), this.#cells);
+      const rest = await this.#restState();
+      rest.shared = true;
+      return new LiveSession(this.#shape, rest, this.#functions.copy(), new Map(this.#mappings), this.#cells);
     });
   }
 
@@ -332,7 +342,7 @@ class LiveSession implements Session {
     void this.#queue(async () => {
       if (this.#booted !== undefined) this.#shape.context.pool.give(this.#booted, false);
       this.#booted = undefined;
-      this.#checkpoint = undefined;
+      this.#rest = undefined;
     });
   }
 
@@ -367,15 +377,15 @@ class LiveSession implements Session {
       this.#queue(async () => {
         if (cell.stopped !== undefined) return { status: "terminated", error: cell.stopped };
         if (this.#closed && !setup) return { status: "terminated", error: CLOSED };
+        await this.#restState();
         const booted = await this.#instance();
-        const checkpoint = checkpointOf(booted);
         booted.recordHandles();
         this.#current = cell;
         const target = {
           booted,
           mappings: this.#mappings,
           setup,
-          done: (sound: boolean) => this.#cellDone(booted, sound, checkpoint, setup),
+          done: (sound: boolean) => this.#cellDone(booted, sound, setup),
         };
         const ending = await cell.start(startCell(this.#shape.context, request, channel, target));
         this.#current = undefined;
@@ -384,11 +394,12 @@ class LiveSession implements Session {
     );
   }
 
-  /** A cell is over: the instance is tidied for the next, or dropped and the state before the cell kept. */
-  #cellDone(booted: BootedInstance, sound: boolean, checkpoint: Checkpoint, setup: boolean): void {
+  /** A cell is over: the instance is tidied for the next, or dropped for the state before the cell. */
+  #cellDone(booted: BootedInstance, sound: boolean, setup: boolean): void {
     if (!setup) this.#cells++;
     booted.release(sound);
     if (sound) {
+      this.#restValid = false;
       const { ctx, timers } = booted;
       // The timers the cell left end with it.
       if (timers !== undefined) {
@@ -400,20 +411,26 @@ class LiveSession implements Session {
     }
     this.#shape.context.pool.give(booted, false);
     this.#booted = undefined;
-    this.#checkpoint = checkpoint;
   }
 
-  /** The session's instance, a new one given the state of its checkpoint when the last cell left it unfit. */
+  /** A copy of the state at rest, made now unless the state has not changed since the last. */
+  async #restState(): Promise<RestState> {
+    if (this.#restValid) return this.#rest as RestState;
+    this.#rest = restStateOf(await this.#instance(), this.#rest);
+    this.#restValid = true;
+    return this.#rest;
+  }
+
+  /** The session's instance: a new one given the state at rest when it has none (a fork's first step, a fault). */
   async #instance(): Promise<BootedInstance> {
     if (this.#booted !== undefined) return this.#booted;
-    const { byteLength, span, stackTop, below, above } = this.#checkpoint as Checkpoint;
+    const { byteLength, span, stackTop, below, above } = this.#rest as RestState;
     const booted = await takeInstance(this.#shape);
     booted.adopt(byteLength, span, (memory) => {
       memory.set(below);
       memory.set(above, stackTop);
     });
     this.#booted = booted;
-    this.#checkpoint = undefined;
     return booted;
   }
 
