@@ -57,8 +57,11 @@ export class SessionObject extends DurableObject<Env> {
             usage: (tenant) => registry().sessionUsage(tenant),
             list: (tenant, after, limit) => registry().listSessions(tenant, after, limit),
           },
-          seed: async (session) =>
-            unwrap(await env.SESSIONS.get(env.SESSIONS.newUniqueId()).seed(session)) ?? undefined,
+          // The snapshot as a stream: a value crossing RPC whole is bounded (32 MiB), a stream is not.
+          seed: async ({ snapshot, ...record }) => {
+            const target = env.SESSIONS.get(env.SESSIONS.newUniqueId());
+            unwrap(await target.seed(record, new Blob([snapshot]).stream()));
+          },
         }),
     );
     this.#service = Promise.all([config, this.#store]).then(
@@ -140,10 +143,11 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  /** Makes this new object hold `session`, a fork's copy (its realm is restored at its first cell). */
-  async seed(session: StoredSession): Promise<Answer<null>> {
+  /** Makes this new object hold a fork's copy: `record`, its snapshot streamed (its realm is restored at its first cell). */
+  async seed(record: Omit<StoredSession, "snapshot">, snapshot: ReadableStream<Uint8Array>): Promise<Answer<null>> {
     return answer(async () => {
-      await (await this.#store).put(session);
+      const bytes = new Uint8Array(await new Response(snapshot).arrayBuffer());
+      await (await this.#store).put({ ...record, snapshot: bytes });
       return null;
     });
   }

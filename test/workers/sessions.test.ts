@@ -206,7 +206,7 @@ describe("sessions on the edge", () => {
     await remove(id);
   });
 
-  it("a snapshot larger than a row is stored in rows of SNAPSHOT_ROW_BYTES and read back whole after a restart", async () => {
+  it("a snapshot larger than a row is stored in rows of SNAPSHOT_ROW_BYTES, read back whole after a restart and forked whole", async () => {
     const id = await create();
     // Random bytes do not compress: the snapshot takes more than one row.
     const sum = await value(
@@ -221,6 +221,10 @@ describe("sessions on the edge", () => {
     expect(rows.slice(0, -1).every((row) => row.size === SNAPSHOT_ROW_BYTES)).toBe(true);
     await runInDurableObject(object, (_object, state) => state.abort("evicted by the test")).catch(() => {});
     expect(await value(id, "sumOf(data)")).toBe(sum);
+    // A fork's copy crosses to its new object as a stream, whatever its size.
+    const { id: child } = (await (await post(alpha, `/sessions/${id}/fork`)).json()) as { id: string };
+    expect(await value(child, "sumOf(data)")).toBe(sum);
+    await remove(child);
     await remove(id);
   });
 
