@@ -10,9 +10,11 @@ import { describe, expect, it } from "vitest";
 import { safetyCapWithin } from "../../src/core/limits.js";
 import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import type { SessionInfo, SessionPage } from "../../src/host/sessions/backend.js";
+import { DEFAULT_SESSION_LIMITS } from "../../src/host/sessions/limits.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import type { RegistryObject } from "../../worker/registry.js";
+import { edgeSessions } from "../../worker/sessions.js";
 import { SNAPSHOT_ROW_BYTES } from "../../worker/snapshot-rows.js";
 import { as } from "./client.js";
 
@@ -23,11 +25,18 @@ const DAY = 86_400_000;
 const IDLE_MS = Number(SETTING_DEFAULTS.RUNCODE_SESSION_IDLE_DAYS) * DAY;
 
 const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
-const post = (fetcher: Fetcher, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+const post = (
+  fetcher: Fetcher,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+) =>
   fetcher(path, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(signal === undefined ? {} : { signal }),
   });
 
 async function create(fetcher: Fetcher = alpha, body: unknown = {}): Promise<string> {
@@ -225,6 +234,73 @@ describe("sessions on the edge", () => {
     const { id: child } = (await (await post(alpha, `/sessions/${id}/fork`)).json()) as { id: string };
     expect(await value(child, "sumOf(data)")).toBe(sum);
     await remove(child);
+    await remove(id);
+  });
+
+  it("open (MCP's `session`) gets the tenant's session of a name or creates it; each tenant's names are its own", async () => {
+    const sessions = edgeSessions(env, DEFAULT_SESSION_LIMITS);
+    const name = `notebook-${crypto.randomUUID()}`;
+    const opened = await sessions.open("alpha", name);
+    expect(opened.created).toBe(true);
+    expect(await sessions.open("alpha", name)).toEqual({ id: opened.id, created: false });
+    await value(opened.id, "let page = 1");
+    const theirs = await sessions.open("beta", name);
+    expect(theirs.created).toBe(true);
+    expect(theirs.id).not.toBe(opened.id);
+    const taken = await post(alpha, "/sessions", { name });
+    expect(taken.status).toBe(400);
+    expect(await taken.json()).toEqual({
+      error: { code: "invalid_request", message: `This tenant has a session named ${JSON.stringify(name)}` },
+    });
+    expect(await sessions.get("alpha", opened.id)).toMatchObject({ id: opened.id, name, cells: 1 });
+    await remove(opened.id);
+    await remove(theirs.id, beta);
+  });
+
+  it("a client that goes away ends its cell; the session keeps what the cell did before and takes the next at once", async () => {
+    const id = await create();
+    // The cell awaits a kv `get` held until released (timers would be cut by their fuel): RPC calls methods of the
+    // class, so the hold is put on the prototype, and taken off after.
+    type Getter = { get(key: string): Promise<unknown> };
+    let prototype!: Getter;
+    await runInDurableObject(env.KV.get(env.KV.idFromName("tenant:alpha")), (object) => {
+      prototype = Object.getPrototypeOf(object) as Getter;
+    });
+    const original = prototype.get;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    prototype.get = async function (this: Getter, key) {
+      await held;
+      return original.call(this, key);
+    };
+    try {
+      // The backend as the routes call it, with the signal a request's end aborts (the test pool's client never
+      // cancels a request it abandons).
+      const gone = new AbortController();
+      const events: string[] = [];
+      const { answer } = await edgeSessions(env, DEFAULT_SESSION_LIMITS).run(
+        "alpha",
+        id,
+        {
+          source:
+            "var mark = 'started'; const { get } = await import('kv'); console.log(mark); await get({ key: 'k' }); mark = 'finished'",
+          language: "javascript",
+          timeoutMs: 60_000,
+        },
+        { signal: gone.signal, onEvent: (event) => events.push(event.type) },
+      );
+      while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      gone.abort();
+      // Past the test's own timeout if the cell ran on to its 60 s.
+      const { result } = await answer;
+      expect([events, result.status]).toEqual([["log"], "terminated"]);
+      expect(await value(id, "mark")).toBe("started");
+    } finally {
+      release();
+      prototype.get = original;
+    }
     await remove(id);
   });
 
