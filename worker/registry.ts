@@ -83,9 +83,17 @@ export class RegistryObject extends DurableObject {
     return this.#sessions.list(tenant, after, limit);
   }
 
-  /** Counts one session cell of `tenant` against `perMinute`; refused with `Retry-After` when over. */
-  async admitCell(tenant: string, perMinute: number): Promise<Answer<null>> {
-    return answer(() => this.#sessions.admitCell(tenant, perMinute, Date.now()));
+  /**
+   * The tenant's session `id` with one of its cells counted against `perMinute` (refused with `Retry-After` when
+   * over); `null`, nothing counted, for an unknown or another tenant's id. One request for both, as every cell asks.
+   */
+  async admitCell(tenant: string, id: string, perMinute: number): Promise<Answer<IndexedSession | null>> {
+    return answer(() => {
+      const entry = this.#sessions.entry(tenant, id);
+      if (entry === undefined) return null;
+      this.#sessions.admitCell(tenant, perMinute, Date.now());
+      return entry;
+    });
   }
 
   /**

@@ -43,8 +43,11 @@ export function edgeSessions(env: Env, limits: SessionLimits): SessionBackend {
     },
 
     async run(tenant, id, cell, caller = {}) {
-      const object = await objectOf(tenant, id);
-      unwrap(await registry().admitCell(tenant, limits.cellsPerMinute));
+      const entry = SESSION_ID_PATTERN.test(id)
+        ? unwrap(await registry().admitCell(tenant, id, limits.cellsPerMinute))
+        : null;
+      if (entry === null) throw notFound(id);
+      const object = env.SESSIONS.get(env.SESSIONS.idFromString(entry.object));
       const call = crypto.randomUUID();
       let started!: () => void;
       const admitted = new Promise<null>((resolve) => {
