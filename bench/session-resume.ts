@@ -22,7 +22,8 @@ const WARM_CELLS = 20;
 /** Live data of each kind of session: a few bytes, and some 4 MiB of objects and strings. */
 const STATES = {
   small: "let x = 41",
-  "4 MiB": "let x = 41; const rows = Array.from({ length: 40000 }, (_, i) => ({ i, name: 'row ' + i, tags: [i % 7, i % 11] }))",
+  "4 MiB":
+    "let x = 41; const rows = Array.from({ length: 40000 }, (_, i) => ({ i, name: 'row ' + i, tags: [i % 7, i % 11] }))",
 };
 const CELL = "x + 1";
 

@@ -3,7 +3,9 @@
  * tenants: `pidOf`), keeps a summary of every process with its tenant for `GET /processes` and for checking whose a
  * pid is before any process object is reached, and counts what tenants may start: active processes (theirs and the
  * deployment's), a token bucket of runs per minute and one of fuel, each tenant's share of CPU. Executions never pass through it: each runs in its own
- * `ProcessObject`, which reports state changes here (a few small writes per process).
+ * `ProcessObject`, which reports state changes here (a few small writes per process). Sessions have rows here too
+ * (session-index.ts): whose each id is and which object holds it, their names, counts and bytes, and each tenant's
+ * cells per minute; their state is in their own `SessionObject`s.
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
