@@ -129,7 +129,7 @@ const isFull = (error: unknown) =>
   /database or disk is full|no space left/i.test(String((error as Error | undefined)?.message));
 
 /** `work`, a full database or disk answering 507 `storage_full` that names `store`. */
-async function roomIn<T>(store: string, work: () => Promise<T>): Promise<T> {
+export async function roomIn<T>(store: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {

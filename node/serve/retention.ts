@@ -1,6 +1,7 @@
 /**
  * Retention on `runcode serve` (src/host/processes/retention.ts): a sweep deletes the processes that ended more than
- * the retention ago, when the server starts and then every {@link SWEEP_EVERY_MS}. It deletes in statements of
+ * the retention ago, when the server starts and then every {@link SWEEP_EVERY_MS}; another deletes the sessions idle
+ * past `RUNCODE_SESSION_IDLE_DAYS` (`SessionService.sweepIdle`) as often. It deletes in statements of
  * {@link SWEEP_BATCH_ROWS} rows until none is left, so whatever has piled up, no statement holds the database for
  * long.
  * @module
@@ -32,24 +33,37 @@ export function sweepEndedProcesses(
   options: RetentionOptions,
 ): Sweeps {
   const clock = options.clock ?? Date.now;
+  return sweepEvery(async (stopped) => {
+    const before = clock() - options.retentionMs;
+    let deleted: number;
+    do deleted = await store.deleteEndedBefore(before, SWEEP_BATCH_ROWS);
+    while (deleted === SWEEP_BATCH_ROWS && !stopped());
+  }, options.onError);
+}
+
+/**
+ * Runs `sweep` at once and then every {@link SWEEP_EVERY_MS} (the processes' retention, the sessions' idle TTL), on
+ * a timer that keeps no process alive; `sweep` is told when it should stop early.
+ */
+export function sweepEvery(
+  sweep: (stopped: () => boolean) => Promise<unknown>,
+  onError: (error: unknown) => void,
+): Sweeps {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  const sweep = async () => {
+  const round = async () => {
     try {
-      const before = clock() - options.retentionMs;
-      let deleted: number;
-      do deleted = await store.deleteEndedBefore(before, SWEEP_BATCH_ROWS);
-      while (deleted === SWEEP_BATCH_ROWS && !stopped);
+      await sweep(() => stopped);
     } catch (error) {
-      options.onError(error);
+      onError(error);
     }
     if (!stopped) {
       timer = setTimeout(() => {
-        sweeping = sweep();
+        sweeping = round();
       }, SWEEP_EVERY_MS).unref();
     }
   };
-  let sweeping = sweep();
+  let sweeping = round();
   return {
     stop() {
       stopped = true;

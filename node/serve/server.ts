@@ -1,14 +1,16 @@
 /**
- * `runcode serve`: the edge's HTTP app on Node (`@hono/node-server`), with records and `kv` values in libSQL
- * (node/serve/libsql-stores.ts), processes on the environment module's worker threads, `/run` in the thread pool,
- * and the edge's settings and limits (src/host/settings.ts). What no route matches is the playground's.
+ * `runcode serve`: the edge's HTTP app on Node (`@hono/node-server`), with records, `kv` values and sessions in libSQL
+ * (node/serve/libsql-stores.ts, libsql-sessions.ts), processes on the environment module's worker threads, `/run` in
+ * the thread pool, sessions' cells in-thread (node/serve/sessions.ts), and the edge's settings and limits
+ * (src/host/settings.ts). What no route matches is the playground's.
  *
  * Starting, it locks its database file (one server owns a database: node/serve/lock.ts), ends the runs the database
- * shows active (the last stop cut them off), and with a retention, starts sweeping out the processes past it
- * (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting work (new connections, and requests
- * on open ones answer 503), ends every active process first (each killed, `canceled`, its final record written),
- * then gives requests in flight {@link DRAIN_MS} to finish (a streamed `/run` gets its result), closes the database
- * and releases the lock; the sweeps stop first.
+ * shows active (the last stop cut them off), starts sweeping out the sessions idle past their TTL, and with a
+ * retention, the processes past it (node/serve/retention.ts). Stopping ({@link Served.stop}), it stops accepting work
+ * (new connections, and requests on open ones answer 503), ends every active process (each killed, `canceled`, its
+ * final record written) and every running cell (its session's state written, as after every cell) first, then gives
+ * requests in flight {@link DRAIN_MS} to finish (a streamed `/run` gets its result), closes the database and releases
+ * the lock; the sweeps stop first.
  * @module
  */
 import type { AddressInfo } from "node:net";
@@ -19,6 +21,7 @@ import { MemoryQuotas } from "../../src/host/admission/quotas.js";
 import { createApp } from "../../src/host/http/app.js";
 import { createHost } from "../../src/host/index.js";
 import { failCutOffRuns } from "../../src/host/processes/restarts.js";
+import { SessionService } from "../../src/host/sessions/session-service.js";
 import {
   appOptionsOf,
   fetchOptionOf,
@@ -28,10 +31,12 @@ import {
   runWebOf,
 } from "../../src/host/settings.js";
 import { createSandbox, MAX_THREADS } from "../index.js";
+import { libsqlSessionStore } from "./libsql-sessions.js";
 import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql-stores.js";
 import { type DatabaseLock, lockDatabase } from "./lock.js";
 import { playgroundFiles } from "./playground.js";
-import { sweepEndedProcesses } from "./retention.js";
+import { sweepEndedProcesses, sweepEvery } from "./retention.js";
+import { inThreadSessions } from "./sessions.js";
 import { originsFor, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the processes have ended. */
@@ -102,6 +107,15 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
   });
   const runOptions = runSandboxOptionsOf(settings);
   const sandbox = createSandbox({ ...runOptions, threads: true });
+  // A session's cells run with `/run`'s sandbox settings and CPU shares; its state is in the database between cells.
+  const sessions = new SessionService({
+    store: await libsqlSessionStore(db),
+    engine: inThreadSessions(runOptions),
+    limits: settings.sessions,
+    defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
+    tools,
+    cpu: runCpuSharesOf(settings, cpu),
+  });
   const fallback = playgroundFiles();
   let app: ReturnType<typeof createApp> | undefined;
   let stopping: Promise<void> | undefined;
@@ -131,6 +145,7 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
   app = createApp({
     processes: service,
     catalog: service,
+    sessions,
     run: {
       runCode: sandbox.runCode,
       ...runWebOf(settings),
@@ -151,16 +166,20 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
           retentionMs: settings.retentionMs,
           onError: (error) => console.error("runcode serve: the retention sweep failed:", error),
         });
+  const idleSweeps = sweepEvery(
+    () => sessions.sweepIdle(),
+    (error) => console.error("runcode serve: the idle sessions' sweep failed:", error),
+  );
   return {
     url: `http://${host}:${port}`,
     cutOff: cutOff.length,
     playground: fallback !== undefined,
     stop: () => {
       stopping ??= (async () => {
-        await sweeps?.stop();
+        await Promise.all([sweeps?.stop(), idleSweeps.stop()]);
         const closed = new Promise((resolve) => server.close(resolve));
         if ("closeIdleConnections" in server) server.closeIdleConnections();
-        await within(CUT_OFF_MS, service.stopAll());
+        await within(CUT_OFF_MS, Promise.all([service.stopAll(), sessions.stop("The server is stopping")]));
         await within(DRAIN_MS, closed);
         if ("closeAllConnections" in server) server.closeAllConnections();
         db.close();

@@ -34,8 +34,8 @@ const flagOf = (setting: string) =>
 
 export const SERVE_USAGE = `usage: runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] [--db-auth-token token]
        [--${FLAG_SETTINGS.map(flagOf).join(" value] [--")} value]
-Serves the HTTP API (processes, /run, /mcp, the catalog) and the playground on Node, with records and kv values in
-libSQL: a database file, or a libSQL server (--db libsql://..., its token in --db-auth-token or
+Serves the HTTP API (processes, sessions, /run, /mcp, the catalog) and the playground on Node, with records,
+sessions and kv values in libSQL: a database file, or a libSQL server (--db libsql://..., its token in --db-auth-token or
 RUNCODE_DB_AUTH_TOKEN; --db defaults to RUNCODE_DB, then file:runcode.db). Each setting is also read from the environment variable it is named after (--tenant-max-active:
 RUNCODE_TENANT_MAX_ACTIVE); API keys only from RUNCODE_API_KEYS. On loopback it serves anonymous callers unless keys
 are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCODE_ALLOW_ANONYMOUS=true).

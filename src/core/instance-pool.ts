@@ -132,6 +132,14 @@ export class InstancePool implements InstancePoolPort {
     return this.#idle.length;
   }
 
+  /** Whether an instance for runs like `heapLimitBytes` and `boot` is idle. */
+  hasIdle(wasm: WebAssembly.Module | undefined, heapLimitBytes: number, boot: Boot = PLAIN_BOOT): boolean {
+    const bytes = linearMemoryBytes(heapLimitBytes);
+    return this.#idle.some(
+      (idle) => idle.wasm === wasm && idle.instance.maxBytes === bytes && idle.boot.key === boot.key,
+    );
+  }
+
   /** The idle instance fit for the run, restored; the most recently used first, its memory the likeliest in cache. */
   #idleFor(wasm: WebAssembly.Module | undefined, bytes: number, boot: Boot): BootedInstance | undefined {
     for (let index = this.#idle.length - 1; index >= 0; index--) {

@@ -211,14 +211,21 @@ function functionPaths(functions: FunctionTable, roots: Record<string, unknown>)
   return Array.from({ length: functions.size }, (_, id) => found.get(functions.get(id) as HostFunction) ?? `#${id}`);
 }
 
-/** An instance for a session of `shape`: its own until the session closes. */
+/**
+ * An instance for a session of `shape`: its own until the session closes. When it leaves the pool with none like it
+ * idle, another is booted meanwhile, so that the next fork, restore or session finds one (a boot is most of what
+ * they would cost).
+ */
 async function takeInstance(shape: SessionShape): Promise<BootedInstance> {
   const { context, memoryLimitBytes } = shape;
-  const booted = await context.pool.take(await context.wasm(), memoryLimitBytes, true, context.boot);
+  const wasm = await context.wasm();
+  const { pool, boot } = context;
+  const booted = await pool.take(wasm, memoryLimitBytes, true, boot);
   if (booted.span() === undefined) {
-    context.pool.give(booted, false);
+    pool.give(booted, false);
     throw new TypeError("This engine build cannot keep sessions: its allocator's break was not found");
   }
+  if (!pool.hasIdle(wasm, memoryLimitBytes, boot)) void pool.prepare(wasm, memoryLimitBytes, boot).catch(() => {});
   return booted;
 }
 

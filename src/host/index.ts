@@ -2,7 +2,8 @@
  * `runcode/host`: the process host, platform-neutral. A {@link ProcessService} (pids, state machine, bindings,
  * events) over the {@link ProcessStore} port, a {@link ToolRegistry} with the built-in `kv` service over the
  * {@link KeyValueStore} port (a store per tenant), environment activation with draining, and the HTTP API as one
- * Hono app (`createApp({ processes, catalog }).fetch(request)`) with API keys, tenants, rates and `POST /run`.
+ * Hono app (`createApp({ processes, catalog }).fetch(request)`) with API keys, tenants, rates and `POST /run`, and
+ * sessions (a {@link SessionService} over the {@link SessionStore} port and the core's sessions, given to the app).
  * `createHost` wires the in-memory pieces together.
  * @module
  */
@@ -64,6 +65,19 @@ export {
   type TextChunk,
 } from "./processes/storage.js";
 export { createRunOnce, type RunOnceOptions } from "./runs/run-once.js";
+export type {
+  CellCaller,
+  CellRequest,
+  CreateSessionInput,
+  SessionBackend,
+  SessionInfo,
+  SessionPage,
+  SessionRequestOptions,
+} from "./sessions/backend.js";
+export type { EngineSession, EngineSessionOptions, SessionEngine } from "./sessions/engine.js";
+export type { SessionLimits } from "./sessions/limits.js";
+export { SessionService, type SessionServiceOptions } from "./sessions/session-service.js";
+export { MemorySessionStore, type SessionStore, type StoredSession } from "./sessions/store.js";
 
 export interface HostOptions extends Partial<Omit<ProcessServiceOptions, "store" | "tools">> {
   store?: ProcessStore;

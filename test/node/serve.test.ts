@@ -550,6 +550,46 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
+  it("sessions live in its database: state kept between cells, across a SIGTERM that ends a running cell and a restart; quotas from flags", async () => {
+    const db = newDatabase();
+    // The Web APIs give a cell a timer to wait on (a promise nothing can settle is a deadlock, answered at once).
+    const first = await start(["--db", db, "--web-apis", "true"]);
+    const a = client(first);
+    const created = await a.call("POST", "/sessions", { name: "work" });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const cell = async (c: ReturnType<typeof client>, source: string) => {
+      const answer = await c.call("POST", `/sessions/${id}/run`, { source });
+      return { status: answer.status, result: fromWire(answer.body as JsonValue) as Record<string, unknown> };
+    };
+    expect(await cell(a, "let x = 41")).toMatchObject({ status: 200, result: { status: "success" } });
+    // A streamed cell's headers come once it has started: it is running when the server is told to stop.
+    const running = await fetch(`${first.url}/sessions/${id}/run`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({
+        source: "var y = 'set before the stop'; await new Promise((r) => setTimeout(r, 60_000))",
+      }),
+    });
+    expect(running.status).toBe(200);
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(await running.text()).toMatch(/^event: result\ndata: \{"status":"terminated"/);
+
+    const second = await start(["--db", db, "--web-apis", "true", "--sessions-per-tenant", "2"]);
+    const b = client(second);
+    expect(await cell(b, "[x + 1, y]")).toMatchObject({
+      status: 200,
+      result: { status: "success", result: [42, "set before the stop"] },
+    });
+    expect((await b.call("GET", `/sessions/${id}`)).body).toMatchObject({ id, name: "work", cells: 3 });
+    expect((await b.call("POST", "/sessions", {})).status).toBe(201);
+    expect(await b.call("POST", `/sessions/${id}/fork`)).toMatchObject({
+      status: 429,
+      body: { error: { code: "too_many_sessions" } },
+    });
+    expect(await second.stop("SIGTERM")).toBe(0);
+  });
+
   it("refuses options it cannot serve with: one line on standard error, exit 2 (1 for a database or an address it cannot use)", async () => {
     expect(await refused(["--port", "http"])).toEqual({
       code: 2,

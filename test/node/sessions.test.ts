@@ -65,7 +65,41 @@ describe("a session's cells", () => {
   it("give a syntax error as a link error, and an import that does not resolve too", async () => {
     const s = await session();
     expect(outcome(await s.run("var = 1", js))).toMatchObject({ status: "link_error", name: "SyntaxError" });
-    expect(await value(s, "1")).toBe(1);
+    expect(outcome(await s.run("export const a = 1", js))).toEqual({
+      status: "link_error",
+      name: "SyntaxError",
+      message: "A cell cannot export: it is a script",
+    });
+    const missing = await s.run("var before = 1;\nimport x from './nope.js'", js);
+    expect(missing.status).toBe("link_error");
+    expect(missing.error).toMatchObject({ name: "LinkError", specifier: "./nope.js" });
+    expect(await value(s, "typeof before")).toBe("undefined");
+  });
+
+  it("keep let, const and class declarations, which a later cell may declare again, as a console does", async () => {
+    const s = await session();
+    expect(
+      await s.run("let n = 1; const k = { v: 2 }; class Point { constructor(x) { this.x = x } }", js),
+    ).toMatchObject({ status: "success", result: undefined });
+    expect(await value(s, "[n, k.v, new Point(3).x]")).toEqual([1, 2, 3]);
+    expect(await value(s, "const getN = () => n; n = 5; getN()")).toBe(5);
+    expect(await value(s, "let n = 'again'; const k = 7; [n, k, getN()]")).toEqual(["again", 7, "again"]);
+    expect(await value(s, "k = 8; k")).toBe(7);
+    expect(await value(s, "const { a, b: [c] = [9] } = { a: 1 }; [a, c]")).toEqual([1, 9]);
+  });
+
+  it("bind imports at a cell's top like const: the options' bare specifiers and relative modules", async () => {
+    const s = await session({
+      imports: { units: { default: "cm", per: 100 } },
+      modules: { "./lib.ts": "export const half = (n: number): number => n / 2;" },
+    });
+    expect(
+      await s.run("import unit, { per } from 'units';\nimport { half } from './lib.ts';\nhalf(per) + unit"),
+    ).toMatchObject({
+      status: "success",
+      result: "50cm",
+    });
+    expect(await value(s, "[unit, per, half(8)]")).toEqual(["cm", 100, 4]);
   });
 
   it("see the options' globals, imports and modules, given once, and call host functions", async () => {
@@ -188,9 +222,7 @@ describe("forks", () => {
     const [parent, fork] = await Promise.all([value(s, "Math.random()"), value(t, "Math.random()")]);
     expect(parent).not.toBe(fork);
   });
-});
 
-describe("forks", () => {
   it("outlive their parent, and fork again", async () => {
     const s = await createSession();
     await value(s, "var depth = 0");

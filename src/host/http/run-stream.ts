@@ -14,7 +14,7 @@ import { SSE_HEADERS } from "./route-context.js";
 const encoder = new TextEncoder();
 
 /** How a route starts its work for a stream: refusals throw, having run nothing; `answer` never rejects. */
-export type StartStreamed = (caller: {
+type StartStreamed = (caller: {
   signal: AbortSignal;
   onEvent: (event: RunEvent) => void;
 }) => Promise<{ answer: Promise<RunAnswer> }>;

@@ -33,7 +33,7 @@ import {
 const OPTION_KEYS = ["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"];
 
 /** What a client asks to run, as it sent it. */
-export interface RunOnceRequest {
+interface RunOnceRequest {
   source: string;
   /** The data-only options of `runCode` ({@link OPTION_KEYS}), values JSON cannot carry in the wire encoding. */
   options?: unknown;
@@ -49,7 +49,7 @@ export type RunEvent =
   | { type: "report"; data: string };
 
 /** Who asks for a run, and how to reach them while it runs. */
-export interface RunCaller {
+interface RunCaller {
   /** Whose run it is: its services act for this tenant, and admission counts it in the tenant's share. */
   tenant?: string;
   /** Aborts when the caller goes away: the run stops and its room is released. */

@@ -10,11 +10,11 @@
  *
  * Per tenant: at most `perTenant` sessions (429 `too_many_sessions`), `bytesPerTenant` bytes of storage (413
  * `session_storage_full`), `cellsPerMinute` cells (429 `rate_limited` with `Retry-After`), and each cell's fuel cap
- * reserved from the tenant's CPU share as a run's is. A cell whose resulting state would pass the storage quota is
- * still answered (its logs and reports), but as an `error` named `SessionStorageFull` without its value, and its
- * effects are undone: the session goes back to its stored state, so nothing stored is lost and what a client sees is
- * what a restart would give it. The tenant's writes (the quota's check and the store's write) are serialized here, so
- * a tenant's sessions are served by one service at a time.
+ * reserved from the tenant's CPU share as a run's is. A cell whose resulting state would pass the storage quota (or
+ * that the store has no room for) is still answered (its logs and reports), but as an `error` named
+ * `SessionStorageFull` without its value, and its effects are undone: the session goes back to its stored state, so
+ * nothing stored is lost and what a client sees is what a restart would give it. The tenant's writes (the quota's
+ * check and the store's write) are serialized here, so a tenant's sessions are served by one service at a time.
  * @module
  */
 import { FUEL_PER_MS } from "../../core/sandbox.js";
@@ -88,6 +88,8 @@ interface Entry {
   turns: Turns;
   /** The realm while live. */
   session?: EngineSession;
+  /** Its stored fields while live (the store holds the same), so a warm cell reads no snapshot. */
+  stored?: Stored;
   /** Ends the cell running in it, if any. */
   stop?: (reason: string) => void;
   /** The tool modules of the cell running in it, bound to that cell's scope. */
@@ -191,6 +193,7 @@ export class SessionService implements SessionBackend {
     try {
       if (this.#cpu !== undefined) reserved = await this.#cpu.budget.reserve(tenant, this.#cpu.fuelOf(timeoutMs));
       release = await turn;
+      this.#refuseWhenStopping();
       if (caller.signal?.aborted) throw new HostError("invalid_request", "The request ended before the cell started");
       ({ stored, session } = await this.#live(entry));
     } catch (error) {
@@ -221,6 +224,7 @@ export class SessionService implements SessionBackend {
         // The realm may be ahead of the store: the next turn restores the stored state.
         session.close();
         delete entry.session;
+        delete entry.stored;
         throw bug;
       } finally {
         done();
@@ -274,19 +278,25 @@ export class SessionService implements SessionBackend {
     return info;
   }
 
+  /** Marked deleted at once: the running cell ends, and cells waiting for their turn find no session (404). */
   async delete(tenant: string, id: string): Promise<void> {
     const entry = await this.#entry(tenant, id);
+    entry.deleted = true;
     entry.stop?.("The session was deleted");
     const release = await entry.turns.take();
+    let deleted: boolean;
     try {
-      if (entry.deleted) throw notFound(id);
-      entry.deleted = true;
-      await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
-      entry.session?.close();
-      this.#entries.delete(keyOf(tenant, id));
+      deleted = await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
+    } catch (error) {
+      // Still stored: still there.
+      entry.deleted = false;
+      throw error;
     } finally {
       release();
     }
+    this.#drop(entry);
+    // Another delete of it came first.
+    if (!deleted) throw notFound(id);
   }
 
   /**
@@ -306,8 +316,7 @@ export class SessionService implements SessionBackend {
           if (info === undefined || info.lastUsedAt >= before) continue;
           entry.deleted = true;
           await this.#asTenant(tenant, () => this.#store.delete(tenant, id));
-          entry.session?.close();
-          this.#entries.delete(keyOf(tenant, id));
+          this.#drop(entry);
           deleted++;
         } finally {
           release();
@@ -383,10 +392,11 @@ export class SessionService implements SessionBackend {
       };
       await this.#roomFor(tenant, stored.bytes, 0, true);
       await this.#store.put(stored);
+      const { snapshot: _snapshot, ...fields } = stored;
+      entry.stored = fields;
       return id;
     } catch (error) {
-      entry.session?.close();
-      this.#entries.delete(keyOf(tenant, id));
+      this.#drop(entry);
       throw error;
     } finally {
       release();
@@ -408,20 +418,26 @@ export class SessionService implements SessionBackend {
       bytes: bytesOf(snapshot, stored.options),
       snapshot,
     };
+    // Past the quota, or a store with no room (507 `storage_full`): the cell is answered, its state not kept.
     const refusal = await this.#asTenant(tenant, async () => {
       try {
         await this.#roomFor(tenant, kept.bytes, stored.bytes, false);
+        await this.#store.put(kept);
+        const { snapshot: _snapshot, ...fields } = kept;
+        entry.stored = fields;
+        return undefined;
       } catch (error) {
-        if (isHostError(error)) return error;
+        if (isHostError(error) && (error.code === "session_storage_full" || error.code === "storage_full")) {
+          return error;
+        }
         throw error;
       }
-      await this.#store.put(kept);
-      return undefined;
     });
     if (refusal === undefined) return result;
     // The live realm is ahead of the stored state: close it, and the next turn restores the stored one.
     session.close();
     delete entry.session;
+    delete entry.stored;
     const { result: _value, ...answered } = result;
     return {
       ...answered,
@@ -466,7 +482,11 @@ export class SessionService implements SessionBackend {
   async #entry(tenant: string, id: string): Promise<Entry> {
     if (!SESSION_ID_PATTERN.test(id)) throw notFound(id);
     const known = this.#entries.get(keyOf(tenant, id));
-    if (known !== undefined && !known.deleted) return known;
+    // One being deleted is gone already: a cell let in now would store it again after the delete.
+    if (known !== undefined) {
+      if (known.deleted) throw notFound(id);
+      return known;
+    }
     if ((await this.#store.info(tenant, id)) === undefined) throw notFound(id);
     return this.#entryOf(tenant, id);
   }
@@ -484,17 +504,30 @@ export class SessionService implements SessionBackend {
   /** In `entry`'s turn: its stored fields and its realm, restored from the store when it is not live. */
   async #live(entry: Entry): Promise<{ stored: Stored; session: EngineSession }> {
     const { tenant, id } = entry;
-    const found = entry.deleted ? undefined : await this.#store.get(tenant, id);
-    if (found === undefined) throw notFound(id);
-    const { snapshot, ...stored } = found;
-    if (entry.session === undefined) {
-      const options = this.#engineOptions(entry, stored.options);
-      entry.session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
-    }
+    if (entry.deleted) throw notFound(id);
     // Most recently used last.
     this.#entries.delete(keyOf(tenant, id));
     this.#entries.set(keyOf(tenant, id), entry);
-    return { stored, session: entry.session };
+    if (entry.session !== undefined && entry.stored !== undefined) {
+      return { stored: entry.stored, session: entry.session };
+    }
+    const found = await this.#store.get(tenant, id);
+    if (found === undefined) throw notFound(id);
+    const { snapshot, ...stored } = found;
+    const options = this.#engineOptions(entry, stored.options);
+    const session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
+    entry.session = session;
+    entry.stored = stored;
+    return { stored, session };
+  }
+
+  /** Closes `entry`'s realm and forgets it (unless another entry of its id took its place meanwhile). */
+  #drop(entry: Entry): void {
+    entry.session?.close();
+    delete entry.session;
+    delete entry.stored;
+    const key = keyOf(entry.tenant, entry.id);
+    if (this.#entries.get(key) === entry) this.#entries.delete(key);
   }
 
   /** Closes the least recently used idle sessions while the live ones pass the count or the bytes. */

@@ -39,12 +39,20 @@ async function refusal(work: Promise<unknown>) {
 
 describe("SessionService", () => {
   test("a session keeps its state between cells, and its stored record counts cells and bytes", async () => {
-    const { service, cell, clock } = setUp();
+    const { service, cell, clock, store } = setUp();
+    const reads: string[] = [];
+    const get = store.get.bind(store);
+    store.get = (tenant, id) => {
+      reads.push(id);
+      return get(tenant, id);
+    };
     const { id } = await service.create("a", {});
     expect(id).toMatch(/^[0-9a-f]{32}$/);
     clock.now += 5;
     expect(await cell("a", id, "state.x = 41")).toMatchObject({ status: "success", result: 41 });
     expect(await cell("a", id, "state.x + 1")).toMatchObject({ status: "success", result: 42 });
+    // A live session's cells read no snapshot from the store.
+    expect(reads).toEqual([]);
     const snapshotBytes = JSON.stringify({ state: { x: 41 }, cells: 2 }).length;
     expect(await service.get("a", id)).toEqual({
       id,
@@ -121,6 +129,36 @@ describe("SessionService", () => {
       headers: {},
     });
     expect(await full.store.usage("a")).toEqual({ count: 0, bytes: 0 });
+    // Nor a fork that would pass it.
+    const forking = setUp({ limits: { bytesPerTenant: 45 } });
+    const parent = await forking.service.create("a", {});
+    expect(await refusal(forking.service.fork("a", parent.id))).toEqual({
+      code: "session_storage_full",
+      status: 413,
+      message: "The session's state (24 bytes) would pass this tenant's storage for sessions (24 of 45 bytes used)",
+      headers: {},
+    });
+    expect(await forking.store.usage("a")).toEqual({ count: 1, bytes: 24 });
+  });
+
+  test("a cell the store has no room for is answered as SessionStorageFull, its effects undone", async () => {
+    const { service, cell, store } = setUp();
+    const { id } = await service.create("a", {});
+    await cell("a", id, "state.x = 1");
+    const put = store.put.bind(store);
+    store.put = async () => {
+      throw new HostError("storage_full", "The session store is full: its database or disk has no room for this write");
+    };
+    expect(await cell("a", id, "state.x = 2")).toMatchObject({
+      status: "error",
+      error: {
+        name: "SessionStorageFull",
+        message:
+          "The session store is full: its database or disk has no room for this write: the cell's effects were undone",
+      },
+    });
+    store.put = put;
+    expect(await cell("a", id, "state.x")).toMatchObject({ result: 1 });
   });
 
   test("cells past the tenant's rate are refused with Retry-After until the bucket refills", async () => {
@@ -258,20 +296,25 @@ describe("SessionService", () => {
     await (await service.run("a", id, { source: "'hi'" }, { onEvent: (event) => events.push(event) })).answer;
     expect(events).toEqual([{ type: "log", level: "log", data: '{"level":"log","args":["hi"],"timestamp":0}' }]);
     const forever = await service.run("a", id, { source: "new Promise(() => {})" });
+    const waiting = service.run("a", id, { source: "1" });
     await service.delete("a", id);
     expect((await forever.answer).result).toMatchObject({
       status: "terminated",
       error: { message: "The session was deleted" },
     });
+    expect(await refusal(waiting)).toMatchObject({ code: "not_found" });
     expect(await refusal(cell("a", id, "1"))).toMatchObject({ code: "not_found" });
+    expect(await refusal(service.delete("a", id))).toMatchObject({ code: "not_found" });
   });
 
   test("stop ends running cells, keeps their state, and refuses new work", async () => {
     const { service, store, engine } = setUp();
     const { id } = await service.create("a", {});
     const forever = await service.run("a", id, { source: "(state.x = 1, new Promise(() => {}))" });
+    const waiting = service.run("a", id, { source: "state.y = 2" });
     await service.stop("stopping");
     expect((await forever.answer).result).toMatchObject({ status: "terminated" });
+    expect(await refusal(waiting)).toMatchObject({ code: "overloaded", status: 503 });
     expect(engine.closed).toBe(1);
     expect((await store.get("a", id))?.cells).toBe(1);
     expect(await refusal(service.create("a", {}))).toMatchObject({ code: "overloaded", status: 503 });
