@@ -20,7 +20,13 @@ import { type PreparedRun, prepareRun } from "./request.js";
 import type { RunChannel, StartedRun } from "./run.js";
 import { startCell } from "./run.js";
 import { type SandboxContext, sandboxContext, startRun } from "./sandbox.js";
-import { decodeSnapshot, encodeSnapshot, SnapshotError, type SnapshotHeader } from "./snapshot.js";
+import {
+  type DecodedSnapshot,
+  decodeSnapshot,
+  encodeSnapshot,
+  SnapshotError,
+  type SnapshotHeader,
+} from "./snapshot.js";
 import type {
   CellOptions,
   CodeExecution,
@@ -116,16 +122,14 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
   if (!(bytes instanceof Uint8Array)) throw new TypeError("restoreSession: bytes must be a Uint8Array");
   const context = sandboxContext(withoutRunOptions(settings));
   const bound = linearMemoryBytes(settings.memoryLimitBytes ?? context.defaultMemoryLimitBytes);
-  let header: SnapshotHeader;
-  let writeInto: (memory: Uint8Array) => void;
+  let decoded: DecodedSnapshot;
   try {
-    const decoded = await decodeSnapshot(bytes, { runcode: RUNCODE_VERSION, maxMemoryBytes: bound });
-    header = decoded.header;
-    writeInto = (memory) => decoded.writeInto(memory, noBase);
+    decoded = await decodeSnapshot(bytes, { runcode: RUNCODE_VERSION, maxMemoryBytes: bound });
   } catch (error) {
     if (error instanceof SnapshotError) throw new SessionError("invalid_snapshot", `restoreSession: ${error.message}`);
     throw error;
   }
+  const { header } = decoded;
   const { setup, shape } = sessionParts(settings, header.memoryLimitBytes);
   if (header.memoryBytes > linearMemoryBytes(shape.memoryLimitBytes))
     mismatch(
@@ -144,7 +148,7 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
     shape.context.pool.give(booted, false);
     mismatch("the snapshot was taken on another build of the engine");
   }
-  booted.adopt(header.memoryBytes, header.span, writeInto);
+  booted.adopt(header.memoryBytes, header.span, (memory) => decoded.writeInto(memory, noBase));
   return new LiveSession(shape, booted, setup.functions, new Map(), header.cells);
 }
 
