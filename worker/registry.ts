@@ -18,7 +18,7 @@ import { newPidTag, type ProcessFilter, type ProcessSummary, pidOf } from "../sr
 import type { SessionInfo } from "../src/host/sessions/backend.js";
 import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
 import { type Answer, answer, unwrap } from "./rpc-refusals.js";
-import { type IndexedSession, SESSION_TABLES, SessionIndex } from "./session-index.js";
+import { type IndexedSession, SESSION_TABLES, SessionIndex, type SessionQuotas } from "./session-index.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 const PENDING_TTL_MS = 30_000;
@@ -61,8 +61,8 @@ export class RegistryObject extends DurableObject {
   }
 
   /** The session index (session-index.ts), by RPC: each method one synchronous step of this object. */
-  async indexSession(entry: IndexedSession): Promise<Answer<null>> {
-    return answer(() => this.#sessions.put(entry));
+  async indexSession(entry: IndexedSession, limits: SessionQuotas): Promise<Answer<null>> {
+    return answer(() => this.#sessions.put(entry, limits));
   }
 
   async removeSession(tenant: string, id: string): Promise<void> {

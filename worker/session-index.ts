@@ -8,6 +8,7 @@
 import { type Bucket, takeToken } from "../src/host/admission/quotas.js";
 import { HostError, retryLater } from "../src/host/errors.js";
 import type { SessionInfo } from "../src/host/sessions/backend.js";
+import type { SessionLimits } from "../src/host/sessions/limits.js";
 
 /** A session's row: what its tenant sees, and the id (`DurableObjectId.toString()`) of the object that holds it. */
 export interface IndexedSession {
@@ -15,6 +16,9 @@ export interface IndexedSession {
   object: string;
   info: SessionInfo;
 }
+
+/** The quotas a row is checked against. */
+export type SessionQuotas = Pick<SessionLimits, "perTenant" | "bytesPerTenant">;
 
 export const SESSION_TABLES = `
   CREATE TABLE IF NOT EXISTS sessions (
@@ -32,12 +36,37 @@ export class SessionIndex {
     this.#sql = sql;
   }
 
-  /** Adds or replaces the row of `entry`'s session; a name another session of the tenant has is refused. */
-  put(entry: IndexedSession): null {
+  /**
+   * Adds or replaces the row of `entry`'s session, in one synchronous step with the checks of the tenant's quotas
+   * against every other row of it: objects of one tenant writing at once are counted one after another here, so
+   * none passes the count or the bytes (the session's object checked the same before, against what it last read).
+   * A name another session of the tenant has is refused.
+   */
+  put(entry: IndexedSession, limits: SessionQuotas): null {
     const { tenant, object, info } = entry;
     const holder = info.name === undefined ? undefined : this.named(tenant, info.name);
     if (holder !== undefined && holder !== info.id) {
       throw new HostError("invalid_request", `This tenant has a session named ${JSON.stringify(info.name)}`);
+    }
+    const others = this.#sql
+      .exec<{ count: number; bytes: number }>(
+        "SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM sessions WHERE tenant = ? AND id != ?",
+        tenant,
+        info.id,
+      )
+      .one();
+    const isNew = this.entry(tenant, info.id) === undefined;
+    if (isNew && others.count >= limits.perTenant) {
+      throw new HostError(
+        "too_many_sessions",
+        `This tenant keeps ${others.count} sessions, its most (${limits.perTenant}): delete one first`,
+      );
+    }
+    if (others.bytes + info.bytes > limits.bytesPerTenant) {
+      throw new HostError(
+        "session_storage_full",
+        `The session's state (${info.bytes} bytes) would pass this tenant's storage for sessions (${others.bytes} of ${limits.bytesPerTenant} bytes used)`,
+      );
     }
     this.#sql.exec(
       `INSERT INTO sessions (tenant, id, object, name, bytes, info) VALUES (?, ?, ?, ?, ?, ?)

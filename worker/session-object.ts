@@ -51,7 +51,7 @@ export class SessionObject extends DurableObject<Env> {
         new ObjectSessionStore(ctx.storage, ctx.id, {
           idleMs: config.sessions.idleMs,
           registry: {
-            index: async (entry) => unwrap(await registry().indexSession(entry)) ?? undefined,
+            index: async (entry) => unwrap(await registry().indexSession(entry, config.sessions)) ?? undefined,
             remove: (tenant, id) => registry().removeSession(tenant, id),
             named: async (tenant, name) => (await registry().sessionNamed(tenant, name)) ?? undefined,
             usage: (tenant) => registry().sessionUsage(tenant),

@@ -54,9 +54,9 @@ export class ObjectSessionStore implements SessionStore {
       return;
     }
     const { snapshot, ...record } = session;
-    const entry = { tenant: record.tenant, object: this.#object, info: infoOf(record) };
-    // A new session is named in the registry first: a name taken meanwhile refuses it before anything is stored.
-    if (own === undefined) await this.#options.registry.index(entry);
+    // The registry first: a name taken meanwhile, or a quota another object of the tenant filled meanwhile, refuses
+    // the write before anything is stored here (the service then answers as the quota's refusal says).
+    await this.#options.registry.index({ tenant: record.tenant, object: this.#object, info: infoOf(record) });
     this.#storage.transactionSync(() => {
       this.#storage.sql.exec(
         "INSERT INTO session (slot, record) VALUES (1, ?) ON CONFLICT (slot) DO UPDATE SET record = excluded.record",
@@ -64,7 +64,6 @@ export class ObjectSessionStore implements SessionStore {
       );
       this.#snapshot.write(snapshot);
     });
-    if (own !== undefined) await this.#options.registry.index(entry);
     await this.#storage.setAlarm(record.lastUsedAt + this.#options.idleMs);
   }
 

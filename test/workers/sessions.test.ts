@@ -362,6 +362,45 @@ describe("quotas per tenant, counted in the registry", () => {
     await remove(id, beta);
   });
 
+  it("creations at once past the count: the registry counts them one after another, so exactly the room is taken", async () => {
+    const perTenant = Number(SETTING_DEFAULTS.RUNCODE_SESSIONS_PER_TENANT);
+    await seedRows(
+      "beta",
+      Array.from({ length: perTenant - 2 }, (_, i) => ({ id: `seeded${i}`, bytes: 0 })),
+    );
+    const made: string[] = [];
+    try {
+      const responses = await Promise.all(Array.from({ length: 6 }, () => post(beta, "/sessions", {})));
+      const answers = await Promise.all(responses.map(async (r) => [r.status, await r.json()] as const));
+      for (const [status, body] of answers) if (status === 201) made.push((body as { id: string }).id);
+      expect(answers.map(([status]) => status).sort()).toEqual([201, 201, 429, 429, 429, 429]);
+      expect(await registry().sessionUsage("beta")).toMatchObject({ count: perTenant });
+    } finally {
+      await unseed("beta");
+      for (const id of made) await remove(id, beta);
+    }
+  });
+
+  it("cells of two sessions at once past the bytes: one is kept, the other answered SessionStorageFull and undone", async () => {
+    const bytesPerTenant = Number(SETTING_DEFAULTS.RUNCODE_SESSION_BYTES_PER_TENANT);
+    const ids = [await create(beta), await create(beta)];
+    const { bytes } = await registry().sessionUsage("beta");
+    // Room for one of them to grow by 60,000 random bytes (some 120 KB of snapshot with the heap's own), not both.
+    await seedRows("beta", [{ id: "seeded", bytes: bytesPerTenant - bytes - 180_000 }]);
+    try {
+      const answers = await Promise.all(
+        ids.map((id) => cell(id, "globalThis.big = crypto.getRandomValues(new Uint8Array(60000)); 'grown'", beta)),
+      );
+      expect(answers.map((a) => a.error?.name ?? a.result).sort()).toEqual(["SessionStorageFull", "grown"]);
+      expect((await registry().sessionUsage("beta")).bytes).toBeLessThanOrEqual(bytesPerTenant);
+      const kept = await Promise.all(ids.map((id) => value(id, "typeof big", beta)));
+      expect(kept.sort()).toEqual(["object", "undefined"]);
+    } finally {
+      await unseed("beta");
+    }
+    for (const id of ids) await remove(id, beta);
+  });
+
   it("RUNCODE_SESSION_CELLS_PER_MINUTE: a cell past the tenant's bucket is 429 with Retry-After and runs nothing", async () => {
     const id = await create(beta);
     await value(id, "let ran = 0", beta);
