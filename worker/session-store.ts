@@ -2,7 +2,8 @@
  * The host's `SessionStore` port in one `SessionObject`: the object keeps exactly one session, its record as JSON in
  * a single-row table and its snapshot in rows (snapshot-rows.ts), both in one synchronous transaction, so the record
  * and the state it describes are written together. What spans a tenant's sessions (names, count and bytes for the
- * quotas, listing) is the registry's (session-index.ts), told of every write. A session put under another id is a
+ * quotas, listing) is the registry's (session-index.ts), which checks and records every write before it is made
+ * here, and forgets a deleted session before its rows go. A session put under another id is a
  * fork's copy: it goes to a new object of its own (`seed`). Every write arms the object's alarm for the session's
  * idle expiry.
  * @module
@@ -88,12 +89,13 @@ export class ObjectSessionStore implements SessionStore {
 
   async delete(tenant: string, id: string): Promise<boolean> {
     if (this.#ownOf(tenant, id) === undefined) return false;
+    // The registry first: rows left here by a failure after it are deleted again by the alarm.
+    await this.#options.registry.remove(tenant, id);
     this.#storage.transactionSync(() => {
       this.#storage.sql.exec("DELETE FROM session");
       this.#snapshot.delete();
     });
     await this.#storage.deleteAlarm();
-    await this.#options.registry.remove(tenant, id);
     return true;
   }
 
