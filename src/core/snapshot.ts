@@ -219,7 +219,7 @@ function writePages(memory: Uint8Array, base: BasePage, span: number, kinds: Uin
 function parseHeader(bytes: Uint8Array, expected: { runcode: string; maxMemoryBytes: number }): SnapshotHeader {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
   } catch {
     throw malformed("its header is not JSON");
   }
