@@ -1,7 +1,7 @@
 /**
  * The HTTP API as one Hono app: `createApp(options).fetch(request) -> Response`, the same in Node, on Workers and in
- * Durable Objects. Processes, the catalog, `POST /run` and `POST /mcp` are sets of routes (Hono sub-apps) over one
- * authentication middleware, one reader of JSON bodies (`json-body.ts`) and one table of error codes
+ * Durable Objects. Processes, sessions, the catalog, `POST /run` and `POST /mcp` are sets of routes (Hono sub-apps)
+ * over one authentication middleware, one reader of JSON bodies (`json-body.ts`) and one table of error codes
  * (`ERROR_STATUS`); every error is `{ error: { code, message } }`, and a refused request never changes a stored
  * record. `/openapi.json` is made from the route definitions and the schemas their input is checked against. A known
  * path asked with another method answers 405; an unknown one under the API's first segments (`/processes/...`) a
