@@ -37,9 +37,16 @@ export function edgeSessions(env: Env, limits: SessionLimits): SessionBackend {
     create: async (tenant, input) => unwrap(await newObject().create(tenant, input)),
 
     async open(tenant, name, options) {
-      const id = await registry().sessionNamed(tenant, name);
-      if (id !== null) return { id, created: false };
-      return unwrap(await newObject().open(tenant, name, options));
+      const named = async () => {
+        const id = await registry().sessionNamed(tenant, name);
+        return id === null ? undefined : { id, created: false };
+      };
+      const found = await named();
+      if (found !== undefined) return found;
+      const opened = await newObject().open(tenant, name, options);
+      // Opened at once elsewhere, its name reached the registry first: that session is the one of the name.
+      if ("error" in opened && opened.error.code === "invalid_request") return (await named()) ?? unwrap(opened);
+      return unwrap(opened);
     },
 
     async run(tenant, id, cell, caller = {}) {

@@ -255,6 +255,15 @@ describe("sessions on the edge", () => {
     expect(await sessions.get("alpha", opened.id)).toMatchObject({ id: opened.id, name, cells: 1 });
     await remove(opened.id);
     await remove(theirs.id, beta);
+
+    // Opened at once in several objects: one session of the name, which every call answers.
+    const racing = `racing-${crypto.randomUUID()}`;
+    const before = (await registry().sessionUsage("alpha")).count;
+    const answers = await Promise.all(Array.from({ length: 4 }, () => sessions.open("alpha", racing)));
+    expect(new Set(answers.map((a) => a.id)).size).toBe(1);
+    expect(answers.filter((a) => a.created)).toHaveLength(1);
+    expect((await registry().sessionUsage("alpha")).count).toBe(before + 1);
+    await remove((answers[0] as { id: string }).id);
   });
 
   it("a client that goes away ends its cell; the session keeps what the cell did before and takes the next at once", async () => {
