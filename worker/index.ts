@@ -1,7 +1,7 @@
 /**
  * The edge host: a Cloudflare Worker serving runcode's HTTP app (src/host) and the playground. The Worker is an
  * adapter: it reads the settings, gives the app its backends (the registry and process objects, one kv object per
- * tenant, the sandbox for `POST /run`) and hands what no route matches to the static assets.
+ * tenant, one object per session, the sandbox for `POST /run`) and hands what no route matches to the static assets.
  * @module
  */
 import { instantiate } from "../src/environment/index.js";
@@ -18,8 +18,10 @@ import { edgeProcesses } from "./processes.js";
 import { RegistryObject, registryCpuBudget } from "./registry.js";
 import { unwrap } from "./rpc-refusals.js";
 import { edgeSandbox } from "./sandboxes.js";
+import { SessionObject } from "./session-object.js";
+import { edgeSessions } from "./sessions.js";
 
-export { KvObject, ProcessObject, RegistryObject };
+export { KvObject, ProcessObject, RegistryObject, SessionObject };
 
 /**
  * The app of this isolate, made on its first request (settings do not change within an isolate). A bad setting
@@ -58,6 +60,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
   return createApp({
     processes: edgeProcesses(env, { maxActive: config.maxActive, tenantMaxActive: config.tenantMaxActive }),
     catalog: service,
+    sessions: edgeSessions(env, config.sessions),
     run: {
       runCode,
       ...runWebOf(config),

@@ -3,7 +3,9 @@
  * tenants: `pidOf`), keeps a summary of every process with its tenant for `GET /processes` and for checking whose a
  * pid is before any process object is reached, and counts what tenants may start: active processes (theirs and the
  * deployment's), a token bucket of runs per minute and one of fuel, each tenant's share of CPU. Executions never pass through it: each runs in its own
- * `ProcessObject`, which reports state changes here (a few small writes per process).
+ * `ProcessObject`, which reports state changes here (a few small writes per process). Sessions have rows here too
+ * (session-index.ts): whose each id is and which object holds it, their names, counts and bytes, and each tenant's
+ * cells per minute; their state is in their own `SessionObject`s.
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
@@ -13,14 +15,17 @@ import { checkSlots, type SlotQuotas } from "../src/host/admission/slots.js";
 import { HostError } from "../src/host/errors.js";
 import { listedOf } from "../src/host/http/process-routes.js";
 import { newPidTag, type ProcessFilter, type ProcessSummary, pidOf } from "../src/host/processes/storage.js";
+import type { SessionInfo } from "../src/host/sessions/backend.js";
 import { nextPidStatements, PID_TAGS_TABLE, PROCESS_INDEXES, processListStatement } from "../src/host/sqlite.js";
 import { type Answer, answer, unwrap } from "./rpc-refusals.js";
+import { type IndexedSession, SESSION_TABLES, SessionIndex, type SessionQuotas } from "./session-index.js";
 
 /** How long a placeholder of an unfinished creation counts as active (a creation takes milliseconds). */
 const PENDING_TTL_MS = 30_000;
 
 export class RegistryObject extends DurableObject {
   readonly #sql: SqlStorage;
+  readonly #sessions: SessionIndex;
   /** The tenants' shares by their figures: one, the deployment's settings. */
   readonly #cpu = new Map<string, TenantCpuBudget>();
 
@@ -35,6 +40,7 @@ export class RegistryObject extends DurableObject {
       CREATE TABLE IF NOT EXISTS pending (pid INTEGER PRIMARY KEY, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS rates (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS fuel (tenant TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
+      ${SESSION_TABLES}
     `);
     // Registries from before tenants: their processes were everyone's, now the anonymous tenant's.
     const columns = this.#sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('processes')").toArray();
@@ -51,6 +57,45 @@ export class RegistryObject extends DurableObject {
     // A queued row without a createdAt is a placeholder no object ever reported, even with no `pending` row: it expires too.
     this.#sql.exec(`INSERT OR IGNORE INTO pending (pid, at) SELECT pid, 0 FROM processes
       WHERE state = 'queued' AND json_extract(summary, '$.createdAt') IS NULL`);
+    this.#sessions = new SessionIndex(this.#sql);
+  }
+
+  /** The session index (session-index.ts), by RPC: each method one synchronous step of this object. */
+  async indexSession(entry: IndexedSession, limits: SessionQuotas): Promise<Answer<null>> {
+    return answer(() => this.#sessions.put(entry, limits));
+  }
+
+  async removeSession(tenant: string, id: string): Promise<void> {
+    this.#sessions.remove(tenant, id);
+  }
+
+  async sessionEntry(tenant: string, id: string): Promise<IndexedSession | null> {
+    return this.#sessions.entry(tenant, id) ?? null;
+  }
+
+  async sessionNamed(tenant: string, name: string): Promise<string | null> {
+    return this.#sessions.named(tenant, name) ?? null;
+  }
+
+  async sessionUsage(tenant: string): Promise<{ count: number; bytes: number }> {
+    return this.#sessions.usage(tenant);
+  }
+
+  async listSessions(tenant: string, after: string, limit: number): Promise<SessionInfo[]> {
+    return this.#sessions.list(tenant, after, limit);
+  }
+
+  /**
+   * The tenant's session `id` with one of its cells counted against `perMinute` (refused with `Retry-After` when
+   * over); `null`, nothing counted, for an unknown or another tenant's id. One request for both, as every cell asks.
+   */
+  async admitCell(tenant: string, id: string, perMinute: number): Promise<Answer<IndexedSession | null>> {
+    return answer(() => {
+      const entry = this.#sessions.entry(tenant, id);
+      if (entry === undefined) return null;
+      this.#sessions.admitCell(tenant, perMinute, Date.now());
+      return entry;
+    });
   }
 
   /**

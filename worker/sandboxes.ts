@@ -2,13 +2,22 @@
  * How the edge makes its sandboxes: every sandbox of the isolate, the environment's and `POST /run`'s, gets SWC's
  * wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/) and the isolate's one
  * pool, whose idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB
- * isolate.
+ * isolate. Sessions get the same transpiler; each holds an instance of its own for its life, so none comes from
+ * the pool of runs.
  * @module
  */
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
 import { InstancePool } from "../src/core/instance-pool.js";
 import { RUN_MEMORY_CAP_BYTES } from "../src/host/admission/run-admission.js";
-import { createSandbox, type Sandbox, type SandboxOptions, Transpiler } from "../src/index.js";
+import type { SessionEngine } from "../src/host/sessions/engine.js";
+import {
+  createSandbox,
+  createSession,
+  restoreSession,
+  type Sandbox,
+  type SandboxOptions,
+  Transpiler,
+} from "../src/index.js";
 import swcWasm from "../wasm/swc-fuel.wasm";
 
 const transpiler = new Transpiler(async () => (out) => instantiateSwc(swcWasm, out));
@@ -18,4 +27,12 @@ pool.limitMemory(RUN_MEMORY_CAP_BYTES);
 /** The core's `createSandbox` with the isolate's transpiler and pool. */
 export function edgeSandbox(settings: SandboxOptions): Sandbox {
   return createSandbox({ ...settings, transpiler, pool });
+}
+
+/** The core's `createSession` and `restoreSession` with `settings` (a session object's, as `/run`'s) and the transpiler. */
+export function edgeSessionEngine(settings: SandboxOptions): SessionEngine {
+  return {
+    create: (options) => createSession({ ...settings, ...options, transpiler }),
+    restore: (bytes, options) => restoreSession(bytes, { ...settings, ...options, transpiler }),
+  };
 }

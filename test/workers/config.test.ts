@@ -12,6 +12,10 @@ const base = {
   RUNCODE_TENANT_KV_BYTES: "1",
   RUN_CPU_MS: "1",
   RUN_FUEL: "1",
+  RUNCODE_SESSIONS_PER_TENANT: "1",
+  RUNCODE_SESSION_BYTES_PER_TENANT: "1",
+  RUNCODE_SESSION_CELLS_PER_MINUTE: "1",
+  RUNCODE_SESSION_IDLE_DAYS: "1",
 };
 const config = (settings: Record<string, string>) => configOf({ ...base, ...settings } as unknown as Env);
 
