@@ -563,17 +563,26 @@ describe("runcode serve", () => {
       return { status: answer.status, result: fromWire(answer.body as JsonValue) as Record<string, unknown> };
     };
     expect(await cell(a, "let x = 41")).toMatchObject({ status: 200, result: { status: "success" } });
-    // A streamed cell's headers come once it has started: it is running when the server is told to stop.
+    // The cell's log event says it has run up to its wait (on its worker thread) when the server is told to stop.
     const running = await fetch(`${first.url}/sessions/${id}/run`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "text/event-stream" },
       body: JSON.stringify({
-        source: "var y = 'set before the stop'; await new Promise((r) => setTimeout(r, 60_000))",
+        source:
+          "var y = 'set before the stop'; console.log('waiting'); await new Promise((r) => setTimeout(r, 60_000))",
       }),
     });
     expect(running.status).toBe(200);
+    const events = (running.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let streamed = "";
+    while (!streamed.includes("event: log")) {
+      const chunk = await events.read();
+      if (chunk.done) break;
+      streamed += chunk.value;
+    }
     expect(await first.stop("SIGTERM")).toBe(0);
-    expect(await running.text()).toMatch(/^event: result\ndata: \{"status":"terminated"/);
+    for (let chunk = await events.read(); !chunk.done; chunk = await events.read()) streamed += chunk.value;
+    expect(streamed).toMatch(/^event: log\n[^]*event: result\ndata: \{"status":"terminated"/);
 
     const second = await start(["--db", db, "--web-apis", "true", "--sessions-per-tenant", "2"]);
     const b = client(second);

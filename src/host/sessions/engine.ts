@@ -1,38 +1,21 @@
 /**
  * The engine port of the host's sessions: how a `SessionService` makes, restores and drives a session's realm. A
  * platform hands in the core's `createSession` and `restoreSession` bound to its sandbox settings (the wasm, the Web
- * APIs, `fetch`, the safety cap), so the service never reaches for a platform; Node may later put the realms on a
- * worker thread behind the same port.
+ * APIs, `fetch`, the safety cap), so the service never reaches for a platform; Node puts the realms on worker
+ * threads behind the same port (node/session-threads/).
  * @module
  */
-import type { CodeExecution, CodeExecutionLog } from "../../core/types.js";
+import type { CellOptions, Session } from "../../core/types.js";
 
-/** A cell's options as the engine takes them (the core's `CellOptions`). */
-export interface EngineCellOptions {
-  language?: "javascript" | "typescript";
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  filename?: string;
-  report?: (value: unknown) => void;
-  onLog?: (entry: CodeExecutionLog) => void;
-}
+/** A cell's options as the engine takes them: the core's. */
+export type EngineCellOptions = CellOptions;
 
-/** A live session (the core's `Session`): one realm, its cells run one at a time. */
-export interface EngineSession {
-  /** One cell; the handle settles with the cell's `CodeExecutionResult` and never rejects. */
-  run(cell: string, options?: EngineCellOptions): CodeExecution;
-  /** The whole state as bytes, once the cells queued before it have run. */
-  snapshot(): Promise<Uint8Array>;
-  /** An independent session with the same state. */
+/**
+ * A live session: the core's `Session`, wherever its realm lives (its forks are engine sessions too). `closed` is also
+ * `true` once the realm is lost with the thread that held it: then the store has its state.
+ */
+export interface EngineSession extends Omit<Session, "fork"> {
   fork(): Promise<EngineSession>;
-  /** Frees the realm; idempotent. */
-  close(): void;
-  /** Whether the realm is gone: closed, or lost with the thread that held it (then the store has its state). */
-  readonly closed: boolean;
-  /** Cells run so far (forks and restores keep the count). */
-  readonly cells: number;
-  /** Bytes of linear memory the state spans: what the session holds in memory while live. */
-  readonly memoryBytes: number;
 }
 
 /**
