@@ -8,7 +8,7 @@
 import { type Bucket, takeToken } from "../src/host/admission/quotas.js";
 import { HostError, retryLater } from "../src/host/errors.js";
 import type { SessionInfo } from "../src/host/sessions/backend.js";
-import type { SessionLimits } from "../src/host/sessions/limits.js";
+import { checkRoom, type SessionLimits } from "../src/host/sessions/limits.js";
 
 /** A session's row: what its tenant sees, and the id (`DurableObjectId.toString()`) of the object that holds it. */
 export interface IndexedSession {
@@ -56,18 +56,7 @@ export class SessionIndex {
       )
       .one();
     const isNew = this.entry(tenant, info.id) === undefined;
-    if (isNew && others.count >= limits.perTenant) {
-      throw new HostError(
-        "too_many_sessions",
-        `This tenant keeps ${others.count} sessions, its most (${limits.perTenant}): delete one first`,
-      );
-    }
-    if (others.bytes + info.bytes > limits.bytesPerTenant) {
-      throw new HostError(
-        "session_storage_full",
-        `The session's state (${info.bytes} bytes) would pass this tenant's storage for sessions (${others.bytes} of ${limits.bytesPerTenant} bytes used)`,
-      );
-    }
+    checkRoom(others, info.bytes, isNew, limits);
     this.#sql.exec(
       `INSERT INTO sessions (tenant, id, object, name, bytes, info) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (tenant, id) DO UPDATE SET object = excluded.object, name = excluded.name, bytes = excluded.bytes,

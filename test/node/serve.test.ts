@@ -582,7 +582,7 @@ describe("runcode serve", () => {
     }
     expect(await first.stop("SIGTERM")).toBe(0);
     for (let chunk = await events.read(); !chunk.done; chunk = await events.read()) streamed += chunk.value;
-    expect(streamed).toMatch(/^event: log\n[^]*event: result\ndata: \{"status":"terminated"/);
+    expect(streamed).toMatch(/^event: log\n[\s\S]*event: result\ndata: \{"status":"terminated"/);
 
     const second = await start(["--db", db, "--web-apis", "true", "--sessions-per-tenant", "2"]);
     const b = client(second);

@@ -464,9 +464,12 @@ describe("quotas per tenant, counted in the registry", () => {
     expect([answered.status, answered.result]).toEqual(["success", 499500]);
     // The test pool's RUN_CPU_MS and RUN_FUEL (vitest.workers.config.ts), within the cell's 500 ms.
     const fuel = safetyCapWithin(500, { cpuTimeMs: 2000, fuel: 1_000_000_000 }).fuel;
+    // Settled with its fuel and the host's work on its state: the snapshot stored after it (the record's bytes, less
+    // its options' JSON, `{}`); nothing was restored, the session being live in its object.
+    const { bytes } = (await (await beta(`/sessions/${id}`)).json()) as SessionInfo;
     expect(calls).toEqual([
       ["reserve", "beta", fuel],
-      ["settle", "beta", fuel, answered.fuelUsed],
+      ["settle", "beta", fuel, (answered.fuelUsed as number) + bytes - "{}".length],
     ]);
     await remove(id, beta);
   });

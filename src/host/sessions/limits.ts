@@ -4,6 +4,7 @@
  * host keeps live in memory (the rest wait in storage as snapshots).
  * @module
  */
+import { HostError } from "../errors.js";
 import { SETTING_DEFAULTS } from "../limits.js";
 
 const DAY_MS = 86_400_000;
@@ -22,6 +23,32 @@ export interface SessionLimits {
   cellsPerMinute: number;
   /** Milliseconds a session may stay unused before the sweep deletes it. */
   idleMs: number;
+}
+
+/**
+ * Throws when a tenant whose other sessions (all but the one being written) number `others.count` and take
+ * `others.bytes` has no room for a session of `bytes`: 429 `too_many_sessions` for a new one at the count, 413
+ * `session_storage_full` past the bytes.
+ */
+export function checkRoom(
+  others: { count: number; bytes: number },
+  bytes: number,
+  isNew: boolean,
+  limits: Pick<SessionLimits, "perTenant" | "bytesPerTenant">,
+): void {
+  const { perTenant, bytesPerTenant } = limits;
+  if (isNew && others.count >= perTenant) {
+    throw new HostError(
+      "too_many_sessions",
+      `This tenant keeps ${others.count} sessions, its most (${perTenant}): delete one first`,
+    );
+  }
+  if (others.bytes + bytes > bytesPerTenant) {
+    throw new HostError(
+      "session_storage_full",
+      `The session's state (${bytes} bytes) would pass this tenant's storage for sessions (${others.bytes} of ${bytesPerTenant} bytes used)`,
+    );
+  }
 }
 
 /** {@link SessionLimits} of a host that sets none. */

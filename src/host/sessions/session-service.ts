@@ -47,6 +47,7 @@ import {
 } from "./backend.js";
 import type { EngineSession, EngineSessionOptions, SessionEngine } from "./engine.js";
 import {
+  checkRoom,
   DEFAULT_LIVE_SESSION_BYTES,
   DEFAULT_LIVE_SESSIONS,
   DEFAULT_SESSION_LIMITS,
@@ -472,19 +473,8 @@ export class SessionService implements SessionBackend {
   /** Throws when `tenant` has no room for a session of `bytes` (replacing one of `replaced` bytes, or a new one). */
   async #roomFor(tenant: string, bytes: number, replaced: number, isNew: boolean): Promise<void> {
     const usage = await this.#store.usage(tenant);
-    const { perTenant, bytesPerTenant } = this.#limits;
-    if (isNew && usage.count >= perTenant) {
-      throw new HostError(
-        "too_many_sessions",
-        `This tenant keeps ${usage.count} sessions, its most (${perTenant}): delete one first`,
-      );
-    }
-    if (usage.bytes - replaced + bytes > bytesPerTenant) {
-      throw new HostError(
-        "session_storage_full",
-        `The session's state (${bytes} bytes) would pass this tenant's storage for sessions (${usage.bytes - replaced} of ${bytesPerTenant} bytes used)`,
-      );
-    }
+    // A new session is not in the store: all of the tenant's are others.
+    checkRoom({ count: usage.count, bytes: usage.bytes - replaced }, bytes, isNew, this.#limits);
   }
 
   /** Counts one cell against `tenant`'s rate. */
