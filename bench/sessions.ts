@@ -2,9 +2,10 @@
  * `npm run bench:sessions`: what a session costs beside a run, in one process (only the ratios compare between
  * machines): a trivial cell in a warm session against a trivial `runCode` on the caller's thread (rounds interleaved),
  * then, for sessions holding 1, 10 and 64 MiB of live data (random bytes, zeros, and JS objects), the snapshot's size
- * and time, `restoreSession` of it, `fork()`, and the first cell after each against a warm one.
+ * and time, `restoreSession` of it, `fork()`, and the first cell after each against a warm one. Steps come 300 ms
+ * apart, as an agent's calls do (seconds apart): the pause in which a session's pool boots its spare instance.
  */
-import { createSandbox, createSession, nodeWasm, restoreSession, type Session } from "../node/index.js";
+import { createSandbox, createSession, restoreSession, type Session } from "../node/index.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const js = { language: "javascript" } as const;
@@ -19,8 +20,8 @@ async function ok(session: Session, cell: string): Promise<unknown> {
 }
 
 // A trivial cell against a trivial run, both on the caller's thread.
-const sandbox = createSandbox({ wasm: nodeWasm, threads: false });
-const warm = await createSession({ wasm: nodeWasm });
+const sandbox = createSandbox({ threads: false });
+const warm = await createSession();
 const trivialRun = async () => {
   for (let i = 0; i < CELLS; i++) await sandbox.runCode("export default 1 + 1", js);
 };
@@ -53,7 +54,9 @@ const fills: Record<string, (mib: number) => string> = {
     `var data = []; for (let i = 0; i < ${mib * 5_000}; i++) data.push({ id: i, name: "row " + i, tags: ["a", "b"] }); data.length`,
 };
 
+/** Times `fn` after a pause between calls. */
 const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+  await new Promise((resolve) => setTimeout(resolve, 300));
   const started = performance.now();
   const value = await fn();
   return [value, performance.now() - started];
@@ -63,7 +66,7 @@ const rows: string[][] = [];
 let tenMiB: { fork: number; restore: number; warm: number; first: number } | undefined;
 for (const mib of [1, 10, 64]) {
   for (const [kind, fill] of Object.entries(fills)) {
-    const options = { wasm: nodeWasm, webApis: true, memoryLimitBytes: 160 * MiB };
+    const options = { webApis: true, memoryLimitBytes: 160 * MiB };
     const session = await createSession(options);
     await ok(session, fill(mib));
     // Warm: the engine's code and the pool's spare instance.

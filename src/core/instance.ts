@@ -417,10 +417,11 @@ export class BootedInstance {
   }
 
   /**
-   * Takes a session's state in place of its own: `write` fills memory from 0 to `span` (at most the memory's
-   * length once grown to `byteLength`), and what this instance's allocator ever wrote above `span` is zeroed, so
-   * memory above the state's break is never-written memory again. The memory grows through the engine's own
-   * allocator, so the library's views of it follow.
+   * Takes a session's state in place of its own: `write` fills memory from 0 to `span` (at most the memory's length
+   * once grown to `byteLength`). The memory grows through the engine's own allocator, so the library's views of it
+   * follow. Above `span` is what the state's allocator has never handed out: zeros, but for the headers the growth's
+   * allocation left (an instance from the pool is as booted, and its boot's heap lies below any session's break),
+   * which no allocator reads as data (it clears what `calloc` hands out). Such an instance is never restored for a run.
    */
   adopt(byteLength: number, span: number, write: (memory: Uint8Array) => void): void {
     const { memory, emscripten } = this.instance;
@@ -430,10 +431,7 @@ export class BootedInstance {
       if (at === 0) throw new RangeError("The session's memory does not fit this instance's memory limit");
       emscripten._free(at);
     }
-    const bytes = new Uint8Array(memory.buffer);
-    const written = this.span() ?? bytes.length;
-    write(bytes.subarray(0, span));
-    if (written > span) bytes.fill(0, span, written);
+    write(new Uint8Array(memory.buffer, 0, span));
   }
 
   /** {@link release}, then {@link restore}: whether the instance holds its booted memory again. */
