@@ -8,6 +8,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import type { ProcessRecord } from "../../src/host/processes/storage.js";
 import { api } from "./client.js";
+import { holdKvGets } from "./hold-kv.js";
 
 const DAY = 86_400_000;
 const processObject = (pid: number) => env.PROCESSES.get(env.PROCESSES.idFromName(String(pid)));
@@ -101,22 +102,7 @@ describe("retention on the edge (RUNCODE_RETENTION_DAYS)", () => {
     expect(await runDurableObjectAlarm(processObject(pid))).toBe(true);
     await age(pid, 2 * DAY);
 
-    // The kv objects' `get` waits until released: the process runs again and stays running. RPC calls methods of the
-    // class, not an instance's own properties: held on the prototype, restored after.
-    type Getter = { get(key: string): Promise<unknown> };
-    let prototype!: Getter;
-    await runInDurableObject(env.KV.get(env.KV.idFromName("tenant:alpha")), (object) => {
-      prototype = Object.getPrototypeOf(object) as Getter;
-    });
-    const original = prototype.get;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    prototype.get = async function (this: Getter, key) {
-      await held;
-      return original.call(this, key);
-    };
+    const hold = await holdKvGets();
     try {
       expect((await api(`/processes/${pid}/signals/run`, { method: "POST" })).status).toBe(202);
       await until(pid, (r) => r.state === "running");
@@ -124,8 +110,7 @@ describe("retention on the edge (RUNCODE_RETENTION_DAYS)", () => {
       expect(await until(pid, () => true)).toMatchObject({ state: "running", runs: 2 });
       expect(await alarmOf(pid)).not.toBeNull();
     } finally {
-      release();
-      prototype.get = original;
+      hold.release();
     }
     const again = await settled(pid);
     expect([again.runs, again.stdout]).toEqual([2, "ran\n"]);

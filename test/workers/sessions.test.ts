@@ -17,6 +17,7 @@ import type { RegistryObject } from "../../worker/registry.js";
 import { edgeSessions } from "../../worker/sessions.js";
 import { SNAPSHOT_ROW_BYTES } from "../../worker/snapshot-rows.js";
 import { as } from "./client.js";
+import { holdKvGets } from "./hold-kv.js";
 
 const alpha = as("alpha");
 const beta = as("beta");
@@ -268,22 +269,7 @@ describe("sessions on the edge", () => {
 
   it("a client that goes away ends its cell; the session keeps what the cell did before and takes the next at once", async () => {
     const id = await create();
-    // The cell awaits a kv `get` held until released (timers would be cut by their fuel): RPC calls methods of the
-    // class, so the hold is put on the prototype, and taken off after.
-    type Getter = { get(key: string): Promise<unknown> };
-    let prototype!: Getter;
-    await runInDurableObject(env.KV.get(env.KV.idFromName("tenant:alpha")), (object) => {
-      prototype = Object.getPrototypeOf(object) as Getter;
-    });
-    const original = prototype.get;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    prototype.get = async function (this: Getter, key) {
-      await held;
-      return original.call(this, key);
-    };
+    const hold = await holdKvGets();
     try {
       // The backend as the routes call it, with the signal a request's end aborts (the test pool's client never
       // cancels a request it abandons).
@@ -307,8 +293,7 @@ describe("sessions on the edge", () => {
       expect([events, result.status]).toEqual([["log"], "terminated"]);
       expect(await value(id, "mark")).toBe("started");
     } finally {
-      release();
-      prototype.get = original;
+      hold.release();
     }
     await remove(id);
   });
