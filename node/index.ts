@@ -20,6 +20,7 @@ import type {
   SessionOptions,
   WasmSource,
 } from "../src/core/types.js";
+import { bundlePackages } from "./packages.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
@@ -59,6 +60,31 @@ export interface NodeSandboxOptions extends SandboxOptions {
    * `threads: false`.
    */
   threads?: boolean;
+  /**
+   * npm packages the guest imports by name (`["zod", "lodash", "date-fns", "date-fns/format"]`: a subpath is named
+   * as the guest imports it), each resolved from {@link packagesFrom} as Node resolves it, bundled once by esbuild
+   * (cached in its `node_modules/.cache/runcode/packages`) and booted into the sandbox's image with `bootModules`,
+   * so a run pays nothing for them. A package needing a Node built-in or native code is refused here
+   * (docs/library.md, "Packages").
+   */
+  packages?: readonly string[];
+  /** The directory {@link packages} are resolved from (default: `process.cwd()`). */
+  packagesFrom?: string;
+}
+
+/** `bootModules` with `packages` bundled into them (by specifier), refusing a name given twice. */
+function withPackages(
+  bootModules: Readonly<Record<string, string>> | undefined,
+  packages: readonly string[] | undefined,
+  from: string | undefined,
+): Readonly<Record<string, string>> | undefined {
+  if (packages === undefined) return bootModules;
+  const modules: Record<string, string> = { ...bootModules };
+  for (const { specifier, source } of bundlePackages(packages, from)) {
+    if (Object.hasOwn(modules, specifier)) throw new TypeError(`createSandbox: package '${specifier}' is given twice`);
+    modules[specifier] = source;
+  }
+  return Object.freeze(modules);
 }
 
 /**
@@ -66,8 +92,10 @@ export interface NodeSandboxOptions extends SandboxOptions {
  * false`, where the default `transpiler` and `pool` are the entry's own, shared by its sandboxes.
  */
 export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
-  const { threads = THREADS_BY_DEFAULT, ...core } = settings;
+  const { threads = THREADS_BY_DEFAULT, packages, packagesFrom, ...rest } = settings;
   if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
+  const bootModules = withPackages(rest.bootModules, packages, packagesFrom);
+  const core = bootModules === undefined ? rest : { ...rest, bootModules };
   const wasm = core.wasm ?? processWasm;
   return threads ? createThreadedSandbox({ ...core, wasm }) : createCoreSandbox({ transpiler, pool, ...core, wasm });
 }

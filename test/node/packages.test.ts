@@ -1,0 +1,35 @@
+/**
+ * `createSandbox({ packages })` in Node: npm packages bundled and booted into the image, imported by their bare
+ * names and subpaths, each README example answering as in Node, on the caller's thread and on worker threads.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { createSandbox } from "../../node/index.js";
+import { outcome } from "../security/helpers.js";
+import { EXAMPLES } from "./package-examples.js";
+
+const ROOT = join(import.meta.dirname, "../..");
+const ALL = Object.values(EXAMPLES).flatMap((example) => example.packages);
+const js = { language: "javascript" } as const;
+
+/** The default export of `source` as Node's `import` gives it, resolved from the repository's `node_modules`. */
+async function inNode(name: string, source: string): Promise<unknown> {
+  const dir = join(ROOT, "node_modules/.cache/runcode/test");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name.replaceAll("/", "+")}.mjs`);
+  writeFileSync(file, source);
+  return (await import(`${pathToFileURL(file).href}?${Date.now()}`)).default;
+}
+
+describe("packages", () => {
+  const sandbox = createSandbox({ packages: ALL, packagesFrom: ROOT, webApis: true, threads: false });
+
+  for (const [name, { source }] of Object.entries(EXAMPLES)) {
+    it(`${name}: its README's first example answers as in Node`, async () => {
+      const expected = await inNode(name, source);
+      expect(outcome(await sandbox.runCode(source, js))).toEqual({ status: "success", result: expected });
+    });
+  }
+});
