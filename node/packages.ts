@@ -9,7 +9,6 @@
  * that needs a Node built-in or a native addon is refused, naming the package and what it needs.
  * @module
  */
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
@@ -17,7 +16,7 @@ import { type BuildOptions, buildSync, type Metafile } from "esbuild";
 import { RUNCODE_VERSION } from "../src/core/version.js";
 
 /** A package's bundle: the specifier the guest imports, the package's version and the module's source. */
-export interface PackageBundle {
+interface PackageBundle {
   specifier: string;
   name: string;
   version: string;
@@ -29,7 +28,7 @@ const SPECIFIER = /^(?:@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*(?:\/[\w.~@-]+)*$/i;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /** The package name of a bare specifier (`@scope/name/sub` -> `@scope/name`). */
-export function packageNameOf(specifier: string): string {
+function packageNameOf(specifier: string): string {
   const parts = specifier.split("/");
   return parts.slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
 }
@@ -126,9 +125,4 @@ export function bundlePackages(specifiers: readonly string[], from = process.cwd
     renameSync(temporary, file);
     return { specifier, name, version, source };
   });
-}
-
-/** The SHA-256 of a bundle's source, hex: what a lock file records. */
-export function sha256Of(source: string): string {
-  return createHash("sha256").update(source).digest("hex");
 }
