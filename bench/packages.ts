@@ -36,10 +36,18 @@ async function inNode(name: string, source: string): Promise<unknown> {
 }
 
 rmSync(CACHE, { recursive: true, force: true });
+const wasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
+/** The booted image's MiB with `modules` and the Web APIs. */
+async function imageMiB(modules: Readonly<Record<string, string>> | undefined): Promise<number> {
+  const instance = await BootedInstance.boot(wasm, DEFAULT_MEMORY_LIMIT_BYTES, true, bootOf(modules, true));
+  return (instance.span() ?? 0) / 1024 / 1024;
+}
+const webImage = await imageMiB(undefined);
+
 console.log(
-  "| package | version | bundle KiB | bundling ms (cold) | first run ms (boot) | import ms | README example |",
+  "| package | version | bundle KiB | bundling ms (cold) | image MiB added | first run ms (boot) | trivial run ms | import ms | README example |",
 );
-console.log("|---|---|--:|--:|--:|--:|---|");
+console.log("|---|---|--:|--:|--:|--:|--:|--:|---|");
 for (const [name, { packages, source }] of Object.entries(EXAMPLES)) {
   const start = performance.now();
   const bundles = bundlePackages(packages, ROOT);
@@ -50,18 +58,18 @@ for (const [name, { packages, source }] of Object.entries(EXAMPLES)) {
   await sandbox.runCode("export default 1", { language: "javascript" });
   const boot = performance.now() - first;
   const base = await trivial(sandbox, "export default 1");
+  const image = (await imageMiB(Object.fromEntries(bundles.map((b) => [b.specifier, b.source])))) - webImage;
   const imported = await trivial(sandbox, `import * as ns from "${packages[0]}";\nexport default 1`);
   const result = await sandbox.runCode(source, { language: "javascript" });
   const same = result.status === "success" && isDeepStrictEqual(result.result, await inNode(name, source));
   console.log(
-    `| ${name} | ${bundles[0]?.version} | ${(bytes / 1024).toFixed(0)} | ${bundling.toFixed(0)} | ${boot.toFixed(0)} | ${(imported - base).toFixed(2)} | ${same ? "as in Node" : `differs: ${JSON.stringify(result.error ?? result.result).slice(0, 80)}`} |`,
+    `| ${name} | ${bundles[0]?.version} | ${(bytes / 1024).toFixed(0)} | ${bundling.toFixed(0)} | ${image.toFixed(1)} | ${boot.toFixed(0)} | ${base.toFixed(2)} | ${(imported - base).toFixed(2)} | ${same ? "as in Node" : `differs: ${JSON.stringify(result.error ?? result.result).slice(0, 80)}`} |`,
   );
 }
 
 const all = Object.values(EXAMPLES).flatMap((example) => example.packages);
 const modules = Object.fromEntries(bundlePackages(all, ROOT).map((b) => [b.specifier, b.source]));
 const bundleBytes = Object.values(modules).reduce((sum, source) => sum + Buffer.byteLength(source), 0);
-const wasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/wasm")));
 for (const [label, boot] of [
   ["web APIs only", bootOf(undefined, true)],
   ["web APIs and all packages", bootOf(modules, true)],
