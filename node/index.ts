@@ -112,11 +112,21 @@ export function runCode(source: string, options?: CodeExecutionOptions): CodeExe
  * Creates a session (docs/sessions.md) with this package's wasm and the entry's SWC and pool. Its cells run on the
  * caller's thread, where fuel bounds their CPU (see docs/limits.md, "Sessions").
  */
-export function createSession(options: SessionOptions = {}): Promise<Session> {
-  return createCoreSession({ transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
+export function createSession(options: NodeSessionOptions = {}): Promise<Session> {
+  return createCoreSession({ transpiler, pool, ...sessionOptionsOf(options) });
 }
 
 /** A session in the state a snapshot holds, made as {@link createSession} makes one. */
-export function restoreSession(bytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
-  return restoreCoreSession(bytes, { transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
+export function restoreSession(bytes: Uint8Array, options: NodeSessionOptions = {}): Promise<Session> {
+  return restoreCoreSession(bytes, { transpiler, pool, ...sessionOptionsOf(options) });
+}
+
+/** Settings of Node's sessions: the core's, and npm packages as {@link NodeSandboxOptions} takes them. */
+export interface NodeSessionOptions extends SessionOptions, Pick<NodeSandboxOptions, "packages" | "packagesFrom"> {}
+
+/** The core's session options of `options`: the entry's wasm, and the packages bundled into `bootModules`. */
+function sessionOptionsOf(options: NodeSessionOptions): SessionOptions {
+  const { packages, packagesFrom, ...rest } = options;
+  const bootModules = withPackages(rest.bootModules, packages, packagesFrom);
+  return { ...rest, ...(bootModules === undefined ? {} : { bootModules }), wasm: rest.wasm ?? processWasm };
 }

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, describe, expect, it } from "vitest";
-import { createSandbox } from "../../node/index.js";
+import { createSandbox, createSession, restoreSession } from "../../node/index.js";
 import { readPackagesLock } from "../../node/packages-lock.js";
 import { serveOptionsOf } from "../../node/serve/settings.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
@@ -79,6 +79,22 @@ describe("packages", () => {
       error: "LinkError: Cannot find module 'needs-fs': only options.imports and options.modules resolve",
     });
     expect(existsSync(join(dir, "node_modules/.cache/runcode/packages/greet+loud@1.2.3-runcode0.1.0.js"))).toBe(true);
+  });
+
+  it("are given to Node's sessions too, and a snapshot restores only with the same packages", async () => {
+    const session = await createSession({ packages: ["tally"], packagesFrom: dir });
+    expect(outcome(await session.run('import { next } from "tally";\nnext(); next()', js))).toEqual({
+      status: "success",
+      result: 2,
+    });
+    const snapshot = await session.snapshot();
+    const restored = await restoreSession(snapshot, { packages: ["tally"], packagesFrom: dir });
+    expect(outcome(await restored.run("next()", js))).toEqual({ status: "success", result: 3 });
+    await expect(restoreSession(snapshot)).rejects.toThrow(
+      "the snapshot was taken with other webApis, fetch or bootModules settings",
+    );
+    session.close();
+    restored.close();
   });
 });
 
