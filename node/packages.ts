@@ -18,7 +18,6 @@ import { RUNCODE_VERSION } from "../src/core/version.js";
 /** A package's bundle: the specifier the guest imports, the package's version and the module's source. */
 interface PackageBundle {
   specifier: string;
-  name: string;
   version: string;
   source: string;
 }
@@ -33,11 +32,14 @@ function packageNameOf(specifier: string): string {
   return parts.slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
 }
 
-/** The `package.json` directory of `name` as Node finds it from `from`: `node_modules` of `from` and its parents. */
-function packageDirectory(name: string, from: string): string {
+/**
+ * The `node_modules` that holds `name` as Node finds it from `from` (that of `from` or of a parent), where its bundles
+ * are cached too.
+ */
+function nodeModulesOf(name: string, from: string): string {
   for (let dir = resolve(from); ; dir = dirname(dir)) {
-    const candidate = join(dir, "node_modules", name);
-    if (existsSync(join(candidate, "package.json"))) return candidate;
+    const candidate = join(dir, "node_modules");
+    if (existsSync(join(candidate, name, "package.json"))) return candidate;
     if (dirname(dir) === dir) throw new TypeError(`createSandbox: package '${name}' is not installed in ${from}`);
   }
 }
@@ -100,8 +102,9 @@ function bundle(specifier: string, from: string): string {
 }
 
 /**
- * The bundle of each of `specifiers`, resolved from `from`: read from the cache in `from`'s
- * `node_modules/.cache/runcode/packages`, else bundled and written there.
+ * The bundle of each of `specifiers`, resolved from `from`: read from the cache in `.cache/runcode/packages` of the
+ * `node_modules` that holds the package, else bundled and written there (a package changed in place under the same
+ * version needs its cached bundle deleted).
  */
 export function bundlePackages(specifiers: readonly string[], from = process.cwd()): PackageBundle[] {
   if (!Array.isArray(specifiers)) throw new TypeError("createSandbox: packages must be an array of package names");
@@ -109,20 +112,21 @@ export function bundlePackages(specifiers: readonly string[], from = process.cwd
     if (typeof specifier !== "string" || !SPECIFIER.test(specifier))
       throw new TypeError(`createSandbox: packages: ${JSON.stringify(specifier)} is not a package name`);
     const name = packageNameOf(specifier);
-    const { version } = JSON.parse(readFileSync(join(packageDirectory(name, from), "package.json"), "utf8")) as {
+    const nodeModules = nodeModulesOf(name, from);
+    const { version } = JSON.parse(readFileSync(join(nodeModules, name, "package.json"), "utf8")) as {
       version: string;
     };
     const file = join(
-      resolve(from),
-      "node_modules/.cache/runcode/packages",
+      nodeModules,
+      ".cache/runcode/packages",
       `${specifier.replaceAll("/", "+")}@${version}-runcode${RUNCODE_VERSION}.js`,
     );
-    if (existsSync(file)) return { specifier, name, version, source: readFileSync(file, "utf8") };
+    if (existsSync(file)) return { specifier, version, source: readFileSync(file, "utf8") };
     const source = bundle(specifier, from);
     mkdirSync(dirname(file), { recursive: true });
     const temporary = `${file}.${process.pid}.tmp`;
     writeFileSync(temporary, source);
     renameSync(temporary, file);
-    return { specifier, name, version, source };
+    return { specifier, version, source };
   });
 }

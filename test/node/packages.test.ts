@@ -3,6 +3,7 @@
  * names and subpaths, each README example answering as in Node, on the caller's thread and on worker threads.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -24,7 +25,29 @@ async function inNode(name: string, source: string): Promise<unknown> {
 }
 
 describe("packages", () => {
-  const sandbox = createSandbox({ packages: ALL, packagesFrom: ROOT, webApis: true, threads: false });
+  const sandbox = createSandbox({
+    packages: [...ALL, "lodash/fp"],
+    packagesFrom: ROOT,
+    webApis: true,
+    threads: false,
+  });
+
+  it("lodash/fp, a subpath Node's ES modules cannot import without its extension, answers as Node's require", async () => {
+    const fp = createRequire(import.meta.url)("lodash/fp");
+    const source = `import fp from "lodash/fp";
+      export default [fp.map((n) => n * 2)([1, 2]), fp.flow(fp.filter((n) => n > 1), fp.sum)([1, 2, 3]), fp.get("a.b")({ a: { b: 7 } })];`;
+    expect(outcome(await sandbox.runCode(source, js))).toEqual({
+      status: "success",
+      result: [
+        fp.map((n: number) => n * 2)([1, 2]),
+        fp.flow(
+          fp.filter((n: number) => n > 1),
+          fp.sum,
+        )([1, 2, 3]),
+        7,
+      ],
+    });
+  });
 
   for (const [name, { source }] of Object.entries(EXAMPLES)) {
     it(`${name}: its README's first example answers as in Node`, async () => {
