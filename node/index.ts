@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { resolve } from "node:path";
 import { InstancePool } from "../src/core/instance-pool.js";
 import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
 import { createSession as createCoreSession, restoreSession as restoreCoreSession } from "../src/core/session.js";
@@ -72,6 +73,12 @@ export interface NodeSandboxOptions extends SandboxOptions {
   packagesFrom?: string;
 }
 
+/**
+ * The boot modules of packages already bundled in this process, by directory and list: a host that makes a sandbox
+ * per request passes the same object, whose instances it then shares (the core checks a frozen setting once).
+ */
+const packaged = new Map<string, Readonly<Record<string, string>>>();
+
 /** `bootModules` with `packages` bundled into them (by specifier), refusing a name given twice. */
 function withPackages(
   bootModules: Readonly<Record<string, string>> | undefined,
@@ -79,12 +86,22 @@ function withPackages(
   from: string | undefined,
 ): Readonly<Record<string, string>> | undefined {
   if (packages === undefined) return bootModules;
-  const modules: Record<string, string> = { ...bootModules };
-  for (const { specifier, source } of bundlePackages(packages, from)) {
-    if (Object.hasOwn(modules, specifier)) throw new TypeError(`createSandbox: package '${specifier}' is given twice`);
-    modules[specifier] = source;
+  const key = JSON.stringify([resolve(from ?? process.cwd()), packages]);
+  let modules = packaged.get(key);
+  if (modules === undefined) {
+    const bundled: Record<string, string> = {};
+    for (const { specifier, source } of bundlePackages(packages, from)) {
+      if (Object.hasOwn(bundled, specifier))
+        throw new TypeError(`createSandbox: package '${specifier}' is given twice`);
+      bundled[specifier] = source;
+    }
+    modules = Object.freeze(bundled);
+    packaged.set(key, modules);
   }
-  return Object.freeze(modules);
+  if (bootModules === undefined) return modules;
+  for (const name of Object.keys(modules))
+    if (Object.hasOwn(bootModules, name)) throw new TypeError(`createSandbox: package '${name}' is in bootModules too`);
+  return Object.freeze({ ...bootModules, ...modules });
 }
 
 /**

@@ -61,6 +61,9 @@ describe("packages", () => {
     expect(() => createSandbox({ packages: ["greet", "greet"], packagesFrom: dir })).toThrow(
       new TypeError("createSandbox: package 'greet' is given twice"),
     );
+    expect(() => createSandbox({ packages: ["greet"], packagesFrom: dir, bootModules: { greet: "" } })).toThrow(
+      new TypeError("createSandbox: package 'greet' is in bootModules too"),
+    );
   });
 
   it("are imported by name and subpath on worker threads, a CommonJS package with Node's shape, each run as booted", async () => {
