@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
 import { outcome } from "../security/helpers.js";
 import { EXAMPLES } from "./package-examples.js";
@@ -31,6 +31,11 @@ describe("packages", () => {
     webApis: true,
     threads: false,
   });
+
+  // The boot of all of them (seconds: mathjs alone is most of it, see docs/performance.md), bounded only for a hang.
+  beforeAll(async () => {
+    expect(outcome(await sandbox.runCode("export default 1", js))).toEqual({ status: "success", result: 1 });
+  }, 120_000);
 
   it("lodash/fp, a subpath Node's ES modules cannot import without its extension, answers as Node's require", async () => {
     const fp = createRequire(import.meta.url)("lodash/fp");
