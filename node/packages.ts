@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { type BuildOptions, buildSync, type Metafile } from "esbuild";
+import type { BuildOptions, Metafile } from "esbuild";
 import { RUNCODE_VERSION } from "../src/core/version.js";
 
 /** A package's bundle: the specifier the guest imports, the package's version and the module's source. */
@@ -60,6 +60,8 @@ function failureOf(specifier: string, errors: readonly { text: string }[]): stri
 
 function build(specifier: string, from: string, options: BuildOptions): { text: string; metafile: Metafile } {
   try {
+    // Loaded only here: a process whose sandboxes have no packages, or only cached ones, never loads esbuild.
+    const { buildSync } = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
     const result = buildSync({
       bundle: true,
       write: false,
