@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandbox, createSession, restoreSession } from "../../node/index.js";
 import { readPackagesLock } from "../../node/packages-lock.js";
@@ -16,6 +18,8 @@ import { serveOptionsOf } from "../../node/serve/settings.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
 import { createRunOnce } from "../../src/host/runs/run-once.js";
 import { DEFAULT_MEMORY_LIMIT_BYTES } from "../../src/index.js";
+import type { JsonValue } from "../../src/values/json.js";
+import { fromWire } from "../../src/values/wire.js";
 import { outcome } from "../security/helpers.js";
 
 const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
@@ -147,6 +151,35 @@ describe("hosts", () => {
     expect(() => readPackagesLock(lockPath)).toThrow(
       new TypeError(`${lockPath}: package 'tally': runcode-packages/tally@0.1.0.js does not match its sha256`),
     );
+  });
+
+  it("runcode mcp --package gives run_code and its sessions the package, and its guide lists it", async () => {
+    const client = new Client({ name: "test", version: "1" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mcp", "--package", "tally"],
+        cwd: dir,
+        stderr: "pipe",
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools[0]?.description).toContain("and no others: `tally` 0.1.0.");
+      const call = async (args: Record<string, unknown>) =>
+        fromWire(
+          ((await client.callTool({ name: "run_code", arguments: args })) as CallToolResult)
+            .structuredContent as JsonValue,
+        );
+      const code = 'import { next } from "tally"; export default [next(), next()];';
+      expect(await call({ code, language: "javascript" })).toMatchObject({ status: "success", result: [1, 2] });
+      expect(await call({ code: 'import { next } from "tally";\nnext()', session: "s" })).toMatchObject({
+        status: "success",
+        result: 1,
+      });
+    } finally {
+      await client.close();
+    }
   });
 
   it("run_code's guide lists the packages installed", async () => {
