@@ -2,7 +2,7 @@
  * Packages on every Node host: refusals when a sandbox is made, the threaded sandbox, `--package` and `runcode
  * packages add` with its lock file, and `run_code`'s guide. The packages are made in a temporary directory.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -151,6 +151,40 @@ describe("hosts", () => {
     expect(() => readPackagesLock(lockPath)).toThrow(
       new TypeError(`${lockPath}: package 'tally': runcode-packages/tally@0.1.0.js does not match its sha256`),
     );
+  });
+
+  it("runcode serve boots the lock file of RUNCODE_PACKAGES into /run", async () => {
+    expect(cli(["packages", "add", "greet", "tally"]).code).toBe(0);
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("RUNCODE_")));
+    const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--db", `file:${join(dir, "serve.db")}`], {
+      cwd: dir,
+      detached: true,
+      env: { ...env, RUNCODE_PACKAGES: join(dir, "runcode-packages.json") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let output = "";
+        const failed = setTimeout(() => reject(new Error(`runcode serve did not start: ${output}`)), 30_000);
+        const read = (chunk: Buffer) => {
+          output += chunk.toString();
+          const listening = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+          if (listening === undefined) return;
+          clearTimeout(failed);
+          resolve(listening);
+        };
+        child.stdout?.on("data", read);
+        child.stderr?.on("data", read);
+      });
+      const response = await fetch(`${url}/run`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ source: 'import { greet } from "greet"; export default greet("serve")' }),
+      });
+      expect(await response.json()).toMatchObject({ status: "success", result: "hello serve" });
+    } finally {
+      process.kill(-(child.pid as number), "SIGKILL");
+    }
   });
 
   it("runcode mcp --package gives run_code and its sessions the package, and its guide lists it", async () => {
