@@ -92,7 +92,12 @@ function bundle(specifier: string, from: string): string {
   const output = Object.values(first.metafile.outputs)[0];
   const entry = output?.entryPoint;
   if (entry === undefined || first.metafile.inputs[entry]?.format !== "cjs") return first.text;
-  const exported = createRequire(join(resolve(from), "package.json"))(specifier) as unknown;
+  let exported: unknown;
+  try {
+    exported = createRequire(join(resolve(from), "package.json"))(specifier);
+  } catch {
+    // Node cannot load it (its Node build differs from the browser build bundled): the default export alone.
+  }
   const keys =
     (typeof exported === "object" || typeof exported === "function") && exported !== null
       ? Object.keys(exported).filter((key) => IDENTIFIER.test(key) && key !== "default" && key !== "__esModule")

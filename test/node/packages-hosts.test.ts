@@ -46,6 +46,11 @@ install("tally", {
   "package.json": JSON.stringify({ name: "tally", version: "0.1.0", main: "index.js" }),
   "index.js": "let n = 0;\nexports.next = () => ++n;\nexports.class = 'reserved words stay names';\n",
 });
+install("browser-build", {
+  "package.json": JSON.stringify({ name: "browser-build", version: "2.0.0", main: "node.js", browser: "browser.js" }),
+  "node.js": 'throw new Error("not on Node");\n',
+  "browser.js": 'module.exports = { where: "browser" };\n',
+});
 install("needs-fs", {
   "package.json": JSON.stringify({ name: "needs-fs", version: "1.0.0", main: "index.js" }),
   "index.js": 'module.exports = require("node:fs").readFileSync;\n',
@@ -86,6 +91,12 @@ describe("packages", () => {
       error: "LinkError: Cannot find module 'needs-fs': only options.imports and options.modules resolve",
     });
     expect(existsSync(join(dir, "node_modules/.cache/runcode/packages/greet+loud@1.2.3-runcode0.1.0.js"))).toBe(true);
+    // A CommonJS browser build whose Node build cannot load on the host: its default export alone.
+    const browser = createSandbox({ packages: ["browser-build"], packagesFrom: dir, threads: false });
+    expect(outcome(await browser.runCode('import b from "browser-build"; export default b;', js))).toEqual({
+      status: "success",
+      result: { where: "browser" },
+    });
   });
 
   it("are given to Node's sessions too, and a snapshot restores only with the same packages", async () => {
