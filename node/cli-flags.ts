@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import type { FetchOptions } from "../src/core/types.js";
 import { AllowList } from "../src/fetch/allow-list.js";
+import { bundlePackages } from "./packages.js";
 
 /** Bad arguments: one line on standard error, exit code 2. */
 export function usageError(message: string): never {
@@ -63,6 +64,20 @@ export function webOf(flags: { "web-apis": boolean; "allow-fetch"?: string[] | u
 } {
   const fetch = fetchOf(flags["allow-fetch"]);
   return { webApis: flags["web-apis"] || fetch !== undefined, ...(fetch === undefined ? {} : { fetch }) };
+}
+
+/**
+ * The packages of `--package` (none: no setting), each bundled now so that one that cannot be (not installed, needing
+ * a Node built-in) is a one-line error naming it.
+ */
+export function packagesOf(names: string[] | undefined): { packages?: readonly string[] } {
+  if (names === undefined) return {};
+  try {
+    bundlePackages(names);
+  } catch (error) {
+    usageError(`--package: ${(error as Error).message.replace(/^createSandbox: /, "")}`);
+  }
+  return { packages: names };
 }
 
 /** The text of `file`, or of standard input for `-`; a one-line error when it cannot be read. */

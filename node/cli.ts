@@ -10,16 +10,27 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { fetchOf, jsonFlag, languageOf, RUN_FLAGS, readSource, timeoutOf, usageError, webOf } from "./cli-flags.js";
+import {
+  fetchOf,
+  jsonFlag,
+  languageOf,
+  packagesOf,
+  RUN_FLAGS,
+  readSource,
+  timeoutOf,
+  usageError,
+  webOf,
+} from "./cli-flags.js";
 import { printedRun } from "./cli-output.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } from "./index.js";
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
-               [--allow-fetch origin]...
+               [--allow-fetch origin]... [--package name]...
        runcode repl [--js] [--memory bytes] [--timeout ms] [--web-apis] [--allow-fetch origin]... (runcode repl --help)
        runcode run --session FILE [cell | -] [--js | --ts] [--timeout ms] [--json] ... (runcode run --help)
-       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
+       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]... [--package name]...
+       runcode packages add name... [--lock runcode-packages.json]
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
 and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the default export; a module
@@ -30,6 +41,9 @@ arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder
 crypto.randomUUID, timers, AbortController, events).
 --allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
 path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
+--package gives the code an npm package installed where runcode runs (\`--package zod --package date-fns/format\`),
+bundled once and imported by its name. \`runcode packages add\` bundles packages into runcode-packages/ and lists them
+in runcode-packages.json, which \`runcode serve\` boots (RUNCODE_PACKAGES).
 \`runcode repl\` is an interactive session, each input a cell whose declarations stay for the next; \`runcode run
 --session FILE cell.ts\` runs one cell of the session kept in FILE and saves it there.
 \`runcode mcp\` serves the run_code tool over the Model Context Protocol on standard input and output; the
@@ -67,6 +81,7 @@ async function runFile(): Promise<void> {
     safetyCap: safetyCapWithin(timeout),
     threads: true,
     ...webOf(values),
+    ...packagesOf(values.package),
   });
   const memory = values.memory === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : Number(values.memory);
   const result = await printedRun(
@@ -97,6 +112,7 @@ function parseFlags() {
       args: { type: "string" },
       globals: { type: "string", default: "{}" },
       json: { type: "boolean", default: false },
+      package: { type: "string", multiple: true },
     },
   });
 }
@@ -108,10 +124,15 @@ if (process.argv[2] === "mcp") {
       config: { type: "string" },
       "web-apis": { type: "boolean", default: false },
       "allow-fetch": { type: "string", multiple: true },
+      package: { type: "string", multiple: true },
     },
   });
   const fetch = fetchOf(values["allow-fetch"]);
-  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch });
+  const { packages } = packagesOf(values.package);
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch, packages });
+} else if (process.argv[2] === "packages") {
+  const { packagesCommand } = await import("./packages-command.js");
+  packagesCommand(process.argv.slice(3));
 } else if (process.argv[2] === "repl") {
   const { startRepl } = await import("./repl.js");
   await startRepl(process.argv.slice(3));

@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { resolve } from "node:path";
 import { InstancePool } from "../src/core/instance-pool.js";
 import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
 import { createSession as createCoreSession, restoreSession as restoreCoreSession } from "../src/core/session.js";
@@ -20,6 +21,7 @@ import type {
   SessionOptions,
   WasmSource,
 } from "../src/core/types.js";
+import { bundlePackages } from "./packages.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
@@ -59,6 +61,47 @@ export interface NodeSandboxOptions extends SandboxOptions {
    * `threads: false`.
    */
   threads?: boolean;
+  /**
+   * npm packages the guest imports by name (`["zod", "lodash", "date-fns", "date-fns/format"]`: a subpath is named
+   * as the guest imports it), each resolved from {@link packagesFrom} as Node resolves it, bundled once by esbuild
+   * (cached in its `node_modules/.cache/runcode/packages`) and booted into the sandbox's image with `bootModules`,
+   * so a run pays nothing for them. A package needing a Node built-in or native code is refused here
+   * (docs/library.md, "Packages").
+   */
+  packages?: readonly string[];
+  /** The directory {@link packages} are resolved from (default: `process.cwd()`). */
+  packagesFrom?: string;
+}
+
+/**
+ * The boot modules of packages already bundled in this process, by directory and list: a host that makes a sandbox
+ * per request passes the same object, whose instances it then shares (the core checks a frozen setting once).
+ */
+const packaged = new Map<string, Readonly<Record<string, string>>>();
+
+/** `bootModules` with `packages` bundled into them (by specifier), refusing a name given twice. */
+function withPackages(
+  bootModules: Readonly<Record<string, string>> | undefined,
+  packages: readonly string[] | undefined,
+  from: string | undefined,
+): Readonly<Record<string, string>> | undefined {
+  if (packages === undefined) return bootModules;
+  const key = JSON.stringify([resolve(from ?? process.cwd()), packages]);
+  let modules = packaged.get(key);
+  if (modules === undefined) {
+    const bundled: Record<string, string> = {};
+    for (const { specifier, source } of bundlePackages(packages, from)) {
+      if (Object.hasOwn(bundled, specifier))
+        throw new TypeError(`createSandbox: package '${specifier}' is given twice`);
+      bundled[specifier] = source;
+    }
+    modules = Object.freeze(bundled);
+    packaged.set(key, modules);
+  }
+  if (bootModules === undefined) return modules;
+  for (const name of Object.keys(modules))
+    if (Object.hasOwn(bootModules, name)) throw new TypeError(`createSandbox: package '${name}' is in bootModules too`);
+  return Object.freeze({ ...bootModules, ...modules });
 }
 
 /**
@@ -66,8 +109,10 @@ export interface NodeSandboxOptions extends SandboxOptions {
  * false`, where the default `transpiler` and `pool` are the entry's own, shared by its sandboxes.
  */
 export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
-  const { threads = THREADS_BY_DEFAULT, ...core } = settings;
+  const { threads = THREADS_BY_DEFAULT, packages, packagesFrom, ...rest } = settings;
   if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
+  const bootModules = withPackages(rest.bootModules, packages, packagesFrom);
+  const core = bootModules === undefined ? rest : { ...rest, bootModules };
   const wasm = core.wasm ?? processWasm;
   return threads ? createThreadedSandbox({ ...core, wasm }) : createCoreSandbox({ transpiler, pool, ...core, wasm });
 }
@@ -84,11 +129,21 @@ export function runCode(source: string, options?: CodeExecutionOptions): CodeExe
  * Creates a session (docs/sessions.md) with this package's wasm and the entry's SWC and pool. Its cells run on the
  * caller's thread, where fuel bounds their CPU (see docs/limits.md, "Sessions").
  */
-export function createSession(options: SessionOptions = {}): Promise<Session> {
-  return createCoreSession({ transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
+export function createSession(options: NodeSessionOptions = {}): Promise<Session> {
+  return createCoreSession({ transpiler, pool, ...sessionOptionsOf(options) });
 }
 
 /** A session in the state a snapshot holds, made as {@link createSession} makes one. */
-export function restoreSession(bytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
-  return restoreCoreSession(bytes, { transpiler, pool, ...options, wasm: options.wasm ?? processWasm });
+export function restoreSession(bytes: Uint8Array, options: NodeSessionOptions = {}): Promise<Session> {
+  return restoreCoreSession(bytes, { transpiler, pool, ...sessionOptionsOf(options) });
+}
+
+/** Settings of Node's sessions: the core's, and npm packages as {@link NodeSandboxOptions} takes them. */
+export interface NodeSessionOptions extends SessionOptions, Pick<NodeSandboxOptions, "packages" | "packagesFrom"> {}
+
+/** The core's session options of `options`: the entry's wasm, and the packages bundled into `bootModules`. */
+function sessionOptionsOf(options: NodeSessionOptions): SessionOptions {
+  const { packages, packagesFrom, ...rest } = options;
+  const bootModules = withPackages(rest.bootModules, packages, packagesFrom);
+  return { ...rest, ...(bootModules === undefined ? {} : { bootModules }), wasm: rest.wasm ?? processWasm };
 }

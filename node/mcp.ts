@@ -1,8 +1,9 @@
 /**
- * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]...`: the MCP server over standard input and
+ * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]... [--package name]...`: the MCP server over standard input and
  * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its
  * caps, time limits and answers, as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs
- * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, and no admission: the client is the machine's
+ * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, the npm packages of `--package` (listed in
+ * `run_code`'s description), and no admission: the client is the machine's
  * user. The built-in `kv` service lives in memory for as long as the server does, and so do `run_code`'s sessions
  * (src/host/mcp/connection-sessions.ts: up to 16, on this thread, fuel bounding each cell). The configuration names upstream
  * MCP servers in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs":
@@ -23,6 +24,7 @@ import { ToolRegistry } from "../src/tools/registry.js";
 import { httpTransport, upstreamClient, upstreamService } from "../src/tools/upstream.js";
 import { type Upstream, upstreamsFrom } from "../src/tools/upstream-config.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "./index.js";
+import { bundlePackages } from "./packages.js";
 import { threadedSessions } from "./session-threads/engine.js";
 
 /** The upstream servers of a configuration file. */
@@ -45,9 +47,21 @@ interface StdioMcpOptions {
   webApis?: boolean;
   /** Gives runs `fetch` (`SandboxOptions.fetch`), and the Web APIs with it. */
   fetch?: FetchOptions | undefined;
+  /** npm packages runs and cells import by name (`NodeSandboxOptions.packages`), resolved from the working directory. */
+  packages?: readonly string[] | undefined;
 }
 
-export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: StdioMcpOptions = {}): Promise<void> {
+export async function serveMcpOverStdio({
+  configPath,
+  webApis = false,
+  fetch,
+  packages = [],
+}: StdioMcpOptions = {}): Promise<void> {
+  const bundles = bundlePackages(packages);
+  const boot =
+    bundles.length === 0
+      ? {}
+      : { bootModules: Object.freeze(Object.fromEntries(bundles.map((b) => [b.specifier, b.source]))) };
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -60,11 +74,11 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
     tools.register(await upstreamService(name, client));
   }
   const web = webApis || fetch !== undefined;
-  const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
+  const { runCode } = createSandbox({ webApis: web, ...boot, ...(fetch === undefined ? {} : { fetch }) });
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
   // Cells on worker threads: a cell spinning never holds the connection (its cancellation included).
   const sessions = new ConnectionSessions({
-    engine: threadedSessions({ webApis: web, ...(fetch === undefined ? {} : { fetch }) }),
+    engine: threadedSessions({ webApis: web, ...boot, ...(fetch === undefined ? {} : { fetch }) }),
     tools,
     maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
   });
@@ -72,6 +86,7 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
     run,
     tools,
     webApis: web,
+    packages: bundles,
     ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
     sessions: {
       run: sessions.run,

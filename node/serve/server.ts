@@ -105,7 +105,10 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
       }),
     },
   });
-  const runOptions = runSandboxOptionsOf(settings);
+  const runOptions = {
+    ...runSandboxOptionsOf(settings),
+    ...(options.packages === undefined ? {} : { bootModules: options.packages.bootModules }),
+  };
   const sandbox = createSandbox({ ...runOptions, threads: true });
   // A session's cells run with `/run`'s sandbox settings and CPU shares, on worker threads so that no cell holds the
   // event loop; its state is in the database between cells.
@@ -150,6 +153,7 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
     run: {
       runCode: sandbox.runCode,
       ...runWebOf(settings),
+      ...(options.packages === undefined ? {} : { packages: options.packages.packages }),
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
       cpu: runCpuSharesOf(settings, cpu),

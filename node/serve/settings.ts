@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
+import { type LockedBoot, readPackagesLock } from "../packages-lock.js";
 
 /**
  * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold
@@ -23,6 +24,7 @@ const FLAG_SETTINGS = [
   ...Object.keys(SETTING_DEFAULTS),
   "RUNCODE_MCP_SERVERS",
   "RUNCODE_TENANT_STORAGE_BYTES",
+  "RUNCODE_PACKAGES",
 ] as const;
 
 /** `RUNCODE_TENANT_MAX_ACTIVE` -> `tenant-max-active`. */
@@ -39,6 +41,8 @@ sessions and kv values in libSQL: a database file, or a libSQL server (--db libs
 RUNCODE_DB_AUTH_TOKEN; --db defaults to RUNCODE_DB, then file:runcode.db). Each setting is also read from the environment variable it is named after (--tenant-max-active:
 RUNCODE_TENANT_MAX_ACTIVE); API keys only from RUNCODE_API_KEYS. On loopback it serves anonymous callers unless keys
 are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCODE_ALLOW_ANONYMOUS=true).
+--packages runcode-packages.json (RUNCODE_PACKAGES) boots the npm packages \`runcode packages add\` listed there into
+every run and session, which import them by name.
 With --retention-days N, a process that ended more than N days ago is deleted (swept at start, then hourly).
 --tenant-storage-bytes (default ${DEFAULT_TENANT_STORAGE_BYTES}) caps the bytes of code and output one tenant's processes
 keep. One server owns a database file (it holds <file>.lock while it runs). SIGINT or SIGTERM stops it: it takes no
@@ -54,6 +58,8 @@ export interface ServeOptions {
   originsSet: boolean;
   /** `RUNCODE_TENANT_STORAGE_BYTES` ({@link DEFAULT_TENANT_STORAGE_BYTES}). */
   tenantStorageBytes: number;
+  /** The npm packages of the lock file at `RUNCODE_PACKAGES` (`runcode packages add`), booted into every run's sandbox. */
+  packages?: LockedBoot;
 }
 
 /** Whether `host` is a loopback address or name: only there may the server guess its names and go without keys. */
@@ -118,5 +124,6 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
     settings,
     originsSet: given.RUNCODE_ORIGINS !== undefined,
     tenantStorageBytes: Number(storage),
+    ...(given.RUNCODE_PACKAGES === undefined ? {} : { packages: readPackagesLock(given.RUNCODE_PACKAGES) }),
   };
 }

@@ -11,7 +11,8 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import type { CoreInternals } from "../guest/core.js";
 import type { MarshalInternals } from "../guest/marshal.js";
-import { guestCoreSource, guestMarshalSource } from "../guest/sources.generated.js";
+import { guestCoreSource, guestMarshalSource, guestSlowPathsSource } from "../guest/sources.generated.js";
+import { OP_CHARGE } from "../values/tape.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
@@ -244,7 +245,11 @@ export class BootedInstance {
     this.#watchHandles(ctx);
     this.bits = ValueBits.of(ctx, instance.memory);
     this.plain = plainFacts === undefined ? undefined : PlainData.forRealm(plainFacts, ctx, instance.memory);
-    this.hostCall = ctx.newFunction("", (...args) => this.#holder?.hostCall(...(args as Parameters<HostCall>)));
+    this.hostCall = ctx.newFunction("", (...args) =>
+      this.#holder === undefined
+        ? this.#bootCall(args[0], args[1])
+        : this.#holder.hostCall(...(args as Parameters<HostCall>)),
+    );
     const booted = this;
     this.call = ctx.newFunction("", function (this: QuickJSHandle, ...args: QuickJSHandle[]) {
       return booted.#holder?.call(this, args);
@@ -279,6 +284,18 @@ export class BootedInstance {
     const marshalNames = ["encode", "decode", "encodeArguments"] as const;
     const handles = Object.fromEntries(marshalNames.map((k) => [k, ctx.getProp(object, k)]));
     this.marshal = { object, ...handles } as MarshalHandles;
+  }
+
+  /**
+   * The guest's host calls while the instance boots, outside any run: boot modules (packages) run the guarded natives,
+   * whose JS implementations (`OP_CHARGE` with -1) are compiled on first use; the rest, polls' charges included, are
+   * nobody's and answered with nothing.
+   */
+  #bootCall(op: QuickJSHandle | undefined, a: QuickJSHandle | undefined): QuickJSHandle | undefined {
+    const { ctx } = this;
+    if (op === undefined || a === undefined || ctx.getNumber(op) !== OP_CHARGE || ctx.getNumber(a) >= 0)
+      return undefined;
+    return unwrap(ctx, ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }));
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
- * The module graph of one run: names, resolution and sources. Only `options.imports` (synthetic modules) and
- * `options.modules` (relative, source-backed) resolve; nothing reaches a host resolver.
+ * The module graph of one run: names, resolution and sources. Only `options.imports` (synthetic modules),
+ * `options.modules` (relative, source-backed) and the instance's boot modules (`runcode:boot/<name>`, or `<name>`
+ * when it is a bare specifier, as packages are) resolve; nothing reaches a host resolver.
  *
  * QuickJS swallows errors thrown by a normalizer, so `normalize` is total: an unresolvable specifier becomes a
  * unique internal name whose `load` fails with the recorded `LinkError`.
@@ -125,6 +126,9 @@ export class Linker {
     if ((base.startsWith(IMPORT_PREFIX) || base === PHASE_MODULE) && specifier === INTERNALS_MODULE) return specifier;
     account.spend(MODULE_RESOLVE_FUEL + charFuel(base.length + specifier.length));
     if (Object.hasOwn(this.#options.imports, specifier)) return IMPORT_PREFIX + specifier;
+    // A boot module named by a bare specifier (a package, `date-fns/format`) is imported by that name too.
+    if (!specifier.startsWith(".") && !specifier.startsWith("/") && Object.hasOwn(this.#bootModules, specifier))
+      return BOOT_PREFIX + specifier;
     if (specifier.startsWith("./") || specifier.startsWith("../")) {
       const key = resolveRelative(this.#directoryOf(base), specifier);
       if (key === this.#entryKey) return this.entryName;

@@ -165,8 +165,10 @@ export interface SandboxOptions {
   interrupted?: () => boolean;
   /**
    * ES modules evaluated once when an instance boots and kept in its booted image, so that runs pay neither their
-   * compile nor their evaluation: every module of a run can import one as `runcode:boot/<name>`. They import
-   * nothing; what they hold is as booted at the start of every run (a run's changes go with the restore).
+   * compile nor their evaluation: every module of a run can import one as `runcode:boot/<name>`, and by `<name>`
+   * itself when it is a bare specifier (`zod`, `date-fns/format`: Node's `packages` are booted so), after
+   * `options.imports`. They import nothing; what they hold is as booted at the start of every run (a run's changes go
+   * with the restore).
    */
   bootModules?: Readonly<Record<string, string>>;
   /**

@@ -34,6 +34,25 @@ describe("boot modules", () => {
     });
   });
 
+  it("named by a bare specifier are imported by it too, after options.imports, and may run guarded natives at boot", async () => {
+    // `concat` of objects runs the guarded natives' JS implementation, compiled on first use: here at boot.
+    const slow = "export const joined = [1].concat([{ a: 1 }], { b: 2 });\nexport const scope = 'boot';\n";
+    const { runCode } = createSandbox({ wasm: nodeWasm, bootModules: { slow, "pkg/sub": counter } });
+    const source = `import { joined, scope } from "slow";
+      import { next } from "pkg/sub";
+      import { next as again } from "runcode:boot/pkg/sub";
+      export default [joined, scope, next(), again()];`;
+    expect(outcome(await runCode(source, js))).toEqual({
+      status: "success",
+      result: [[1, { a: 1 }, { b: 2 }], "boot", 1, 2],
+    });
+    const imports = { slow: { scope: "host" } };
+    expect(outcome(await runCode('import { scope } from "slow"; export default scope;', { ...js, imports }))).toEqual({
+      status: "success",
+      result: "host",
+    });
+  });
+
   it("that fail to boot end every run with the module's error, and a module that is not source is refused", async () => {
     const thrower = createSandbox({ wasm: nodeWasm, bootModules: { bad: "throw new TypeError('boom');" } });
     expect(outcome(await thrower.runCode("export default 1", js))).toEqual({

@@ -92,7 +92,7 @@ async function answered(response: Response): Promise<Response> {
  * tools but not the upstream ones (a session outlives the request that connected them).
  */
 export function mcpRoutes(
-  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow">,
+  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow" | "packages">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
   sessions?: SessionBackend,
@@ -148,6 +148,7 @@ export function mcpRoutes(
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
         ...(runs.fetchAllow === undefined ? {} : { fetchAllow: runs.fetchAllow }),
+        ...(runs.packages === undefined ? {} : { packages: runs.packages }),
         ...(sessions === undefined ? {} : { sessions: tenantSessions(sessions, tenant, signal) }),
       });
       response = await serveMcpRequest(c.req.raw, body, server, end);

@@ -35,6 +35,8 @@ export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
   admission?: Partial<AdmissionCaps>;
   /** The origins `runCode`'s sandbox lets guest code fetch, which `POST /mcp`'s guide names. Default none. */
   fetchAllow?: readonly string[];
+  /** The npm packages `runCode`'s sandbox has booted, which `POST /mcp`'s guide lists. Default none. */
+  packages?: readonly { specifier: string; version: string }[];
 }
 
 const route = createRoute(

@@ -52,6 +52,8 @@ export interface McpServerOptions {
   fetchAllow?: readonly string[];
   /** The host's sessions, for `run_code`'s `session`; without them the tool has no `session`. */
   sessions?: McpSessions;
+  /** The npm packages `run`'s sandbox has booted (its `packages`), for the guide to list. Default none. */
+  packages?: readonly { specifier: string; version: string }[];
 }
 
 /**
@@ -101,6 +103,14 @@ const withWebApis = (
   redirect to one, rejects with a TypeError; read a response whole (\`await res.json()\`, \`text()\`). No`
   } \`require\`, \`process\`, file system, \`eval\` or \`new Function\`, unless a service below provides it.`;
 
+/** The guide's line on the npm packages the sandbox has booted (none: no line). */
+const packagesGuide = (packages: readonly { specifier: string; version: string }[]) =>
+  packages.length === 0
+    ? ""
+    : `\n- Installed npm packages, imported by name (\`import { z } from "zod"\`), and no others: ${packages
+        .map((p) => `\`${p.specifier}\` ${p.version}`)
+        .join(", ")}.`;
+
 /** The guide's part on `session`, given how long the host keeps sessions. */
 const sessionGuide = (lifetime: string) => `
 Sessions: pass \`session: "name"\` (1 to 64 letters, digits, \`_\`, \`-\`, \`.\` or \`:\`; made on first use) and the state
@@ -119,6 +129,7 @@ function guide(
   webApis: boolean,
   fetchAllow: readonly string[],
   sessionLifetime: string | undefined,
+  packages: readonly { specifier: string; version: string }[],
 ): string {
   return `Runs one JavaScript or TypeScript ES module in a fresh QuickJS sandbox and returns its result. ${
     sessionLifetime === undefined
@@ -138,7 +149,7 @@ How to write the code:
   symbols and class instances cannot be returned.
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
-${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}
+${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}${packagesGuide(packages)}
 - Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`: ${DEFAULT_RUN_TIMEOUT_MS / 1000} s unless set, at most ${MAX_RUN_TIMEOUT_MS / 1000} s);
   past them the status is \`memory\` or \`terminated\`.
@@ -150,7 +161,7 @@ ${sessionLifetime === undefined ? "" : sessionGuide(sessionLifetime)}${declarati
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { run, webApis = false, tools, environmentDocs, fetchAllow = [], sessions } = options;
+  const { run, webApis = false, tools, environmentDocs, fetchAllow = [], sessions, packages = [] } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -166,6 +177,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     webApis,
     fetchAllow,
     sessions?.lifetime,
+    packages,
   );
 
   server.registerTool(
