@@ -16,7 +16,7 @@ import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } 
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
-               [--allow-fetch origin]...
+               [--allow-fetch origin]... [--intl]
        runcode repl [--js] [--memory bytes] [--timeout ms] [--web-apis] [--allow-fetch origin]... (runcode repl --help)
        runcode run --session FILE [cell | -] [--js | --ts] [--timeout ms] [--json] ... (runcode run --help)
        runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
@@ -27,7 +27,9 @@ without one runs as a script, with no result. --export and --args call an export
 must then exist. Console output goes to standard error as it happens; the result to standard output at the end, as
 JSON in runcode's lossless wire encoding with --json. Exits 0 on success, 1 when the run did not succeed, 2 on bad
 arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
-crypto.randomUUID, timers, AbortController, events).
+crypto.randomUUID, timers, AbortController, events). --intl gives it \`Intl\` (NumberFormat, DateTimeFormat with time
+zones, Collator, PluralRules, RelativeTimeFormat, ListFormat, Segmenter) and locale-aware toLocaleString, answered by
+Node's own ICU with "en-US" and "UTC" where the code names no locale or time zone.
 --allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
 path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 \`runcode repl\` is an interactive session, each input a cell whose declarations stay for the next; \`runcode run

@@ -8,13 +8,13 @@
  */
 
 /** The locale answered when none is asked for, or none asked for is supported: never the host's own. */
-export const DEFAULT_LOCALE = "en-US";
+const DEFAULT_LOCALE = "en-US";
 /** The time zone of a date formatted without one: never the host's own. */
-export const DEFAULT_TIME_ZONE = "UTC";
+const DEFAULT_TIME_ZONE = "UTC";
 /** Most characters of a request's constructor, locales and options. */
-export const MAX_INTL_SPEC_CHARS = 4_096;
+const MAX_INTL_SPEC_CHARS = 4_096;
 /** Most characters of a request's arguments (the text a `Segmenter` segments, a list `ListFormat` joins). */
-export const MAX_INTL_ARGS_CHARS = 1 << 20;
+const MAX_INTL_ARGS_CHARS = 1 << 20;
 /** Host formatters kept between requests. */
 const MAX_CACHED_FORMATTERS = 256;
 
