@@ -19,7 +19,7 @@ const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args J
                [--allow-fetch origin]... [--intl]
        runcode repl [--js] [--memory bytes] [--timeout ms] [--web-apis] [--allow-fetch origin]... (runcode repl --help)
        runcode run --session FILE [cell | -] [--js | --ts] [--timeout ms] [--json] ... (runcode run --help)
-       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]...
+       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]... [--intl]
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
 and .cjs files, TypeScript otherwise (--js and --ts decide instead). The result is the default export; a module
@@ -109,11 +109,12 @@ if (process.argv[2] === "mcp") {
     options: {
       config: { type: "string" },
       "web-apis": { type: "boolean", default: false },
+      intl: { type: "boolean", default: false },
       "allow-fetch": { type: "string", multiple: true },
     },
   });
   const fetch = fetchOf(values["allow-fetch"]);
-  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch });
+  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], intl: values.intl, fetch });
 } else if (process.argv[2] === "repl") {
   const { startRepl } = await import("./repl.js");
   await startRepl(process.argv.slice(3));

@@ -1,8 +1,8 @@
 /**
- * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]...`: the MCP server over standard input and
+ * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]... [--intl]`: the MCP server over standard input and
  * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its
  * caps, time limits and answers, as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs
- * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, and no admission: the client is the machine's
+ * for `--web-apis`, `Intl` for `--intl`, `fetch` reaching the origins of `--allow-fetch`, and no admission: the client is the machine's
  * user. The built-in `kv` service lives in memory for as long as the server does, and so do `run_code`'s sessions
  * (src/host/mcp/connection-sessions.ts: up to 16, on this thread, fuel bounding each cell). The configuration names upstream
  * MCP servers in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs":
@@ -43,11 +43,18 @@ interface StdioMcpOptions {
   configPath?: string | undefined;
   /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
   webApis?: boolean;
+  /** Gives runs `Intl` (`SandboxOptions.intl`). */
+  intl?: boolean;
   /** Gives runs `fetch` (`SandboxOptions.fetch`), and the Web APIs with it. */
   fetch?: FetchOptions | undefined;
 }
 
-export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: StdioMcpOptions = {}): Promise<void> {
+export async function serveMcpOverStdio({
+  configPath,
+  webApis = false,
+  intl = false,
+  fetch,
+}: StdioMcpOptions = {}): Promise<void> {
   const tools = new ToolRegistry().register(kvService(memoryKeyValueStores()));
   const clients: Client[] = [];
   const upstreams = configPath === undefined ? {} : await upstreamsOf(configPath);
@@ -60,11 +67,11 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
     tools.register(await upstreamService(name, client));
   }
   const web = webApis || fetch !== undefined;
-  const { runCode } = createSandbox({ webApis: web, ...(fetch === undefined ? {} : { fetch }) });
+  const { runCode } = createSandbox({ webApis: web, intl, ...(fetch === undefined ? {} : { fetch }) });
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
   // Cells on worker threads: a cell spinning never holds the connection (its cancellation included).
   const sessions = new ConnectionSessions({
-    engine: threadedSessions({ webApis: web, ...(fetch === undefined ? {} : { fetch }) }),
+    engine: threadedSessions({ webApis: web, intl, ...(fetch === undefined ? {} : { fetch }) }),
     tools,
     maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
   });
@@ -72,6 +79,7 @@ export async function serveMcpOverStdio({ configPath, webApis = false, fetch }: 
     run,
     tools,
     webApis: web,
+    intl,
     ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
     sessions: {
       run: sessions.run,

@@ -167,9 +167,10 @@ export const appOptionsOf = (settings: HostSettings) => ({
 export const fetchOptionOf = (settings: HostSettings) =>
   settings.fetch === undefined ? {} : { fetch: settings.fetch };
 
-/** What `/run` and `/mcp` tell of their sandbox: its Web APIs and the origins its `fetch` reaches. */
+/** What `/run` and `/mcp` tell of their sandbox: its Web APIs, `Intl` and the origins its `fetch` reaches. */
 export const runWebOf = (settings: HostSettings) => ({
   webApis: settings.webApis,
+  intl: settings.intl,
   ...(settings.fetch === undefined ? {} : { fetchAllow: settings.fetch.allow }),
 });
 
