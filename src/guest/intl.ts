@@ -23,7 +23,7 @@ export function guestIntl(hostCall: HostCall): void {
   const NumberCtor = Number;
   const EMPTY: unknown[] = [];
   const isNaNumber = Number.isNaN;
-  const states = new WeakMap<object, { kind: string; spec: string; resolved: string }>();
+  const states = new WeakMap<object, { kind: string; spec: string; resolved: string; bound?: () => unknown }>();
   const numberValue = Number.prototype.valueOf;
   const bigintValue = BigInt.prototype.valueOf;
   const dateValue = Date.prototype.valueOf;
@@ -189,6 +189,7 @@ export function guestIntl(hostCall: HostCall): void {
       return undefined;
     } as unknown as { prototype: object; name: string };
     defineProperty(Ctor, "name", { value: kind });
+    defineProperty(Ctor, "length", { value: 0 });
     const proto = Ctor.prototype;
     defineProperty(proto, Symbol.toStringTag, { value: `Intl.${kind}`, configurable: true });
     hide(proto, "resolvedOptions", function resolvedOptions(this: unknown) {
@@ -205,15 +206,18 @@ export function guestIntl(hostCall: HostCall): void {
       }[name];
       if (name === bound) {
         defineProperty(proto, name, {
+          // ECMA-402's [[BoundFormat]] and [[BoundCompare]]: made on first use, the same function after.
           get(this: unknown) {
-            const { spec } = stateOf(this, kind, name);
-            const boundFn = {
-              ""(...args: unknown[]) {
-                return method(spec, args);
-              },
-            }[""] as () => unknown;
-            defineProperty(boundFn, "name", { value: "" });
-            return boundFn;
+            const state = stateOf(this, kind, name);
+            if (state.bound === undefined) {
+              const { spec } = state;
+              state.bound = {
+                ""(...args: unknown[]) {
+                  return method(spec, args);
+                },
+              }[""] as () => unknown;
+            }
+            return state.bound;
           },
           enumerable: false,
           configurable: true,

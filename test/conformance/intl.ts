@@ -230,7 +230,7 @@ export function intlSuite(sandbox: (settings: SandboxOptions) => RunCode): void 
         export default [nf.resolvedOptions().locale, Object.getPrototypeOf(a) === Object.prototype,
           Array.isArray(parts), Object.getPrototypeOf(parts[0]) === Object.prototype, nf.format === nf.format,
           [1, 2].map(nf.format), nf instanceof Intl.NumberFormat, Intl.NumberFormat("de") instanceof Intl.NumberFormat]`;
-      expect(await ok(runCode, source, js)).toEqual(["en", true, true, true, false, ["$1.00", "$2.00"], true, true]);
+      expect(await ok(runCode, source, js)).toEqual(["en", true, true, true, true, ["$1.00", "$2.00"], true, true]);
     });
 
     it("a Segments object answers containing() and iterates again", async () => {
