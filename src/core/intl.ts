@@ -49,9 +49,15 @@ const CASE_METHODS = ["toLocaleUpperCase", "toLocaleLowerCase"];
 
 const formatters = new Map<string, Formatter>();
 
-/** Whether answering `request` constructs a host formatter (which costs more than a call: see host-fuel.ts). */
+/**
+ * Whether answering `request` makes a host formatter (which costs more than a call: see host-fuel.ts): one of a
+ * constructor not kept yet, and every date's `toLocale*String` (the host makes one each call); case mappings and
+ * `Intl`'s own functions make none.
+ */
 export function constructs(request: string): boolean {
   const spec = request.slice(0, request.indexOf("\n"));
+  if (spec.startsWith('["Date"')) return true;
+  if (spec.startsWith('["String"') || spec.startsWith('["Intl"')) return false;
   return !formatters.has(spec);
 }
 
@@ -82,6 +88,7 @@ export function intlAnswer(request: string): string {
 
 function answer(spec: string, kind: string, locales: Locales, options: unknown, method: string, args: unknown[]) {
   if (kind === "Intl" && method === "getCanonicalLocales") return Intl.getCanonicalLocales(locales);
+  if (kind === "Intl" && method === "supportedValuesOf") return Intl.supportedValuesOf(args[0] as never);
   if (kind === "Date" && DATE_METHODS.includes(method)) {
     const date = new Date(args[0] as number) as unknown as Record<string, (l: Locales, o: unknown) => string>;
     return (date[method] as (l: Locales, o: unknown) => string).call(

@@ -15,7 +15,7 @@ export function guestIntl(hostCall: HostCall): void {
   const OP_INTL = 11;
   const G = globalThis;
   const { apply } = Reflect;
-  const { defineProperty, getPrototypeOf } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const { stringify, parse } = JSON;
   const { isArray } = Array;
   const TypeErrorCtor = TypeError;
@@ -23,6 +23,7 @@ export function guestIntl(hostCall: HostCall): void {
   const NumberCtor = Number;
   const EMPTY: unknown[] = [];
   const isNaNumber = Number.isNaN;
+  const { trunc } = Math;
   const states = new WeakMap<object, { kind: string; spec: string; resolved: string; bound?: () => unknown }>();
   const numberValue = Number.prototype.valueOf;
   const bigintValue = BigInt.prototype.valueOf;
@@ -32,6 +33,11 @@ export function guestIntl(hostCall: HostCall): void {
     if (self === undefined || self === null)
       throw new TypeErrorCtor(`String.prototype.${what} called on null or undefined`);
     return StringCtor(self);
+  };
+  /** ToString: a symbol is a `TypeError` (`String(symbol)` would describe it). */
+  const text = (value: unknown): string => {
+    if (typeof value === "symbol") throw new TypeErrorCtor("Cannot convert a Symbol value to a string");
+    return StringCtor(value);
   };
   /** Every option any of the constructors reads; the host's `Intl` checks them. */
   const OPTIONS = [
@@ -97,6 +103,9 @@ export function guestIntl(hostCall: HostCall): void {
     if (typeof value === "object" && value !== null) return StringCtor(value);
     return value;
   };
+  /** Appends `value` to `list` as a data property: a setter the guest put on `Array.prototype` never runs. */
+  const append = (list: unknown[], value: unknown) =>
+    defineProperty(list, list.length, { value, writable: true, enumerable: true, configurable: true });
   /** The locales argument as a list of tags (CanonicalizeLocaleList's reading; the host canonicalizes). */
   const localesOf = (locales: unknown): unknown => {
     if (locales === undefined) return undefined;
@@ -111,15 +120,17 @@ export function guestIntl(hostCall: HostCall): void {
       if (typeof tag !== "string" && (typeof tag !== "object" || tag === null)) {
         throw new TypeErrorCtor("Language ID should be string or object.");
       }
-      out[out.length] = StringCtor(tag);
+      append(out, StringCtor(tag));
     }
     return out;
   };
   /** The options argument as plain data: an object's known options, other values as they are (the host refuses). */
   const optionsOf = (options: unknown): unknown => {
     if (options === undefined) return undefined;
+    // A symbol's object has no options, as `true`'s has none: the host takes (or refuses) it as it takes `true`.
+    if (typeof options === "symbol") return true;
     if (typeof options !== "object" || options === null) return wire(options);
-    const out: Record<string, unknown> = {};
+    const out = { __proto__: null } as unknown as Record<string, unknown>;
     for (let i = 0; i < OPTIONS.length; i++) {
       const name = OPTIONS[i] as string;
       const value = (options as Record<string, unknown>)[name];
@@ -146,9 +157,16 @@ export function guestIntl(hostCall: HostCall): void {
     defineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
   const IntlObject = {};
   defineProperty(IntlObject, Symbol.toStringTag, { value: "Intl", configurable: true });
-  hide(IntlObject, "getCanonicalLocales", function getCanonicalLocales(locales: unknown) {
-    return ask(stringify(["Intl", localesOf(locales)]), "getCanonicalLocales", EMPTY);
-  });
+  const statics = {
+    getCanonicalLocales(locales: unknown) {
+      return ask(stringify(["Intl", localesOf(locales)]), "getCanonicalLocales", EMPTY);
+    },
+    supportedValuesOf(key: unknown) {
+      return ask('["Intl"]', "supportedValuesOf", [text(key)]);
+    },
+  };
+  hide(IntlObject, "getCanonicalLocales", statics.getCanonicalLocales);
+  hide(IntlObject, "supportedValuesOf", statics.supportedValuesOf);
 
   /** A time value the way DateTimeFormat's `format` takes a date. */
   const timeOf = (date: unknown) => wire(date === undefined ? dateNow() : NumberCtor(date));
@@ -157,13 +175,25 @@ export function guestIntl(hostCall: HostCall): void {
     const primitive = typeof value === "object" && value !== null ? NumberCtor(value) : value;
     return wire(typeof primitive === "string" || typeof primitive === "bigint" ? primitive : NumberCtor(primitive));
   };
+  /**
+   * A range's two ends, each made by `of`: neither may be `undefined` (a `TypeError`, as ECMA-402 says, with V8's
+   * message: `ends` names them, or there is one message for both).
+   */
+  const range = (args: unknown[], of: (value: unknown) => unknown, ends?: [string, string]) => {
+    for (let i = 0; i < 2; i++) {
+      if (args[i] === undefined) {
+        throw new TypeErrorCtor(ends === undefined ? "Invalid time value" : `Invalid ${ends[i]} : undefined`);
+      }
+    }
+    return [of(args[0]), of(args[1])];
+  };
   const listOf = (list: unknown): string[] => {
     const out: string[] = [];
     if (list === undefined) return out;
     for (const item of list as Iterable<unknown>) {
       if (typeof item !== "string")
         throw new TypeErrorCtor(`Iterable yielded ${StringCtor(item)} which is not a string`);
-      out[out.length] = item;
+      append(out, item);
     }
     return out;
   };
@@ -190,43 +220,56 @@ export function guestIntl(hostCall: HostCall): void {
     } as unknown as { prototype: object; name: string };
     defineProperty(Ctor, "name", { value: kind });
     defineProperty(Ctor, "length", { value: 0 });
+    defineProperty(Ctor, "prototype", { writable: false });
     const proto = Ctor.prototype;
     defineProperty(proto, Symbol.toStringTag, { value: `Intl.${kind}`, configurable: true });
-    hide(proto, "resolvedOptions", function resolvedOptions(this: unknown) {
-      return parse(stateOf(this, kind, "resolvedOptions").resolved);
-    });
+    const own = {
+      resolvedOptions(this: unknown) {
+        return parse(stateOf(this, kind, "resolvedOptions").resolved);
+      },
+      supportedLocalesOf(locales: unknown, options?: unknown) {
+        return ask(specOf(kind, locales, options), "supportedLocalesOf", EMPTY);
+      },
+    };
+    hide(proto, "resolvedOptions", own.resolvedOptions);
+    defineProperty(own.supportedLocalesOf, "length", { value: 1 });
+    hide(Ctor, "supportedLocalesOf", own.supportedLocalesOf);
     const names = Object.keys(methods);
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const method = methods[name] as (spec: string, args: unknown[]) => unknown;
+      // ECMA-402's lengths: a range's, a comparison's and a relative time's take two arguments, the rest one.
+      const length = kind === "RelativeTimeFormat" || name === "compare" || name.includes("Range") ? 2 : 1;
       const body = {
         [name](this: unknown, ...args: unknown[]) {
           return method(stateOf(this, kind, name).spec, args);
         },
-      }[name];
+      }[name] as () => unknown;
+      defineProperty(body, "length", { value: length });
       if (name === bound) {
-        defineProperty(proto, name, {
-          // ECMA-402's [[BoundFormat]] and [[BoundCompare]]: made on first use, the same function after.
-          get(this: unknown) {
-            const state = stateOf(this, kind, name);
-            if (state.bound === undefined) {
-              const { spec } = state;
-              state.bound = {
-                ""(...args: unknown[]) {
-                  return method(spec, args);
-                },
-              }[""] as () => unknown;
-            }
-            return state.bound;
+        // ECMA-402's [[BoundFormat]] and [[BoundCompare]]: made on first use, the same function after.
+        const getter = getOwnPropertyDescriptor(
+          {
+            get [name]() {
+              const state = stateOf(this, kind, name);
+              if (state.bound === undefined) {
+                const { spec } = state;
+                state.bound = {
+                  ""(...args: unknown[]) {
+                    return method(spec, args);
+                  },
+                }[""] as () => unknown;
+                defineProperty(state.bound, "length", { value: length });
+              }
+              return state.bound;
+            },
           },
-          enumerable: false,
-          configurable: true,
-        });
+          name,
+        ) as PropertyDescriptor;
+        getter.enumerable = false;
+        defineProperty(proto, name, getter);
       } else hide(proto, name, body);
     }
-    hide(Ctor, "supportedLocalesOf", function supportedLocalesOf(locales: unknown, options?: unknown) {
-      return ask(specOf(kind, locales, options), "supportedLocalesOf", EMPTY);
-    });
     hide(IntlObject, kind, Ctor);
   };
   define(
@@ -235,8 +278,8 @@ export function guestIntl(hostCall: HostCall): void {
     {
       format: (spec, a) => ask(spec, "format", [numericOf(a[0])]),
       formatToParts: (spec, a) => ask(spec, "formatToParts", [numericOf(a[0])]),
-      formatRange: (spec, a) => ask(spec, "formatRange", [numericOf(a[0]), numericOf(a[1])]),
-      formatRangeToParts: (spec, a) => ask(spec, "formatRangeToParts", [numericOf(a[0]), numericOf(a[1])]),
+      formatRange: (spec, a) => ask(spec, "formatRange", range(a, numericOf, ["start", "end"])),
+      formatRangeToParts: (spec, a) => ask(spec, "formatRangeToParts", range(a, numericOf, ["start", "end"])),
     },
     "format",
   );
@@ -246,8 +289,8 @@ export function guestIntl(hostCall: HostCall): void {
     {
       format: (spec, a) => ask(spec, "format", [timeOf(a[0])]),
       formatToParts: (spec, a) => ask(spec, "formatToParts", [timeOf(a[0])]),
-      formatRange: (spec, a) => ask(spec, "formatRange", [timeOf(a[0]), timeOf(a[1])]),
-      formatRangeToParts: (spec, a) => ask(spec, "formatRangeToParts", [timeOf(a[0]), timeOf(a[1])]),
+      formatRange: (spec, a) => ask(spec, "formatRange", range(a, timeOf)),
+      formatRangeToParts: (spec, a) => ask(spec, "formatRangeToParts", range(a, timeOf)),
     },
     "format",
   );
@@ -255,7 +298,7 @@ export function guestIntl(hostCall: HostCall): void {
     "Collator",
     true,
     {
-      compare: (spec, a) => ask(spec, "compare", [StringCtor(a[0]), StringCtor(a[1])]),
+      compare: (spec, a) => ask(spec, "compare", [text(a[0]), text(a[1])]),
     },
     "compare",
   );
@@ -264,7 +307,12 @@ export function guestIntl(hostCall: HostCall): void {
     false,
     {
       select: (spec, a) => ask(spec, "select", [wire(NumberCtor(a[0]))]),
-      selectRange: (spec, a) => ask(spec, "selectRange", [wire(NumberCtor(a[0])), wire(NumberCtor(a[1]))]),
+      selectRange: (spec, a) =>
+        ask(
+          spec,
+          "selectRange",
+          range(a, (x) => wire(NumberCtor(x)), ["startRange", "endRange"]),
+        ),
     },
     undefined,
   );
@@ -272,8 +320,8 @@ export function guestIntl(hostCall: HostCall): void {
     "RelativeTimeFormat",
     false,
     {
-      format: (spec, a) => ask(spec, "format", [wire(NumberCtor(a[0])), StringCtor(a[1])]),
-      formatToParts: (spec, a) => ask(spec, "formatToParts", [wire(NumberCtor(a[0])), StringCtor(a[1])]),
+      format: (spec, a) => ask(spec, "format", [wire(NumberCtor(a[0])), text(a[1])]),
+      formatToParts: (spec, a) => ask(spec, "formatToParts", [wire(NumberCtor(a[0])), text(a[1])]),
     },
     undefined,
   );
@@ -301,8 +349,9 @@ export function guestIntl(hostCall: HostCall): void {
     const state = segmentsOf.get(this);
     if (state === undefined)
       throw new TypeErrorCtor("Method %Segments.prototype%.containing called on incompatible receiver");
-    const n = NumberCtor(index);
-    const at = isNaNumber(n) ? 0 : n < 0 ? -1 : n - (n % 1);
+    // ToIntegerOrInfinity: a bigint or a symbol is a TypeError, as unary plus makes it.
+    const n = +(index as number);
+    const at = isNaNumber(n) ? 0 : trunc(n);
     if (at < 0 || at >= state.input.length) return undefined;
     let low = 0;
     let high = state.segments.length - 1;
@@ -341,7 +390,7 @@ export function guestIntl(hostCall: HostCall): void {
     false,
     {
       segment: (spec, a) => {
-        const input = StringCtor(a[0]);
+        const input = text(a[0]);
         const answer = ask(spec, "segment", [input]) as [Segment[], boolean];
         const segments = { __proto__: SegmentsProto };
         segmentsOf.set(segments, { segments: answer[0], input, words: answer[1] });
@@ -382,14 +431,13 @@ export function guestIntl(hostCall: HostCall): void {
       }[name],
     );
   }
-  hide(
-    String.prototype,
-    "localeCompare",
-    function localeCompare(this: unknown, that: unknown, locales?: unknown, options?: unknown) {
+  const compare = {
+    localeCompare(this: unknown, that: unknown, locales?: unknown, options?: unknown) {
       const self = stringValue(this, "localeCompare");
-      return ask(specOf("Collator", locales, options), "compare", [self, StringCtor(that)]);
+      return ask(specOf("Collator", locales, options), "compare", [self, text(that)]);
     },
-  );
+  };
+  hide(String.prototype, "localeCompare", compare.localeCompare);
   for (const name of ["toLocaleUpperCase", "toLocaleLowerCase"]) {
     hide(
       String.prototype,
@@ -419,4 +467,20 @@ export function guestIntl(hostCall: HostCall): void {
   };
   hide(Array.prototype, "toLocaleString", arrayToLocaleString);
   hide(getPrototypeOf(Uint8Array.prototype), "toLocaleString", arrayToLocaleString);
+  // ECMA-402's lengths: `localeCompare` takes one argument, the rest none.
+  const BUILT_INS: [object, string][] = [
+    [Number.prototype, "toLocaleString"],
+    [BigInt.prototype, "toLocaleString"],
+    [Date.prototype, "toLocaleString"],
+    [Date.prototype, "toLocaleDateString"],
+    [Date.prototype, "toLocaleTimeString"],
+    [String.prototype, "localeCompare"],
+    [String.prototype, "toLocaleUpperCase"],
+    [String.prototype, "toLocaleLowerCase"],
+    [Array.prototype, "toLocaleString"],
+  ];
+  for (let i = 0; i < BUILT_INS.length; i++) {
+    const [target, name] = BUILT_INS[i] as [object, string];
+    defineProperty((target as Record<string, object>)[name], "length", { value: name === "localeCompare" ? 1 : 0 });
+  }
 }

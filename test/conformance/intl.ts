@@ -170,6 +170,7 @@ export function intlSuite(sandbox: (settings: SandboxOptions) => RunCode): void 
           "RelativeTimeFormat",
           "Segmenter",
           "getCanonicalLocales",
+          "supportedValuesOf",
         ],
         "1.234,5",
       ]);
