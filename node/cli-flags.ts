@@ -40,6 +40,7 @@ export const RUN_FLAGS = {
   timeout: { type: "string", default: "30000" },
   "allow-fetch": { type: "string", multiple: true },
   "web-apis": { type: "boolean", default: false },
+  intl: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
@@ -57,13 +58,18 @@ export function languageOf(flags: { js: boolean; ts: boolean }, file: string): "
   return /\.[mc]?js$/i.test(file) ? "javascript" : "typescript";
 }
 
-/** The sandbox settings of `--web-apis` and `--allow-fetch` (which gives the Web APIs too). */
-export function webOf(flags: { "web-apis": boolean; "allow-fetch"?: string[] | undefined }): {
+/** The sandbox settings of `--web-apis`, `--allow-fetch` (which gives the Web APIs too) and `--intl`. */
+export function webOf(flags: { "web-apis": boolean; intl: boolean; "allow-fetch"?: string[] | undefined }): {
   webApis: boolean;
+  intl: boolean;
   fetch?: FetchOptions;
 } {
   const fetch = fetchOf(flags["allow-fetch"]);
-  return { webApis: flags["web-apis"] || fetch !== undefined, ...(fetch === undefined ? {} : { fetch }) };
+  return {
+    webApis: flags["web-apis"] || fetch !== undefined,
+    intl: flags.intl,
+    ...(fetch === undefined ? {} : { fetch }),
+  };
 }
 
 /**

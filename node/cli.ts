@@ -26,10 +26,10 @@ import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES, nodeWasm, safetyCapWithin } 
 import { serveMcpOverStdio } from "./mcp.js";
 
 const USAGE = `usage: runcode [file | -] [--js | --ts] [--export name] [--args JSON] [--globals JSON] [--memory bytes] [--timeout ms] [--web-apis] [--json]
-               [--allow-fetch origin]... [--package name]...
+               [--allow-fetch origin]... [--package name]... [--intl]
        runcode repl [--js] [--memory bytes] [--timeout ms] [--web-apis] [--allow-fetch origin]... (runcode repl --help)
        runcode run --session FILE [cell | -] [--js | --ts] [--timeout ms] [--json] ... (runcode run --help)
-       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]... [--package name]...
+       runcode mcp [--config servers.json] [--web-apis] [--allow-fetch origin]... [--package name]... [--intl]
        runcode packages add name... [--lock runcode-packages.json]
        runcode serve [--port 8080] [--host 127.0.0.1] [--db file:runcode.db] (runcode serve --help)
 Runs the module in a fresh QuickJS sandbox: standard input when the file is \`-\` or absent; JavaScript for .js, .mjs
@@ -38,7 +38,9 @@ without one runs as a script, with no result. --export and --args call an export
 must then exist. Console output goes to standard error as it happens; the result to standard output at the end, as
 JSON in runcode's lossless wire encoding with --json. Exits 0 on success, 1 when the run did not succeed, 2 on bad
 arguments. --web-apis gives the code the Web APIs (URL, TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues,
-crypto.randomUUID, timers, AbortController, events).
+crypto.randomUUID, timers, AbortController, events). --intl gives it \`Intl\` (NumberFormat, DateTimeFormat with time
+zones, Collator, PluralRules, RelativeTimeFormat, ListFormat, Segmenter) and locale-aware toLocaleString, answered by
+Node's own ICU with "en-US" and "UTC" where the code names no locale or time zone.
 --allow-fetch gives the code the Web APIs and \`fetch\`, reaching only that origin (\`https://api.example.com\`) or
 path prefix (\`https://x.org/v1/\`); repeat it for more. Without it there is no \`fetch\`.
 --package gives the code an npm package installed where runcode runs (\`--package zod --package date-fns/format\`),
@@ -123,13 +125,20 @@ if (process.argv[2] === "mcp") {
     options: {
       config: { type: "string" },
       "web-apis": { type: "boolean", default: false },
+      intl: { type: "boolean", default: false },
       "allow-fetch": { type: "string", multiple: true },
       package: { type: "string", multiple: true },
     },
   });
   const fetch = fetchOf(values["allow-fetch"]);
   const { packages } = packagesOf(values.package);
-  await serveMcpOverStdio({ configPath: values.config, webApis: values["web-apis"], fetch, packages });
+  await serveMcpOverStdio({
+    configPath: values.config,
+    webApis: values["web-apis"],
+    intl: values.intl,
+    fetch,
+    packages,
+  });
 } else if (process.argv[2] === "packages") {
   const { packagesCommand } = await import("./packages-command.js");
   packagesCommand(process.argv.slice(3));

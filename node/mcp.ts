@@ -1,9 +1,9 @@
 /**
- * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]... [--package name]...`: the MCP server over standard input and
+ * `runcode mcp [--config file.json] [--web-apis] [--allow-fetch origin]... [--package name]... [--intl]`: the MCP server over standard input and
  * output, for MCP clients that start it as a command (`npx runcode mcp`). Runs take the host's one path for runs (its
  * caps, time limits and answers, as over HTTP) on this package's sandbox, each on a worker thread, with the Web APIs
- * for `--web-apis`, `fetch` reaching the origins of `--allow-fetch`, the npm packages of `--package` (listed in
- * `run_code`'s description), and no admission: the client is the machine's
+ * for `--web-apis`, `Intl` for `--intl`, `fetch` reaching the origins of `--allow-fetch`, the npm packages of
+ * `--package` (listed in `run_code`'s description), and no admission: the client is the machine's
  * user. The built-in `kv` service lives in memory for as long as the server does, and so do `run_code`'s sessions
  * (src/host/mcp/connection-sessions.ts: up to 16, on this thread, fuel bounding each cell). The configuration names upstream
  * MCP servers in the format MCP clients use (`{"mcpServers": {"github": {"command": "...", "args": [...]}, "docs":
@@ -45,6 +45,8 @@ interface StdioMcpOptions {
   configPath?: string | undefined;
   /** Gives runs the Web APIs (`SandboxOptions.webApis`). */
   webApis?: boolean;
+  /** Gives runs `Intl` (`SandboxOptions.intl`). */
+  intl?: boolean;
   /** Gives runs `fetch` (`SandboxOptions.fetch`), and the Web APIs with it. */
   fetch?: FetchOptions | undefined;
   /** npm packages runs and cells import by name (`NodeSandboxOptions.packages`), resolved from the working directory. */
@@ -54,6 +56,7 @@ interface StdioMcpOptions {
 export async function serveMcpOverStdio({
   configPath,
   webApis = false,
+  intl = false,
   fetch,
   packages = [],
 }: StdioMcpOptions = {}): Promise<void> {
@@ -74,11 +77,11 @@ export async function serveMcpOverStdio({
     tools.register(await upstreamService(name, client));
   }
   const web = webApis || fetch !== undefined;
-  const { runCode } = createSandbox({ webApis: web, ...boot, ...(fetch === undefined ? {} : { fetch }) });
+  const { runCode } = createSandbox({ webApis: web, intl, ...boot, ...(fetch === undefined ? {} : { fetch }) });
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, tools });
   // Cells on worker threads: a cell spinning never holds the connection (its cancellation included).
   const sessions = new ConnectionSessions({
-    engine: threadedSessions({ webApis: web, ...boot, ...(fetch === undefined ? {} : { fetch }) }),
+    engine: threadedSessions({ webApis: web, intl, ...boot, ...(fetch === undefined ? {} : { fetch }) }),
     tools,
     maxLength: DEFAULT_MEMORY_LIMIT_BYTES,
   });
@@ -87,6 +90,7 @@ export async function serveMcpOverStdio({
     tools,
     webApis: web,
     packages: bundles,
+    intl,
     ...(fetch === undefined ? {} : { fetchAllow: fetch.allow }),
     sessions: {
       run: sessions.run,

@@ -1,5 +1,5 @@
 /**
- * Builds the guest's source text: the TypeScript guest functions (src/guest/core.ts, marshal.ts, slow-paths.ts, web-*.ts)
+ * Builds the guest's source text: the TypeScript guest functions (src/guest/core.ts, marshal.ts, slow-paths.ts, web-*.ts, intl.ts)
  * compiled once, without comments, into the string constants of src/guest/sources.generated.ts, which the runtime
  * evaluates in every context. Fixed text rather than each bundler's `fn.toString()`: the engine's fuel depends on
  * where things sit in its memory, so the same program spends exactly the same fuel on every platform only if every
@@ -23,6 +23,7 @@ const GUEST = [
   ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
   ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
   ["guestWebFetchSource", "guestWebFetch", "web-fetch.ts"],
+  ["guestIntlSource", "guestIntl", "intl.ts"],
 ] as const;
 
 /** `fn` of the TypeScript module `source`, compiled, as an expression evaluating to the function. */

@@ -20,6 +20,7 @@ declare namespace Cloudflare {
 		RUN_CPU_MS: "2000";
 		RUN_FUEL: "2500000000";
 		RUNCODE_WEB_APIS: "false";
+		RUNCODE_INTL: "false";
 		RUNCODE_FETCH_ALLOW: "";
 		RUNCODE_RETENTION_DAYS: "";
 		RUNCODE_SESSIONS_PER_TENANT: "100";

@@ -22,6 +22,7 @@ import {
   OP_CHARGE,
   OP_FETCH,
   OP_FETCH_ABORT,
+  OP_INTL,
   OP_LOG,
   OP_MARSHAL,
   OP_PLAIN,
@@ -38,12 +39,14 @@ import {
   charFuel,
   HOST_CALL_FUEL,
   HOST_PROMISE_FUEL,
+  intlFuel,
   LOG_ENTRY_FUEL,
   PLAIN_READ_FUEL,
   randomFuel,
   tapeFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
+import { constructs, intlAnswer } from "./intl.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
@@ -183,6 +186,7 @@ export class GuestBridge {
         return unpaid === false ? ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer) : unpaid;
       }
       if (op === OP_PLAIN) return ctx.newNumber(this.#plainLevels(sideHandle));
+      if (op === OP_INTL) return this.#intl(ctx.getString(tapeHandle));
       if (op === OP_UNCAUGHT) {
         this.#uncaught ??= this.describe(sideHandle);
         return undefined;
@@ -294,6 +298,20 @@ export class GuestBridge {
     }
     const values = this.#read(encoded.value, (text, side) => this.#decode(text, this.#buffersOf(side)));
     return this.#callHost(this.#run.functions.get(id), values as unknown[]);
+  }
+
+  /** The guest's `Intl` request (see core/intl.ts), paid before the host's `Intl` answers; what it throws, thrown. */
+  #intl(request: string): Answer {
+    const unpaid = this.#unpaid(intlFuel(request, constructs(request)));
+    if (unpaid !== false) return unpaid;
+    let answer: string;
+    try {
+      answer = intlAnswer(request);
+    } catch (error) {
+      return { error: this.#guestError(error) };
+    }
+    this.#limits.spend(charFuel(answer.length));
+    return this.#ctx.newString(answer);
   }
 
   /** What a call from the guest that failed on the host answers. */

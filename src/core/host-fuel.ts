@@ -69,6 +69,36 @@ export const LOG_ENTRY_FUEL = 2_000;
 /** A call for random bytes: `crypto.getRandomValues` of 16 bytes took 6.4 ms per 10^6 units with 2,000 a call. */
 const RANDOM_CALL_FUEL = 3_500;
 
+/**
+ * A request of the guest's `Intl` answered by a formatter the host keeps (core/intl.ts), on top of its tape's
+ * characters: `nf.format(i)` and `collator.compare(a, b)` in a loop took 15-19 us a call, the engine counting ~500
+ * units of it.
+ */
+const INTL_CALL_FUEL = 3_500;
+
+/**
+ * A request that makes the host's formatter first (new locales and options; every `Date#toLocaleString`, which
+ * makes one each call): `new Intl.NumberFormat` with options never seen took 172 us, `DateTimeFormat` 59 us,
+ * `toLocaleString` of a date 150 us.
+ */
+const INTL_NEW_FUEL = 40_000;
+
+/** A character a `Segmenter` segments: 108,000 characters took 0.6-2.3 us a character (words, graphemes). */
+const INTL_SEGMENT_CHAR_FUEL = 500;
+
+/**
+ * Fuel of the guest's `Intl` request `request` (see OP_INTL): its fee, more when it makes the host's formatter
+ * (`constructs`), and its characters, more for a segmentation.
+ */
+export function intlFuel(request: string, constructs: boolean): number {
+  const segmenting = request.startsWith('["Segmenter"') && request.includes("\nsegment\n");
+  return (
+    INTL_CALL_FUEL +
+    (constructs ? INTL_NEW_FUEL : 0) +
+    request.length * (TAPE_CHAR_FUEL + (segmenting ? INTL_SEGMENT_CHAR_FUEL : 0))
+  );
+}
+
 /** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
 export const MODULE_RESOLVE_FUEL = 1_000;
 

@@ -11,7 +11,12 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, VmCallResult } from "quickjs-emscripten-core";
 import type { CoreInternals } from "../guest/core.js";
 import type { MarshalInternals } from "../guest/marshal.js";
-import { guestCoreSource, guestMarshalSource, guestSlowPathsSource } from "../guest/sources.generated.js";
+import {
+  guestCoreSource,
+  guestIntlSource,
+  guestMarshalSource,
+  guestSlowPathsSource,
+} from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
 import { type Instance, newInstance } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
@@ -71,14 +76,15 @@ export interface TimerHandles {
 
 /**
  * What an instance evaluates at boot besides the prelude: the Web APIs when the sandbox asks for them
- * (`SandboxOptions.webApis`), with `fetch` among them when it has a fetch setting, then its boot modules
- * (`SandboxOptions.bootModules`).
+ * (`SandboxOptions.webApis`), with `fetch` among them when it has a fetch setting, then `Intl` when it asks for it
+ * (`SandboxOptions.intl`), then its boot modules (`SandboxOptions.bootModules`).
  */
 export interface Boot {
   /** Tells instances booted alike from others. */
   key: string;
   webApis: boolean;
   fetch: boolean;
+  intl: boolean;
   modules: Readonly<Record<string, string>>;
 }
 
@@ -86,6 +92,7 @@ export const PLAIN_BOOT: Boot = Object.freeze({
   key: "",
   webApis: false,
   fetch: false,
+  intl: false,
   modules: Object.freeze({}),
 });
 
@@ -93,12 +100,23 @@ export const PLAIN_BOOT: Boot = Object.freeze({
 const bootModulesSeen = new WeakMap<object, Pick<Boot, "key" | "modules">>();
 
 /** The {@link Boot} of a sandbox's settings (`fetch` only with `webApis`). */
-export function bootOf(modules: Readonly<Record<string, string>> | undefined, webApis: boolean, fetch = false): Boot {
+export function bootOf(
+  modules: Readonly<Record<string, string>> | undefined,
+  webApis: boolean,
+  fetch = false,
+  intl = false,
+): Boot {
   const checked = modules === undefined ? PLAIN_BOOT : checkedModules(modules);
   const web = webApis ? (fetch ? "web+fetch" : "web") : "";
-  return checked.key === "" && !webApis
+  return checked.key === "" && !webApis && !intl
     ? PLAIN_BOOT
-    : { key: `${web}${checked.key}`, webApis, fetch: webApis && fetch, modules: checked.modules };
+    : {
+        key: `${web}${intl ? "+intl" : ""}${checked.key}`,
+        webApis,
+        fetch: webApis && fetch,
+        intl,
+        modules: checked.modules,
+      };
 }
 
 function checkedModules(modules: Readonly<Record<string, string>>): Pick<Boot, "key" | "modules"> {
@@ -268,6 +286,12 @@ export class BootedInstance {
     ] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
     this.timers = boot.webApis ? this.#installWebApis() : undefined;
+    if (boot.intl) {
+      const what = "Intl";
+      const install = unwrap(ctx, ctx.evalCode(guestIntlSource, `${INTERNALS_MODULE}/intl`, { type: "global" }), what);
+      unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall]), what).dispose();
+      install.dispose();
+    }
     for (const [name, source] of Object.entries(boot.modules)) {
       const what = `Boot module '${name}'`;
       const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);

@@ -54,7 +54,9 @@ export function sandboxContext(settings: SandboxOptions): SandboxContext {
   const fetch = settings.fetch === undefined ? undefined : fetchPolicyOf(settings.fetch);
   if (fetch !== undefined && !webApis)
     throw new TypeError("createSandbox: fetch needs webApis: true (the guest's Request, Response and Headers)");
-  const boot = bootOf(settings.bootModules, webApis, fetch !== undefined);
+  const { intl = false } = settings;
+  if (typeof intl !== "boolean") throw new TypeError("createSandbox: intl must be a boolean");
+  const boot = bootOf(settings.bootModules, webApis, fetch !== undefined, intl);
   for (const key of Object.keys(settings.safetyCap ?? {})) {
     if (!(key in DEFAULT_SAFETY_CAP))
       throw new TypeError(`createSandbox: safetyCap has no setting '${key}' (it has cpuTimeMs and fuel)`);

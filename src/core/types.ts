@@ -179,6 +179,14 @@ export interface SandboxOptions {
    */
   webApis?: boolean;
   /**
+   * Installs `Intl` (contract.md §14): `NumberFormat`, `DateTimeFormat`, `Collator`, `PluralRules`,
+   * `RelativeTimeFormat`, `ListFormat`, `Segmenter` and `getCanonicalLocales`, and makes the `toLocaleString` family,
+   * `localeCompare` and `toLocale{Upper,Lower}Case` locale-sensitive. The host's own `Intl` answers each call (charged
+   * as fuel), with "en-US" and "UTC" where the guest names no locale or time zone, never the host's. Part of the booted
+   * image. Default `false`: no `Intl`, and those methods as QuickJS has them. `webApis` does not imply it.
+   */
+  intl?: boolean;
+  /**
    * Called with every `console` entry as the guest makes it (the entry is in `result.logs` too), so a host can
    * stream them. What it throws, the guest's `console` call throws; a promise it returns is awaited by no one.
    */

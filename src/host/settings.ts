@@ -36,6 +36,8 @@ export interface HostSettings {
   runFuel: number;
   /** Whether runs and processes have the Web APIs (`RUNCODE_WEB_APIS`, or a fetch setting, which needs them). */
   webApis: boolean;
+  /** Whether `/run`, `run_code` and sessions have `Intl` (`RUNCODE_INTL`, `SandboxOptions.intl`). */
+  intl: boolean;
   /** Runs' and processes' `fetch` (`RUNCODE_FETCH_ALLOW`); none without it. */
   fetch: FetchOptions | undefined;
   /**
@@ -141,6 +143,7 @@ export async function hostSettingsOf(settings: Settings): Promise<HostSettings> 
     runCpuMs: count(settings, "RUN_CPU_MS"),
     runFuel: count(settings, "RUN_FUEL"),
     webApis: flag(settings, "RUNCODE_WEB_APIS") || fetchOf(settings) !== undefined,
+    intl: flag(settings, "RUNCODE_INTL"),
     fetch: fetchOf(settings),
     retentionMs: retentionOf(settings),
     sessions: {
@@ -164,20 +167,22 @@ export const appOptionsOf = (settings: HostSettings) => ({
 export const fetchOptionOf = (settings: HostSettings) =>
   settings.fetch === undefined ? {} : { fetch: settings.fetch };
 
-/** What `/run` and `/mcp` tell of their sandbox: its Web APIs and the origins its `fetch` reaches. */
+/** What `/run` and `/mcp` tell of their sandbox: its Web APIs, `Intl` and the origins its `fetch` reaches. */
 export const runWebOf = (settings: HostSettings) => ({
   webApis: settings.webApis,
+  intl: settings.intl,
   ...(settings.fetch === undefined ? {} : { fetchAllow: settings.fetch.allow }),
 });
 
 /**
  * The sandbox of `/run` and `run_code`: its stops, the settings' CPU milliseconds and fuel (a run's `timeoutMs` lowers
- * each to as much as stops it within that time, `safetyCapWithin`), its default heap limit, the Web APIs and `fetch`.
+ * each to as much as stops it within that time, `safetyCapWithin`), its default heap limit, the Web APIs, `Intl` and `fetch`.
  */
 export const runSandboxOptionsOf = (settings: HostSettings) => ({
   safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel },
   defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
   webApis: settings.webApis,
+  intl: settings.intl,
   ...fetchOptionOf(settings),
 });
 

@@ -82,6 +82,11 @@ export const OP_FETCH_ABORT = 9;
  * see core/plain-data.ts): the guest's encoder then writes it as JSON without its own walk. The tape is `""`.
  */
 export const OP_PLAIN = 10;
+/**
+ * A request of the guest's `Intl` (guest/intl.ts, core/intl.ts): the tape is `spec \n method \n args` (JSON, JSON,
+ * JSON), the answer a JSON string. `a` and `side` are unused.
+ */
+export const OP_INTL = 11;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

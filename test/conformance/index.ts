@@ -13,6 +13,7 @@ import { globalsSuite } from "./globals.js";
 import { handleSuite } from "./handle.js";
 import type { ConformanceOptions } from "./helpers.js";
 import { importsSuite } from "./imports.js";
+import { intlSuite } from "./intl.js";
 import { isolationSuite } from "./isolation.js";
 import { limitsSuite } from "./limits.js";
 import { logsSuite } from "./logs.js";
@@ -49,4 +50,5 @@ export function conformance(runCode: RunCode, opts: ConformanceOptions = {}): vo
   typescriptSuite(runCode);
   fetchSuite(opts);
   if (opts.sandbox !== undefined) webApisSuite(opts.sandbox);
+  if (opts.sandbox !== undefined) intlSuite(opts.sandbox);
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_PENDING_TIMERS } from "../../src/core/web-apis.js";
 import {
   guestCoreSource,
+  guestIntlSource,
   guestMarshalSource,
   guestWebCryptoSource,
   guestWebFetchSource,
@@ -21,6 +22,7 @@ describe("the guest's copies of the tape's constants", () => {
     ["Web APIs' kit", guestWebKitSource],
     ["Web APIs' crypto", guestWebCryptoSource],
     ["Web APIs' fetch", guestWebFetchSource],
+    ["Intl", guestIntlSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);

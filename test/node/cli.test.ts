@@ -98,6 +98,18 @@ export default out;`,
     expect(without.stdout).toContain("message: \"'URL' is not defined\"");
   });
 
+  it("--intl gives the code Intl, answering in UTC; without it Intl is absent", () => {
+    const files = {
+      "intl.js": `export default [new Intl.PluralRules("pl").select(3), new Date(0).toLocaleTimeString("de-DE")];`,
+    };
+    const run = cli(["intl.js", "--intl"], files);
+    expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 0, status: "success" });
+    expect(run.stdout).toContain("result: [ 'few', '00:00:00' ]");
+    const without = cli(["intl.js"]);
+    expect({ code: without.code, status: status(without.stdout) }).toEqual({ code: 1, status: "error" });
+    expect(without.stdout).toContain("message: \"'Intl' is not defined\"");
+  });
+
   it("--timeout stops a synchronous loop at its figure", () => {
     const run = cli(["loop.js", "--timeout", "300"], { "loop.js": "for (;;) {}" });
     expect({ code: run.code, status: status(run.stdout) }).toEqual({ code: 1, status: "terminated" });

@@ -294,6 +294,25 @@ describe("runcode serve", () => {
     });
   });
 
+  it("--intl true (RUNCODE_INTL) gives runs Intl in UTC whatever the host's zone; any value but true or false is refused", async () => {
+    const server = await start(["--db", newDatabase(), "--intl", "true"]);
+    const { run } = client(server);
+    const source = `export default [typeof URL, new Intl.NumberFormat("de-DE", { style: "currency", currency: "EUR" })
+      .format(1234.5), new Date(Date.UTC(2024, 0, 2, 3, 4)).toLocaleString()]`;
+    expect(await run(source)).toEqual({
+      status: 200,
+      result: expect.objectContaining({
+        status: "success",
+        result: ["undefined", "1.234,50\u00a0€", "1/2/2024, 3:04:00 AM"],
+      }),
+    });
+    expect(await server.stop("SIGTERM")).toBe(0);
+    expect(await refused([], { RUNCODE_INTL: "yes" })).toEqual({
+      code: 2,
+      output: 'runcode serve: RUNCODE_INTL must be "true" or "false", got "yes" (runcode serve --help)',
+    });
+  });
+
   it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs fetch reaching those origins only; a bad one is refused", async () => {
     const upstream = await startServer();
     const server = await start(["--db", newDatabase(), "--fetch-allow", upstream.origin]);

@@ -187,6 +187,18 @@ describe("RUNCODE_WEB_APIS", () => {
   });
 });
 
+describe("RUNCODE_INTL", () => {
+  it('is "true" or "false", and gives /run\'s and sessions\' sandbox intl (the edge sandbox\'s Intl: conformance §14)', async () => {
+    const { configOf } = await import("../../worker/config.js");
+    const { runSandboxOptionsOf } = await import("../../src/host/settings.js");
+    await expect(configOf({ ...env, RUNCODE_INTL: "yes" } as unknown as Env)).rejects.toThrow(
+      new TypeError('RUNCODE_INTL must be "true" or "false", got "yes"'),
+    );
+    expect(runSandboxOptionsOf(await configOf({ ...env, RUNCODE_INTL: "true" } as unknown as Env)).intl).toBe(true);
+    expect(runSandboxOptionsOf(await configOf(env)).intl).toBe(false);
+  });
+});
+
 describe("processes on Durable Objects", () => {
   it("creates, runs and persists a process with its output", async () => {
     const pid = await create(

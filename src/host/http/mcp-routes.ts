@@ -92,7 +92,7 @@ async function answered(response: Response): Promise<Response> {
  * tools but not the upstream ones (a session outlives the request that connected them).
  */
 export function mcpRoutes(
-  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "fetchAllow" | "packages">,
+  runs: RunOnceOptions & Pick<RunRouteOptions, "webApis" | "intl" | "fetchAllow" | "packages">,
   catalog: Catalog,
   mcpServers: Record<string, HttpUpstream> = {},
   sessions?: SessionBackend,
@@ -145,6 +145,7 @@ export function mcpRoutes(
             signal: caller.signal === undefined ? signal : AbortSignal.any([caller.signal, signal]),
           }),
         webApis: runs.webApis ?? false,
+        intl: runs.intl ?? false,
         environmentDocs: () => catalog.environments.docs(),
         ...(tools === undefined ? {} : { tools }),
         ...(runs.fetchAllow === undefined ? {} : { fetchAllow: runs.fetchAllow }),

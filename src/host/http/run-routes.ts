@@ -31,6 +31,8 @@ import { RunRequest, RunResult } from "./schemas.js";
 export interface RunRouteOptions extends Omit<RunOnceOptions, "admission"> {
   /** Whether `runCode`'s sandbox has the Web APIs (`SandboxOptions.webApis`), for `POST /mcp`'s guide. Default `false`. */
   webApis?: boolean;
+  /** Whether `runCode`'s sandbox has `Intl` (`SandboxOptions.intl`), for `POST /mcp`'s guide. Default `false`. */
+  intl?: boolean;
   /** The cap of linear memory runs in flight share, and the line of runs waiting for room (run-admission.ts). */
   admission?: Partial<AdmissionCaps>;
   /** The origins `runCode`'s sandbox lets guest code fetch, which `POST /mcp`'s guide names. Default none. */

@@ -41,6 +41,8 @@ export interface McpServerOptions {
    * tells the model which globals it may use. Default `false`.
    */
   webApis?: boolean;
+  /** Whether `run`'s sandbox was made with `Intl` (`createSandbox({ intl: true })`), for the guide. Default `false`. */
+  intl?: boolean;
   /** The services `run`'s runs may import (`import { get } from "kv"`), declared in the tool's guide. */
   tools?: ToolRegistry;
   /** The process environment's documentation (Markdown), served as a resource when given. */
@@ -111,6 +113,12 @@ const packagesGuide = (packages: readonly { specifier: string; version: string }
         .map((p) => `\`${p.specifier}\` ${p.version}`)
         .join(", ")}.`;
 
+/** The guide's line on `Intl`, when the sandbox has it. */
+const WITH_INTL = `- \`Intl\` exists (\`NumberFormat\`, \`DateTimeFormat\` with time zones, \`Collator\`, \`PluralRules\`,
+  \`RelativeTimeFormat\`, \`ListFormat\`, \`Segmenter\`) and \`toLocaleString\`, \`localeCompare\` and \`toLocaleUpperCase\` honour
+  their locales, as Node's full ICU answers; with no locale they use "en-US", with no \`timeZone\` "UTC".
+`;
+
 /** The guide's part on `session`, given how long the host keeps sessions. */
 const sessionGuide = (lifetime: string) => `
 Sessions: pass \`session: "name"\` (1 to 64 letters, digits, \`_\`, \`-\`, \`.\` or \`:\`; made on first use) and the state
@@ -127,6 +135,7 @@ is kept between calls with the same name, as in a notebook or a REPL; other name
 function guide(
   declarations: string,
   webApis: boolean,
+  intl: boolean,
   fetchAllow: readonly string[],
   sessionLifetime: string | undefined,
   packages: readonly { specifier: string; version: string }[],
@@ -150,7 +159,7 @@ How to write the code:
 - \`globals\` puts JSON values (or wire-encoded ones, as in the result) in scope of your code as free identifiers
   (they are not properties of \`globalThis\`).
 ${webApis ? withWebApis(fetchAllow) : WITHOUT_WEB_APIS}${packagesGuide(packages)}
-- Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
+${intl ? WITH_INTL : ""}- Limits: memory ${MAX_RUN_MEMORY_BYTES / 1048576} MiB at most (\`memoryLimitBytes\`), a time limit per call
   (\`timeoutMs\`: ${DEFAULT_RUN_TIMEOUT_MS / 1000} s unless set, at most ${MAX_RUN_TIMEOUT_MS / 1000} s);
   past them the status is \`memory\` or \`terminated\`.
 
@@ -161,7 +170,16 @@ ${sessionLifetime === undefined ? "" : sessionGuide(sessionLifetime)}${declarati
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { run, webApis = false, tools, environmentDocs, fetchAllow = [], sessions, packages = [] } = options;
+  const {
+    run,
+    webApis = false,
+    intl = false,
+    tools,
+    environmentDocs,
+    fetchAllow = [],
+    sessions,
+    packages = [],
+  } = options;
   const server = new McpServer(
     { name: "runcode", version: "0.1.0" },
     // The SDK's default validator compiles schemas with `new Function`, which Workers refuse.
@@ -175,6 +193,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
   const description = guide(
     tools === undefined ? "" : declarationsOf(tools.list()),
     webApis,
+    intl,
     fetchAllow,
     sessions?.lifetime,
     packages,

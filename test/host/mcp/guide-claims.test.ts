@@ -202,3 +202,34 @@ export default out;`,
     ]);
   });
 });
+
+describe("the run_code guide of a sandbox with Intl", () => {
+  const intl = new Client({ name: "test", version: "1.0.0" });
+  let intlGuide = "";
+  beforeAll(async () => {
+    const sandbox = createSandbox({ threads: false, intl: true, safetyCap: { cpuTimeMs: 2_000 } });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await mcpServerOf(sandbox.runCode, undefined, { intl: true }).connect(serverSide);
+    await intl.connect(clientSide);
+    intlGuide = (await intl.listTools()).tools[0]?.description ?? "";
+  });
+  afterAll(() => intl.close());
+
+  it("says Intl exists, honours locales, and defaults to en-US and UTC, as it does", async () => {
+    expect(guide).not.toContain("`Intl` exists");
+    expect(intlGuide).toContain("- `Intl` exists (`NumberFormat`, `DateTimeFormat` with time zones, `Collator`");
+    expect(intlGuide).toContain('with no locale they use "en-US", with no `timeZone` "UTC"');
+    const result = (await intl.callTool({
+      name: "run_code",
+      arguments: {
+        code: `export default [(1234.5).toLocaleString("de-DE"), new Date(0).toLocaleString(),
+  new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", timeStyle: "short" }).format(0)];`,
+      },
+    })) as CallToolResult;
+    expect((fromWire(result.structuredContent as JsonValue) as Answer).result).toEqual([
+      "1.234,5",
+      "1/1/1970, 12:00:00 AM",
+      "7:00 PM",
+    ]);
+  });
+});

@@ -12,7 +12,7 @@ import { DEFAULT_MEMORY_LIMIT_BYTES } from "../../../src/index.js";
 export function mcpServerOf(
   runCode: RunCode,
   tools?: ToolRegistry,
-  sandbox: Pick<McpServerOptions, "webApis" | "fetchAllow"> = {},
+  sandbox: Pick<McpServerOptions, "webApis" | "intl" | "fetchAllow"> = {},
 ): McpServer {
   const withTools = tools === undefined ? {} : { tools };
   const { run } = createRunOnce({ runCode, defaultMemoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES, ...withTools });

@@ -1,0 +1,198 @@
+/**
+ * The host's half of the guest's `Intl` (guest/intl.ts, contract.md §14): each request names a constructor, its
+ * locales and options (as plain data) and a method with its arguments; the host's own `Intl` answers, as JSON the
+ * guest parses, so no host object ever reaches the guest. What the host would otherwise leak is pinned: no locale, or
+ * none the host supports, is "en-US", and a date formatted without a `timeZone` is formatted in "UTC". The host's
+ * formatters are kept by request (they are immutable), at most {@link MAX_CACHED_FORMATTERS}.
+ * @module
+ */
+
+/** The locale answered when none is asked for, or none asked for is supported: never the host's own. */
+const DEFAULT_LOCALE = "en-US";
+/** The time zone of a date formatted without one: never the host's own. */
+const DEFAULT_TIME_ZONE = "UTC";
+/** Most characters of a request's constructor, locales and options. */
+const MAX_INTL_SPEC_CHARS = 4_096;
+/** Most characters of a request's arguments (the text a `Segmenter` segments, a list `ListFormat` joins). */
+const MAX_INTL_ARGS_CHARS = 1 << 20;
+/** Host formatters kept between requests. */
+const MAX_CACHED_FORMATTERS = 256;
+
+type Locales = string[] | undefined;
+type Formatter = Record<string, (...args: unknown[]) => unknown> & { resolvedOptions(): object };
+
+const CONSTRUCTORS: Readonly<Record<string, new (locales: Locales, options: unknown) => Formatter>> = Object.freeze({
+  __proto__: null,
+  NumberFormat: Intl.NumberFormat,
+  DateTimeFormat: Intl.DateTimeFormat,
+  Collator: Intl.Collator,
+  PluralRules: Intl.PluralRules,
+  RelativeTimeFormat: Intl.RelativeTimeFormat,
+  ListFormat: Intl.ListFormat,
+  Segmenter: Intl.Segmenter,
+} as unknown as Record<string, new (locales: Locales, options: unknown) => Formatter>);
+
+/** The methods of each constructor the guest may call. */
+const METHODS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  __proto__: null,
+  NumberFormat: ["format", "formatToParts", "formatRange", "formatRangeToParts"],
+  DateTimeFormat: ["format", "formatToParts", "formatRange", "formatRangeToParts"],
+  Collator: ["compare"],
+  PluralRules: ["select", "selectRange"],
+  RelativeTimeFormat: ["format", "formatToParts"],
+  ListFormat: ["format", "formatToParts"],
+  Segmenter: ["segment"],
+} as unknown as Record<string, readonly string[]>);
+
+const DATE_METHODS = ["toLocaleString", "toLocaleDateString", "toLocaleTimeString"];
+const CASE_METHODS = ["toLocaleUpperCase", "toLocaleLowerCase"];
+
+const formatters = new Map<string, Formatter>();
+
+/**
+ * Whether answering `request` makes a host formatter (which costs more than a call: see host-fuel.ts): one of a
+ * constructor not kept yet, and every date's `toLocale*String` (the host makes one each call); case mappings and
+ * `Intl`'s own functions make none.
+ */
+export function constructs(request: string): boolean {
+  const spec = request.slice(0, request.indexOf("\n"));
+  if (spec.startsWith('["Date"')) return true;
+  if (spec.startsWith('["String"') || spec.startsWith('["Intl"')) return false;
+  return !formatters.has(spec);
+}
+
+/**
+ * The answer to the guest's request `spec \n method \n args` (guest/intl.ts), as JSON. What the host's `Intl`
+ * throws (a bad locale tag's `RangeError`, a bad option's `TypeError` or `RangeError`) is thrown for the guest.
+ */
+export function intlAnswer(request: string): string {
+  const first = request.indexOf("\n");
+  const second = request.indexOf("\n", first + 1);
+  if (first < 0 || second < 0) throw new TypeError("Intl: a malformed request");
+  const spec = request.slice(0, first);
+  const method = request.slice(first + 1, second);
+  const argsText = request.slice(second + 1);
+  if (spec.length > MAX_INTL_SPEC_CHARS) {
+    throw new RangeError(`Intl: the locales and options take more than ${MAX_INTL_SPEC_CHARS} characters`);
+  }
+  if (argsText.length > MAX_INTL_ARGS_CHARS) {
+    throw new RangeError(`Intl: the arguments take more than ${MAX_INTL_ARGS_CHARS} characters`);
+  }
+  // Locales are `null` where the guest had none; options are left out where it had none.
+  const [kind, listed, options] = JSON.parse(spec) as [string, Locales | null, unknown];
+  const locales = listed ?? undefined;
+  const args = (JSON.parse(argsText) as unknown[]).map(fromWire);
+  const opts = fromWire(options);
+  return JSON.stringify(answer(spec, kind, locales, opts, method, args));
+}
+
+function answer(spec: string, kind: string, locales: Locales, options: unknown, method: string, args: unknown[]) {
+  if (kind === "Intl" && method === "getCanonicalLocales") return Intl.getCanonicalLocales(locales);
+  if (kind === "Intl" && method === "supportedValuesOf") return Intl.supportedValuesOf(args[0] as never);
+  if (kind === "Date" && DATE_METHODS.includes(method)) {
+    const date = new Date(args[0] as number) as unknown as Record<string, (l: Locales, o: unknown) => string>;
+    return (date[method] as (l: Locales, o: unknown) => string).call(
+      date,
+      pinned(Intl.DateTimeFormat, locales),
+      inUtc(options),
+    );
+  }
+  if (kind === "String" && CASE_METHODS.includes(method)) {
+    const text = args[0] as string;
+    const list = Intl.getCanonicalLocales(locales);
+    return method === "toLocaleUpperCase"
+      ? text.toLocaleUpperCase(list.length === 0 ? DEFAULT_LOCALE : list)
+      : text.toLocaleLowerCase(list.length === 0 ? DEFAULT_LOCALE : list);
+  }
+  const Ctor = CONSTRUCTORS[kind];
+  if (Ctor === undefined) throw new TypeError(`Intl: no constructor ${kind}`);
+  if (method === "supportedLocalesOf") {
+    return (Ctor as unknown as typeof Intl.Collator).supportedLocalesOf(locales ?? [], options as never);
+  }
+  const formatter = formatterOf(spec, Ctor, kind, locales, options);
+  if (method === "new") return formatter.resolvedOptions();
+  if (!(METHODS[kind] as readonly string[]).includes(method)) throw new TypeError(`Intl: no method ${kind}.${method}`);
+  if (kind === "Segmenter") return segmented(formatter as unknown as Intl.Segmenter, args[0] as string);
+  return (formatter[method] as (...a: unknown[]) => unknown).apply(formatter, args);
+}
+
+/** Characters a `Segmenter` is given at once (see {@link segmented}). */
+const SEGMENT_WINDOW = 1_024;
+
+/**
+ * Every segment of `text` as `[segment, index, isWordLike?]`, and whether they are words. V8's segment iteration
+ * takes time quadratic in the text's length (16,000 characters took 84 ms, 108,000 took 3.7 s on Node 20), so the
+ * text is segmented in windows, never cutting a surrogate pair: each window's last two segments (the last may be cut,
+ * and the boundary before it may depend on what was cut, as a regional indicator's pairing does) are segmented again
+ * at the head of the next (a boundary is where ICU's rules restart), and a window holding fewer segments grows.
+ */
+function segmented(segmenter: Intl.Segmenter, text: string): [unknown[], boolean] {
+  const words = segmenter.resolvedOptions().granularity === "word";
+  const out: unknown[] = [];
+  let start = 0;
+  let window = SEGMENT_WINDOW;
+  while (start < text.length) {
+    let end = Math.min(text.length, start + window);
+    const lead = text.charCodeAt(end - 1);
+    if (end < text.length && lead >= 0xd800 && lead <= 0xdbff) end--;
+    const found: Intl.SegmentData[] = [...segmenter.segment(text.slice(start, end))];
+    const whole = end === text.length;
+    if (!whole && found.length < 3) {
+      window *= 2;
+      continue;
+    }
+    const kept = whole ? found : found.slice(0, -2);
+    for (const { segment, index, isWordLike } of kept) {
+      out.push(words ? [segment, start + index, isWordLike] : [segment, start + index]);
+    }
+    const last = kept[kept.length - 1] as Intl.SegmentData;
+    start += last.index + last.segment.length;
+    window = SEGMENT_WINDOW;
+  }
+  return [out, words];
+}
+
+/** The host formatter of `spec`, made (and kept) on first use. */
+function formatterOf(
+  spec: string,
+  Ctor: new (locales: Locales, options: unknown) => Formatter,
+  kind: string,
+  locales: Locales,
+  options: unknown,
+): Formatter {
+  let formatter = formatters.get(spec);
+  if (formatter !== undefined) return formatter;
+  const list = pinned(Ctor as unknown as typeof Intl.Collator, locales);
+  formatter = new Ctor(list, kind === "DateTimeFormat" ? inUtc(options) : options);
+  if (formatters.size >= MAX_CACHED_FORMATTERS) formatters.delete(formatters.keys().next().value as string);
+  formatters.set(spec, formatter);
+  return formatter;
+}
+
+/**
+ * The locales as the host takes them: canonicalized (a bad tag throws its `RangeError`), and "en-US" where the list
+ * is empty or the host supports none of it, so that the host's own default locale never answers.
+ */
+function pinned(Ctor: { supportedLocalesOf(l: string[]): string[] }, locales: Locales): string[] {
+  const list = Intl.getCanonicalLocales(locales);
+  return list.length === 0 || Ctor.supportedLocalesOf(list).length === 0 ? [DEFAULT_LOCALE] : list;
+}
+
+/** Date options with the time zone "UTC" where they name none (ToObject of a primitive has none). */
+function inUtc(options: unknown): unknown {
+  if (options === null) return options;
+  if (typeof options !== "object" || options === undefined) return { timeZone: DEFAULT_TIME_ZONE };
+  const { timeZone } = options as { timeZone?: unknown };
+  return timeZone === undefined ? { ...options, timeZone: DEFAULT_TIME_ZONE } : options;
+}
+
+/** A value from the guest's JSON: `{ n }` a non-finite number or -0, `{ b }` a bigint (see `wire` in guest/intl.ts). */
+function fromWire(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const { n, b } = value as { n?: string; b?: string };
+  if (typeof n === "string") return Number(n);
+  if (typeof b === "string") return BigInt(b);
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = fromWire(item);
+  return out;
+}
