@@ -22,6 +22,7 @@ const GUEST = [
   ["guestWebTextSource", "guestWebText", "web-text.ts"],
   ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
   ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
+  ["guestWebSubtleSource", "guestWebSubtle", "web-subtle.ts"],
   ["guestWebFetchSource", "guestWebFetch", "web-fetch.ts"],
 ] as const;
 

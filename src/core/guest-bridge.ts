@@ -1,7 +1,7 @@
 /**
  * The guest bridge, where values cross between one run's guest and the host: the guest's calls of host functions,
- * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
- * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
+ * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes, `crypto.subtle`'s
+ * work and uncaught exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
  * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
  * host: both sides parse the other's tapes as data (values/tape.ts). What the host does for each crossing is charged to
  * the run's fuel at the rates of host-fuel.ts, before it is done where its size is known then (a call, a tape read
@@ -28,6 +28,7 @@ import {
   OP_RANDOM,
   OP_REPORT,
   OP_SETTLE,
+  OP_SUBTLE,
   OP_UNCAUGHT,
   type Tape,
 } from "../values/tape.js";
@@ -41,12 +42,14 @@ import {
   LOG_ENTRY_FUEL,
   PLAIN_READ_FUEL,
   randomFuel,
+  subtleFuel,
   tapeFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
+import { subtleBytes, subtleWork } from "./subtle.js";
 import type { CodeExecutionLog } from "./types.js";
 import { randomBytes } from "./web-apis.js";
 
@@ -190,7 +193,7 @@ export class GuestBridge {
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
-      if (retained || op === OP_FETCH || op === OP_SETTLE) {
+      if (retained || op === OP_FETCH || op === OP_SETTLE || op === OP_SUBTLE) {
         const unpaid = this.#unpaid((retained ? LOG_ENTRY_FUEL : 0) + tapeFuel(tape));
         if (unpaid !== false) return unpaid;
       }
@@ -234,6 +237,10 @@ export class GuestBridge {
           );
         case OP_FETCH:
           return this.#callHost(this.#run.fetch?.request, [a, value]);
+        case OP_SUBTLE: {
+          const unpaid = this.#unpaid(subtleFuel(subtleBytes(value)));
+          return unpaid === false ? this.#callHost(subtleWork, [value]) : unpaid;
+        }
         case OP_FETCH_ABORT:
           this.#run.fetch?.abort(a);
           return undefined;

@@ -69,6 +69,20 @@ export const LOG_ENTRY_FUEL = 2_000;
 /** A call for random bytes: `crypto.getRandomValues` of 16 bytes took 6.4 ms per 10^6 units with 2,000 a call. */
 const RANDOM_CALL_FUEL = 3_500;
 
+/**
+ * An operation of `crypto.subtle` on the host (guest/web-subtle.ts, core/subtle.ts): the platform's WebCrypto called,
+ * a key imported for it, its promise settled. `npm run bench:subtle` (bench/subtle.ts, the process's CPU, the
+ * platform's own threads included) measured 17-26 us a digest of 16 bytes and 59-64 us an HMAC or AES-GCM call with
+ * its key's import in Node.
+ */
+const SUBTLE_CALL_FUEL = 16_000;
+
+/**
+ * Bytes of a `crypto.subtle` operation's input per unit, on top of their copy out of the engine: SHA-1, SHA-256,
+ * HMAC-SHA-256 and AES-GCM took 0.6-0.7 ns a byte, SHA-384 and SHA-512 1.3 ns (1.9 ns on a loaded machine).
+ */
+const SUBTLE_BYTES_PER_UNIT = 2;
+
 /** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
 export const MODULE_RESOLVE_FUEL = 1_000;
 
@@ -92,6 +106,11 @@ export function fetchMeter(account: { pay(units: number): boolean }): FetchMeter
 /** Fuel of a call for `count` random bytes (the guest's count: one that is not a valid count pays the call alone). */
 export function randomFuel(count: number): number {
   return RANDOM_CALL_FUEL + bufferFuel(count > 0 ? Math.min(count, MAX_RANDOM_BYTES) : 0);
+}
+
+/** Fuel of a `crypto.subtle` operation reading `bytes` bytes. */
+export function subtleFuel(bytes: number): number {
+  return SUBTLE_CALL_FUEL + Math.ceil(bytes / SUBTLE_BYTES_PER_UNIT);
 }
 
 /** Fuel of a string of `chars` characters crossing as a primitive. */

@@ -82,6 +82,11 @@ export const OP_FETCH_ABORT = 9;
  * see core/plain-data.ts): the guest's encoder then writes it as JSON without its own walk. The tape is `""`.
  */
 export const OP_PLAIN = 10;
+/**
+ * An operation of the guest's `crypto.subtle` (guest/web-subtle.ts): the tape is its record, with the key's bytes;
+ * the host answers with a promise of the result (src/core/subtle.ts). `a` is 0.
+ */
+export const OP_SUBTLE = 11;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

@@ -1,11 +1,12 @@
 /**
  * §13 The Web APIs of a sandbox made with `webApis: true`: the opt-in (§13.1), the timers and how they live within a
- * run (§13.4), `crypto` (§13.5), and events, abort and `DOMException` (§13.6). URL is web-url.ts, text web-text.ts.
+ * run (§13.4), `crypto` (§13.5, `crypto.subtle` in web-crypto.ts), and events, abort and `DOMException` (§13.6). URL is web-url.ts, text web-text.ts.
  * @module
  */
 import { describe, expect, it } from "vitest";
 import type { RunCode, SandboxOptions } from "../../src/core/types.js";
 import { fails, ok, settle } from "./helpers.js";
+import { webCryptoSuite } from "./web-crypto.js";
 import { webTextSuite } from "./web-text.js";
 import { webUrlSuite } from "./web-url.js";
 
@@ -21,6 +22,8 @@ const WEB_GLOBALS = [
   "btoa",
   "crypto",
   "Crypto",
+  "SubtleCrypto",
+  "CryptoKey",
   "setTimeout",
   "clearTimeout",
   "setInterval",
@@ -87,6 +90,7 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
 
   webUrlSuite(runCode);
   webTextSuite(runCode);
+  webCryptoSuite(sandbox);
 
   describe("§13.4 timers", () => {
     it("fire in the order of their due times, equal ones in the order they were set, jobs between them", async () => {
@@ -231,13 +235,20 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       ]);
     });
 
-    it("randomUUID gives version 4 UUIDs; Crypto cannot be constructed; there is no crypto.subtle", async () => {
+    it("randomUUID gives version 4 UUIDs; Crypto and SubtleCrypto cannot be constructed", async () => {
       const source = `const ids = Array.from({ length: 50 }, () => crypto.randomUUID());
       let constructed;
       try { new Crypto(); } catch (e) { constructed = e.message; }
+      try { new SubtleCrypto(); } catch (e) { constructed += "; " + e.message; }
       export default [ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)),
-        new Set(ids).size, constructed, crypto.subtle, Object.prototype.toString.call(crypto)]`;
-      expect(await ok(runCode, source, js)).toEqual([true, 50, "Illegal constructor", undefined, "[object Crypto]"]);
+        new Set(ids).size, constructed, crypto.subtle instanceof SubtleCrypto, Object.prototype.toString.call(crypto)]`;
+      expect(await ok(runCode, source, js)).toEqual([
+        true,
+        50,
+        "Illegal constructor; Illegal constructor",
+        true,
+        "[object Crypto]",
+      ]);
     });
   });
 
