@@ -1,7 +1,7 @@
 /**
  * The guest bridge, where values cross between one run's guest and the host: the guest's calls of host functions,
  * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes, `crypto.subtle`'s
- * work and uncaught exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
+ * work, `performance.now()` and uncaught exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
  * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
  * host: both sides parse the other's tapes as data (values/tape.ts). What the host does for each crossing is charged to
  * the run's fuel at the rates of host-fuel.ts, before it is done where its size is known then (a call, a tape read
@@ -24,6 +24,7 @@ import {
   OP_FETCH_ABORT,
   OP_LOG,
   OP_MARSHAL,
+  OP_NOW,
   OP_PLAIN,
   OP_RANDOM,
   OP_REPORT,
@@ -40,6 +41,7 @@ import {
   HOST_CALL_FUEL,
   HOST_PROMISE_FUEL,
   LOG_ENTRY_FUEL,
+  NOW_FUEL,
   PLAIN_READ_FUEL,
   randomFuel,
   subtleFuel,
@@ -97,6 +99,8 @@ interface RunSide {
   relay: Relay | undefined;
   /** The run's `fetch`, when the sandbox has one. */
   fetch: FetchSession | undefined;
+  /** The run's time for `performance.now()` (see core/timers.ts). */
+  now(): number;
 }
 
 export class GuestBridge {
@@ -184,6 +188,10 @@ export class GuestBridge {
       if (op === OP_RANDOM) {
         const unpaid = this.#unpaid(randomFuel(a));
         return unpaid === false ? ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer) : unpaid;
+      }
+      if (op === OP_NOW) {
+        const unpaid = this.#unpaid(NOW_FUEL);
+        return unpaid === false ? ctx.newNumber(this.#run.now()) : unpaid;
       }
       if (op === OP_PLAIN) return ctx.newNumber(this.#plainLevels(sideHandle));
       if (op === OP_UNCAUGHT) {

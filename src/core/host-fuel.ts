@@ -83,6 +83,9 @@ const SUBTLE_CALL_FUEL = 16_000;
  */
 const SUBTLE_BYTES_PER_UNIT = 2;
 
+/** A read of the run's time for `performance.now()`: a call into the host answered with a number, as a host call's. */
+export const NOW_FUEL = HOST_CALL_FUEL;
+
 /** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
 export const MODULE_RESOLVE_FUEL = 1_000;
 

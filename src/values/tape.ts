@@ -87,6 +87,8 @@ export const OP_PLAIN = 10;
  * the host answers with a promise of the result (src/core/subtle.ts). `a` is 0.
  */
 export const OP_SUBTLE = 11;
+/** The guest's `performance.now()` (guest/web-performance.ts): answered with the run's time (core/timers.ts). */
+export const OP_NOW = 12;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

@@ -33,6 +33,8 @@ const WEB_GLOBALS = [
   "AbortController",
   "AbortSignal",
   "DOMException",
+  "performance",
+  "Performance",
 ];
 
 export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): void {
@@ -50,7 +52,10 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
     it("a sandbox made with webApis: true has every one, none of them enumerable on globalThis", async () => {
       const source = `${types.replace("export default", "const found =")}\nexport default [found, Object.keys(globalThis)]`;
       const result = await ok(runCode, source, { ...js, globals: { names: WEB_GLOBALS } });
-      expect(result).toEqual([WEB_GLOBALS.map((name) => (name === "crypto" ? "object" : "function")), []]);
+      expect(result).toEqual([
+        WEB_GLOBALS.map((name) => (name === "crypto" || name === "performance" ? "object" : "function")),
+        [],
+      ]);
     });
 
     it("runs of both kinds take turns without one's instances reaching the other", async () => {
@@ -202,6 +207,48 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       const reason = await new Promise((resolve) => { signal.onabort = () => resolve(signal.reason); });
       export default [reason.name, reason.message, reason instanceof DOMException, signal.aborted]`;
       expect(await ok(runCode, source, js)).toEqual(["TimeoutError", "signal timed out", true, true]);
+    });
+
+    it("performance.now() reads the timer clock from 1 ms where the clock stands still: the same on every run", async () => {
+      const frozen = sandbox({ webApis: true, clock: () => 0 });
+      const source = `const seen = [performance.now()];
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      seen.push(performance.now());
+      let x = 0; for (let i = 0; i < 100_000; i++) x += i;
+      seen.push(performance.now());
+      const event = new Event("e");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      let illegal;
+      try { const { now } = performance; now(); } catch (e) { illegal = e.message; }
+      export default [seen, performance.now(), event.timeStamp, String(performance), performance instanceof EventTarget,
+        illegal, JSON.stringify(performance)]`;
+      const expected = [[1, 6, 6], 26, 6, "[object Performance]", true, "Illegal invocation", "{}"];
+      expect(await ok(frozen, source, js)).toEqual(expected);
+      expect(await ok(frozen, source, js)).toEqual(expected);
+    });
+
+    it("performance.now() never goes back and moves with the run's clock, in tenths of a millisecond", async () => {
+      const source = `const seen = [];
+      for (let round = 0; round < 5; round++) {
+        for (let i = 0; i < 20_000; i++) if (i % 1000 === 0) seen.push(performance.now());
+        await new Promise((resolve) => setTimeout(resolve, 4));
+        seen.push(performance.now());
+      }
+      export default [seen.every((t, i) => i === 0 || t >= seen[i - 1]), seen.at(-1) - seen[0] >= 15, seen[0] < 1000,
+        seen.every((t) => Math.abs(t * 10 - Math.round(t * 10)) < 1e-6)]`;
+      expect(await ok(runCode, source, js)).toEqual([true, true, true, true]);
+    });
+
+    it("queueMicrotask's callbacks run in order with promise jobs, all before a timer", async () => {
+      const source = `const order = [];
+      setTimeout(() => order.push("timeout"), 0);
+      Promise.resolve().then(() => order.push("p1"));
+      queueMicrotask(() => { order.push("m1"); queueMicrotask(() => order.push("m3")); });
+      Promise.resolve().then(() => order.push("p2"));
+      order.push("sync");
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      export default order`;
+      expect(await ok(runCode, source, js)).toEqual(["sync", "p1", "m1", "p2", "m3", "timeout"]);
     });
   });
 

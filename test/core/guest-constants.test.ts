@@ -6,6 +6,7 @@ import {
   guestWebCryptoSource,
   guestWebFetchSource,
   guestWebKitSource,
+  guestWebPerformanceSource,
   guestWebSubtleSource,
   guestWebTimersSource,
 } from "../../src/guest/sources.generated.js";
@@ -23,6 +24,7 @@ describe("the guest's copies of the tape's constants", () => {
     ["Web APIs' crypto", guestWebCryptoSource],
     ["Web APIs' crypto.subtle", guestWebSubtleSource],
     ["Web APIs' fetch", guestWebFetchSource],
+    ["Web APIs' performance", guestWebPerformanceSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);
