@@ -21,6 +21,7 @@ const GUEST = [
   ["guestWebEventsSource", "guestWebEvents", "web-events.ts"],
   ["guestWebTextSource", "guestWebText", "web-text.ts"],
   ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
+  ["guestWebBlobSource", "guestWebBlob", "web-blob.ts"],
   ["guestWebPerformanceSource", "guestWebPerformance", "web-performance.ts"],
   ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
   ["guestWebSubtleSource", "guestWebSubtle", "web-subtle.ts"],

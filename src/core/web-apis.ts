@@ -7,6 +7,7 @@
  * @module
  */
 import {
+  guestWebBlobSource,
   guestWebCryptoSource,
   guestWebEventsSource,
   guestWebFetchSource,
@@ -27,6 +28,7 @@ export const WEB_API_SOURCES: readonly (readonly [name: string, source: string])
   ["performance", guestWebPerformanceSource],
   ["text", guestWebTextSource],
   ["url", guestWebUrlSource],
+  ["blob", guestWebBlobSource],
   ["crypto", guestWebCryptoSource],
   ["subtle", guestWebSubtleSource],
   ["fetch", guestWebFetchSource],

@@ -1,11 +1,13 @@
 /**
- * §13 The Web APIs of a sandbox made with `webApis: true`: the opt-in (§13.1), the timers and how they live within a
- * run (§13.4), `crypto` (§13.5, `crypto.subtle` in web-crypto.ts), and events, abort and `DOMException` (§13.6). URL is web-url.ts, text web-text.ts.
+ * §13 The Web APIs of a sandbox made with `webApis: true`: the opt-in (§13.1), the timers, `performance.now()` and
+ * `queueMicrotask` (§13.4), `crypto` (§13.5, `crypto.subtle` in web-crypto.ts), and events, abort and `DOMException`
+ * (§13.6). URL is web-url.ts, text web-text.ts, blobs and forms web-blob.ts.
  * @module
  */
 import { describe, expect, it } from "vitest";
 import type { RunCode, SandboxOptions } from "../../src/core/types.js";
 import { fails, ok, settle } from "./helpers.js";
+import { webBlobSuite } from "./web-blob.js";
 import { webCryptoSuite } from "./web-crypto.js";
 import { webTextSuite } from "./web-text.js";
 import { webUrlSuite } from "./web-url.js";
@@ -35,6 +37,9 @@ const WEB_GLOBALS = [
   "DOMException",
   "performance",
   "Performance",
+  "Blob",
+  "File",
+  "FormData",
 ];
 
 export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): void {
@@ -96,6 +101,7 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
   webUrlSuite(runCode);
   webTextSuite(runCode);
   webCryptoSuite(sandbox);
+  webBlobSuite(sandbox);
 
   describe("§13.4 timers", () => {
     it("fire in the order of their due times, equal ones in the order they were set, jobs between them", async () => {
