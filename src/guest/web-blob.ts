@@ -1,8 +1,9 @@
 /**
  * `Blob` and `File` (File API) and `FormData` (XMLHttpRequest's, without a form element) of a sandbox made with
  * `webApis: true`: a blob is bytes held whole (no `stream()`, as bodies have no streams, see web-fetch.ts). Puts on
- * the kit what `fetch`'s bodies use: a blob's bytes and type, a blob made of bytes, and a form's multipart/form-data
- * encoding (HTML's algorithm, UTF-8, a boundary of the run's `Math.random`). Shipped as source text (see core.ts).
+ * the kit what `fetch`'s bodies use: a blob's bytes and type, a blob made of bytes, a form's multipart/form-data
+ * encoding (HTML's algorithm, UTF-8, a boundary of the run's `Math.random`), and a body read back as a form
+ * (multipart/form-data or application/x-www-form-urlencoded, as Fetch's `formData()`). Shipped as source text (see core.ts).
  * @module
  */
 import type { HostCall } from "./core.js";
@@ -28,6 +29,9 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
   const random = Math.random;
   const now = Date.now;
   const { install, required, dictionary, usv, utf8Encode, utf8Decode, bytesOf } = kit;
+  // Installed before this one.
+  const URLSearchParamsCtor = (globalThis as unknown as { URLSearchParams: new (init: string) => object })
+    .URLSearchParams;
   const arrayIterator = Array.prototype[Symbol.iterator];
   const { replace } = String.prototype;
   const PRINTABLE = /^[\x20-\x7E]*$/;
@@ -300,6 +304,74 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
     }
     parts[parts.length] = `--${boundary}--\r\n`;
     return { bytes: partsBytes(parts, false, "FormData"), type: `multipart/form-data; boundary=${boundary}` };
+  };
+
+  /** Where `needle` first occurs in `bytes` from `from`, or -1. */
+  const find = (bytes: Uint8Array, needle: Uint8Array, from: number) => {
+    const first = needle[0];
+    for (let i = from; i + needle.length <= bytes.length; i++) {
+      if (bytes[i] !== first) continue;
+      let j = 1;
+      while (j < needle.length && bytes[i + j] === needle[j]) j++;
+      if (j === needle.length) return i;
+    }
+    return -1;
+  };
+  const BOUNDARY_PARAM = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i;
+  const DISPOSITION_PARAM = /;\s*(name|filename)="([^"]*)"/gi;
+  const notForm = () => new TypeErrorCtor("Could not parse content as FormData.");
+  /** A multipart/form-data body as a FormData (each part's name, filename and Content-Type read). */
+  const parseMultipart = (bytes: Uint8Array, boundary: string) => {
+    const form = new FormData();
+    const delimiter = utf8Encode(`--${boundary}`);
+    const headEnd = utf8Encode("\r\n\r\n");
+    let at = find(bytes, delimiter, 0);
+    if (at < 0) throw notForm();
+    for (;;) {
+      at += delimiter.length;
+      if (bytes[at] === 0x2d && bytes[at + 1] === 0x2d) return form;
+      if (bytes[at] !== 0x0d || bytes[at + 1] !== 0x0a) throw notForm();
+      const head = find(bytes, headEnd, at + 2);
+      if (head < 0) throw notForm();
+      const next = find(bytes, delimiter, head + 4);
+      if (next < 2 || bytes[next - 2] !== 0x0d || bytes[next - 1] !== 0x0a) throw notForm();
+      let name: string | undefined;
+      let filename: string | undefined;
+      let type = "";
+      const lines = utf8Decode(bytes.subarray(at + 2, head)).split("\r\n");
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        const field = line.slice(0, colon).trim().toLowerCase();
+        const value = line.slice(colon + 1).trim();
+        if (field === "content-type") type = value;
+        if (field !== "content-disposition") continue;
+        DISPOSITION_PARAM.lastIndex = 0;
+        for (let m = DISPOSITION_PARAM.exec(value); m !== null; m = DISPOSITION_PARAM.exec(value)) {
+          if ((m[1] as string).toLowerCase() === "name") name = m[2];
+          else filename = m[2];
+        }
+      }
+      if (name === undefined) throw notForm();
+      const body = bytes.subarray(head + 4, next - 2);
+      if (filename === undefined) form.append(name, utf8Decode(body));
+      else form.append(name, new File([body], filename, { type }));
+      at = next;
+    }
+  };
+  kit.parseForm = (bytes, contentType) => {
+    const essence = contentType.split(";")[0]?.trim().toLowerCase();
+    if (essence === "multipart/form-data") {
+      const match = BOUNDARY_PARAM.exec(contentType);
+      const boundary = match === null ? "" : (match[1] ?? match[2] ?? "");
+      if (boundary === "") throw notForm();
+      return parseMultipart(bytes, boundary);
+    }
+    if (essence !== "application/x-www-form-urlencoded") throw notForm();
+    const form = new FormData();
+    for (const [name, value] of new URLSearchParamsCtor(utf8Decode(bytes)) as unknown as Iterable<[string, string]>) {
+      form.append(name, value);
+    }
+    return form;
   };
 
   install("Blob", Blob);

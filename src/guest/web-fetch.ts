@@ -44,7 +44,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, keys } = Object;
   const { apply, ownKeys } = Reflect;
   const { install, required, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
-  const { blobOf, makeBlob, multipart } = kit;
+  const { blobOf, makeBlob, multipart, parseForm } = kit;
   const StringCtor = String;
   const NumberCtor = Number;
   const TypeErrorCtor = TypeError;
@@ -367,6 +367,9 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     body.used = true;
     return body.bytes;
   };
+  /** A request's or response's `content-type`, or "". */
+  const contentType = (self: unknown) =>
+    (apply(headersGet, (self as { headers: Headers }).headers, ["content-type"]) as string | null) ?? "";
   const bodyMethods = {
     async text(this: unknown) {
       return decodeText(consume(this));
@@ -382,8 +385,10 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     },
     async blob(this: unknown) {
       const bytes = consume(this).slice();
-      const type = apply(headersGet, (this as { headers: Headers }).headers, ["content-type"]) as string | null;
-      return makeBlob(bytes, type ?? "");
+      return makeBlob(bytes, contentType(this));
+    },
+    async formData(this: unknown) {
+      return parseForm(consume(this), contentType(this));
     },
   };
   const bodyUsed = {

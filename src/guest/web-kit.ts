@@ -49,6 +49,8 @@ export interface WebKit {
   makeBlob(bytes: Uint8Array, type: string): object;
   /** A FormData as a multipart/form-data body and its content type; `undefined` for anything else. */
   multipart(value: unknown): { bytes: Uint8Array; type: string } | undefined;
+  /** A body of `contentType` as a FormData (Fetch's `formData()`); a `TypeError` when it is not a form. */
+  parseForm(bytes: Uint8Array, contentType: string): object;
   /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
   installFetch(): void;
 }

@@ -110,6 +110,30 @@ export function webBlobSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       ]);
     });
 
+    it("formData() reads a multipart or urlencoded body back as a FormData, and refuses any other", async () => {
+      const source = `const fd = new FormData();
+      fd.append("t", "a\\r\\nb"); fd.append("f", new File(["é!"], "x.txt", { type: "text/plain" })); fd.append("t", "2");
+      const back = await new Response(fd).formData();
+      const file = back.get("f");
+      const urlencoded = await new Response(new URLSearchParams("a=1&b=%C3%A9&a=2")).formData();
+      const caught = (p) => p.then(() => "no error", (e) => [e.name, e.message]);
+      export default [[...back.keys()], back.getAll("t"), [file.name, file.type, await file.text()],
+        [...urlencoded], await caught(new Response("x").formData()),
+        await caught(new Response("junk", { headers: { "content-type": "multipart/form-data; boundary=zz" } }).formData())]`;
+      expect(await ok(runCode, source, js)).toEqual([
+        ["t", "f", "t"],
+        ["a\r\nb", "2"],
+        ["x.txt", "text/plain", "é!"],
+        [
+          ["a", "1"],
+          ["b", "é"],
+          ["a", "2"],
+        ],
+        ["TypeError", "Could not parse content as FormData."],
+        ["TypeError", "Could not parse content as FormData."],
+      ]);
+    });
+
     it("fetch sends a FormData as multipart the host platform's own parser reads back", async () => {
       const parsed: unknown[] = [];
       const fetch = async (_url: string, init: RequestInit): Promise<Response> => {
