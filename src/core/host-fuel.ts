@@ -72,10 +72,12 @@ const RANDOM_CALL_FUEL = 3_500;
 /**
  * An operation of `crypto.subtle` on the host (guest/web-subtle.ts, core/subtle.ts): the platform's WebCrypto called,
  * a key imported for it, its promise settled. `npm run bench:subtle` (bench/subtle.ts, the process's CPU, the
- * platform's own threads included) measured 17-26 us a digest of 16 bytes and 59-64 us an HMAC or AES-GCM call with
- * its key's import in Node.
+ * platform's threads included) measured 16-37 us a digest of 16 bytes and 55-77 us an HMAC or AES-GCM call with its
+ * key's import when the host calls them itself, but 434-441 us a call of a guest's loop of 16-byte digests (HMAC
+ * 526-577 us, AES-GCM 611-673 us) in Node, of which the engine and the other charges counted 57,600 units with this
+ * fee left out (HMAC 93,400, AES-GCM 137,700): at ~4 ns a unit the fee is the ~51,000 units the digest leaves over.
  */
-const SUBTLE_CALL_FUEL = 16_000;
+const SUBTLE_CALL_FUEL = 60_000;
 
 /**
  * Bytes of a `crypto.subtle` operation's input per unit, on top of their copy out of the engine: SHA-1, SHA-256,
