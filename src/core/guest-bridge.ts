@@ -118,6 +118,8 @@ export class GuestBridge {
   #deliveries: Delivery[] = [];
   #wake: (() => void) | undefined;
   #uncaught: Described | undefined;
+  /** Bytes of `crypto.subtle` operations the platform is working on. */
+  #subtleBytes = 0;
 
   /** The bridge of the run that holds `booted` as `holder`. */
   constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
@@ -245,10 +247,8 @@ export class GuestBridge {
           );
         case OP_FETCH:
           return this.#callHost(this.#run.fetch?.request, [a, value]);
-        case OP_SUBTLE: {
-          const unpaid = this.#unpaid(subtleFuel(subtleBytes(value)));
-          return unpaid === false ? this.#callHost(subtleWork, [value]) : unpaid;
-        }
+        case OP_SUBTLE:
+          return this.#subtle(value);
         case OP_FETCH_ABORT:
           this.#run.fetch?.abort(a);
           return undefined;
@@ -270,6 +270,30 @@ export class GuestBridge {
       return this.#failed(fault);
     }
   };
+
+  /**
+   * An operation of the guest's `crypto.subtle`, paid before it is done. The bytes of the operations the platform is
+   * still working on are held by the host, so they are bounded by the run's `memoryLimitBytes`: past it the call
+   * throws a `RangeError` in the guest.
+   */
+  #subtle(record: unknown): Answer {
+    const bytes = subtleBytes(record);
+    if (this.#subtleBytes + bytes > this.#limits.memoryLimitBytes) {
+      const message = `crypto.subtle: ${this.#subtleBytes} bytes are being worked on and ${bytes} more would exceed memoryLimitBytes (${this.#limits.memoryLimitBytes}): await some before starting more`;
+      return { error: this.#guestError(new RangeError(message)) };
+    }
+    const unpaid = this.#unpaid(subtleFuel(bytes));
+    if (unpaid !== false) return unpaid;
+    const release = () => {
+      this.#subtleBytes -= bytes;
+    };
+    return this.#callHost(() => {
+      this.#subtleBytes += bytes;
+      const work = subtleWork(record);
+      work.then(release, release);
+      return work;
+    }, []);
+  }
 
   /**
    * The guest called the caller's function number `id` with `args`. Primitives are read as they are; when any

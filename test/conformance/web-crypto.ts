@@ -213,5 +213,18 @@ export function webCryptoSuite(sandbox: (settings: SandboxOptions) => RunCode): 
       const tight = await settle(runCode, huge, { ...js, memoryLimitBytes: 24 << 20 });
       expect(tight.status).toBe("memory");
     });
+
+    it("the bytes of operations not yet done are bounded by memoryLimitBytes: past it a call throws a RangeError", async () => {
+      const source = `const data = new Uint8Array(2 << 20);
+      const calls = [];
+      for (let i = 0; i < 9; i++) calls.push(crypto.subtle.digest("SHA-256", data));
+      const settled = await Promise.allSettled(calls);
+      const after = await crypto.subtle.digest("SHA-256", data);
+      export default [settled.map((s) => s.status === "fulfilled" ? s.value.byteLength : s.reason.name), after.byteLength]`;
+      expect(await ok(runCode, source, { ...js, memoryLimitBytes: 16 << 20 })).toEqual([
+        [32, 32, 32, 32, 32, 32, 32, 32, "RangeError"],
+        32,
+      ]);
+    });
   });
 }
