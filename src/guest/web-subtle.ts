@@ -99,15 +99,19 @@ export function guestWebSubtle(hostCall: HostCall, kit: WebKit): void {
     }
     return usages;
   };
+  /** WebIDL's KeyFormat enumeration. */
   const formatOf = (value: unknown, what: string) => {
     const format = `${value}`;
     if (format !== "raw" && format !== "jwk" && format !== "spki" && format !== "pkcs8") {
       throw new TypeErrorCtor(`${what}: ${format} is not a key format`);
     }
+    return format;
+  };
+  /** The formats of a secret key, checked by the import or export itself (after its usages or extractability). */
+  const secretFormat = (format: string, what: string) => {
     if (format !== "raw" && format !== "jwk") {
       throw fail(`${what}: a secret key has no ${format} format`, "NotSupportedError");
     }
-    return format;
   };
   /** A BufferSource argument, copied (WebCrypto copies its arguments' bytes when called). */
   const bufferOf = (value: unknown, what: string) => copy(bytesOf(value, what));
@@ -254,6 +258,7 @@ export function guestWebSubtle(hostCall: HostCall, kit: WebKit): void {
     const { name, params } = normalize(algorithm, ["HMAC", "AES-GCM"], what);
     const hash = name === "HMAC" ? hashOf(params.hash, what) : "";
     checkUsages(name, usages, what);
+    secretFormat(format, what);
     let bytes: Uint8Array;
     if (format === "raw") {
       bytes = bufferOf(keyData, `${what}: the key data`);
@@ -344,6 +349,7 @@ export function guestWebSubtle(hostCall: HostCall, kit: WebKit): void {
         const kind = formatOf(format, what);
         const slot = slotOf(key, what);
         if (!slot.extractable) throw fail(`${what}: the key is not extractable`, "InvalidAccessError");
+        secretFormat(kind, what);
         if (kind === "raw") return copy(slot.bytes).buffer;
         return {
           alg: jwkAlg(slot),
