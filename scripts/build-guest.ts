@@ -21,7 +21,10 @@ const GUEST = [
   ["guestWebEventsSource", "guestWebEvents", "web-events.ts"],
   ["guestWebTextSource", "guestWebText", "web-text.ts"],
   ["guestWebUrlSource", "guestWebUrl", "web-url.ts"],
+  ["guestWebBlobSource", "guestWebBlob", "web-blob.ts"],
+  ["guestWebPerformanceSource", "guestWebPerformance", "web-performance.ts"],
   ["guestWebCryptoSource", "guestWebCrypto", "web-crypto.ts"],
+  ["guestWebSubtleSource", "guestWebSubtle", "web-subtle.ts"],
   ["guestWebFetchSource", "guestWebFetch", "web-fetch.ts"],
   ["guestIntlSource", "guestIntl", "intl.ts"],
 ] as const;

@@ -38,6 +38,9 @@ const ALLOWED = new Set([
   "src/guest/web-url.ts#guestWebUrl",
   "src/guest/web-crypto.ts#guestWebCrypto",
   "src/guest/intl.ts#guestIntl",
+  "src/guest/web-subtle.ts#guestWebSubtle",
+  "src/guest/web-blob.ts#guestWebBlob",
+  "src/guest/web-performance.ts#guestWebPerformance",
   "src/guest/web-fetch.ts#guestWebFetch",
   // Used only in their own files; their `export` goes with the HTTP bodies' and schemas' rework (issue 29).
   "src/host/http/body.ts#BodyRefusal",

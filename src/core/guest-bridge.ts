@@ -1,7 +1,7 @@
 /**
  * The guest bridge, where values cross between one run's guest and the host: the guest's calls of host functions,
- * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes and uncaught
- * exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
+ * its requests (reports, logs, settled guest promises, native-work charges, the Web APIs' random bytes, `crypto.subtle`'s
+ * work, `performance.now()` and uncaught exceptions), host values into the guest (host promises become guest promises settled later), guest values out to
  * the host by the guest's own encoder, and guest errors as the guest describes them. Nothing of the guest runs on the
  * host: both sides parse the other's tapes as data (values/tape.ts). What the host does for each crossing is charged to
  * the run's fuel at the rates of host-fuel.ts, before it is done where its size is known then (a call, a tape read
@@ -25,10 +25,12 @@ import {
   OP_INTL,
   OP_LOG,
   OP_MARSHAL,
+  OP_NOW,
   OP_PLAIN,
   OP_RANDOM,
   OP_REPORT,
   OP_SETTLE,
+  OP_SUBTLE,
   OP_UNCAUGHT,
   type Tape,
 } from "../values/tape.js";
@@ -41,8 +43,10 @@ import {
   HOST_PROMISE_FUEL,
   intlFuel,
   LOG_ENTRY_FUEL,
+  NOW_FUEL,
   PLAIN_READ_FUEL,
   randomFuel,
+  subtleFuel,
   tapeFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
@@ -50,6 +54,7 @@ import { constructs, intlAnswer } from "./intl.js";
 import type { Limits } from "./limits.js";
 import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
+import { subtleBytes, subtleWork } from "./subtle.js";
 import type { CodeExecutionLog } from "./types.js";
 import { randomBytes } from "./web-apis.js";
 
@@ -97,6 +102,8 @@ interface RunSide {
   relay: Relay | undefined;
   /** The run's `fetch`, when the sandbox has one. */
   fetch: FetchSession | undefined;
+  /** The run's time for `performance.now()` (see core/timers.ts). */
+  now(): number;
 }
 
 export class GuestBridge {
@@ -114,6 +121,8 @@ export class GuestBridge {
   #deliveries: Delivery[] = [];
   #wake: (() => void) | undefined;
   #uncaught: Described | undefined;
+  /** Bytes of `crypto.subtle` operations the platform is working on. */
+  #subtleBytes = 0;
 
   /** The bridge of the run that holds `booted` as `holder`. */
   constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
@@ -185,6 +194,10 @@ export class GuestBridge {
         const unpaid = this.#unpaid(randomFuel(a));
         return unpaid === false ? ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer) : unpaid;
       }
+      if (op === OP_NOW) {
+        const unpaid = this.#unpaid(NOW_FUEL);
+        return unpaid === false ? ctx.newNumber(this.#run.now()) : unpaid;
+      }
       if (op === OP_PLAIN) return ctx.newNumber(this.#plainLevels(sideHandle));
       if (op === OP_INTL) return this.#intl(ctx.getString(tapeHandle));
       if (op === OP_UNCAUGHT) {
@@ -194,7 +207,7 @@ export class GuestBridge {
       const retained = op === OP_LOG || op === OP_REPORT;
       if (retained && this.#limits.stop !== undefined) return this.#stopped();
       const tape = op === OP_MARSHAL ? "" : ctx.getString(tapeHandle);
-      if (retained || op === OP_FETCH || op === OP_SETTLE) {
+      if (retained || op === OP_FETCH || op === OP_SETTLE || op === OP_SUBTLE) {
         const unpaid = this.#unpaid((retained ? LOG_ENTRY_FUEL : 0) + tapeFuel(tape));
         if (unpaid !== false) return unpaid;
       }
@@ -238,6 +251,8 @@ export class GuestBridge {
           );
         case OP_FETCH:
           return this.#callHost(this.#run.fetch?.request, [a, value]);
+        case OP_SUBTLE:
+          return this.#subtle(value);
         case OP_FETCH_ABORT:
           this.#run.fetch?.abort(a);
           return undefined;
@@ -259,6 +274,30 @@ export class GuestBridge {
       return this.#failed(fault);
     }
   };
+
+  /**
+   * An operation of the guest's `crypto.subtle`, paid before it is done. The bytes of the operations the platform is
+   * still working on are held by the host, so they are bounded by the run's `memoryLimitBytes`: past it the call
+   * throws a `RangeError` in the guest.
+   */
+  #subtle(record: unknown): Answer {
+    const bytes = subtleBytes(record);
+    if (this.#subtleBytes + bytes > this.#limits.memoryLimitBytes) {
+      const message = `crypto.subtle: ${this.#subtleBytes} bytes are being worked on and ${bytes} more would exceed memoryLimitBytes (${this.#limits.memoryLimitBytes}): await some before starting more`;
+      return { error: this.#guestError(new RangeError(message)) };
+    }
+    const unpaid = this.#unpaid(subtleFuel(bytes));
+    if (unpaid !== false) return unpaid;
+    const release = () => {
+      this.#subtleBytes -= bytes;
+    };
+    return this.#callHost(() => {
+      this.#subtleBytes += bytes;
+      const work = subtleWork(record);
+      work.then(release, release);
+      return work;
+    }, []);
+  }
 
   /**
    * The guest called the caller's function number `id` with `args`. Primitives are read as they are; when any

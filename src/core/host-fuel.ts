@@ -99,6 +99,25 @@ export function intlFuel(request: string, constructs: boolean): number {
   );
 }
 
+/**
+ * An operation of `crypto.subtle` on the host (guest/web-subtle.ts, core/subtle.ts): the platform's WebCrypto called,
+ * a key imported for it, its promise settled. `npm run bench:subtle` (bench/subtle.ts, the process's CPU, the
+ * platform's threads included) measured 16-37 us a digest of 16 bytes and 55-77 us an HMAC or AES-GCM call with its
+ * key's import when the host calls them itself, but 434-441 us a call of a guest's loop of 16-byte digests (HMAC
+ * 526-577 us, AES-GCM 611-673 us) in Node, of which the engine and the other charges counted 57,600 units with this
+ * fee left out (HMAC 93,400, AES-GCM 137,700): at ~4 ns a unit the fee is the ~51,000 units the digest leaves over.
+ */
+const SUBTLE_CALL_FUEL = 60_000;
+
+/**
+ * Bytes of a `crypto.subtle` operation's input per unit, on top of their copy out of the engine: SHA-1, SHA-256,
+ * HMAC-SHA-256 and AES-GCM took 0.6-0.7 ns a byte, SHA-384 and SHA-512 1.3 ns (1.9 ns on a loaded machine).
+ */
+const SUBTLE_BYTES_PER_UNIT = 2;
+
+/** A read of the run's time for `performance.now()`: a call into the host answered with a number, as a host call's. */
+export const NOW_FUEL = HOST_CALL_FUEL;
+
 /** A module specifier the host resolves: `import()` of a module already loaded took ~10 us. */
 export const MODULE_RESOLVE_FUEL = 1_000;
 
@@ -122,6 +141,11 @@ export function fetchMeter(account: { pay(units: number): boolean }): FetchMeter
 /** Fuel of a call for `count` random bytes (the guest's count: one that is not a valid count pays the call alone). */
 export function randomFuel(count: number): number {
   return RANDOM_CALL_FUEL + bufferFuel(count > 0 ? Math.min(count, MAX_RANDOM_BYTES) : 0);
+}
+
+/** Fuel of a `crypto.subtle` operation reading `bytes` bytes. */
+export function subtleFuel(bytes: number): number {
+  return SUBTLE_CALL_FUEL + Math.ceil(bytes / SUBTLE_BYTES_PER_UNIT);
 }
 
 /** Fuel of a string of `chars` characters crossing as a primitive. */

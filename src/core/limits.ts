@@ -164,6 +164,11 @@ export class Limits {
     return this.#meter === undefined ? this.#fuel : this.#fuel + this.#granted - (this.#meter.counter.value as number);
   }
 
+  /** The run's memory limit: its heap's, and the most bytes the host holds for its work at once. */
+  get memoryLimitBytes(): number {
+    return this.#settings.memoryLimitBytes;
+  }
+
   /** Fuel the run has left under its safety cap. */
   get fuelLeft(): number {
     return this.#settings.safetyCap.fuel - this.fuelUsed;

@@ -299,6 +299,7 @@ class Run implements StartedRun {
       logListeners: [this.#context.onLog, this.#request.onLog].filter((listener) => listener !== undefined),
       relay: this.#relay,
       fetch: this.#fetch,
+      now: () => this.#timers?.now() ?? 0,
     });
     this.#bridge = bridge;
     if (booted.timers !== undefined) {

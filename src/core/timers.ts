@@ -1,6 +1,7 @@
 /**
  * The host half of the Web APIs' timers (guest/web-timers.ts keeps the timers themselves): the timer clock of one
- * run, and what the run does when it has nothing to do but wait for the earliest timer.
+ * run, what the run does when it has nothing to do but wait for the earliest timer, and the run's time that
+ * `performance.now()` reads.
  *
  * The timer clock starts at 0 and moves only when timers fire, to the due time of the earliest: the order of timers
  * and what they cost are the same on every run and platform. Moving it costs fuel, `FUEL_PER_MS` per millisecond (at least 1 ms a move: every delay is), so the safety cap bounds the time a run spends in timers
@@ -28,6 +29,10 @@ export class Timers {
   #now = 0;
   /** The run's clock when the timer clock last moved. */
   #anchor: number;
+  /** The run's clock when the run began. */
+  readonly #start: number;
+  /** The last time `performance.now()` read. */
+  #read = 0;
 
   constructor(handles: TimerHandles, ctx: QuickJSContext, bridge: GuestBridge, limits: Limits, clock: () => number) {
     this.#handles = handles;
@@ -36,6 +41,18 @@ export class Timers {
     this.#limits = limits;
     this.#clock = clock;
     this.#anchor = clock();
+    this.#start = this.#anchor;
+  }
+
+  /**
+   * `performance.now()`: 1 ms (the time origin precedes the run, as for an event's `timeStamp`) plus the later of the
+   * timer clock and the run's clock since the run began, to a tenth of a millisecond (a browser's coarse
+   * resolution), never less than it last read. With a frozen clock it is the timer clock's alone: deterministic.
+   */
+  now(): number {
+    const elapsed = Math.floor((this.#clock() - this.#start) * 10) / 10;
+    this.#read = Math.max(this.#read, 1 + Math.max(this.#now, elapsed));
+    return this.#read;
   }
 
   /** The due time of the earliest timer (of those that keep the run alive, with `keepingAlive`), or -1 for none. */

@@ -173,9 +173,10 @@ export interface SandboxOptions {
   bootModules?: Readonly<Record<string, string>>;
   /**
    * Installs the Web APIs on the sandbox's global object (contract.md §13): `URL`, `URLSearchParams`, `TextEncoder`,
-   * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, the timers, `Event`, `EventTarget`,
-   * `AbortController`, `AbortSignal`, `DOMException`, `Headers`, `Request` and `Response`. They are part of the booted image, so a run pays nothing for
-   * them. Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.
+   * `TextDecoder`, `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, `crypto.subtle`, the timers,
+   * `performance.now`, `Event`, `EventTarget`, `AbortController`, `AbortSignal`, `DOMException`, `Headers`, `Request`,
+   * `Response`, `Blob`, `File` and `FormData`. They are part of the booted image, so a run pays nothing for them.
+   * Default `false`: only ECMAScript's built-ins, `structuredClone` and `queueMicrotask`.
    */
   webApis?: boolean;
   /**

@@ -1,15 +1,19 @@
 /**
  * The Web APIs a sandbox made with `webApis: true` installs on its global object (contract.md §13): their guest
  * halves, evaluated in this order when an instance boots (so they are part of its booted image and cost a run
- * nothing), each taking what those before it put in the kit (guest/web-kit.ts), and the host's answers to the two
- * things they ask of it: random bytes and exceptions nobody can catch. Their timers are timers.ts.
+ * nothing), each taking what those before it put in the kit (guest/web-kit.ts), and the host's answers to two
+ * things they ask of it: random bytes and exceptions nobody can catch. Their timers and `performance.now()` are timers.ts, `crypto.subtle`'s
+ * work subtle.ts.
  * @module
  */
 import {
+  guestWebBlobSource,
   guestWebCryptoSource,
   guestWebEventsSource,
   guestWebFetchSource,
   guestWebKitSource,
+  guestWebPerformanceSource,
+  guestWebSubtleSource,
   guestWebTextSource,
   guestWebTimersSource,
   guestWebUrlSource,
@@ -21,9 +25,12 @@ export const WEB_API_SOURCES: readonly (readonly [name: string, source: string])
   ["kit", guestWebKitSource],
   ["timers", guestWebTimersSource],
   ["events", guestWebEventsSource],
+  ["performance", guestWebPerformanceSource],
   ["text", guestWebTextSource],
   ["url", guestWebUrlSource],
+  ["blob", guestWebBlobSource],
   ["crypto", guestWebCryptoSource],
+  ["subtle", guestWebSubtleSource],
   ["fetch", guestWebFetchSource],
 ] as const);
 

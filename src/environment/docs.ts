@@ -23,7 +23,7 @@ interface DocsSettings {
 
 /** The Web APIs' row of the globals table, and what a process still lacks with and without them. */
 const WEB_APIS_ROW =
-  "| Web APIs | `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder` (UTF-8), `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, `setTimeout`, `setInterval`, `clearTimeout`, `clearInterval`, `AbortController`, `AbortSignal`, `Event`, `EventTarget`, `DOMException`, `Headers`, `Request`, `Response`, as browsers have them |\n";
+  "| Web APIs | `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder` (UTF-8), `atob`, `btoa`, `crypto.getRandomValues`, `crypto.randomUUID`, `crypto.subtle` (SHA digests, HMAC, AES-GCM), `performance.now`, `setTimeout`, `setInterval`, `clearTimeout`, `clearInterval`, `AbortController`, `AbortSignal`, `Event`, `EventTarget`, `DOMException`, `Headers`, `Request`, `Response`, `Blob`, `File`, `FormData`, as browsers have them |\n";
 /** The row of `fetch`, which reaches `allow` only. */
 const fetchRow = (allow: readonly string[]) =>
   `| \`fetch(url, init?)\` | HTTP requests to ${allow.map((entry) => `\`${entry}\``).join(", ")} only (any other URL, or a redirect to one, rejects with a \`TypeError\`); responses are read whole (\`text()\`, \`json()\`, \`arrayBuffer()\`), within the host's limits on requests, bytes and time |\n`;

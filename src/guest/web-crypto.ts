@@ -1,7 +1,7 @@
 /**
  * `crypto.getRandomValues` and `crypto.randomUUID` (WebCrypto) of a sandbox made with `webApis: true`: the bytes
- * come from the host's platform `crypto.getRandomValues`, at most 65,536 a call, as WebCrypto bounds it. There is no
- * `crypto.subtle`. Shipped as source text (see core.ts).
+ * come from the host's platform `crypto.getRandomValues`, at most 65,536 a call, as WebCrypto bounds it. `crypto.subtle`
+ * is web-subtle.ts. Shipped as source text (see core.ts).
  * @module
  */
 import type { HostCall } from "./core.js";

@@ -44,6 +44,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, keys } = Object;
   const { apply, ownKeys } = Reflect;
   const { install, required, dictionary, usv, utf8Encode, utf8Decode, bytesOf, addAbortAlgorithm } = kit;
+  const { blobOf, makeBlob, multipart, parseForm } = kit;
   const StringCtor = String;
   const NumberCtor = Number;
   const TypeErrorCtor = TypeError;
@@ -304,6 +305,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       return { value: kind === KEYS ? pair[0] : kind === VALUES ? pair[1] : [pair[0], pair[1]], done: false };
     }
   }
+  const headersGet = Headers.prototype.get;
   const HeadersIteratorProto = HeadersIterator.prototype;
   const arrayIterator = ([] as unknown as Record<symbol, () => object>)[iteratorSymbol] as () => object;
   setPrototypeOf(HeadersIteratorProto, getPrototypeOf(getPrototypeOf(apply(arrayIterator, [], []))));
@@ -338,6 +340,10 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   /** A body from its init: the bytes, and the content type it implies when the headers name none. */
   const extract = (init: BodyInit): { bytes: Uint8Array; type: string | null } => {
     if (isView(init) || init instanceof ArrayBufferCtor) return { bytes: bytesOf(init, "body").slice(), type: null };
+    const blob = blobOf(init);
+    if (blob !== undefined) return { bytes: blob.bytes.slice(), type: blob.type === "" ? null : blob.type };
+    const form = multipart(init);
+    if (form !== undefined) return form;
     if (init instanceof URLSearchParamsCtor) {
       return { bytes: utf8Encode(usv(init)), type: "application/x-www-form-urlencoded;charset=UTF-8" };
     }
@@ -361,6 +367,9 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     body.used = true;
     return body.bytes;
   };
+  /** A request's or response's `content-type`, or "". */
+  const contentType = (self: unknown) =>
+    (apply(headersGet, (self as { headers: Headers }).headers, ["content-type"]) as string | null) ?? "";
   const bodyMethods = {
     async text(this: unknown) {
       return decodeText(consume(this));
@@ -373,6 +382,13 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     },
     async bytes(this: unknown) {
       return consume(this).slice();
+    },
+    async blob(this: unknown) {
+      const bytes = consume(this).slice();
+      return makeBlob(bytes, contentType(this));
+    },
+    async formData(this: unknown) {
+      return parseForm(consume(this), contentType(this));
     },
   };
   const bodyUsed = {

@@ -43,6 +43,14 @@ export interface WebKit {
   utf8Encode(text: string): Uint8Array;
   /** UTF-8 decode without BOM, malformed sequences as U+FFFD. */
   utf8Decode(bytes: Uint8Array): string;
+  /** A Blob's bytes (no copy) and type (guest/web-blob.ts); `undefined` for anything else. */
+  blobOf(value: unknown): { bytes: Uint8Array; type: string } | undefined;
+  /** A new Blob of `bytes` (kept, not copied) and `type`. */
+  makeBlob(bytes: Uint8Array, type: string): object;
+  /** A FormData as a multipart/form-data body and its content type; `undefined` for anything else. */
+  multipart(value: unknown): { bytes: Uint8Array; type: string } | undefined;
+  /** A body of `contentType` as a FormData (Fetch's `formData()`); a `TypeError` when it is not a form. */
+  parseForm(bytes: Uint8Array, contentType: string): object;
   /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
   installFetch(): void;
 }

@@ -87,6 +87,13 @@ export const OP_PLAIN = 10;
  * JSON), the answer a JSON string. `a` and `side` are unused.
  */
 export const OP_INTL = 11;
+/**
+ * An operation of the guest's `crypto.subtle` (guest/web-subtle.ts): the tape is its record, with the key's bytes;
+ * the host answers with a promise of the result (src/core/subtle.ts). `a` is 0.
+ */
+export const OP_SUBTLE = 12;
+/** The guest's `performance.now()` (guest/web-performance.ts): answered with the run's time (core/timers.ts). */
+export const OP_NOW = 13;
 
 /** Console methods in the order the guest numbers them. */
 export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const;

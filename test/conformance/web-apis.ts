@@ -1,11 +1,14 @@
 /**
- * §13 The Web APIs of a sandbox made with `webApis: true`: the opt-in (§13.1), the timers and how they live within a
- * run (§13.4), `crypto` (§13.5), and events, abort and `DOMException` (§13.6). URL is web-url.ts, text web-text.ts.
+ * §13 The Web APIs of a sandbox made with `webApis: true`: the opt-in (§13.1), the timers, `performance.now()` and
+ * `queueMicrotask` (§13.4), `crypto` (§13.5, `crypto.subtle` in web-crypto.ts), and events, abort and `DOMException`
+ * (§13.6). URL is web-url.ts, text web-text.ts, blobs and forms web-blob.ts.
  * @module
  */
 import { describe, expect, it } from "vitest";
 import type { RunCode, SandboxOptions } from "../../src/core/types.js";
 import { fails, ok, settle } from "./helpers.js";
+import { webBlobSuite } from "./web-blob.js";
+import { webCryptoSuite } from "./web-crypto.js";
 import { webTextSuite } from "./web-text.js";
 import { webUrlSuite } from "./web-url.js";
 
@@ -21,6 +24,8 @@ const WEB_GLOBALS = [
   "btoa",
   "crypto",
   "Crypto",
+  "SubtleCrypto",
+  "CryptoKey",
   "setTimeout",
   "clearTimeout",
   "setInterval",
@@ -30,6 +35,11 @@ const WEB_GLOBALS = [
   "AbortController",
   "AbortSignal",
   "DOMException",
+  "performance",
+  "Performance",
+  "Blob",
+  "File",
+  "FormData",
 ];
 
 export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): void {
@@ -47,7 +57,10 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
     it("a sandbox made with webApis: true has every one, none of them enumerable on globalThis", async () => {
       const source = `${types.replace("export default", "const found =")}\nexport default [found, Object.keys(globalThis)]`;
       const result = await ok(runCode, source, { ...js, globals: { names: WEB_GLOBALS } });
-      expect(result).toEqual([WEB_GLOBALS.map((name) => (name === "crypto" ? "object" : "function")), []]);
+      expect(result).toEqual([
+        WEB_GLOBALS.map((name) => (name === "crypto" || name === "performance" ? "object" : "function")),
+        [],
+      ]);
     });
 
     it("runs of both kinds take turns without one's instances reaching the other", async () => {
@@ -87,6 +100,8 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
 
   webUrlSuite(runCode);
   webTextSuite(runCode);
+  webCryptoSuite(sandbox);
+  webBlobSuite(sandbox);
 
   describe("§13.4 timers", () => {
     it("fire in the order of their due times, equal ones in the order they were set, jobs between them", async () => {
@@ -199,6 +214,48 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       export default [reason.name, reason.message, reason instanceof DOMException, signal.aborted]`;
       expect(await ok(runCode, source, js)).toEqual(["TimeoutError", "signal timed out", true, true]);
     });
+
+    it("performance.now() reads the timer clock from 1 ms where the clock stands still: the same on every run", async () => {
+      const frozen = sandbox({ webApis: true, clock: () => 0 });
+      const source = `const seen = [performance.now()];
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      seen.push(performance.now());
+      let x = 0; for (let i = 0; i < 100_000; i++) x += i;
+      seen.push(performance.now());
+      const event = new Event("e");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      let illegal;
+      try { const { now } = performance; now(); } catch (e) { illegal = e.message; }
+      export default [seen, performance.now(), event.timeStamp, String(performance), performance instanceof EventTarget,
+        illegal, JSON.stringify(performance)]`;
+      const expected = [[1, 6, 6], 26, 6, "[object Performance]", true, "Illegal invocation", "{}"];
+      expect(await ok(frozen, source, js)).toEqual(expected);
+      expect(await ok(frozen, source, js)).toEqual(expected);
+    });
+
+    it("performance.now() never goes back and moves with the run's clock, in tenths of a millisecond", async () => {
+      const source = `const seen = [];
+      for (let round = 0; round < 5; round++) {
+        for (let i = 0; i < 20_000; i++) if (i % 1000 === 0) seen.push(performance.now());
+        await new Promise((resolve) => setTimeout(resolve, 4));
+        seen.push(performance.now());
+      }
+      export default [seen.every((t, i) => i === 0 || t >= seen[i - 1]), seen.at(-1) - seen[0] >= 15, seen[0] < 1000,
+        seen.every((t) => Math.abs(t * 10 - Math.round(t * 10)) < 1e-6)]`;
+      expect(await ok(runCode, source, js)).toEqual([true, true, true, true]);
+    });
+
+    it("queueMicrotask's callbacks run in order with promise jobs, all before a timer", async () => {
+      const source = `const order = [];
+      setTimeout(() => order.push("timeout"), 0);
+      Promise.resolve().then(() => order.push("p1"));
+      queueMicrotask(() => { order.push("m1"); queueMicrotask(() => order.push("m3")); });
+      Promise.resolve().then(() => order.push("p2"));
+      order.push("sync");
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      export default order`;
+      expect(await ok(runCode, source, js)).toEqual(["sync", "p1", "m1", "p2", "m3", "timeout"]);
+    });
   });
 
   describe("§13.5 crypto", () => {
@@ -231,13 +288,20 @@ export function webApisSuite(sandbox: (settings: SandboxOptions) => RunCode): vo
       ]);
     });
 
-    it("randomUUID gives version 4 UUIDs; Crypto cannot be constructed; there is no crypto.subtle", async () => {
+    it("randomUUID gives version 4 UUIDs; Crypto and SubtleCrypto cannot be constructed", async () => {
       const source = `const ids = Array.from({ length: 50 }, () => crypto.randomUUID());
       let constructed;
       try { new Crypto(); } catch (e) { constructed = e.message; }
+      try { new SubtleCrypto(); } catch (e) { constructed += "; " + e.message; }
       export default [ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)),
-        new Set(ids).size, constructed, crypto.subtle, Object.prototype.toString.call(crypto)]`;
-      expect(await ok(runCode, source, js)).toEqual([true, 50, "Illegal constructor", undefined, "[object Crypto]"]);
+        new Set(ids).size, constructed, crypto.subtle instanceof SubtleCrypto, Object.prototype.toString.call(crypto)]`;
+      expect(await ok(runCode, source, js)).toEqual([
+        true,
+        50,
+        "Illegal constructor; Illegal constructor",
+        true,
+        "[object Crypto]",
+      ]);
     });
   });
 

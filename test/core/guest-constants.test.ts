@@ -7,6 +7,8 @@ import {
   guestWebCryptoSource,
   guestWebFetchSource,
   guestWebKitSource,
+  guestWebPerformanceSource,
+  guestWebSubtleSource,
   guestWebTimersSource,
 } from "../../src/guest/sources.generated.js";
 import * as tape from "../../src/values/tape.js";
@@ -21,8 +23,10 @@ describe("the guest's copies of the tape's constants", () => {
     ["marshal", guestMarshalSource],
     ["Web APIs' kit", guestWebKitSource],
     ["Web APIs' crypto", guestWebCryptoSource],
+    ["Web APIs' crypto.subtle", guestWebSubtleSource],
     ["Web APIs' fetch", guestWebFetchSource],
     ["Intl", guestIntlSource],
+    ["Web APIs' performance", guestWebPerformanceSource],
   ])("the %s half repeats them exactly", (_half, source) => {
     const repeated = constants.filter(([name]) => new RegExp(`\\b${name}\\s*=`).test(source));
     expect(repeated.length).toBeGreaterThan(0);
@@ -30,7 +34,9 @@ describe("the guest's copies of the tape's constants", () => {
   });
 
   it("the Web APIs repeat the host's bounds exactly", () => {
-    expect(guestWebCryptoSource).toMatch(new RegExp(`\\bMAX_RANDOM_BYTES = ${tape.MAX_RANDOM_BYTES}\\b`));
+    for (const source of [guestWebCryptoSource, guestWebSubtleSource]) {
+      expect(source).toMatch(new RegExp(`\\bMAX_RANDOM_BYTES = ${tape.MAX_RANDOM_BYTES}\\b`));
+    }
     expect(guestWebTimersSource).toMatch(new RegExp(`\\bMAX_PENDING_TIMERS = ${MAX_PENDING_TIMERS}\\b`));
   });
 

@@ -122,10 +122,11 @@ console.log(typeof Date.now(), Date.now() > 1.6e12, r >= 0 && r < 1);`);
     expect(docs).toContain("A process waits for its pending timers before it ends");
     const r = await run(
       `const listed = ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "atob", "btoa", "setTimeout", "setInterval",
-  "clearTimeout", "clearInterval", "AbortController", "AbortSignal", "Event", "EventTarget", "DOMException"];
+  "clearTimeout", "clearInterval", "AbortController", "AbortSignal", "Event", "EventTarget", "DOMException", "Blob", "File",
+  "FormData"];
 console.log(listed.filter((name) => typeof globalThis[name] !== "function").join(",") || "all functions",
-  typeof crypto.getRandomValues, typeof crypto.randomUUID);
-console.log([typeof fetch, typeof process, typeof require, typeof WebAssembly, typeof crypto.subtle].join(" "));
+  typeof crypto.getRandomValues, typeof crypto.randomUUID, typeof crypto.subtle.digest, typeof performance.now);
+console.log([typeof fetch, typeof process, typeof require, typeof WebAssembly].join(" "));
 setTimeout(() => console.log(new URL("../b?x=1", "https://h.example/a/c").href), 20);`,
       1,
       30_000,
@@ -133,7 +134,7 @@ setTimeout(() => console.log(new URL("../b?x=1", "https://h.example/a/c").href),
     );
     expect([r.exit, r.stdout]).toEqual([
       "success",
-      "all functions function function\nundefined undefined undefined undefined undefined\nhttps://h.example/b?x=1\n",
+      "all functions function function function function\nundefined undefined undefined undefined\nhttps://h.example/b?x=1\n",
     ]);
     const failing = await run("setTimeout(() => {\n  null.x;\n}, 5);", 2, 30_000, true);
     expect([failing.exit, failing.errors]).toEqual([

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../node/index.js";
 import type { FetchOptions, RunCode, SandboxOptions } from "../../src/core/types.js";
-import { type LoopbackServer, startServer } from "./server.js";
+import { type LoopbackServer, type Received, startServer } from "./server.js";
 
 let a: LoopbackServer;
 let b: LoopbackServer;
@@ -119,6 +119,27 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
         sent: "text/plain;charset=UTF-8",
         body: "héllo",
       });
+    });
+
+    it("sends a FormData as multipart/form-data the server parses into its fields and files", async () => {
+      const path = own("/echo/form");
+      const source = `const form = new FormData();
+        form.append("title", "héllo"); form.append("tags", "a"); form.append("tags", "b");
+        form.append("doc", new File(['{"a":1}'], "d.json", { type: "application/json" }));
+        export default (await fetch(A + ${JSON.stringify(path)}, { method: "POST", body: form })).status;`;
+      expect(await result(sandbox(), source)).toBe(200);
+      const sent = a.received.find((r) => r.path === path) as Received;
+      const type = sent.headers["content-type"] as string;
+      expect(type).toMatch(/^multipart\/form-data; boundary=-+RuncodeFormBoundary[0-9a-z]{16}$/);
+      const form = await new Response(sent.body, { headers: { "content-type": type } }).formData();
+      const doc = form.get("doc") as File;
+      expect([form.get("title"), form.getAll("tags"), doc.name, doc.type, await doc.text()]).toEqual([
+        "héllo",
+        ["a", "b"],
+        "d.json",
+        "application/json",
+        '{"a":1}',
+      ]);
     });
 
     it("gives each cookie of the response to getSetCookie", async () => {

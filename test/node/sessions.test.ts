@@ -251,6 +251,25 @@ describe("snapshots", () => {
     expect(await value(s, "data.rows.length")).toBe(3);
   });
 
+  it("keep a crypto.subtle key made in an earlier cell, non-extractable and still working, in later cells and restored", async () => {
+    const s = await session({ webApis: true });
+    await value(
+      s,
+      `var key = await crypto.subtle.importKey("raw", new TextEncoder().encode("Jefe"), { name: "HMAC", hash: "SHA-256" },
+        false, ["sign"]); 0`,
+    );
+    const mac = `var mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode("what do ya want for nothing?"));
+      Array.from(new Uint8Array(mac).slice(0, 8), (x) => x.toString(16).padStart(2, "0")).join("")`;
+    // RFC 4231, test case 2.
+    expect(await value(s, mac)).toBe("5bdcc146bf60754e");
+    const r = await restoreSession(await s.snapshot(), { webApis: true });
+    open.push(r);
+    expect(await value(r, mac)).toBe("5bdcc146bf60754e");
+    expect(
+      await value(r, "var refused = await crypto.subtle.exportKey('raw', key).catch((e) => e.name); refused"),
+    ).toBe("InvalidAccessError");
+  });
+
   it("refuse other settings, changed bytes and what is not a snapshot", async () => {
     const s = await session({ globals: { f: () => 1 } });
     await value(s, "var x = 1");

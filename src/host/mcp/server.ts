@@ -96,9 +96,10 @@ const WITHOUT_WEB_APIS = `- Only ECMAScript built-ins, \`structuredClone\` and \
 const withWebApis = (
   fetchAllow: readonly string[],
 ) => `- ECMAScript built-ins, \`structuredClone\`, \`queueMicrotask\` and these Web APIs exist: \`URL\`, \`URLSearchParams\`,
-  \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`, \`setTimeout\`,
+  \`TextEncoder\`, \`TextDecoder\` (UTF-8), \`atob\`, \`btoa\`, \`crypto.getRandomValues\`, \`crypto.randomUUID\`,
+  \`crypto.subtle\` (SHA digests, HMAC, AES-GCM), \`performance.now\`, \`setTimeout\`,
   \`setInterval\` (the run waits for pending timers), \`AbortController\`, \`AbortSignal\`, \`Event\`, \`EventTarget\`,
-  \`DOMException\`, \`Headers\`, \`Request\`, \`Response\`. ${
+  \`DOMException\`, \`Headers\`, \`Request\`, \`Response\`, \`Blob\`, \`File\`, \`FormData\`. ${
     fetchAllow.length === 0
       ? "No `fetch`,"
       : `\`fetch(url, init?)\` reaches only ${fetchAllow.map((entry) => `\`${entry}\``).join(", ")}: any other URL, or a

@@ -142,7 +142,7 @@ export default [absent, typeof structuredClone, typeof queueMicrotask, fn];`,
     await fetching.connect(clientSide);
     const described = (await fetching.listTools()).tools[0]?.description ?? "";
     expect(described).toContain(
-      "`DOMException`, `Headers`, `Request`, `Response`. `fetch(url, init?)` reaches only `https://api.example.com`: any other URL, or a\n  redirect to one, rejects with a TypeError; read a response whole (`await res.json()`, `text()`). No `require`,",
+      "`DOMException`, `Headers`, `Request`, `Response`, `Blob`, `File`, `FormData`. `fetch(url, init?)` reaches only `https://api.example.com`: any other URL, or a\n  redirect to one, rejects with a TypeError; read a response whole (`await res.json()`, `text()`). No `require`,",
     );
     const code = `const res = await fetch("https://api.example.com/weather");
 export default [(await res.json()).temperature, await fetch("https://evil.com/").catch((e) => e.name)];`;
@@ -184,6 +184,7 @@ describe("the run_code guide of a sandbox with the Web APIs", () => {
       arguments: {
         code: `const out: unknown[] = [new URL("?q=1", "https://h.example/p").href, new TextEncoder().encode("é").length,
   atob(btoa("x")), typeof crypto.randomUUID(), typeof AbortController, typeof Event, typeof DOMException,
+  typeof crypto.subtle.digest, typeof performance.now(), typeof FormData,
   [typeof fetch, typeof require, typeof process].join(" ")];
 setTimeout(() => out.push("timer"), 10);
 export default out;`,
@@ -196,6 +197,9 @@ export default out;`,
       "string",
       "function",
       "function",
+      "function",
+      "function",
+      "number",
       "function",
       "undefined undefined undefined",
       "timer",
