@@ -592,15 +592,18 @@ describe("runcode serve", () => {
       }),
     });
     expect(running.status).toBe(200);
-    const events = (running.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    const events = (running.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
     let streamed = "";
     while (!streamed.includes("event: log")) {
       const chunk = await events.read();
       if (chunk.done) break;
-      streamed += chunk.value;
+      streamed += decoder.decode(chunk.value, { stream: true });
     }
     expect(await first.stop("SIGTERM")).toBe(0);
-    for (let chunk = await events.read(); !chunk.done; chunk = await events.read()) streamed += chunk.value;
+    for (let chunk = await events.read(); !chunk.done; chunk = await events.read()) {
+      streamed += decoder.decode(chunk.value, { stream: true });
+    }
     expect(streamed).toMatch(/^event: log\n[\s\S]*event: result\ndata: \{"status":"terminated"/);
 
     const second = await start(["--db", db, "--web-apis", "true", "--sessions-per-tenant", "2"]);
