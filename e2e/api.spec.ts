@@ -460,11 +460,13 @@ test.describe("MCP over Streamable HTTP on wrangler dev (the official SDK's clie
       code: "import { list } from 'kv'; for (;;) { await list({ limit: 1 }); const t = Date.now() + 2; while (Date.now() < t); }",
       timeoutMs: 500,
     });
-    expect([stopped.isError, decoded(stopped).status, decoded(stopped).error?.message]).toEqual([
-      true,
-      "terminated",
+    expect([stopped.isError, decoded(stopped).status]).toEqual([true, "terminated"]);
+    // The time limit's timer, or the CPU cap it lowers the safety cap to when the guest's busy waits use up 500 ms of
+    // CPU first (on a loaded machine either may come first).
+    expect([
       "The run's time limit of 500 ms ran out",
-    ]);
+      "Execution stopped by the safety cap after 500 ms of CPU time",
+    ]).toContain(decoded(stopped).error?.message);
   });
 
   test("code mode: one program calls the upstream server's tools (RUNCODE_MCP_SERVERS) and returns one answer", async ({
