@@ -19,7 +19,15 @@ interface DocsSettings {
   fetchAllow: readonly string[];
   /** Whether processes have the Web APIs. */
   webApis: boolean;
+  /** Milliseconds of synchronous guest work one run may spend whatever its `timeoutMs` (infinite: no such cap). */
+  maxCpuMs: number;
 }
+
+/** The host's CPU cap per run as a line of the limits, when it has one. */
+const cpuCap = (maxCpuMs: number) =>
+  Number.isFinite(maxCpuMs)
+    ? `\n- **CPU**: at most ${maxCpuMs} ms of synchronous work (time awaiting tools, timers or \`fetch\` does not count) per run, whatever its \`timeoutMs\`; past it the process exits with \`timeout\`, its error naming the host's CPU cap.`
+    : "";
 
 /** The Web APIs' row of the globals table, and what a process still lacks with and without them. */
 const WEB_APIS_ROW =
@@ -91,7 +99,7 @@ Naming an unknown service or tool throws a \`TypeError\` listing the available o
 
 ## Limits
 - **Timeout**: the process is stopped when it runs longer than its \`timeoutMs\` (default ${limits.defaultTimeoutMs} ms),
-  also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.
+  also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.${cpuCap(limits.maxCpuMs)}
 - **Memory**: ${mib} MiB of heap; over it the process fails with \`MemoryError\`.
 - **Stack**: deep recursion fails with \`RangeError: Maximum call stack size exceeded\`.
 - At most ${limits.concurrency} processes run at once in this environment; the others wait in \`queued\`.

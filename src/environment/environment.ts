@@ -27,9 +27,11 @@
  */
 
 import { compiledModule } from "../core/engine.js";
+import { FUEL_PER_MS, safetyCapStopOf } from "../core/limits.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
   CodeExecution,
+  CodeExecutionError,
   CodeExecutionResult,
   FetchOptions,
   Sandbox,
@@ -147,6 +149,8 @@ interface Job {
   console: WorkBudget;
   /** What output patches and tool parameters may still take. */
   data: WorkBudget;
+  /** The stop's message when a limit other than `timeoutMs` fired. */
+  limit: string | undefined;
   resolve(exit: ExecutionExitState): void;
   done: Promise<ExecutionExitState>;
 }
@@ -156,6 +160,8 @@ const positive = (name: string, value: number | undefined, fallback: number): nu
   if (!(Number.isFinite(resolved) && resolved > 0)) throw new TypeError(`${name} must be a positive number`);
   return resolved;
 };
+const timeoutStop = (timeoutMs: number) =>
+  `Timeout: the process ran longer than its timeoutMs (${timeoutMs} ms) and was stopped`;
 const identifier = /^[A-Za-z_$][\w$]*$/;
 /** `cyrnel.services.kv.tools.get.invoke(parameters)`, as the guest wrote it (ids are short by then). */
 const invokeName = (serviceId: string, toolId: string) => {
@@ -264,6 +270,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       deadline: Number.POSITIVE_INFINITY,
       console: new WorkBudget(this.#budgets.console, "console output"),
       data: new WorkBudget(this.#budgets.dataTotal, "output patches and tool parameters"),
+      limit: undefined,
       resolve,
       done,
     };
@@ -289,6 +296,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       data: this.#budgets.data,
       webApis: this.#webApis,
       fetchAllow: this.#fetchAllow,
+      maxCpuMs: this.#maxCpuMs,
     });
   }
 
@@ -377,15 +385,8 @@ class QuickJSEnvironment implements EnvironmentModule {
         this.#report(job, () => bindings.setError(job.eid, `The environment could not run the process: ${message}`));
       }
     }
-    if (exit === "timeout") {
-      const cpu = job.timeoutMs > this.#maxCpuMs ? ` or the host's ${this.#maxCpuMs} ms of guest CPU per run` : "";
-      this.#report(job, () =>
-        bindings.setError(
-          job.eid,
-          `Timeout: the process ran longer than its timeoutMs (${job.timeoutMs} ms)${cpu} and was stopped`,
-        ),
-      );
-    }
+    if (exit === "timeout")
+      this.#report(job, () => bindings.setError(job.eid, job.limit ?? timeoutStop(job.timeoutMs)));
     this.#finish(job, exit);
   }
 
@@ -476,9 +477,24 @@ class QuickJSEnvironment implements EnvironmentModule {
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
     // Nothing but the environment, the run's `timeoutMs` and the safety cap it lowers (and `maxCpuMs`) terminates a run.
-    if (result.status === "terminated") return "timeout";
+    if (result.status === "terminated") {
+      job.limit = this.#limitStop(job, result.error);
+      return "timeout";
+    }
     this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
     return "failed";
+  }
+
+  /** What a run's safety cap stopped it at, when that is not its `timeoutMs` (the host's CPU cap, its fuel). */
+  #limitStop(job: Job, error: CodeExecutionError | undefined): string | undefined {
+    const stop = safetyCapStopOf(error);
+    if (stop?.limit === "fuel") {
+      return `Timeout: the process spent its fuel cap (${stop.value} units, its timeoutMs of ${job.timeoutMs} ms at ${FUEL_PER_MS} units per ms) and was stopped`;
+    }
+    if (stop?.limit === "cpuTimeMs" && stop.value < job.timeoutMs) {
+      return `Timeout: the process spent the host's CPU cap (${stop.value} ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (${job.timeoutMs} ms) and was stopped`;
+    }
+    return undefined;
   }
 
   #finish(job: Job, exit: ExecutionExitState): void {

@@ -271,6 +271,9 @@ describe("timeouts", () => {
       "timeout",
     );
     expect(performance.now() - started).toBeLessThan(10_000);
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process spent its fuel cap (200000000 units, its timeoutMs of 200 ms at 1000000 units per ms) and was stopped",
+    ]);
   });
 
   test("where the clock stands still, fuel stops a BigInt loop, which polls for interrupts once per multiply", async () => {
@@ -280,7 +283,9 @@ describe("timeouts", () => {
     const code = "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);";
     expect(await env.execute({ eid: 1, code, options: { timeoutMs: 300 } })).toBe("timeout");
     expect(performance.now() - started).toBeLessThan(10_000);
-    expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped"]);
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process spent its fuel cap (300000000 units, its timeoutMs of 300 ms at 1000000 units per ms) and was stopped",
+    ]);
   });
 
   test("a tool call that never settles is cut off by the timeout", async () => {
@@ -291,7 +296,7 @@ describe("timeouts", () => {
     expect(b.text(1, "stdout")).toBe("before\n");
   });
 
-  test("maxCpuMs stops a run's guest work before a longer timeoutMs, and the message names both", async () => {
+  test("maxCpuMs stops a run's guest work before a longer timeoutMs, and the message names the CPU cap and its value", async () => {
     const b = recorder();
     const env = await environment(b, { maxCpuMs: 200 });
     const started = performance.now();
@@ -299,7 +304,7 @@ describe("timeouts", () => {
     // A bound that only catches a run held to its timeoutMs.
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process ran longer than its timeoutMs (60000 ms) or the host's 200 ms of guest CPU per run and was stopped",
+      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
     ]);
     await expect(environment(recorder(), { maxCpuMs: 0 })).rejects.toThrow("maxCpuMs must be a positive number");
   });
@@ -407,6 +412,10 @@ describe("docs", () => {
     ]) {
       expect(docs).toContain(text);
     }
+    expect(docs).not.toContain("**CPU**");
+    expect(await (await environment(recorder(), { maxCpuMs: 200 })).generateDocs()).toContain(
+      "- **CPU**: at most 200 ms of synchronous work (time awaiting tools, timers or `fetch` does not count) per run, whatever its `timeoutMs`; past it the process exits with `timeout`, its error naming the host's CPU cap.",
+    );
   });
 
   test("generateToolDocs renders parameters, returns and an example call that runs", async () => {

@@ -277,6 +277,18 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
+  it("a process spinning under a timeoutMs longer than RUN_CPU_MS is stopped by the CPU cap, and its error says so", async () => {
+    const server = await start(["--db", newDatabase()], { RUN_CPU_MS: "200" });
+    const { create, settled } = client(server);
+    const pid = await create("for (;;) {}", { timeoutMs: 60_000 });
+    const record = await settled(pid);
+    expect([record.exitState, record.error]).toEqual([
+      "timeout",
+      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
+    ]);
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("--web-apis true (RUNCODE_WEB_APIS) gives runs and processes the Web APIs; any value but true or false is refused", async () => {
     const server = await start(["--db", newDatabase(), "--web-apis", "true"]);
     const { call, run, create, settled } = client(server);
