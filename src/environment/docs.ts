@@ -21,6 +21,10 @@ interface DocsSettings {
   webApis: boolean;
   /** Milliseconds of synchronous guest work one run may spend whatever its `timeoutMs` (infinite: no such cap). */
   maxCpuMs: number;
+  /** Whether processes have \`Intl\`. */
+  intl: boolean;
+  /** The npm packages process code may import. */
+  packages: readonly string[];
 }
 
 /** The host's CPU cap per run as a line of the limits, when it has one. */
@@ -28,6 +32,15 @@ const cpuCap = (maxCpuMs: number) =>
   Number.isFinite(maxCpuMs)
     ? `\n- **CPU**: at most ${maxCpuMs} ms of synchronous work (time awaiting tools, timers or \`fetch\` does not count) per run, whatever its \`timeoutMs\`; past it the process exits with \`timeout\`, its error naming the host's CPU cap.`
     : "";
+
+/** What process code may import: the host's packages, or nothing. */
+const imports = (packages: readonly string[]) =>
+  packages.length === 0
+    ? "- **No imports**: `import`/`require` of anything fails (there is no file system, no npm, no Node or browser API)."
+    : `- **Imports**: only the host's npm packages, by name (${packages.map((name) => `\`${name}\``).join(", ")}); \`require\` and any other import fail (there is no file system, no Node or browser API).`;
+/** The row of `Intl`. */
+const INTL_ROW =
+  '| `Intl` | `NumberFormat`, `DateTimeFormat`, `Collator`, `PluralRules`, `RelativeTimeFormat`, `ListFormat`, `Segmenter`; `toLocaleString`, `localeCompare` and `toLocaleUpperCase` follow the locale; "en-US" and "UTC" where none is named |\n';
 
 /** The Web APIs' row of the globals table, and what a process still lacks with and without them. */
 const WEB_APIS_ROW =
@@ -58,7 +71,7 @@ globals below.
 - If the module has a **default export that is a function**, it is called with no arguments and awaited after the
   module body (so \`export default async function main() { ... }\` works too). Its return value is ignored: use
   \`cyrnel.output\`.
-- **No imports**: \`import\`/\`require\` of anything fails (there is no file system, no npm, no Node or browser API).
+${imports(limits.packages)}
 - A thrown error or rejected promise that nobody catches fails the process; its message and the line and column in
   your code are recorded as the process \`error\`, e.g. \`TypeError: cannot read property 'x' of undefined (at line 4,
   column 15)\`.
@@ -71,7 +84,7 @@ globals below.
 | \`cyrnel.output(patch)\` | merges a **plain object** into the process output (\`Object.assign\` semantics: same key overwrites) |
 | \`cyrnel.services[serviceId].tools[toolId].invoke(parameters)\` | calls a host tool; returns a Promise of its result |
 | ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
-${limits.webApis ? WEB_APIS_ROW : ""}${fetches ? fetchRow(limits.fetchAllow) : ""}
+${limits.webApis ? WEB_APIS_ROW : ""}${limits.intl ? INTL_ROW : ""}${fetches ? fetchRow(limits.fetchAllow) : ""}
 ${limits.webApis ? withWebApis(fetches) : WITHOUT_WEB_APIS}
 
 ### console

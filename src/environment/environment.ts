@@ -120,6 +120,16 @@ export interface EnvironmentOptions {
    */
   webApis?: boolean;
   /**
+   * Gives processes `Intl` and the locale-sensitive `toLocaleString` family (the core's `SandboxOptions.intl`).
+   * Default `false`.
+   */
+  intl?: boolean;
+  /**
+   * ES modules booted into the executions' sandbox (the core's `SandboxOptions.bootModules`), which process code
+   * imports by name: the npm packages a host boots (`runcode serve --packages`, Node's `bundlePackages`). Default none.
+   */
+  bootModules?: Readonly<Record<string, string>>;
+  /**
    * How the executions' sandbox is made: one, with the first execution, for every execution (each run's `timeoutMs`
    * lowers its safety cap). Default the core's `createSandbox`, with no transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
    * TypeScript) and the host's `pool`. Node's `instantiate` passes its threaded one, so `timeoutMs` and `kill` stop
@@ -184,6 +194,10 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
   readonly #webApis: boolean;
+  readonly #intl: boolean;
+  readonly #bootModules: Readonly<Record<string, string>>;
+  /** The names of the booted modules process code may import (its packages). */
+  readonly #packages: readonly string[];
   readonly #jobs = new Map<number, Job>();
   readonly #queue: Job[] = [];
   /** The tenants with executions waiting, in the order their turns come (`undefined`: executions of no tenant). */
@@ -223,6 +237,11 @@ class QuickJSEnvironment implements EnvironmentModule {
     if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
     // `fetch` needs the Web APIs' Request, Response and Headers.
     this.#webApis = webApis || options.fetch !== undefined;
+    const { intl = false } = options;
+    if (typeof intl !== "boolean") throw new TypeError("intl must be a boolean");
+    this.#intl = intl;
+    this.#bootModules = { ...options.bootModules, ...RUNTIME_BOOT_MODULES };
+    this.#packages = Object.keys(options.bootModules ?? {});
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -297,6 +316,8 @@ class QuickJSEnvironment implements EnvironmentModule {
       webApis: this.#webApis,
       fetchAllow: this.#fetchAllow,
       maxCpuMs: this.#maxCpuMs,
+      intl: this.#intl,
+      packages: this.#packages,
     });
   }
 
@@ -401,8 +422,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
-      bootModules: RUNTIME_BOOT_MODULES,
+      bootModules: this.#bootModules,
       webApis: this.#webApis,
+      intl: this.#intl,
       ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
       // Each run's `timeoutMs` bounds both; the host's `maxCpuMs` bounds its CPU whatever its timeout.
       safetyCap: { cpuTimeMs: this.#maxCpuMs, fuel: Number.POSITIVE_INFINITY },
@@ -481,7 +503,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       job.limit = this.#limitStop(job, result.error);
       return "timeout";
     }
-    this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
+    this.#report(job, () =>
+      bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE, this.#packages)),
+    );
     return "failed";
   }
 

@@ -246,10 +246,39 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     );
   });
 
+  test("intl gives processes Intl, in en-US and UTC where they name none, and the docs list it; without it there is none", async () => {
+    const b = recorder();
+    const env = await environment(b, { intl: true });
+    const code = `console.log(new Intl.NumberFormat("de-DE").format(1234.5), (1234.5).toLocaleString(), new Date(0).toLocaleString());`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("1.234,5 1,234.5 1/1/1970, 12:00:00 AM\n");
+    expect(await env.generateDocs()).toContain("| `Intl` | `NumberFormat`");
+    const without = recorder();
+    const plain = await environment(without);
+    expect(await plain.execute({ eid: 1, code: "console.log(typeof Intl);" })).toBe("success");
+    expect(without.text(1, "stdout")).toBe("undefined\n");
+    expect(await plain.generateDocs()).not.toContain("| `Intl` |");
+  });
+
+  test("bootModules: process code imports the host's packages by name; another import's error and the docs name them", async () => {
+    const b = recorder();
+    const env = await environment(b, { bootModules: { "tiny-pkg": "export const answer = 42;" } });
+    expect(await env.execute({ eid: 1, code: 'import { answer } from "tiny-pkg";\nconsole.log(answer);' })).toBe(
+      "success",
+    );
+    expect(b.text(1, "stdout")).toBe("42\n");
+    expect(await env.execute({ eid: 2, code: 'import fs from "fs";' })).toBe("failed");
+    expect(b.errors(2)).toEqual([
+      "LinkError: Cannot import 'fs': process code imports only the host's packages (tiny-pkg); tools are on the cyrnel global (at line 1, column 16)",
+    ]);
+    expect(await env.generateDocs()).toContain("- **Imports**: only the host's npm packages, by name (`tiny-pkg`);");
+  });
+
   test("a bad setting is refused when the environment is made", () => {
     expect(() => instantiate({ fetch: { allow: ["ftp://x.org"] } })).toThrow(
       new TypeError('instantiate: fetch.allow[0] must be an http: or https: origin, got "ftp://x.org"'),
     );
+    expect(() => instantiate({ intl: "yes" as unknown as boolean })).toThrow(new TypeError("intl must be a boolean"));
   });
 });
 

@@ -306,9 +306,14 @@ describe("runcode serve", () => {
     });
   });
 
-  it("--intl true (RUNCODE_INTL) gives runs Intl in UTC whatever the host's zone; any value but true or false is refused", async () => {
+  it("--intl true (RUNCODE_INTL) gives runs and processes Intl in UTC whatever the host's zone; any value but true or false is refused", async () => {
     const server = await start(["--db", newDatabase(), "--intl", "true"]);
-    const { run } = client(server);
+    const { call, run, create, settled } = client(server);
+    const pid = await create(
+      'console.log(new Intl.NumberFormat("de-DE").format(1234.5), new Date(0).toLocaleString());',
+    );
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe("1.234,5 1/1/1970, 12:00:00 AM\n");
     const source = `export default [typeof URL, new Intl.NumberFormat("de-DE", { style: "currency", currency: "EUR" })
       .format(1234.5), new Date(Date.UTC(2024, 0, 2, 3, 4)).toLocaleString()]`;
     expect(await run(source)).toEqual({
@@ -325,10 +330,16 @@ describe("runcode serve", () => {
     });
   });
 
-  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs fetch reaching those origins only; a bad one is refused", async () => {
+  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs and processes fetch reaching those origins only; a bad one is refused", async () => {
     const upstream = await startServer();
     const server = await start(["--db", newDatabase(), "--fetch-allow", upstream.origin]);
-    const { run } = client(server);
+    const { call, run, create, settled } = client(server);
+    const pid = await create(`console.log((await (await fetch("${upstream.origin}/echo/process")).json()).path);
+console.log(await fetch("https://evil.example/").catch((e) => e.message));`);
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe(
+      "/echo/process\nfetch: https://evil.example is not on the sandbox's allow list\n",
+    );
     const source = `export default [(await (await fetch("${upstream.origin}/echo/serve")).json()).path,
   await fetch("https://evil.example/").catch((e) => e.message)];`;
     expect(await run(source)).toEqual({
