@@ -33,11 +33,9 @@ const cpuCap = (maxCpuMs: number) =>
     ? `\n- **CPU**: at most ${maxCpuMs} ms of synchronous work (time awaiting tools, timers or \`fetch\` does not count) per run, whatever its \`timeoutMs\`; past it the process exits with \`timeout\`, its error naming the host's CPU cap.`
     : "";
 
-/** What process code may import: the host's packages, or nothing. */
+/** What process code may import: the host's tools, and its packages. */
 const imports = (packages: readonly string[]) =>
-  packages.length === 0
-    ? "- **No imports**: `import`/`require` of anything fails (there is no file system, no npm, no Node or browser API)."
-    : `- **Imports**: only the host's npm packages, by name (${packages.map((name) => `\`${name}\``).join(", ")}); \`require\` and any other import fail (there is no file system, no Node or browser API).`;
+  `- **Imports**: each service of the host is a module of its tools: \`import { get } from "kv"; await get({ key: "a" })\` is the call \`cyrnel.services.kv.tools.get.invoke({ key: "a" })\` makes${packages.length === 0 ? "" : `; the host's npm packages are imported by name (${packages.map((name) => `\`${name}\``).join(", ")})`}. Nothing else: \`require\` and any other import fail (there is no file system${packages.length === 0 ? ", no npm" : ""}, no Node or browser API).`;
 /** The row of `Intl`. */
 const INTL_ROW =
   '| `Intl` | `NumberFormat`, `DateTimeFormat`, `Collator`, `PluralRules`, `RelativeTimeFormat`, `ListFormat`, `Segmenter`; `toLocaleString`, `localeCompare` and `toLocaleUpperCase` follow the locale; "en-US" and "UTC" where none is named |\n';

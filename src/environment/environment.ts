@@ -159,6 +159,8 @@ interface Job {
   console: WorkBudget;
   /** What output patches and tool parameters may still take. */
   data: WorkBudget;
+  /** What its code may import: the services discovered as it started, and the packages. */
+  importable: readonly string[];
   /** The stop's message when a limit other than `timeoutMs` fired. */
   limit: string | undefined;
   resolve(exit: ExecutionExitState): void;
@@ -290,6 +292,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       console: new WorkBudget(this.#budgets.console, "console output"),
       data: new WorkBudget(this.#budgets.dataTotal, "output patches and tool parameters"),
       limit: undefined,
+      importable: this.#packages,
       resolve,
       done,
     };
@@ -418,6 +421,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid } = job;
+    job.importable = [...Object.keys(services ?? {}), ...this.#packages];
     this.#sandbox ??= this.#createSandbox({
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
@@ -450,44 +454,61 @@ class QuickJSEnvironment implements EnvironmentModule {
         }
         this.#report(job, () => bindings.emitOutput(eid, tree));
       },
-      invoke: (serviceId, toolId, parameters) => {
-        if (job.phase === "done" || this.#overdue(job)) return Promise.reject(new Error("The process has ended"));
-        try {
-          for (const id of [serviceId, toolId]) {
-            if (typeof id !== "string" || id.length > MAX_TOOL_ID_LENGTH) {
-              throw new TypeError(`Service and tool ids are strings of at most ${MAX_TOOL_ID_LENGTH} characters`);
-            }
-          }
-          if (!isPlainRecord(parameters)) throw new TypeError("invoke(parameters) expects a plain object");
-          const tree = this.#data(job, parameters, invokeName(serviceId, toolId)) as Record<string, JsonValue>;
-          const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree, eid }));
-          // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
-          const check = () => this.#overdue(job);
-          check();
-          return pending.then(
-            (value) => {
-              check();
-              return value;
-            },
-            (error: unknown) => {
-              check();
-              throw error;
-            },
-          );
-        } catch (error) {
-          return Promise.reject(error);
-        }
-      },
+      invoke: (serviceId, toolId, parameters) =>
+        this.#invoke(job, bindings, serviceId, toolId, parameters, invokeName(serviceId, toolId)),
     };
     job.run = this.#sandbox.runCode(ENTRY_SOURCE, {
       filename: ENTRY_FILENAME,
       timeoutMs: job.timeoutMs,
       modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
+      imports: toolModules(services, (serviceId, toolId, parameters) =>
+        this.#invoke(job, bindings, serviceId, toolId, parameters ?? {}, `${toolId}(parameters) from "${serviceId}"`),
+      ),
       // `report: undefined` hides the core's own `report`: the documented surface is all the guest gets.
       globals: { console: {}, cyrnel: { services, __host: host }, report: undefined },
       ...(job.tenant === undefined ? {} : { tenant: job.tenant }),
     });
     return job.run;
+  }
+
+  /**
+   * A tool call of `job`'s guest, through `cyrnel.services...invoke` or a tool's import (`name` is how the guest
+   * wrote it): the ids and parameters checked and bounded, then `bindings.invokeTool`.
+   */
+  #invoke(
+    job: Job,
+    bindings: EnvironmentBindings,
+    serviceId: string,
+    toolId: string,
+    parameters: unknown,
+    name: string,
+  ): Promise<unknown> {
+    if (job.phase === "done" || this.#overdue(job)) return Promise.reject(new Error("The process has ended"));
+    try {
+      for (const id of [serviceId, toolId]) {
+        if (typeof id !== "string" || id.length > MAX_TOOL_ID_LENGTH) {
+          throw new TypeError(`Service and tool ids are strings of at most ${MAX_TOOL_ID_LENGTH} characters`);
+        }
+      }
+      if (!isPlainRecord(parameters)) throw new TypeError(`${name} expects a plain object`);
+      const tree = this.#data(job, parameters, name) as Record<string, JsonValue>;
+      const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree, eid: job.eid }));
+      // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
+      const check = () => this.#overdue(job);
+      check();
+      return pending.then(
+        (value) => {
+          check();
+          return value;
+        },
+        (error: unknown) => {
+          check();
+          throw error;
+        },
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
@@ -504,7 +525,7 @@ class QuickJSEnvironment implements EnvironmentModule {
       return "timeout";
     }
     this.#report(job, () =>
-      bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE, this.#packages)),
+      bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE, job.importable)),
     );
     return "failed";
   }
@@ -552,6 +573,27 @@ function guestServices(list: ServiceInfo[]): GuestServices {
     out[service.id] = { id: service.id, name: service.name, description: service.description, tools };
   }
   return out;
+}
+
+/**
+ * The services as modules of their tools (`import { get } from "kv"`), each tool a function of its parameters that
+ * `call` runs; none without discovery.
+ */
+function toolModules(
+  services: GuestServices,
+  call: (serviceId: string, toolId: string, parameters: unknown) => Promise<unknown>,
+): Record<string, Record<string, (parameters?: unknown) => Promise<unknown>>> {
+  return Object.fromEntries(
+    Object.keys(services ?? {}).map((serviceId) => [
+      serviceId,
+      Object.fromEntries(
+        Object.keys(services?.[serviceId]?.tools ?? {}).map((toolId) => [
+          toolId,
+          (parameters?: unknown) => call(serviceId, toolId, parameters),
+        ]),
+      ),
+    ]),
+  );
 }
 
 /** Creates the QuickJS environment module (docs/environment.md, "The contract between a host and an environment module"). */

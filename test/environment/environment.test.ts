@@ -200,6 +200,37 @@ try { cyrnel.services.kv.tools.get.invoke([1]); } catch (e) { console.log((e as 
     ]);
   });
 
+  test("tools as imports: each service a module of its tools, called as cyrnel's invoke is; a failed import lists them", async () => {
+    const b = recorder(async (input) => ({ echoed: input.parameters, at: input.toolId }), KV);
+    const env = await environment(b);
+    const code = `import { get, set } from "kv";
+import * as kv from "kv";
+console.log(await get({ key: "a" }), Object.keys(kv).sort());
+await set();
+try { await get([1]); } catch (e) { console.log((e as Error).message); }`;
+    expect(await env.execute({ eid: 4, code })).toBe("success");
+    expect(b.text(4, "stdout")).toBe(
+      "{ echoed: { key: 'a' }, at: 'get' } [ 'get', 'set' ]\nget(parameters) from \"kv\" expects a plain object\n",
+    );
+    expect(b.calls.filter((c) => c.kind === "invoke").map((c) => c.kind === "invoke" && c.input)).toEqual([
+      { serviceId: "kv", toolId: "get", parameters: { key: "a" }, eid: 4 },
+      { serviceId: "kv", toolId: "set", parameters: {}, eid: 4 },
+    ]);
+    expect(await env.execute({ eid: 5, code: 'import { get } from "kv";\nimport { del } from "db";' })).toBe("failed");
+    expect(b.errors(5)).toEqual([
+      "LinkError: Cannot import 'db': process code imports only the host's tools and packages: kv (at line 2, column 21)",
+    ]);
+  });
+
+  test("a tool import's rejection fails the process with the tool's error, without a position (the host made it)", async () => {
+    const b = recorder(async () => {
+      throw Object.assign(new Error("Invalid parameters for kv.get: key: must be a string"), { name: "ToolError" });
+    }, KV);
+    const env = await environment(b);
+    expect(await env.execute({ eid: 1, code: 'import { get } from "kv";\n\nawait get({ key: 2 });' })).toBe("failed");
+    expect(b.errors(1)).toEqual(["ToolError: Invalid parameters for kv.get: key: must be a string"]);
+  });
+
   test("without discovery, any service and tool name is forwarded as written", async () => {
     const b = recorder(async (input) => `${input.serviceId}/${input.toolId}`);
     const env = await environment(b);
@@ -269,9 +300,11 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     expect(b.text(1, "stdout")).toBe("42\n");
     expect(await env.execute({ eid: 2, code: 'import fs from "fs";' })).toBe("failed");
     expect(b.errors(2)).toEqual([
-      "LinkError: Cannot import 'fs': process code imports only the host's packages (tiny-pkg); tools are on the cyrnel global (at line 1, column 16)",
+      "LinkError: Cannot import 'fs': process code imports only the host's tools and packages: tiny-pkg (at line 1, column 16)",
     ]);
-    expect(await env.generateDocs()).toContain("- **Imports**: only the host's npm packages, by name (`tiny-pkg`);");
+    expect(await env.generateDocs()).toContain(
+      "; the host's npm packages are imported by name (`tiny-pkg`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
+    );
   });
 
   test("a bad setting is refused when the environment is made", () => {
@@ -438,6 +471,7 @@ describe("docs", () => {
       "default 12345 ms",
       "At most 3 processes",
       "64 MiB",
+      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes. Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
     ]) {
       expect(docs).toContain(text);
     }

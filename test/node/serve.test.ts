@@ -277,6 +277,20 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
+  it("a process imports the registry's tools as run_code does, and still reaches them on cyrnel", async () => {
+    const server = await start(["--db", newDatabase()]);
+    const { call, create, settled } = client(server);
+    const pid = await create(`import { get, set } from "kv";
+await set({ key: "k", value: "by import" });
+console.log(JSON.stringify(await get({ key: "k" })));
+console.log(JSON.stringify(await cyrnel.services.kv.tools.get.invoke({ key: "k" })));`);
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe(
+      '{"found":true,"value":"by import"}\n{"found":true,"value":"by import"}\n',
+    );
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("a process spinning under a timeoutMs longer than RUN_CPU_MS is stopped by the CPU cap, and its error says so", async () => {
     const server = await start(["--db", newDatabase()], { RUN_CPU_MS: "200" });
     const { create, settled } = client(server);
