@@ -26,7 +26,7 @@ import {
   type ProcessSummary,
   type TextChunk,
 } from "../src/host/processes/storage.js";
-import { fetchOptionOf, processCpuSharesOf } from "../src/host/settings.js";
+import { environmentOptionsOf, processCpuSharesOf } from "../src/host/settings.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
@@ -62,13 +62,7 @@ export class ProcessObject extends DurableObject<Env> {
         cpu: processCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: {
-          module: instantiate({
-            wasm,
-            maxCpuMs: config.runCpuMs,
-            webApis: config.webApis,
-            ...fetchOptionOf(config),
-            createSandbox: edgeSandbox,
-          }),
+          module: instantiate({ wasm, ...environmentOptionsOf(config), createSandbox: edgeSandbox }),
         },
       }),
     );

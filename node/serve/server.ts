@@ -24,7 +24,7 @@ import { failCutOffRuns } from "../../src/host/processes/restarts.js";
 import { SessionService } from "../../src/host/sessions/session-service.js";
 import {
   appOptionsOf,
-  fetchOptionOf,
+  environmentOptionsOf,
   processCpuSharesOf,
   runCpuSharesOf,
   runSandboxOptionsOf,
@@ -95,13 +95,13 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
     maxActivePerTenant: settings.tenantMaxActive,
     maxTenantStorageBytes: options.tenantStorageBytes,
     cpu: processCpuSharesOf(settings, cpu),
-    // As many runs at once as the pool has threads; a run's guest CPU is capped as on the edge.
+    // As many runs at once as the pool has threads, with `/run`'s sandbox settings and packages; a run's guest CPU is
+    // capped as on the edge.
     environment: {
       module: instantiate({
-        maxCpuMs: settings.runCpuMs,
+        ...environmentOptionsOf(settings),
         concurrency: MAX_THREADS,
-        webApis: settings.webApis,
-        ...fetchOptionOf(settings),
+        ...(options.packages === undefined ? {} : { bootModules: options.packages.bootModules }),
       }),
     },
   });

@@ -65,17 +65,38 @@ export function runSafetyCap(cap: SafetyCap, timeoutMs: number | undefined): Saf
   return timeoutMs === undefined ? cap : safetyCapWithin(timeoutMs, cap);
 }
 
+const CAP_STOP = "Execution stopped by the safety cap after ";
+const CPU_SPENT = " ms of CPU time";
+const FUEL_SPENT = " units of fuel";
+
 /** The stop of a run past its safety cap, after `spent`. */
 function capStop(spent: string): Stop {
-  return {
-    kind: "terminated",
-    error: { name: "TerminatedError", message: `Execution stopped by the safety cap after ${spent}` },
-  };
+  return { kind: "terminated", error: { name: "TerminatedError", message: `${CAP_STOP}${spent}` } };
 }
 
 /** The stop of a run past its safety cap's `fuel`. */
 function fuelStop(fuel: number): Stop {
-  return capStop(`${fuel} units of fuel`);
+  return capStop(`${fuel}${FUEL_SPENT}`);
+}
+
+/**
+ * The part of its safety cap that stopped a run, with its value, read from the run's `TerminatedError` (as the
+ * result carries it across threads); `undefined` when something else stopped it.
+ */
+export function safetyCapStopOf(
+  error: CodeExecutionError | undefined,
+): { limit: keyof SafetyCap; value: number } | undefined {
+  const message = error?.name === "TerminatedError" ? error.message : "";
+  if (!message.startsWith(CAP_STOP)) return undefined;
+  const spent = message.slice(CAP_STOP.length);
+  for (const [limit, unit] of [
+    ["cpuTimeMs", CPU_SPENT],
+    ["fuel", FUEL_SPENT],
+  ] as const) {
+    const value = Number(spent.slice(0, -unit.length));
+    if (spent.endsWith(unit) && spent.length > unit.length && Number.isFinite(value)) return { limit, value };
+  }
+  return undefined;
 }
 
 /** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
@@ -245,7 +266,7 @@ export class Limits {
     const cpuMs = this.#cpuMs + slice;
     const outOfFuel = this.fuelUsed > fuel;
     if (outOfFuel || cpuMs > cpuTimeMs) {
-      this.#stop = outOfFuel ? fuelStop(fuel) : capStop(`${cpuTimeMs} ms of CPU time`);
+      this.#stop = outOfFuel ? fuelStop(fuel) : capStop(`${cpuTimeMs}${CPU_SPENT}`);
       return true;
     }
     return false;

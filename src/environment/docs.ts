@@ -19,7 +19,26 @@ interface DocsSettings {
   fetchAllow: readonly string[];
   /** Whether processes have the Web APIs. */
   webApis: boolean;
+  /** Milliseconds of synchronous guest work one run may spend whatever its `timeoutMs` (infinite: no such cap). */
+  maxCpuMs: number;
+  /** Whether processes have \`Intl\`. */
+  intl: boolean;
+  /** The npm packages process code may import. */
+  packages: readonly string[];
 }
+
+/** The host's CPU cap per run as a line of the limits, when it has one. */
+const cpuCap = (maxCpuMs: number) =>
+  Number.isFinite(maxCpuMs)
+    ? `\n- **CPU**: at most ${maxCpuMs} ms of synchronous work (time awaiting tools, timers or \`fetch\` does not count) per run, whatever its \`timeoutMs\`; past it the process exits with \`timeout\`, its error naming the host's CPU cap.`
+    : "";
+
+/** What process code may import: the host's tools, and its packages. */
+const imports = (packages: readonly string[]) =>
+  `- **Imports**: each service of the host is a module of its tools: \`import { get } from "kv"; await get({ key: "a" })\` is the call \`cyrnel.services.kv.tools.get.invoke({ key: "a" })\` makes${packages.length === 0 ? "" : `; the host's npm packages are imported by name (${packages.map((name) => `\`${name}\``).join(", ")})`}. Nothing else: \`require\` and any other import fail (there is no file system${packages.length === 0 ? ", no npm" : ""}, no Node or browser API).`;
+/** The row of `Intl`. */
+const INTL_ROW =
+  '| `Intl` | `NumberFormat`, `DateTimeFormat`, `Collator`, `PluralRules`, `RelativeTimeFormat`, `ListFormat`, `Segmenter`; `toLocaleString`, `localeCompare` and `toLocaleUpperCase` follow the locale; "en-US" and "UTC" where none is named |\n';
 
 /** The Web APIs' row of the globals table, and what a process still lacks with and without them. */
 const WEB_APIS_ROW =
@@ -50,7 +69,7 @@ globals below.
 - If the module has a **default export that is a function**, it is called with no arguments and awaited after the
   module body (so \`export default async function main() { ... }\` works too). Its return value is ignored: use
   \`cyrnel.output\`.
-- **No imports**: \`import\`/\`require\` of anything fails (there is no file system, no npm, no Node or browser API).
+${imports(limits.packages)}
 - A thrown error or rejected promise that nobody catches fails the process; its message and the line and column in
   your code are recorded as the process \`error\`, e.g. \`TypeError: cannot read property 'x' of undefined (at line 4,
   column 15)\`.
@@ -63,7 +82,7 @@ globals below.
 | \`cyrnel.output(patch)\` | merges a **plain object** into the process output (\`Object.assign\` semantics: same key overwrites) |
 | \`cyrnel.services[serviceId].tools[toolId].invoke(parameters)\` | calls a host tool; returns a Promise of its result |
 | ECMAScript built-ins | \`JSON\`, \`Math\`, \`Date\`, \`Map\`, \`Set\`, \`Promise\`, typed arrays, \`structuredClone\`, \`queueMicrotask\`, ... |
-${limits.webApis ? WEB_APIS_ROW : ""}${fetches ? fetchRow(limits.fetchAllow) : ""}
+${limits.webApis ? WEB_APIS_ROW : ""}${limits.intl ? INTL_ROW : ""}${fetches ? fetchRow(limits.fetchAllow) : ""}
 ${limits.webApis ? withWebApis(fetches) : WITHOUT_WEB_APIS}
 
 ### console
@@ -91,7 +110,7 @@ Naming an unknown service or tool throws a \`TypeError\` listing the available o
 
 ## Limits
 - **Timeout**: the process is stopped when it runs longer than its \`timeoutMs\` (default ${limits.defaultTimeoutMs} ms),
-  also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.
+  also inside \`while (true) {}\` and also while it awaits a tool; it then exits with \`timeout\`.${cpuCap(limits.maxCpuMs)}
 - **Memory**: ${mib} MiB of heap; over it the process fails with \`MemoryError\`.
 - **Stack**: deep recursion fails with \`RangeError: Maximum call stack size exceeded\`.
 - At most ${limits.concurrency} processes run at once in this environment; the others wait in \`queued\`.

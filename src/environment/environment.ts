@@ -27,9 +27,11 @@
  */
 
 import { compiledModule } from "../core/engine.js";
+import { FUEL_PER_MS, safetyCapStopOf } from "../core/limits.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
   CodeExecution,
+  CodeExecutionError,
   CodeExecutionResult,
   FetchOptions,
   Sandbox,
@@ -118,6 +120,16 @@ export interface EnvironmentOptions {
    */
   webApis?: boolean;
   /**
+   * Gives processes `Intl` and the locale-sensitive `toLocaleString` family (the core's `SandboxOptions.intl`).
+   * Default `false`.
+   */
+  intl?: boolean;
+  /**
+   * ES modules booted into the executions' sandbox (the core's `SandboxOptions.bootModules`), which process code
+   * imports by name: the npm packages a host boots (`runcode serve --packages`, Node's `bundlePackages`). Default none.
+   */
+  bootModules?: Readonly<Record<string, string>>;
+  /**
    * How the executions' sandbox is made: one, with the first execution, for every execution (each run's `timeoutMs`
    * lowers its safety cap). Default the core's `createSandbox`, with no transpiler: elsewhere than in Node, pass one that gives its sandboxes a `transpiler` (process code is
    * TypeScript) and the host's `pool`. Node's `instantiate` passes its threaded one, so `timeoutMs` and `kill` stop
@@ -147,6 +159,10 @@ interface Job {
   console: WorkBudget;
   /** What output patches and tool parameters may still take. */
   data: WorkBudget;
+  /** What its code may import: the services discovered as it started, and the packages. */
+  importable: readonly string[];
+  /** The stop's message when a limit other than `timeoutMs` fired. */
+  limit: string | undefined;
   resolve(exit: ExecutionExitState): void;
   done: Promise<ExecutionExitState>;
 }
@@ -156,6 +172,8 @@ const positive = (name: string, value: number | undefined, fallback: number): nu
   if (!(Number.isFinite(resolved) && resolved > 0)) throw new TypeError(`${name} must be a positive number`);
   return resolved;
 };
+const timeoutStop = (timeoutMs: number) =>
+  `Timeout: the process ran longer than its timeoutMs (${timeoutMs} ms) and was stopped`;
 const identifier = /^[A-Za-z_$][\w$]*$/;
 /** `cyrnel.services.kv.tools.get.invoke(parameters)`, as the guest wrote it (ids are short by then). */
 const invokeName = (serviceId: string, toolId: string) => {
@@ -178,6 +196,10 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
   readonly #webApis: boolean;
+  readonly #intl: boolean;
+  readonly #bootModules: Readonly<Record<string, string>>;
+  /** The names of the booted modules process code may import (its packages). */
+  readonly #packages: readonly string[];
   readonly #jobs = new Map<number, Job>();
   readonly #queue: Job[] = [];
   /** The tenants with executions waiting, in the order their turns come (`undefined`: executions of no tenant). */
@@ -217,6 +239,11 @@ class QuickJSEnvironment implements EnvironmentModule {
     if (typeof webApis !== "boolean") throw new TypeError("webApis must be a boolean");
     // `fetch` needs the Web APIs' Request, Response and Headers.
     this.#webApis = webApis || options.fetch !== undefined;
+    const { intl = false } = options;
+    if (typeof intl !== "boolean") throw new TypeError("intl must be a boolean");
+    this.#intl = intl;
+    this.#bootModules = { ...options.bootModules, ...RUNTIME_BOOT_MODULES };
+    this.#packages = Object.keys(options.bootModules ?? {});
   }
 
   async setup({ bindings }: EnvironmentSetupContext): Promise<void> {
@@ -264,6 +291,8 @@ class QuickJSEnvironment implements EnvironmentModule {
       deadline: Number.POSITIVE_INFINITY,
       console: new WorkBudget(this.#budgets.console, "console output"),
       data: new WorkBudget(this.#budgets.dataTotal, "output patches and tool parameters"),
+      limit: undefined,
+      importable: this.#packages,
       resolve,
       done,
     };
@@ -289,6 +318,9 @@ class QuickJSEnvironment implements EnvironmentModule {
       data: this.#budgets.data,
       webApis: this.#webApis,
       fetchAllow: this.#fetchAllow,
+      maxCpuMs: this.#maxCpuMs,
+      intl: this.#intl,
+      packages: this.#packages,
     });
   }
 
@@ -377,15 +409,8 @@ class QuickJSEnvironment implements EnvironmentModule {
         this.#report(job, () => bindings.setError(job.eid, `The environment could not run the process: ${message}`));
       }
     }
-    if (exit === "timeout") {
-      const cpu = job.timeoutMs > this.#maxCpuMs ? ` or the host's ${this.#maxCpuMs} ms of guest CPU per run` : "";
-      this.#report(job, () =>
-        bindings.setError(
-          job.eid,
-          `Timeout: the process ran longer than its timeoutMs (${job.timeoutMs} ms)${cpu} and was stopped`,
-        ),
-      );
-    }
+    if (exit === "timeout")
+      this.#report(job, () => bindings.setError(job.eid, job.limit ?? timeoutStop(job.timeoutMs)));
     this.#finish(job, exit);
   }
 
@@ -396,12 +421,14 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid } = job;
+    job.importable = [...Object.keys(services ?? {}), ...this.#packages];
     this.#sandbox ??= this.#createSandbox({
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
       defaultMemoryLimitBytes: this.#memoryLimitBytes,
-      bootModules: RUNTIME_BOOT_MODULES,
+      bootModules: this.#bootModules,
       webApis: this.#webApis,
+      intl: this.#intl,
       ...(this.#fetch === undefined ? {} : { fetch: this.#fetch }),
       // Each run's `timeoutMs` bounds both; the host's `maxCpuMs` bounds its CPU whatever its timeout.
       safetyCap: { cpuTimeMs: this.#maxCpuMs, fuel: Number.POSITIVE_INFINITY },
@@ -427,44 +454,61 @@ class QuickJSEnvironment implements EnvironmentModule {
         }
         this.#report(job, () => bindings.emitOutput(eid, tree));
       },
-      invoke: (serviceId, toolId, parameters) => {
-        if (job.phase === "done" || this.#overdue(job)) return Promise.reject(new Error("The process has ended"));
-        try {
-          for (const id of [serviceId, toolId]) {
-            if (typeof id !== "string" || id.length > MAX_TOOL_ID_LENGTH) {
-              throw new TypeError(`Service and tool ids are strings of at most ${MAX_TOOL_ID_LENGTH} characters`);
-            }
-          }
-          if (!isPlainRecord(parameters)) throw new TypeError("invoke(parameters) expects a plain object");
-          const tree = this.#data(job, parameters, invokeName(serviceId, toolId)) as Record<string, JsonValue>;
-          const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree, eid }));
-          // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
-          const check = () => this.#overdue(job);
-          check();
-          return pending.then(
-            (value) => {
-              check();
-              return value;
-            },
-            (error: unknown) => {
-              check();
-              throw error;
-            },
-          );
-        } catch (error) {
-          return Promise.reject(error);
-        }
-      },
+      invoke: (serviceId, toolId, parameters) =>
+        this.#invoke(job, bindings, serviceId, toolId, parameters, invokeName(serviceId, toolId)),
     };
     job.run = this.#sandbox.runCode(ENTRY_SOURCE, {
       filename: ENTRY_FILENAME,
       timeoutMs: job.timeoutMs,
       modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
+      imports: toolModules(services, (serviceId, toolId, parameters) =>
+        this.#invoke(job, bindings, serviceId, toolId, parameters ?? {}, `${toolId}(parameters) from "${serviceId}"`),
+      ),
       // `report: undefined` hides the core's own `report`: the documented surface is all the guest gets.
       globals: { console: {}, cyrnel: { services, __host: host }, report: undefined },
       ...(job.tenant === undefined ? {} : { tenant: job.tenant }),
     });
     return job.run;
+  }
+
+  /**
+   * A tool call of `job`'s guest, through `cyrnel.services...invoke` or a tool's import (`name` is how the guest
+   * wrote it): the ids and parameters checked and bounded, then `bindings.invokeTool`.
+   */
+  #invoke(
+    job: Job,
+    bindings: EnvironmentBindings,
+    serviceId: string,
+    toolId: string,
+    parameters: unknown,
+    name: string,
+  ): Promise<unknown> {
+    if (job.phase === "done" || this.#overdue(job)) return Promise.reject(new Error("The process has ended"));
+    try {
+      for (const id of [serviceId, toolId]) {
+        if (typeof id !== "string" || id.length > MAX_TOOL_ID_LENGTH) {
+          throw new TypeError(`Service and tool ids are strings of at most ${MAX_TOOL_ID_LENGTH} characters`);
+        }
+      }
+      if (!isPlainRecord(parameters)) throw new TypeError(`${name} expects a plain object`);
+      const tree = this.#data(job, parameters, name) as Record<string, JsonValue>;
+      const pending = Promise.resolve(bindings.invokeTool({ serviceId, toolId, parameters: tree, eid: job.eid }));
+      // A tool that blocked the event loop past the deadline (the timer could not fire meanwhile), now or later.
+      const check = () => this.#overdue(job);
+      check();
+      return pending.then(
+        (value) => {
+          check();
+          return value;
+        },
+        (error: unknown) => {
+          check();
+          throw error;
+        },
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   #exitOf(job: Job, result: CodeExecutionResult): ExecutionExitState {
@@ -476,9 +520,26 @@ class QuickJSEnvironment implements EnvironmentModule {
     if (job.stop !== undefined) return job.stop;
     if (result.status === "success") return "success";
     // Nothing but the environment, the run's `timeoutMs` and the safety cap it lowers (and `maxCpuMs`) terminates a run.
-    if (result.status === "terminated") return "timeout";
-    this.#report(job, () => bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE)));
+    if (result.status === "terminated") {
+      job.limit = this.#limitStop(job, result.error);
+      return "timeout";
+    }
+    this.#report(job, () =>
+      bindings.setError(job.eid, describeFailure(result.error, job.code, PROCESS_MODULE, job.importable)),
+    );
     return "failed";
+  }
+
+  /** What a run's safety cap stopped it at, when that is not its `timeoutMs` (the host's CPU cap, its fuel). */
+  #limitStop(job: Job, error: CodeExecutionError | undefined): string | undefined {
+    const stop = safetyCapStopOf(error);
+    if (stop?.limit === "fuel") {
+      return `Timeout: the process spent its fuel cap (${stop.value} units, its timeoutMs of ${job.timeoutMs} ms at ${FUEL_PER_MS} units per ms) and was stopped`;
+    }
+    if (stop?.limit === "cpuTimeMs" && stop.value < job.timeoutMs) {
+      return `Timeout: the process spent the host's CPU cap (${stop.value} ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (${job.timeoutMs} ms) and was stopped`;
+    }
+    return undefined;
   }
 
   #finish(job: Job, exit: ExecutionExitState): void {
@@ -512,6 +573,27 @@ function guestServices(list: ServiceInfo[]): GuestServices {
     out[service.id] = { id: service.id, name: service.name, description: service.description, tools };
   }
   return out;
+}
+
+/**
+ * The services as modules of their tools (`import { get } from "kv"`), each tool a function of its parameters that
+ * `call` runs; none without discovery.
+ */
+function toolModules(
+  services: GuestServices,
+  call: (serviceId: string, toolId: string, parameters: unknown) => Promise<unknown>,
+): Record<string, Record<string, (parameters?: unknown) => Promise<unknown>>> {
+  return Object.fromEntries(
+    Object.keys(services ?? {}).map((serviceId) => [
+      serviceId,
+      Object.fromEntries(
+        Object.keys(services?.[serviceId]?.tools ?? {}).map((toolId) => [
+          toolId,
+          (parameters?: unknown) => call(serviceId, toolId, parameters),
+        ]),
+      ),
+    ]),
+  );
 }
 
 /** Creates the QuickJS environment module (docs/environment.md, "The contract between a host and an environment module"). */

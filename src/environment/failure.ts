@@ -71,14 +71,23 @@ const at = (line: number, column: number) => `line ${line}, column ${column}`;
 
 /**
  * `TypeError: cannot read property 'x' of undefined (at line 4, column 15)`, followed by the process code's own
- * stack frames when there is more than one.
+ * stack frames when there is more than one; a failed import names the modules process code may import (`importable`: the host's tools and packages).
  */
-export function describeFailure(error: CodeExecutionError | undefined, code: string, file: string): string {
+export function describeFailure(
+  error: CodeExecutionError | undefined,
+  code: string,
+  file: string,
+  importable: readonly string[] = [],
+): string {
   if (error === undefined) return "Error: the process failed without an error";
   const name = error.name === "" ? "Error" : clip(error.name, MAX_NAME_CHARS);
   if (name === "LinkError" && error.specifier !== undefined) {
     const where = positionOfSpecifier(code, error.specifier);
-    const message = `${name}: Cannot import '${clip(error.specifier, MAX_NAME_CHARS)}': process code is one module and imports nothing; tools are on the cyrnel global`;
+    const imports =
+      importable.length === 0
+        ? "process code is one module and imports nothing; tools are on the cyrnel global"
+        : `process code imports only the host's tools and packages: ${clip(importable.join(", "), MAX_MESSAGE_CHARS)}`;
+    const message = `${name}: Cannot import '${clip(error.specifier, MAX_NAME_CHARS)}': ${imports}`;
     return where === undefined ? message : `${message} (at ${at(where.line, where.column)})`;
   }
   const head = error.message === "" ? name : `${name}: ${clip(error.message, MAX_MESSAGE_CHARS)}`;

@@ -186,6 +186,17 @@ export const runSandboxOptionsOf = (settings: HostSettings) => ({
   ...fetchOptionOf(settings),
 });
 
+/**
+ * The environment module's settings from the host's: `/run`'s Web APIs, `Intl` and `fetch`, and each process run's
+ * guest CPU capped at `RUN_CPU_MS` whatever its `timeoutMs`.
+ */
+export const environmentOptionsOf = (settings: HostSettings) => ({
+  maxCpuMs: settings.runCpuMs,
+  webApis: settings.webApis,
+  intl: settings.intl,
+  ...fetchOptionOf(settings),
+});
+
 /** The shares of CPU of `/run` and `run_code`: `budget`, each run reserving the fuel of its safety cap (within its `timeoutMs`). */
 export const runCpuSharesOf = (settings: HostSettings, budget: CpuBudget): CpuShares => ({
   budget,

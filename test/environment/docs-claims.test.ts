@@ -213,9 +213,12 @@ describe("Limits", () => {
     ).toBe("timeout");
   });
 
-  test("memory: over the heap cap the process fails with MemoryError", async () => {
+  test("memory: over the heap cap the process fails with MemoryError, naming memoryLimitBytes and its value", async () => {
     const r = await run("const a: Uint8Array[] = []; for (;;) a.push(new Uint8Array(1 << 20));");
-    expect([r.exit, r.errors[0]?.split(":")[0]]).toEqual(["failed", "MemoryError"]);
+    expect([r.exit, r.errors[0]?.replace(/ \(at line \d+, column \d+\)$/, "")]).toEqual([
+      "failed",
+      "MemoryError: The sandbox ran out of memory (memoryLimitBytes: 16777216)",
+    ]);
   });
 
   test("stack: deep recursion fails with the RangeError the documentation names", async () => {

@@ -200,6 +200,37 @@ try { cyrnel.services.kv.tools.get.invoke([1]); } catch (e) { console.log((e as 
     ]);
   });
 
+  test("tools as imports: each service a module of its tools, called as cyrnel's invoke is; a failed import lists them", async () => {
+    const b = recorder(async (input) => ({ echoed: input.parameters, at: input.toolId }), KV);
+    const env = await environment(b);
+    const code = `import { get, set } from "kv";
+import * as kv from "kv";
+console.log(await get({ key: "a" }), Object.keys(kv).sort());
+await set();
+try { await get([1]); } catch (e) { console.log((e as Error).message); }`;
+    expect(await env.execute({ eid: 4, code })).toBe("success");
+    expect(b.text(4, "stdout")).toBe(
+      "{ echoed: { key: 'a' }, at: 'get' } [ 'get', 'set' ]\nget(parameters) from \"kv\" expects a plain object\n",
+    );
+    expect(b.calls.filter((c) => c.kind === "invoke").map((c) => c.kind === "invoke" && c.input)).toEqual([
+      { serviceId: "kv", toolId: "get", parameters: { key: "a" }, eid: 4 },
+      { serviceId: "kv", toolId: "set", parameters: {}, eid: 4 },
+    ]);
+    expect(await env.execute({ eid: 5, code: 'import { get } from "kv";\nimport { del } from "db";' })).toBe("failed");
+    expect(b.errors(5)).toEqual([
+      "LinkError: Cannot import 'db': process code imports only the host's tools and packages: kv (at line 2, column 21)",
+    ]);
+  });
+
+  test("a tool import's rejection fails the process with the tool's error, without a position (the host made it)", async () => {
+    const b = recorder(async () => {
+      throw Object.assign(new Error("Invalid parameters for kv.get: key: must be a string"), { name: "ToolError" });
+    }, KV);
+    const env = await environment(b);
+    expect(await env.execute({ eid: 1, code: 'import { get } from "kv";\n\nawait get({ key: 2 });' })).toBe("failed");
+    expect(b.errors(1)).toEqual(["ToolError: Invalid parameters for kv.get: key: must be a string"]);
+  });
+
   test("without discovery, any service and tool name is forwarded as written", async () => {
     const b = recorder(async (input) => `${input.serviceId}/${input.toolId}`);
     const env = await environment(b);
@@ -246,10 +277,41 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     );
   });
 
+  test("intl gives processes Intl, in en-US and UTC where they name none, and the docs list it; without it there is none", async () => {
+    const b = recorder();
+    const env = await environment(b, { intl: true });
+    const code = `console.log(new Intl.NumberFormat("de-DE").format(1234.5), (1234.5).toLocaleString(), new Date(0).toLocaleString());`;
+    expect(await env.execute({ eid: 1, code })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("1.234,5 1,234.5 1/1/1970, 12:00:00 AM\n");
+    expect(await env.generateDocs()).toContain("| `Intl` | `NumberFormat`");
+    const without = recorder();
+    const plain = await environment(without);
+    expect(await plain.execute({ eid: 1, code: "console.log(typeof Intl);" })).toBe("success");
+    expect(without.text(1, "stdout")).toBe("undefined\n");
+    expect(await plain.generateDocs()).not.toContain("| `Intl` |");
+  });
+
+  test("bootModules: process code imports the host's packages by name; another import's error and the docs name them", async () => {
+    const b = recorder();
+    const env = await environment(b, { bootModules: { "tiny-pkg": "export const answer = 42;" } });
+    expect(await env.execute({ eid: 1, code: 'import { answer } from "tiny-pkg";\nconsole.log(answer);' })).toBe(
+      "success",
+    );
+    expect(b.text(1, "stdout")).toBe("42\n");
+    expect(await env.execute({ eid: 2, code: 'import fs from "fs";' })).toBe("failed");
+    expect(b.errors(2)).toEqual([
+      "LinkError: Cannot import 'fs': process code imports only the host's tools and packages: tiny-pkg (at line 1, column 16)",
+    ]);
+    expect(await env.generateDocs()).toContain(
+      "; the host's npm packages are imported by name (`tiny-pkg`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
+    );
+  });
+
   test("a bad setting is refused when the environment is made", () => {
     expect(() => instantiate({ fetch: { allow: ["ftp://x.org"] } })).toThrow(
       new TypeError('instantiate: fetch.allow[0] must be an http: or https: origin, got "ftp://x.org"'),
     );
+    expect(() => instantiate({ intl: "yes" as unknown as boolean })).toThrow(new TypeError("intl must be a boolean"));
   });
 });
 
@@ -271,6 +333,9 @@ describe("timeouts", () => {
       "timeout",
     );
     expect(performance.now() - started).toBeLessThan(10_000);
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process spent its fuel cap (200000000 units, its timeoutMs of 200 ms at 1000000 units per ms) and was stopped",
+    ]);
   });
 
   test("where the clock stands still, fuel stops a BigInt loop, which polls for interrupts once per multiply", async () => {
@@ -280,7 +345,9 @@ describe("timeouts", () => {
     const code = "let x = 3n ** 200000n; for (;;) x = (x * x) % (3n ** 200000n);";
     expect(await env.execute({ eid: 1, code, options: { timeoutMs: 300 } })).toBe("timeout");
     expect(performance.now() - started).toBeLessThan(10_000);
-    expect(b.errors(1)).toEqual(["Timeout: the process ran longer than its timeoutMs (300 ms) and was stopped"]);
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process spent its fuel cap (300000000 units, its timeoutMs of 300 ms at 1000000 units per ms) and was stopped",
+    ]);
   });
 
   test("a tool call that never settles is cut off by the timeout", async () => {
@@ -291,7 +358,7 @@ describe("timeouts", () => {
     expect(b.text(1, "stdout")).toBe("before\n");
   });
 
-  test("maxCpuMs stops a run's guest work before a longer timeoutMs, and the message names both", async () => {
+  test("maxCpuMs stops a run's guest work before a longer timeoutMs, and the message names the CPU cap and its value", async () => {
     const b = recorder();
     const env = await environment(b, { maxCpuMs: 200 });
     const started = performance.now();
@@ -299,7 +366,7 @@ describe("timeouts", () => {
     // A bound that only catches a run held to its timeoutMs.
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process ran longer than its timeoutMs (60000 ms) or the host's 200 ms of guest CPU per run and was stopped",
+      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
     ]);
     await expect(environment(recorder(), { maxCpuMs: 0 })).rejects.toThrow("maxCpuMs must be a positive number");
   });
@@ -404,9 +471,14 @@ describe("docs", () => {
       "default 12345 ms",
       "At most 3 processes",
       "64 MiB",
+      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes. Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
     ]) {
       expect(docs).toContain(text);
     }
+    expect(docs).not.toContain("**CPU**");
+    expect(await (await environment(recorder(), { maxCpuMs: 200 })).generateDocs()).toContain(
+      "- **CPU**: at most 200 ms of synchronous work (time awaiting tools, timers or `fetch` does not count) per run, whatever its `timeoutMs`; past it the process exits with `timeout`, its error naming the host's CPU cap.",
+    );
   });
 
   test("generateToolDocs renders parameters, returns and an example call that runs", async () => {

@@ -164,7 +164,7 @@ describe("hosts", () => {
     );
   });
 
-  it("runcode serve boots the lock file of RUNCODE_PACKAGES into /run", async () => {
+  it("runcode serve boots the lock file of RUNCODE_PACKAGES into /run and processes", async () => {
     expect(cli(["packages", "add", "greet", "tally"]).code).toBe(0);
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("RUNCODE_")));
     const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--db", `file:${join(dir, "serve.db")}`], {
@@ -193,6 +193,19 @@ describe("hosts", () => {
         body: JSON.stringify({ source: 'import { greet } from "greet"; export default greet("serve")' }),
       });
       expect(await response.json()).toMatchObject({ status: "success", result: "hello serve" });
+      const created = await fetch(`${url}/processes`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ code: 'import { greet } from "greet";\nconsole.log(greet("process"));' }),
+      });
+      const { pid } = (await created.json()) as { pid: number };
+      let record: { state: string; exitState: string | null; error: string | null } | undefined;
+      for (let i = 0; i < 600 && record?.state !== "idle"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        record = await (await fetch(`${url}/processes/${pid}`)).json();
+      }
+      expect([record?.exitState, record?.error]).toEqual(["success", null]);
+      expect(await (await fetch(`${url}/processes/${pid}/stdout`)).text()).toBe("hello process\n");
     } finally {
       process.kill(-(child.pid as number), "SIGKILL");
     }

@@ -277,6 +277,32 @@ describe("runcode serve", () => {
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
+  it("a process imports the registry's tools as run_code does, and still reaches them on cyrnel", async () => {
+    const server = await start(["--db", newDatabase()]);
+    const { call, create, settled } = client(server);
+    const pid = await create(`import { get, set } from "kv";
+await set({ key: "k", value: "by import" });
+console.log(JSON.stringify(await get({ key: "k" })));
+console.log(JSON.stringify(await cyrnel.services.kv.tools.get.invoke({ key: "k" })));`);
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe(
+      '{"found":true,"value":"by import"}\n{"found":true,"value":"by import"}\n',
+    );
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("a process spinning under a timeoutMs longer than RUN_CPU_MS is stopped by the CPU cap, and its error says so", async () => {
+    const server = await start(["--db", newDatabase()], { RUN_CPU_MS: "200" });
+    const { create, settled } = client(server);
+    const pid = await create("for (;;) {}", { timeoutMs: 60_000 });
+    const record = await settled(pid);
+    expect([record.exitState, record.error]).toEqual([
+      "timeout",
+      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
+    ]);
+    expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
   it("--web-apis true (RUNCODE_WEB_APIS) gives runs and processes the Web APIs; any value but true or false is refused", async () => {
     const server = await start(["--db", newDatabase(), "--web-apis", "true"]);
     const { call, run, create, settled } = client(server);
@@ -294,9 +320,14 @@ describe("runcode serve", () => {
     });
   });
 
-  it("--intl true (RUNCODE_INTL) gives runs Intl in UTC whatever the host's zone; any value but true or false is refused", async () => {
+  it("--intl true (RUNCODE_INTL) gives runs and processes Intl in UTC whatever the host's zone; any value but true or false is refused", async () => {
     const server = await start(["--db", newDatabase(), "--intl", "true"]);
-    const { run } = client(server);
+    const { call, run, create, settled } = client(server);
+    const pid = await create(
+      'console.log(new Intl.NumberFormat("de-DE").format(1234.5), new Date(0).toLocaleString());',
+    );
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe("1.234,5 1/1/1970, 12:00:00 AM\n");
     const source = `export default [typeof URL, new Intl.NumberFormat("de-DE", { style: "currency", currency: "EUR" })
       .format(1234.5), new Date(Date.UTC(2024, 0, 2, 3, 4)).toLocaleString()]`;
     expect(await run(source)).toEqual({
@@ -313,10 +344,16 @@ describe("runcode serve", () => {
     });
   });
 
-  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs fetch reaching those origins only; a bad one is refused", async () => {
+  it("--fetch-allow (RUNCODE_FETCH_ALLOW) gives runs and processes fetch reaching those origins only; a bad one is refused", async () => {
     const upstream = await startServer();
     const server = await start(["--db", newDatabase(), "--fetch-allow", upstream.origin]);
-    const { run } = client(server);
+    const { call, run, create, settled } = client(server);
+    const pid = await create(`console.log((await (await fetch("${upstream.origin}/echo/process")).json()).path);
+console.log(await fetch("https://evil.example/").catch((e) => e.message));`);
+    expect((await settled(pid)).exitState).toBe("success");
+    expect((await call("GET", `/processes/${pid}/stdout`)).body).toBe(
+      "/echo/process\nfetch: https://evil.example is not on the sandbox's allow list\n",
+    );
     const source = `export default [(await (await fetch("${upstream.origin}/echo/serve")).json()).path,
   await fetch("https://evil.example/").catch((e) => e.message)];`;
     expect(await run(source)).toEqual({

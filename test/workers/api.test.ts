@@ -188,14 +188,16 @@ describe("RUNCODE_WEB_APIS", () => {
 });
 
 describe("RUNCODE_INTL", () => {
-  it('is "true" or "false", and gives /run\'s and sessions\' sandbox intl (the edge sandbox\'s Intl: conformance §14)', async () => {
+  it("is \"true\" or \"false\", and gives /run's, sessions' and processes' sandbox intl (the edge sandbox's Intl: conformance §14)", async () => {
     const { configOf } = await import("../../worker/config.js");
-    const { runSandboxOptionsOf } = await import("../../src/host/settings.js");
+    const { environmentOptionsOf, runSandboxOptionsOf } = await import("../../src/host/settings.js");
     await expect(configOf({ ...env, RUNCODE_INTL: "yes" } as unknown as Env)).rejects.toThrow(
       new TypeError('RUNCODE_INTL must be "true" or "false", got "yes"'),
     );
     expect(runSandboxOptionsOf(await configOf({ ...env, RUNCODE_INTL: "true" } as unknown as Env)).intl).toBe(true);
     expect(runSandboxOptionsOf(await configOf(env)).intl).toBe(false);
+    const intl = await configOf({ ...env, RUNCODE_INTL: "true" } as unknown as Env);
+    expect(environmentOptionsOf(intl)).toEqual({ maxCpuMs: 2000, webApis: true, intl: true });
   });
 });
 
