@@ -136,7 +136,7 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
       `the session spans ${header.memoryBytes} bytes, more than memoryLimitBytes ${shape.memoryLimitBytes} lets it`,
     );
   if (header.boot !== context.boot.key)
-    mismatch("the snapshot was taken with other webApis, fetch or bootModules settings");
+    mismatch("the snapshot was taken with other webApis, fetch, intl, packages or bootModules settings");
   if (header.functions.join("\n") !== shape.functions.join("\n")) {
     const taken = header.functions.join(", ") || "none";
     mismatch(

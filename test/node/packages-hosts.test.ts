@@ -109,7 +109,7 @@ describe("packages", () => {
     const restored = await restoreSession(snapshot, { packages: ["tally"], packagesFrom: dir });
     expect(outcome(await restored.run("next()", js))).toEqual({ status: "success", result: 3 });
     await expect(restoreSession(snapshot)).rejects.toThrow(
-      "the snapshot was taken with other webApis, fetch or bootModules settings",
+      "the snapshot was taken with other webApis, fetch, intl, packages or bootModules settings",
     );
     session.close();
     restored.close();
