@@ -129,7 +129,7 @@ test.describe("POST /run on wrangler dev", () => {
     pids.push(await create(request, "while (true) {}"));
     expect((await request.get("/")).status()).toBe(200);
     expect((await settled(request, pids[12] as number)).error).toBe(
-      "Timeout: the process ran longer than its timeoutMs (30000 ms) or the host's 2000 ms of guest CPU per run and was stopped",
+      "Timeout: the process spent the host's CPU cap (2000 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (30000 ms) and was stopped",
     );
     expect((await run(request, "export default 'still serving'")).result).toBe("still serving");
     for (const pid of pids) expect((await settled(request, pid)).state).toBe("idle");
