@@ -18,7 +18,7 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const { apply } = Reflect;
-  const { defineProperty, getPrototypeOf, setPrototypeOf } = Object;
+  const { defineProperty } = Object;
   const { isView } = ArrayBuffer;
   const ArrayBufferCtor = ArrayBuffer;
   const U8 = Uint8Array;
@@ -32,7 +32,6 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
   // Installed before this one.
   const URLSearchParamsCtor = (globalThis as unknown as { URLSearchParams: new (init: string) => object })
     .URLSearchParams;
-  const arrayIterator = Array.prototype[Symbol.iterator];
   const { replace } = String.prototype;
   const PRINTABLE = /^[\x20-\x7E]*$/;
   const LINE_BREAKS = /\r\n|\r|\n/g;
@@ -235,13 +234,13 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
       }
     }
     keys(): Iterator<string> {
-      return new FormDataIterator(this, 0);
+      return formIterator(this, 0);
     }
     values(): Iterator<string | object> {
-      return new FormDataIterator(this, 1);
+      return formIterator(this, 1);
     }
     entries(): Iterator<[string, string | object]> {
-      return new FormDataIterator(this, 2);
+      return formIterator(this, 2);
     }
   }
   defineProperty(FormData.prototype, Symbol.iterator, {
@@ -251,26 +250,7 @@ export function guestWebBlob(_hostCall: HostCall, kit: WebKit): void {
   });
   defineProperty(FormData.prototype, Symbol.toStringTag, { value: "FormData", configurable: true });
 
-  /** A WebIDL pair iterator over the form's live list: keys (0), values (1) or entries (2). */
-  class FormDataIterator {
-    readonly #form: FormData;
-    readonly #kind: number;
-    #index = 0;
-    constructor(form: FormData, kind: number) {
-      this.#form = form;
-      this.#kind = kind;
-    }
-    next(): IteratorResult<never> {
-      const list = listOf(this.#form);
-      if (this.#index >= list.length) return { value: undefined, done: true } as IteratorResult<never>;
-      const { name, value } = list[this.#index++] as Entry;
-      const kind = this.#kind;
-      return { value: (kind === 0 ? name : kind === 1 ? value : [name, value]) as never, done: false };
-    }
-  }
-  setPrototypeOf(FormDataIterator.prototype, getPrototypeOf(getPrototypeOf(apply(arrayIterator, [], []))));
-  delete (FormDataIterator.prototype as { constructor?: unknown }).constructor;
-  defineProperty(FormDataIterator.prototype, Symbol.toStringTag, { value: "FormData Iterator", configurable: true });
+  const formIterator = kit.pairIterator("FormData", (form) => listOf(form as FormData));
 
   /** HTML's escaping of a name or filename in a multipart header, after its line breaks are made CRLF. */
   const escapeName = (text: string) =>

@@ -53,6 +53,15 @@ export interface WebKit {
   parseForm(bytes: Uint8Array, contentType: string): object;
   /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
   installFetch(): void;
+  /**
+   * The iterators of a WebIDL pair-iterable interface named `tag` (`URLSearchParams`, `FormData`): `make(owner, kind)`
+   * walks the live list `listOf(owner)` gives, yielding keys (0), values (1) or entries (2); their prototype is tagged
+   * `<tag> Iterator`.
+   */
+  pairIterator(
+    tag: string,
+    listOf: (owner: object) => readonly { name: string; value: unknown }[],
+  ): (owner: object, kind: number) => Iterator<never>;
 }
 
 export function guestWebKit(hostCall: HostCall, kit: WebKit): void {
@@ -61,11 +70,34 @@ export function guestWebKit(hostCall: HostCall, kit: WebKit): void {
   const OP_UNCAUGHT = 7;
   const G = globalThis;
   const { apply } = Reflect;
-  const { defineProperty } = Object;
+  const { defineProperty, getPrototypeOf, setPrototypeOf } = Object;
   const TypeErrorCtor = TypeError;
+  const IteratorPrototype = getPrototypeOf(getPrototypeOf([][Symbol.iterator]())) as object;
   // ES2024, which the engine has and the compiler's library of this project does not name.
   const { toWellFormed } = String.prototype as unknown as { toWellFormed: () => string };
 
+  kit.pairIterator = (tag, listOf) => {
+    class PairIterator {
+      readonly #owner: object;
+      readonly #kind: number;
+      #index = 0;
+      constructor(owner: object, kind: number) {
+        this.#owner = owner;
+        this.#kind = kind;
+      }
+      next(): IteratorResult<never> {
+        const list = listOf(this.#owner);
+        if (this.#index >= list.length) return { value: undefined, done: true } as IteratorResult<never>;
+        const { name, value } = list[this.#index++] as { name: string; value: unknown };
+        const kind = this.#kind;
+        return { value: (kind === 0 ? name : kind === 1 ? value : [name, value]) as never, done: false };
+      }
+    }
+    setPrototypeOf(PairIterator.prototype, IteratorPrototype);
+    delete (PairIterator.prototype as { constructor?: unknown }).constructor;
+    defineProperty(PairIterator.prototype, Symbol.toStringTag, { value: `${tag} Iterator`, configurable: true });
+    return (owner, kind) => new PairIterator(owner, kind);
+  };
   kit.install = (name, value) => {
     defineProperty(G, name, { value, writable: true, enumerable: false, configurable: true });
   };

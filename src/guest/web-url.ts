@@ -34,7 +34,7 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
   // biome-ignore lint/suspicious/noRedundantUseStrict: shipped as source text and evaluated as a sloppy script.
   "use strict";
   const { apply, ownKeys, getOwnPropertyDescriptor } = Reflect;
-  const { defineProperty, getPrototypeOf, setPrototypeOf } = Object;
+  const { defineProperty } = Object;
   const { floor, min, max } = Math;
   const TypeErrorCtor = TypeError;
   const U8 = Uint8Array;
@@ -1100,13 +1100,13 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
       }
     }
     keys(): Iterator<string> {
-      return new ParamsIterator(this, 0);
+      return paramsIterator(this, 0);
     }
     values(): Iterator<string> {
-      return new ParamsIterator(this, 1);
+      return paramsIterator(this, 1);
     }
     entries(): Iterator<[string, string]> {
-      return new ParamsIterator(this, 2);
+      return paramsIterator(this, 2);
     }
   }
   defineProperty(URLSearchParams.prototype, Symbol.iterator, {
@@ -1116,29 +1116,7 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
   });
   defineProperty(URLSearchParams.prototype, Symbol.toStringTag, { value: "URLSearchParams", configurable: true });
 
-  /** A WebIDL pair iterator over a live list: keys (0), values (1) or entries (2). */
-  class ParamsIterator {
-    readonly #params: URLSearchParams;
-    readonly #kind: number;
-    #index = 0;
-    constructor(params: URLSearchParams, kind: number) {
-      this.#params = params;
-      this.#kind = kind;
-    }
-    next(): IteratorResult<never> {
-      const list = listOf(this.#params);
-      if (this.#index >= list.length) return { value: undefined, done: true } as IteratorResult<never>;
-      const { name, value } = list[this.#index++] as Pair;
-      const kind = this.#kind;
-      return { value: (kind === 0 ? name : kind === 1 ? value : [name, value]) as never, done: false };
-    }
-  }
-  setPrototypeOf(ParamsIterator.prototype, getPrototypeOf(getPrototypeOf([][Symbol.iterator]())));
-  delete (ParamsIterator.prototype as { constructor?: unknown }).constructor;
-  defineProperty(ParamsIterator.prototype, Symbol.toStringTag, {
-    value: "URLSearchParams Iterator",
-    configurable: true,
-  });
+  const paramsIterator = kit.pairIterator("URLSearchParams", (params) => listOf(params as URLSearchParams));
 
   class URL {
     #url: UrlRecord;
