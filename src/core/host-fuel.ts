@@ -148,6 +148,17 @@ export function subtleFuel(bytes: number): number {
   return SUBTLE_CALL_FUEL + Math.ceil(bytes / SUBTLE_BYTES_PER_UNIT);
 }
 
+/**
+ * A character of a session's cell, parsed on the host to find its top-level declarations (core/cell-source.ts): 256 KB
+ * of declarations took 400-480 ns a character to parse and rewrite (load average ~1), ~80 units at ~5 ns a unit.
+ */
+const CELL_CHAR_FUEL = 80;
+
+/** Fuel of parsing a cell of `chars` characters (see {@link CELL_CHAR_FUEL}). */
+export function cellFuel(chars: number): number {
+  return chars * CELL_CHAR_FUEL;
+}
+
 /** Fuel of a string of `chars` characters crossing as a primitive. */
 export function charFuel(chars: number): number {
   return chars * CHAR_FUEL;

@@ -9,7 +9,7 @@
  */
 
 import { type CellScript, CellSyntaxError, cellScript } from "./cell-source.js";
-import { charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
+import { cellFuel, charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { FuelAccount, Transpiled, TranspilerPort } from "./ports.js";
 import type { RunOptions } from "./request.js";
@@ -101,6 +101,10 @@ export class Linker {
       const result = (this.#transpiler as TranspilerPort).transpile(source, account);
       if (!("code" in result)) return { name: "SyntaxError", ...result, filename: this.entryName };
       ({ code, map } = result);
+    }
+    // Parsed on the host: charged before, so a cell its run cannot pay for is never parsed (the run stops on its fuel).
+    if (!account.pay(cellFuel(code.length))) {
+      return { name: "LinkError", message: "The run's fuel cannot pay for parsing the cell" };
     }
     let cell: CellScript;
     try {

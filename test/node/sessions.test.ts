@@ -147,6 +147,20 @@ describe("a session's cells", () => {
     expect(await value(s, "[a, b, c, d, e]")).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it("pay for their parse on the host before it is done: a cell its fuel cannot parse ends on its fuel", async () => {
+    const s = await session({ clock: () => 0, safetyCap: { fuel: 5_000_000 } });
+    // 80,006 characters at 80 units each: past the cap before the parse; the engine alone spends far less on it.
+    const padded = `/*${"x".repeat(80_000)}*/ 1 + 1`;
+    expect(outcome(await s.run(padded, js))).toEqual({
+      status: "terminated",
+      name: "TerminatedError",
+      message: "Execution stopped by the safety cap after 5000000 units of fuel",
+    });
+    const small = await s.run(`/*${"x".repeat(1_000)}*/ 1 + 1`, js);
+    expect(small.status).toBe("success");
+    expect(small.fuelUsed).toBeGreaterThan(80 * 1_006);
+  });
+
   it("go back to the state before a cell that left the engine unfit (a hard stop inside a native)", async () => {
     const s = await session({ clock: () => 0, safetyCap: { fuel: 20_000_000 } });
     await value(s, "var kept = 1");
