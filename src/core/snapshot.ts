@@ -150,6 +150,17 @@ export async function decodeSnapshot(
   if (bytes.length < length) throw cutShort(bytes.length, length);
   if (bytes.length > length) throw new SnapshotError(`${bytes.length - length} bytes past its end (${length} bytes)`);
   if (length < PRELUDE_BYTES + DIGEST_BYTES) throw new SnapshotError(`its length ${length} is short of any snapshot`);
+  // Before the digest reads them all: no more bytes than the largest snapshot of the memory allowed.
+  const { maxMemoryBytes } = expected;
+  const largest =
+    PRELUDE_BYTES +
+    MAX_HEADER_BYTES +
+    Math.ceil(maxMemoryBytes / SNAPSHOT_PAGE_BYTES / 4) +
+    4 * Math.ceil(maxMemoryBytes / CHUNK_BYTES) +
+    maxMemoryBytes +
+    DIGEST_BYTES;
+  if (length > largest)
+    throw new SnapshotError(`its length ${length} is past any snapshot of ${maxMemoryBytes} bytes of memory`);
   const digest = new Uint8Array(
     await crypto.subtle.digest("SHA-256", bytes.subarray(0, length - DIGEST_BYTES) as Uint8Array<ArrayBuffer>),
   );

@@ -298,6 +298,19 @@ describe("refusals", () => {
     expect(await refusal(bytes)).toBe("Invalid snapshot: from runcode 0.0.9, this is 0.1.0");
   });
 
+  it("bytes past the largest snapshot of the restore's memory, before the digest reads them", async () => {
+    const bytes = await encodeSnapshot(headerOf(2 * MiB, 2 * MiB), noise(2 * MiB), NO_BASE);
+    const digest = vi.spyOn(crypto.subtle, "digest");
+    try {
+      expect(await refusal(bytes, { runcode: "0.1.0", maxMemoryBytes: MiB })).toBe(
+        `Invalid snapshot: its length ${bytes.length} is past any snapshot of 1048576 bytes of memory`,
+      );
+      expect(digest).not.toHaveBeenCalled();
+    } finally {
+      digest.mockRestore();
+    }
+  });
+
   it("a memory past the restore's bound, before anything is sized by it", async () => {
     const bytes = await encodeSnapshot(headerOf(2 * MiB, 2 * MiB), new Uint8Array(2 * MiB), NO_BASE);
     expect(await refusal(bytes, { runcode: "0.1.0", maxMemoryBytes: MiB })).toBe(
