@@ -6,7 +6,9 @@
  * one tenant's traffic leaves room for another's runs, and the line is served in turns by tenant, not first come,
  * first served. Whatever ends a run's request (its answer, an error, a client
  * that went away) releases what the run holds or stops its wait: on Workers, a request that ended never runs its
- * code again. `POST /run` and MCP's `run_code` share one admission per app.
+ * code again. Where one request's code may resume another's (Node: {@link AdmissionCaps.wakeAcrossRequests}), a
+ * waiting run is admitted the moment room frees for it, by whatever frees it; on Workers, which refuse that, each
+ * waiting run looks for room on a timer of its own. `POST /run` and MCP's `run_code` share one admission per app.
  * @module
  */
 import { linearMemoryBytes } from "../../core/engine.js";
@@ -52,43 +54,63 @@ export interface AdmissionCaps {
   tenantShare: number;
   /** Default {@link MAX_HOLD_MS}. */
   maxHoldMs: number;
+  /**
+   * Whether the end of one request's run may resume a run waiting in another request: then whatever frees room (a
+   * release, a request that ended, a wait that ran out ahead, a hold taken back) admits the waiting runs that now
+   * fit at once, and nothing polls (Node, one event loop). Workers refuse it (a promise of one request settled from
+   * another's handler fails with "Cannot perform I/O on behalf of a different request"), so there, the default, each
+   * waiting run looks for room every {@link ADMISSION_POLL_MS} on its own timer and takes it itself.
+   */
+  wakeAcrossRequests: boolean;
 }
 
-/**
- * How often a waiting run looks for room. Each waiter takes room from its own timer, never from the release of
- * another run: on Workers a promise resumed from another request's handler could not touch its own request's I/O.
- */
+/** How often a waiting run looks for room where runs do not wake each other ({@link AdmissionCaps.wakeAcrossRequests}). */
 const ADMISSION_POLL_MS = 5;
 
 interface Waiter {
   tenant: string;
   memory: number;
+  /** Takes room for the run once it fits, and ends its wait. */
+  grant(): void;
 }
 
-interface Hold extends Waiter {
-  /** When the room is taken back (epoch milliseconds). */
+/** Room a run holds. */
+interface Hold {
+  tenant: string;
+  memory: number;
+  /** When the room is taken back (epoch milliseconds of the admission's clock). */
   until: number;
+  /** Gives the room back and lets the waiting runs that now fit in; a second call does nothing. */
   release(): void;
 }
 
+/**
+ * Runs admitted by the linear memory they may take, in a line served in turns by tenant (see the module comment). A
+ * waiting run's own signal and timers are touched only in its own request's continuations.
+ */
 export class RunAdmission {
   readonly caps: AdmissionCaps;
+  readonly #now: () => number;
   #held = 0;
   readonly #heldBy = new Map<string, number>();
   /** The waiting runs, first come first. */
   readonly #waiting: Waiter[] = [];
   /** The tenants with runs waiting, in the order their turns come. */
   readonly #turns: string[] = [];
+  /** Room held by runs admitted. */
   readonly #holds = new Set<Hold>();
 
-  constructor(caps: Partial<AdmissionCaps> = {}) {
+  /** `now`: the clock of {@link AdmissionCaps.maxHoldMs}, epoch milliseconds; waits are timed by timers. */
+  constructor(caps: Partial<AdmissionCaps> = {}, now: () => number = Date.now) {
     this.caps = {
       memoryBudgetBytes: caps.memoryBudgetBytes ?? RUN_MEMORY_CAP_BYTES,
       maxWaiting: caps.maxWaiting ?? MAX_WAITING_RUNS,
       maxWaitMs: caps.maxWaitMs ?? MAX_ADMISSION_WAIT_MS,
       tenantShare: caps.tenantShare ?? TENANT_SHARE,
       maxHoldMs: caps.maxHoldMs ?? MAX_HOLD_MS,
+      wakeAcrossRequests: caps.wakeAcrossRequests ?? false,
     };
+    this.#now = now;
   }
 
   /** Linear memory one tenant's runs may hold together. */
@@ -126,45 +148,110 @@ export class RunAdmission {
         ),
       );
     }
-    if (this.#fits(tenant, memory, this.#inTurns())) return Promise.resolve(this.#take(tenant, memory, signal));
+    this.#takeBack();
+    if (this.#fits(tenant, memory, this.#inTurns())) return Promise.resolve(bound(this.#take(tenant, memory), signal));
     if (this.#waiting.length >= maxWaiting) return Promise.reject(refuse(`${maxWaiting} runs wait already`));
     if (this.#waiting.filter((w) => w.tenant === tenant).length >= this.tenantMaxWaiting) {
       return Promise.reject(refuse(`${this.tenantMaxWaiting} runs of this tenant wait already`));
     }
-    const waiter = { tenant, memory };
-    this.#waiting.push(waiter);
-    if (!this.#turns.includes(tenant)) this.#turns.push(tenant);
-    return new Promise((resolve, reject) => {
-      let poll: ReturnType<typeof setTimeout>;
-      const leave = () => {
-        clearTimeout(poll);
-        clearTimeout(deadline);
-        signal.removeEventListener("abort", aborted);
-        this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
-        const turn = this.#turns.indexOf(tenant);
-        this.#turns.splice(turn, 1);
-        // A tenant with runs still waiting goes to the back: its next run waits for every other tenant's.
-        if (this.#waiting.some((w) => w.tenant === tenant)) this.#turns.push(tenant);
+    /** Set once the run has room or has stopped waiting: later timers and aborts of the wait do nothing. */
+    let over = false;
+    // Set in the promise's executor, which runs at once.
+    let deadline!: ReturnType<typeof setTimeout>;
+    /** The wait's other timer: its next look for room, or the due time of room held that it wakes the line at. */
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let aborted = () => {};
+    const granted = new Promise<Hold>((resolve, reject) => {
+      const waiter: Waiter = {
+        tenant,
+        memory,
+        // Called by whatever freed the room, or by the run's own look for it.
+        grant: () => {
+          over = true;
+          this.#leave(waiter);
+          resolve(this.#take(tenant, memory));
+        },
       };
-      const aborted = () => {
-        leave();
-        reject(signal.reason);
+      const giveUp = (error: unknown) => {
+        over = true;
+        this.#leave(waiter);
+        reject(error);
+        // The runs behind this one may fit now.
+        this.#wake();
       };
-      // A timer of its own: counting polls measured the wait in turns of a loaded event loop, 2-3 times too long.
-      const deadline = setTimeout(() => {
-        leave();
-        reject(refuse(`no room within ${maxWaitMs} ms`));
+      aborted = () => {
+        if (!over) giveUp(signal.reason);
+      };
+      // A timer of its own: counting turns of a loaded event loop measured the wait 2-3 times too long.
+      deadline = setTimeout(() => {
+        if (!over) giveUp(refuse(`no room within ${maxWaitMs} ms`));
       }, maxWaitMs);
+      // Room that nothing releases (a Worker request cancelled with its `finally`) is taken back by the clock: when runs
+      // wake each other, this run's own timer wakes the line when the next room held falls due within its wait, each
+      // hold's time once; otherwise it looks for room on its own timer, taking back what fell due.
+      const dueWithinWait = (after: number) => {
+        let next = Number.POSITIVE_INFINITY;
+        for (const hold of this.#holds) if (hold.until > after && hold.until < next) next = hold.until;
+        const ms = Math.max(0, next - this.#now());
+        if (over || ms >= maxWaitMs) return;
+        timer = setTimeout(() => {
+          if (over) return;
+          this.#takeBack();
+          this.#wake();
+          dueWithinWait(next);
+        }, ms);
+      };
       const look = () => {
+        this.#takeBack();
         const line = this.#inTurns();
-        if (this.#fits(tenant, memory, line.slice(0, line.indexOf(waiter)))) {
-          leave();
-          resolve(this.#take(tenant, memory, signal));
-        } else poll = setTimeout(look, ADMISSION_POLL_MS);
+        if (this.#fits(tenant, memory, line.slice(0, line.indexOf(waiter)))) waiter.grant();
+        else timer = setTimeout(look, ADMISSION_POLL_MS);
       };
       signal.addEventListener("abort", aborted, { once: true });
-      poll = setTimeout(look, ADMISSION_POLL_MS);
+      this.#waiting.push(waiter);
+      if (!this.#turns.includes(tenant)) this.#turns.push(tenant);
+      if (this.caps.wakeAcrossRequests) dueWithinWait(Number.NEGATIVE_INFINITY);
+      else timer = setTimeout(look, ADMISSION_POLL_MS);
     });
+    // Resumed in the waiting request's own context: its timers and signal are its own to touch.
+    const endWait = () => {
+      clearTimeout(deadline);
+      if (timer !== undefined) clearTimeout(timer);
+      signal.removeEventListener("abort", aborted);
+    };
+    return granted.then(
+      (hold) => {
+        endWait();
+        return bound(hold, signal);
+      },
+      (error: unknown) => {
+        endWait();
+        throw error;
+      },
+    );
+  }
+
+  /** Takes `waiter` off the line; a tenant with runs still waiting goes to the back of the turns. */
+  #leave(waiter: Waiter): void {
+    this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+    this.#turns.splice(this.#turns.indexOf(waiter.tenant), 1);
+    if (this.#waiting.some((w) => w.tenant === waiter.tenant)) this.#turns.push(waiter.tenant);
+  }
+
+  /** Admits, in the line's order, every waiting run that fits now, where runs wake each other. */
+  #wake(): void {
+    if (!this.caps.wakeAcrossRequests) return;
+    const ahead: Waiter[] = [];
+    for (const waiter of this.#inTurns()) {
+      if (this.#fits(waiter.tenant, waiter.memory, ahead)) waiter.grant();
+      else ahead.push(waiter);
+    }
+  }
+
+  /** Takes back the room held past {@link AdmissionCaps.maxHoldMs}. */
+  #takeBack(): void {
+    const now = this.#now();
+    for (const hold of this.#holds) if (hold.until <= now) this.#free(hold);
   }
 
   /** The line in the order it is served: each tenant's first waiting run by turn, then each one's second, ... */
@@ -184,8 +271,6 @@ export class RunAdmission {
    * nobody else back.
    */
   #fits(tenant: string, memory: number, ahead: readonly Waiter[]): boolean {
-    const now = Date.now();
-    for (const hold of this.#holds) if (hold.until <= now) hold.release();
     if (this.#held + memory > this.caps.memoryBudgetBytes) return false;
     if ((this.#heldBy.get(tenant) ?? 0) + memory > this.tenantQuotaBytes) return false;
     for (const earlier of ahead) {
@@ -195,24 +280,40 @@ export class RunAdmission {
     return true;
   }
 
-  #take(tenant: string, memory: number, signal: AbortSignal): () => void {
+  #take(tenant: string, memory: number): Hold {
     this.#held += memory;
     this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + memory);
     const hold: Hold = {
       tenant,
       memory,
-      until: Date.now() + this.caps.maxHoldMs,
+      until: this.#now() + this.caps.maxHoldMs,
       release: () => {
-        if (!this.#holds.delete(hold)) return;
-        signal.removeEventListener("abort", hold.release);
-        this.#held -= memory;
-        const left = (this.#heldBy.get(tenant) as number) - memory;
-        if (left === 0) this.#heldBy.delete(tenant);
-        else this.#heldBy.set(tenant, left);
+        if (!this.#free(hold)) return;
+        this.#wake();
       },
     };
     this.#holds.add(hold);
-    signal.addEventListener("abort", hold.release, { once: true });
-    return hold.release;
+    return hold;
   }
+
+  /** Gives `hold`'s room back; `false` when it was given back already. */
+  #free(hold: Hold): boolean {
+    if (!this.#holds.delete(hold)) return false;
+    this.#held -= hold.memory;
+    const left = (this.#heldBy.get(hold.tenant) as number) - hold.memory;
+    if (left === 0) this.#heldBy.delete(hold.tenant);
+    else this.#heldBy.set(hold.tenant, left);
+    return true;
+  }
+}
+
+/** `hold`'s release, also called when `signal` (its request's) aborts: at once if it has already. */
+function bound(hold: Hold, signal: AbortSignal): () => void {
+  const release = () => {
+    signal.removeEventListener("abort", release);
+    hold.release();
+  };
+  if (signal.aborted) release();
+  else signal.addEventListener("abort", release, { once: true });
+  return release;
 }
