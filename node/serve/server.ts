@@ -2,7 +2,8 @@
  * `runcode serve`: the edge's HTTP app on Node (`@hono/node-server`), with records, `kv` values and sessions in libSQL
  * (node/serve/libsql-stores.ts, libsql-sessions.ts), processes on the environment module's worker threads, `/run` in
  * the thread pool, sessions' realms on worker threads of their own (node/session-threads/), and the edge's settings and limits
- * (src/host/settings.ts). What no route matches is the playground's.
+ * (src/host/settings.ts), but with an admission budget for `/run` sized from the machine (`runMemoryBudgetOf`). What
+ * no route matches is the playground's.
  *
  * Starting, it locks its database file (one server owns a database: node/serve/lock.ts), ends the runs the database
  * shows active (the last stop cut them off), starts sweeping out the sessions idle past their TTL, and with a
@@ -37,7 +38,7 @@ import { LibsqlProcessStore, libsqlKeyValueStores, openDatabase } from "./libsql
 import { type DatabaseLock, lockDatabase } from "./lock.js";
 import { playgroundFiles } from "./playground.js";
 import { sweepEndedProcesses, sweepEvery } from "./retention.js";
-import { originsFor, type ServeOptions } from "./settings.js";
+import { machineMemoryBytes, originsFor, runMemoryBudgetOf, type ServeOptions } from "./settings.js";
 
 /** How long requests in flight (event streams included) may go on once the processes have ended. */
 const DRAIN_MS = 5_000;
@@ -157,6 +158,11 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
       defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
       tools,
       cpu: runCpuSharesOf(settings, cpu),
+      // Sized from the machine, and one event loop: the end of a run admits the waiting runs it makes room for.
+      admission: {
+        memoryBudgetBytes: options.runMemoryBudgetBytes ?? runMemoryBudgetOf(machineMemoryBytes(), MAX_THREADS),
+        wakeAcrossRequests: true,
+      },
     },
     ...appOptionsOf(settings),
     ...(options.originsSet ? {} : { origins: originsFor(port) }),

@@ -8,8 +8,11 @@
  * the machine.
  * @module
  */
+import { totalmem } from "node:os";
 import { parseArgs } from "node:util";
-import { SETTING_DEFAULTS } from "../../src/host/limits.js";
+import { linearMemoryBytes } from "../../src/core/engine.js";
+import { RUN_DEFAULT_MEMORY_BYTES } from "../../src/host/admission/run-admission.js";
+import { MAX_RUN_MEMORY_BYTES, SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
 import { type LockedBoot, readPackagesLock } from "../packages-lock.js";
 
@@ -19,11 +22,41 @@ import { type LockedBoot, readPackagesLock } from "../packages-lock.js";
  */
 const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
 
+/**
+ * The least `RUNCODE_RUN_MEMORY_BUDGET_BYTES`: a tenant's half of it must hold a run at the default memory limit
+ * (36 MiB of linear memory), as the edge's 72 MiB does.
+ */
+const MIN_RUN_MEMORY_BUDGET_BYTES = 2 * linearMemoryBytes(RUN_DEFAULT_MEMORY_BYTES);
+
+/**
+ * The memory of the machine, or of the container (cgroup) it runs in when that is less: what the server's runs,
+ * sessions and own heap share.
+ */
+export function machineMemoryBytes(): number {
+  const constrained = process.constrainedMemory();
+  const total = totalmem();
+  return constrained > 0 && constrained < total ? constrained : total;
+}
+
+/**
+ * `RUNCODE_RUN_MEMORY_BUDGET_BYTES`'s default: the linear memory the `/run` and `run_code` runs in flight may hold
+ * together on a machine of `machineBytes` whose worker threads run `threads` runs at once. Enough for every thread to
+ * hold a run at the largest memory limit (`MAX_RUN_MEMORY_BYTES`, 68 MiB of linear memory: 544 MiB for 8 threads),
+ * since runs past the threads wait for one without memory of their own; never more than a quarter of the machine's
+ * memory (the rest is the server's, its sessions' and the processes'); never less than
+ * {@link MIN_RUN_MEMORY_BUDGET_BYTES}.
+ */
+export function runMemoryBudgetOf(machineBytes: number, threads: number): number {
+  const perThread = linearMemoryBytes(MAX_RUN_MEMORY_BYTES);
+  return Math.max(MIN_RUN_MEMORY_BUDGET_BYTES, Math.min(threads * perThread, Math.floor(machineBytes / 4)));
+}
+
 /** Settings a flag can give, by name. */
 const FLAG_SETTINGS = [
   ...Object.keys(SETTING_DEFAULTS),
   "RUNCODE_MCP_SERVERS",
   "RUNCODE_TENANT_STORAGE_BYTES",
+  "RUNCODE_RUN_MEMORY_BUDGET_BYTES",
   "RUNCODE_PACKAGES",
 ] as const;
 
@@ -45,7 +78,9 @@ are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCO
 every run and session, which import them by name.
 With --retention-days N, a process that ended more than N days ago is deleted (swept at start, then hourly).
 --tenant-storage-bytes (default ${DEFAULT_TENANT_STORAGE_BYTES}) caps the bytes of code and output one tenant's processes
-keep. One server owns a database file (it holds <file>.lock while it runs). SIGINT or SIGTERM stops it: it takes no
+keep. --run-memory-budget-bytes caps the linear memory the /run and run_code runs in flight hold together, one
+tenant's at most half (default: enough for each worker thread to hold the largest run, at most a quarter of the
+machine's memory; at least ${MIN_RUN_MEMORY_BUDGET_BYTES}). One server owns a database file (it holds <file>.lock while it runs). SIGINT or SIGTERM stops it: it takes no
 more requests, ends running processes (canceled), then gives requests in flight a few seconds to finish.`;
 
 export interface ServeOptions {
@@ -58,6 +93,8 @@ export interface ServeOptions {
   originsSet: boolean;
   /** `RUNCODE_TENANT_STORAGE_BYTES` ({@link DEFAULT_TENANT_STORAGE_BYTES}). */
   tenantStorageBytes: number;
+  /** `RUNCODE_RUN_MEMORY_BUDGET_BYTES`, or `undefined`: the machine's ({@link runMemoryBudgetOf}). */
+  runMemoryBudgetBytes: number | undefined;
   /** The npm packages of the lock file at `RUNCODE_PACKAGES` (`runcode packages add`), booted into every run's sandbox. */
   packages?: LockedBoot;
 }
@@ -116,6 +153,17 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
   if (!/^[1-9]\d{0,15}$/.test(storage) || !Number.isSafeInteger(Number(storage))) {
     throw new TypeError(`RUNCODE_TENANT_STORAGE_BYTES must be a positive integer, got ${JSON.stringify(storage)}`);
   }
+  const budget = given.RUNCODE_RUN_MEMORY_BUDGET_BYTES;
+  if (
+    budget !== undefined &&
+    (!/^[1-9]\d{0,15}$/.test(budget) ||
+      !Number.isSafeInteger(Number(budget)) ||
+      Number(budget) < MIN_RUN_MEMORY_BUDGET_BYTES)
+  ) {
+    throw new TypeError(
+      `RUNCODE_RUN_MEMORY_BUDGET_BYTES must be an integer of at least ${MIN_RUN_MEMORY_BUDGET_BYTES} (a tenant's half holds a run at the default memory limit), got ${JSON.stringify(budget)}`,
+    );
+  }
   const authToken = flags["db-auth-token"] ?? env.RUNCODE_DB_AUTH_TOKEN;
   return {
     port,
@@ -124,6 +172,7 @@ export async function serveOptionsOf(args: string[], env: NodeJS.ProcessEnv): Pr
     settings,
     originsSet: given.RUNCODE_ORIGINS !== undefined,
     tenantStorageBytes: Number(storage),
+    runMemoryBudgetBytes: budget === undefined ? undefined : Number(budget),
     ...(given.RUNCODE_PACKAGES === undefined ? {} : { packages: readPackagesLock(given.RUNCODE_PACKAGES) }),
   };
 }

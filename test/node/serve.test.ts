@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LibsqlProcessStore, openDatabase } from "../../node/serve/libsql-stores.js";
 import { lockDatabase } from "../../node/serve/lock.js";
-import { SERVE_USAGE, serveOptionsOf } from "../../node/serve/settings.js";
+import { runMemoryBudgetOf, SERVE_USAGE, serveOptionsOf } from "../../node/serve/settings.js";
 import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { CUT_OFF_BY_RESTART, STOPPED_BY_HOST } from "../../src/host/processes/restarts.js";
 import { hostSettingsOf } from "../../src/host/settings.js";
@@ -559,6 +559,43 @@ console.log(await fetch("https://evil.example/").catch((e) => e.message));`);
     expect((await alpha.call("DELETE", `/processes/${pid}`)).status).toBe(204);
     expect((await alpha.settled(await alpha.create("console.log('room')"))).stdout).toBe("room\n");
     expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("--run-memory-budget-bytes (RUNCODE_RUN_MEMORY_BUDGET_BYTES) caps /run's memory in flight, a tenant's at most half; by default the machine's", async () => {
+    const MiB = 1024 * 1024;
+    // The default: each of the pool's threads holds a run at the largest memory limit (68 MiB of linear memory), within
+    // a quarter of the machine's memory, never below the edge's 72 MiB.
+    expect([
+      runMemoryBudgetOf(64 * 1024 * MiB, 8),
+      runMemoryBudgetOf(1024 * MiB, 8),
+      runMemoryBudgetOf(128 * MiB, 8),
+    ]).toEqual([544 * MiB, 256 * MiB, 72 * MiB]);
+    const largest = { source: "export default 1", options: { memoryLimitBytes: 64 * MiB } };
+    const keys = { RUNCODE_API_KEYS: `alpha:${KEYS.alpha}` };
+    const machine = await start(["--db", newDatabase()], keys);
+    // The edge's 72 MiB refuses this run (over a tenant's half); this machine's budget holds it.
+    const admitted = await client(machine, "alpha").call("POST", "/run", largest);
+    expect([admitted.status, (fromWire(admitted.body as JsonValue) as { status: string }).status]).toEqual([
+      200,
+      "success",
+    ]);
+    await machine.stop("SIGTERM");
+    const small = await start(["--db", newDatabase(), "--run-memory-budget-bytes", String(72 * MiB)], keys);
+    expect((await client(small, "alpha").call("POST", "/run", largest)).body).toEqual({
+      error: {
+        code: "invalid_request",
+        message: `This run needs ${68 * MiB} bytes of linear memory, more than one tenant's runs may hold here (${36 * MiB}): ask for a smaller memoryLimitBytes`,
+      },
+    });
+    await small.stop("SIGTERM");
+    expect(await refused([], { RUNCODE_RUN_MEMORY_BUDGET_BYTES: String(72 * MiB - 1) })).toEqual({
+      code: 2,
+      output: `runcode serve: RUNCODE_RUN_MEMORY_BUDGET_BYTES must be an integer of at least ${72 * MiB} (a tenant's half holds a run at the default memory limit), got "${72 * MiB - 1}" (runcode serve --help)`,
+    });
+    expect((await serveOptionsOf(["--run-memory-budget-bytes", "100000000"], {})).runMemoryBudgetBytes).toBe(
+      100_000_000,
+    );
+    expect((await serveOptionsOf([], {})).runMemoryBudgetBytes).toBeUndefined();
   });
 
   it("--retention-days (RUNCODE_RETENTION_DAYS) deletes processes that ended longer ago, any tenant's, from its start; younger and cut-off ones stay", async () => {
