@@ -148,7 +148,8 @@ export class RunAdmission {
         ),
       );
     }
-    this.#takeBack();
+    // Room that fell due goes first to the runs already waiting for it.
+    if (this.#takeBack()) this.#wake();
     if (this.#fits(tenant, memory, this.#inTurns())) return Promise.resolve(bound(this.#take(tenant, memory), signal));
     if (this.#waiting.length >= maxWaiting) return Promise.reject(refuse(`${maxWaiting} runs wait already`));
     if (this.#waiting.filter((w) => w.tenant === tenant).length >= this.tenantMaxWaiting) {
@@ -248,10 +249,12 @@ export class RunAdmission {
     }
   }
 
-  /** Takes back the room held past {@link AdmissionCaps.maxHoldMs}. */
-  #takeBack(): void {
+  /** Takes back the room held past {@link AdmissionCaps.maxHoldMs}; whether there was any. */
+  #takeBack(): boolean {
     const now = this.#now();
-    for (const hold of this.#holds) if (hold.until <= now) this.#free(hold);
+    let any = false;
+    for (const hold of this.#holds) if (hold.until <= now) any = this.#free(hold) || any;
+    return any;
   }
 
   /** The line in the order it is served: each tenant's first waiting run by turn, then each one's second, ... */

@@ -218,6 +218,22 @@ describe("RunAdmission", () => {
     expect(typeof next.value).toBe("function");
   });
 
+  it("room that fell due goes to the run already waiting for it when a new run arrives, not to the new one", async () => {
+    vi.useFakeTimers();
+    let now = 0;
+    const admission = new RunAdmission(
+      { memoryBudgetBytes: 36 * MiB, maxWaiting: 2, maxWaitMs: 10_000, tenantShare: 1, maxHoldMs: 50, ...WAKE },
+      () => now,
+    );
+    await admission.admit(32 * MiB, "a", open()); // never released
+    const waiting = watch(admission.admit(32 * MiB, "b", open()));
+    // The clock passes the hold's due time before any timer fires: the next arrival finds it.
+    now = 50;
+    const arriving = watch(admission.admit(32 * MiB, "c", open()));
+    await flush();
+    expect([typeof waiting.value, arriving]).toEqual(["function", {}]);
+  });
+
   it("with a frozen clock room is never taken back by time, and the wait still ends at its deadline", async () => {
     const admission = new RunAdmission(
       { memoryBudgetBytes: 36 * MiB, maxWaiting: 1, maxWaitMs: 1_000, tenantShare: 1, maxHoldMs: 50, ...WAKE },
