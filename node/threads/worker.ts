@@ -197,7 +197,12 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
   const ask = (request: HostRequest, value: Tape<ArrayBuffer>) => call(id, request, value, promises);
   const relay: Relay = {
     call: bridged((fn: number, args: Tape<ArrayBuffer>) => ask({ op: "call", fn }, args)),
-    report: bridged((value: Tape<ArrayBuffer>) => ask({ op: "report" }, value)),
+    // The guest gets what the caller's sink returns only when it is a promise (see `RemoteRun.serve`): otherwise
+    // nothing, as in-thread, so a report costs the guest no decoding there either.
+    report: bridged((value: Tape<ArrayBuffer>) => {
+      const answer = ask({ op: "report" }, value);
+      return answer.side.length > 0 ? answer : undefined;
+    }),
     settle: (promise, ok, value) => void ask({ op: "settle", promise, ok }, value),
     log: message.listened
       ? bridged((level: CodeExecutionLog["level"], timestamp: number, args: Tape<ArrayBuffer>) =>
