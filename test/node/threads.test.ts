@@ -334,7 +334,7 @@ export default out;`;
       new TypeError("createSandbox: interrupted cannot cross to a worker thread; pass threads: false to use it"),
     );
     expect(() => createSandbox({ threads: "yes" as never })).toThrow(
-      new TypeError("createSandbox: threads must be a boolean"),
+      new TypeError('createSandbox: threads must be true, false or "auto"'),
     );
   });
 
