@@ -68,10 +68,15 @@ const waiting: Attempted[] = [];
 /** Whether an attempt holds the caller's thread, or the next is about to take it. */
 let busy = false;
 
-/** Gives the caller's thread to the next attempt after a turn of its event loop. */
+/** Gives the caller's thread to the next attempt after a turn of its event loop (one stopped meanwhile is gone). */
 function next(): void {
   busy = waiting.length > 0;
-  if (busy) setImmediate(() => void (waiting.shift() as Attempted).attempt());
+  if (!busy) return;
+  setImmediate(() => {
+    const attempt = waiting.shift();
+    if (attempt === undefined) busy = false;
+    else void attempt.attempt();
+  });
 }
 
 /**

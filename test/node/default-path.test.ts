@@ -234,6 +234,19 @@ describe("the default path", () => {
     expect(ran).toBe(false);
   });
 
+  it("a run stopped as its turn comes never runs, and the next run takes the caller's thread", async () => {
+    const first = auto.runCode("export default 1;", JS);
+    let ran = false;
+    const second = auto.runCode("export default f();", { ...JS, globals: { f: () => (ran = true) } });
+    // Settled after the first attempt ended, which gave the caller's thread to the second after a turn.
+    void first.then(() => second.terminate("not now"));
+    expect(await second).toMatchObject({ status: "terminated", error: { message: "not now" } });
+    // The turn comes to nobody.
+    await sleep(10);
+    expect(ran).toBe(false);
+    expect(await auto.runCode("export default 3;", JS)).toMatchObject({ status: "success", result: 3 });
+  });
+
   it("threads must be true, false or auto, and the settings of the caller's thread are refused as on threads", () => {
     expect(() => createSandbox({ threads: "yes" as never })).toThrow(
       new TypeError('createSandbox: threads must be true, false or "auto"'),
