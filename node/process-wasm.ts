@@ -1,8 +1,8 @@
 /**
- * The wasm a run needs, compiled once for the process and started as soon as the Node entry is imported (it imports
- * this module first): V8 compiles on its background threads while the rest of the entry loads, so the first run
- * finds the engine compiled, and SWC's too, since a run's default language is TypeScript. Nothing here keeps the
- * process alive beyond reading the two files.
+ * The wasm a run needs, compiled once for the process, from the moment the Node entry is imported rather than when
+ * the first run asks: V8 compiles on its background threads, so a run that comes later finds the engine compiled,
+ * and SWC's too, since a run's default language is TypeScript. Nothing here keeps the process alive beyond reading
+ * the two files (a process that only imports the entry exits no later).
  * @module
  */
 import { readFile } from "node:fs/promises";
