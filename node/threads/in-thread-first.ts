@@ -26,6 +26,7 @@ import {
   type Tape,
 } from "../../src/core/runner-port.js";
 import { hostCaller } from "./pool.js";
+import { readyInstance } from "./ready-instance.js";
 import { onThreads } from "./remote-run.js";
 
 /**
@@ -77,19 +78,6 @@ function next(): void {
     if (attempt === undefined) busy = false;
     else void attempt.attempt();
   });
-}
-
-/**
- * Readies a restorable instance in the caller's pool for runs like this one when it has none idle, before the
- * attempt takes one: the pool's first run would otherwise get an instance booted for it alone, and the next run boot
- * again. A wasm that fails to load is the attempt's to report.
- */
-async function ready(context: RunContext, memoryLimitBytes: number): Promise<void> {
-  const { pool, boot, restore } = context;
-  try {
-    const module = await context.wasm();
-    if (restore && !pool.hasIdle(module, memoryLimitBytes, boot)) await pool.prepare(module, memoryLimitBytes, boot);
-  } catch {}
 }
 
 /** A run attempted on the caller's thread, then, if need be, run on a worker. */
@@ -150,7 +138,7 @@ class Attempted implements StartedRun {
   async attempt(): Promise<void> {
     const context = this.#context;
     const request = this.#request;
-    await ready(context, request.options.memoryLimitBytes);
+    await readyInstance(context, request.options.memoryLimitBytes);
     if (this.#stopped !== undefined) {
       next();
       return this.#resolve({ status: "terminated", error: this.#stopped });

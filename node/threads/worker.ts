@@ -44,6 +44,7 @@ import {
   type ToWorker,
   type WasmRef,
 } from "./protocol.js";
+import { readyInstance } from "./ready-instance.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const data = workerData as { signals: SharedArrayBuffer; calls: SharedArrayBuffer; port: MessagePort };
@@ -226,6 +227,7 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       // Its turn for a worker was taken on the caller's thread.
       tenant: undefined,
     };
+    await readyInstance(context, message.options.memoryLimitBytes);
     const started = inThread(relay)(context, request, { reports: [], settled: () => state.stopped });
     state.started = started;
     const { status, ...ending } = await started.ended;
