@@ -90,6 +90,10 @@ class Attempted implements StartedRun {
   #resolve!: (ending: Ending) => void;
   /** The attempt, then the run on a worker once it is handed over. */
   #run: StartedRun | undefined;
+  /** The attempt's reports, the caller's once the attempt's result or stop is. */
+  readonly #reports: unknown[] = [];
+  /** Whether the run went on to a worker. */
+  #handedOver = false;
   /** Whether the attempt reached something the caller would see: it ends, and the run goes to a worker. */
   #observable = false;
   /** How the caller stopped the run, if it did. */
@@ -122,13 +126,17 @@ class Attempted implements StartedRun {
     return this.#run?.memoryUsedBytes;
   }
 
+  /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
     this.#stopped = error;
     const at = waiting.indexOf(this);
     if (at !== -1) {
       waiting.splice(at, 1);
       this.#resolve({ status: "terminated", error });
-    } else this.#run?.stop(error);
+      return;
+    }
+    if (!this.#handedOver) this.#channel.reports.push(...this.#reports);
+    this.#run?.stop(error);
   }
 
   /**
@@ -144,7 +152,6 @@ class Attempted implements StartedRun {
       return this.#resolve({ status: "terminated", error: this.#stopped });
     }
     const { cpuTimeMs } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
-    const reports: unknown[] = [];
     const attempt = this.#inThread(
       { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
       {
@@ -153,7 +160,7 @@ class Attempted implements StartedRun {
         report: request.report && this.#standIn,
         onLog: request.onLog && this.#standIn,
       },
-      { reports, settled: () => this.#observable || this.#channel.settled() },
+      { reports: this.#reports, settled: () => this.#observable || this.#channel.settled() },
     );
     this.#run = attempt;
     const ending = await attempt.ended;
@@ -161,12 +168,13 @@ class Attempted implements StartedRun {
     if (this.#stopped !== undefined || this.#channel.settled()) return this.#resolve(ending);
     const stop = safetyCapStopOf(ending.error);
     if (this.#observable || (stop?.limit === "fuel" && stop.value === SLICE_FUEL)) return this.#handOver();
-    this.#channel.reports.push(...reports);
+    this.#channel.reports.push(...this.#reports);
     this.#resolve(ending);
   }
 
   /** The run, from the start, on a worker thread. */
   #handOver(): void {
+    this.#handedOver = true;
     let run: StartedRun;
     try {
       run = onThreads(this.#context, this.#request, this.#channel);

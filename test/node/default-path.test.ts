@@ -247,6 +247,31 @@ describe("the default path", () => {
     expect(await auto.runCode("export default 3;", JS)).toMatchObject({ status: "success", result: 3 });
   });
 
+  it("a run stopped while its attempt waits for the host settles with the reports and logs it made, as in-thread", async () => {
+    const web = createSandbox({ webApis: true });
+    let waiting!: () => void;
+    const waited = new Promise<void>((resolve) => {
+      waiting = resolve;
+    });
+    // The platform's digest never answers: the attempt waits for it, the caller's event loop turning.
+    vi.spyOn(crypto.subtle, "digest").mockImplementation(() => {
+      waiting();
+      return new Promise(() => {});
+    });
+    const source = "report(1); console.log('a'); await crypto.subtle.digest('SHA-256', new Uint8Array(4));";
+    const run = web.runCode(source, JS);
+    await waited;
+    run.terminate("enough");
+    expect(comparable(await run)).toEqual({
+      status: "terminated",
+      error: { name: "TerminatedError", message: "enough" },
+      reports: [1],
+      logs: [{ level: "log", args: ["a"] }],
+      memoryUsedBytes: undefined,
+      fuelUsed: expect.any(Number),
+    });
+  });
+
   it("threads must be true, false or auto, and the settings of the caller's thread are refused as on threads", () => {
     expect(() => createSandbox({ threads: "yes" as never })).toThrow(
       new TypeError('createSandbox: threads must be true, false or "auto"'),
