@@ -1,12 +1,11 @@
 /**
- * The Node entry: the platform-neutral core with the QuickJS wasm read from disk and compiled once, so every run
- * only instantiates it, SWC loaded from the package on the first TypeScript run, and runs on worker threads by
- * default (node/threads/), so a stop holds whatever the guest does and guest code never blocks the caller's event
- * loop.
+ * The Node entry: the platform-neutral core with the QuickJS wasm and SWC's read from disk and compiled once, from
+ * the moment the entry is imported (node/process-wasm.ts), so every run only instantiates them; by default each run
+ * starts on the caller's thread for a slice of fuel and goes on on a worker thread (node/threads/) only if it needs
+ * more or reaches the caller, so short runs cost what they do in-thread while a stop holds whatever the guest does
+ * and guest code never blocks the caller's event loop longer than the slice.
  * @module
  */
-import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { InstancePool } from "../src/core/instance-pool.js";
 import { createSandbox as createCoreSandbox } from "../src/core/sandbox.js";
@@ -22,31 +21,20 @@ import type {
   WasmSource,
 } from "../src/core/types.js";
 import { bundlePackages } from "./packages.js";
+import { processWasm, readWasm } from "./process-wasm.js";
 import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
+export { SLICE_FUEL } from "./threads/in-thread-first.js";
 export { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
-
-const readWasm = () => readFile(createRequire(import.meta.url).resolve("runcode/wasm"));
 
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = readWasm;
 
-let compiled: Promise<WebAssembly.Module> | undefined;
-
-/**
- * {@link nodeWasm} compiled once for the process, off the event loop: the default `wasm` of this entry's sandboxes,
- * which so share one module (a worker thread receives it once) and the booted instances of it.
- */
-const processWasm = (): Promise<WebAssembly.Module> => {
-  compiled ??= readWasm().then((bytes) => WebAssembly.compile(bytes));
-  return compiled;
-};
-
-/** Whether Node's sandboxes run on worker threads when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
-export const THREADS_BY_DEFAULT = true;
+/** Where Node's sandboxes run when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
+export const THREADS_BY_DEFAULT = "auto";
 
 /** The SWC and the booted instances of every sandbox this entry makes on the caller's thread. */
 const transpiler = new Transpiler(loadSwc);
@@ -55,12 +43,16 @@ const pool = new InstancePool();
 /** Settings of Node's sandbox runner. */
 export interface NodeSandboxOptions extends SandboxOptions {
   /**
-   * Run on the worker threads of the process's pool (default {@link THREADS_BY_DEFAULT}): `terminate()` and the
-   * safety cap stop any guest work within 50 ms, and guest code never blocks the caller's event loop. Host functions
-   * and `report` still run on the caller's thread. `clock`, `interrupted`, `onLog`, `transpiler` and `pool` need
+   * Where runs execute (default {@link THREADS_BY_DEFAULT}). `true`: on the worker threads of the process's pool:
+   * `terminate()` and the safety cap stop any guest work within 50 ms, and guest code never blocks the caller's event
+   * loop. `"auto"`: each run first on the caller's thread, for {@link SLICE_FUEL} units of fuel at most (~2 ms), and
+   * on a worker thread, from the start, when it needs more or calls the host (its functions, a `report` sink, an
+   * `onLog` listener), waits for a timer or makes requests: short runs cost what they do in-thread, long ones stop as
+   * on threads. Host functions and `report` run on the caller's thread either way. `false`: on the caller's thread
+   * only, as the core runs on Workers and in browsers. `clock`, `interrupted`, `onLog`, `transpiler` and `pool` need
    * `threads: false`.
    */
-  threads?: boolean;
+  threads?: boolean | "auto";
   /**
    * npm packages the guest imports by name (`["zod", "lodash", "date-fns", "date-fns/format"]`: a subpath is named
    * as the guest imports it), each resolved from {@link packagesFrom} as Node resolves it, bundled once by esbuild
@@ -105,16 +97,19 @@ function withPackages(
 }
 
 /**
- * The core's `createSandbox` with this package's wasm as the default `wasm`, on worker threads unless `threads:
- * false`, where the default `transpiler` and `pool` are the entry's own, shared by its sandboxes.
+ * The core's `createSandbox` with this package's wasm as the default `wasm`, where `threads` says (see
+ * {@link NodeSandboxOptions.threads}); on the caller's thread the `transpiler` and `pool` are the entry's own, shared by
+ * its sandboxes.
  */
 export function createSandbox(settings: NodeSandboxOptions = {}): Sandbox {
   const { threads = THREADS_BY_DEFAULT, packages, packagesFrom, ...rest } = settings;
-  if (typeof threads !== "boolean") throw new TypeError("createSandbox: threads must be a boolean");
+  if (threads !== true && threads !== false && threads !== "auto")
+    throw new TypeError('createSandbox: threads must be true, false or "auto"');
   const bootModules = withPackages(rest.bootModules, packages, packagesFrom);
   const core = bootModules === undefined ? rest : { ...rest, bootModules };
   const wasm = core.wasm ?? processWasm;
-  return threads ? createThreadedSandbox({ ...core, wasm }) : createCoreSandbox({ transpiler, pool, ...core, wasm });
+  if (threads === false) return createCoreSandbox({ transpiler, pool, ...core, wasm });
+  return createThreadedSandbox({ ...core, wasm }, threads === "auto" ? { transpiler, pool } : undefined);
 }
 
 let shared: Sandbox | undefined;

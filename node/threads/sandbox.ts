@@ -1,11 +1,20 @@
 /**
  * The threaded sandbox: the core's `createSandbox` with every run on a worker thread of the process's pool (see
- * pool.ts), so a stop holds within 50 ms whatever the guest does and the caller's event loop keeps running. The core
+ * pool.ts), so a stop holds within 50 ms whatever the guest does and the caller's event loop keeps running; or, on
+ * Node's default path, every run first on the caller's thread for a slice of fuel (in-thread-first.ts). The core
  * checks the settings and the options and encodes the values on the caller's thread, so `runCode` throws exactly
  * where it does in-thread, and builds the result.
  * @module
  */
-import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/core/runner-port.js";
+import {
+  createSandbox,
+  type InstancePool,
+  inThread,
+  type Sandbox,
+  type SandboxOptions,
+  type TranspilerPort,
+} from "../../src/core/runner-port.js";
+import { inThreadFirst } from "./in-thread-first.js";
 import { onThreads } from "./remote-run.js";
 
 /**
@@ -14,13 +23,23 @@ import { onThreads } from "./remote-run.js";
  */
 const UNCROSSABLE = ["clock", "interrupted", "onLog", "transpiler", "pool"] as const;
 
-export function createThreadedSandbox(settings: SandboxOptions): Sandbox {
+/**
+ * The caller's thread's own transpiler and pool, for the runs it attempts first: Node's default path. Without them
+ * every run goes to a worker.
+ */
+interface CallersThread {
+  transpiler: TranspilerPort;
+  pool: InstancePool;
+}
+
+export function createThreadedSandbox(settings: SandboxOptions, callers?: CallersThread): Sandbox {
   for (const key of UNCROSSABLE) {
     if (settings[key] !== undefined) {
       throw new TypeError(`createSandbox: ${key} cannot cross to a worker thread; pass threads: false to use it`);
     }
   }
-  const sandbox = createSandbox({ ...settings, runner: onThreads });
+  const runner = callers === undefined ? onThreads : inThreadFirst(inThread());
+  const sandbox = createSandbox({ ...settings, ...callers, runner });
   // The host's requests are made on the worker, by its own fetch (so a stop there aborts them at once).
   if (settings.fetch?.fetch !== undefined) {
     throw new TypeError("createSandbox: fetch.fetch cannot cross to a worker thread; pass threads: false to use it");

@@ -44,6 +44,7 @@ import {
   type ToWorker,
   type WasmRef,
 } from "./protocol.js";
+import { readyInstance } from "./ready-instance.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const data = workerData as { signals: SharedArrayBuffer; calls: SharedArrayBuffer; port: MessagePort };
@@ -197,7 +198,12 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
   const ask = (request: HostRequest, value: Tape<ArrayBuffer>) => call(id, request, value, promises);
   const relay: Relay = {
     call: bridged((fn: number, args: Tape<ArrayBuffer>) => ask({ op: "call", fn }, args)),
-    report: bridged((value: Tape<ArrayBuffer>) => ask({ op: "report" }, value)),
+    // The guest gets what the caller's sink returns only when it is a promise (see `RemoteRun.serve`): otherwise
+    // nothing, as in-thread, so a report costs the guest no decoding there either.
+    report: bridged((value: Tape<ArrayBuffer>) => {
+      const answer = ask({ op: "report" }, value);
+      return answer.side.length > 0 ? answer : undefined;
+    }),
     settle: (promise, ok, value) => void ask({ op: "settle", promise, ok }, value),
     log: message.listened
       ? bridged((level: CodeExecutionLog["level"], timestamp: number, args: Tape<ArrayBuffer>) =>
@@ -221,6 +227,7 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       // Its turn for a worker was taken on the caller's thread.
       tenant: undefined,
     };
+    await readyInstance(context, message.options.memoryLimitBytes);
     const started = inThread(relay)(context, request, { reports: [], settled: () => state.stopped });
     state.started = started;
     const { status, ...ending } = await started.ended;

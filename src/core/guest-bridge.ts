@@ -222,7 +222,7 @@ export class GuestBridge {
       switch (op) {
         case OP_REPORT:
           this.#run.reports.push(value);
-          if (relayed) return this.#callHost(relay.report as HostFunction, [guest]);
+          if (relayed) return this.#callHost(relay.report as HostFunction, [guest], true);
           return this.#callHost(this.#run.report, [value], true);
         case OP_LOG: {
           const entry: CodeExecutionLog = {
@@ -389,7 +389,8 @@ export class GuestBridge {
     if ("error" in applied) return applied;
     const { returned } = applied;
     if (returned instanceof Promise) return this.#guestPromise(returned);
-    if (sink) return undefined;
+    // A far host (the relay's) answers a sink with nothing for a plain return and with the tape of its promise.
+    if (sink && (returned === undefined || this.#run.relay === undefined)) return undefined;
     const primitive = primitiveHandle(this.#ctx, returned);
     if (primitive !== undefined) {
       if (typeof returned === "string") this.#limits.spend(charFuel(returned.length));
@@ -631,8 +632,14 @@ export class GuestBridge {
     };
   }
 
-  /** A guest tape with every buffer of its side list copied out (the guest's side lists hold buffers only). */
+  /**
+   * A guest tape with every buffer of its side list copied out (the guest's side lists hold buffers only). A tape
+   * without an ArrayBuffer (`["B",` never appears inside its JSON strings, whose quotes are escaped) has none: its side
+   * list is not read, so the crossing costs the guest what decoding it in place does (`fuelUsed` is the same on a
+   * worker thread as in-thread).
+   */
   #guestTape(tape: string, sideHandle: QuickJSHandle): Tape<ArrayBuffer> {
+    if (!tape.includes('["B",')) return { tape, side: [] };
     const ctx = this.#ctx;
     const lengthHandle = ctx.getProp(sideHandle, "length");
     const length = ctx.getNumber(lengthHandle);

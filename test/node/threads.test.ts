@@ -284,6 +284,15 @@ export default out;`;
     ]);
   });
 
+  it("a run's fuel is what it is in-thread: logs, reports, to a sink or not, and a result that is not a primitive", async () => {
+    const { runCode: inThread } = createSandbox({ threads: false });
+    const source = "console.log('a', { b: [1n] }); report(new Map([[1, 2]])); export default { x: [undefined, -0] };";
+    for (const options of [JS, { ...JS, report: () => {} }]) {
+      const [here, there] = await Promise.all([inThread(source, options), runCode(source, options)]);
+      expect(there.fuelUsed).toBe(here.fuelUsed);
+    }
+  });
+
   it("a run over its memory limit settles with memory and the worker's next run is fine", async () => {
     const r = await runCode("const keep = [];\nwhile (true) keep.push(new Uint8Array(1024 * 1024));", {
       memoryLimitBytes: 16 * 1024 * 1024,
@@ -325,7 +334,7 @@ export default out;`;
       new TypeError("createSandbox: interrupted cannot cross to a worker thread; pass threads: false to use it"),
     );
     expect(() => createSandbox({ threads: "yes" as never })).toThrow(
-      new TypeError("createSandbox: threads must be a boolean"),
+      new TypeError('createSandbox: threads must be true, false or "auto"'),
     );
   });
 

@@ -1,0 +1,20 @@
+/**
+ * The first run of a thread's pool with a restorable instance readied for it: the pool gives its first run an instance
+ * booted for that run alone (the engine's code is cold then, and recording the image takes a third longer), so the
+ * second run of a fresh process booted again; a run on the caller's thread or on a worker readies one first instead,
+ * and the next run restores it.
+ * @module
+ */
+import type { RunContext } from "../../src/core/runner-port.js";
+
+/**
+ * Readies a restorable instance in `context`'s pool for runs of `memoryLimitBytes` when it has none idle. A wasm
+ * that fails to load is the run's to report.
+ */
+export async function readyInstance(context: RunContext, memoryLimitBytes: number): Promise<void> {
+  const { pool, boot, restore } = context;
+  try {
+    const module = await context.wasm();
+    if (restore && !pool.hasIdle(module, memoryLimitBytes, boot)) await pool.prepare(module, memoryLimitBytes, boot);
+  } catch {}
+}
