@@ -61,7 +61,6 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   const promiseThen = Promise.prototype.then;
   const iteratorSymbol = Symbol.iterator;
   // The Web APIs installed before this one.
-  const URLCtor = G.URL as new (url: string) => { href: string; origin: string; username: string; password: string };
   const URLSearchParamsCtor = G.URLSearchParams as new () => object;
   const AbortControllerCtor = G.AbortController as new () => { signal: AbortSignal; abort(reason?: unknown): void };
   const AbortSignalCtor = G.AbortSignal as new () => AbortSignal;
@@ -403,7 +402,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     const text = usv(input);
     if (!ABSOLUTE.test(text))
       fail(`Failed to parse URL from ${text}: the sandbox has no base URL, use an absolute URL`);
-    return new URLCtor(text);
+    return kit.parseUrl(text);
   };
 
   // Request.
@@ -417,22 +416,31 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
       fail(`Request: the method ${upper} is not allowed`);
     return METHOD_NAMES.includes(upper) ? upper : method;
   };
-  /** A request's own signal, which follows `given` (an `AbortSignal`, or none). */
-  const signalOf = (given: unknown): AbortSignal => {
-    const controller = new AbortControllerCtor();
-    if (given === undefined || given === null) return controller.signal;
+  /**
+   * A request's own signal, which follows `given` (an `AbortSignal`); `null` for none, a signal that never aborts,
+   * made only when the request's `signal` is read.
+   */
+  const signalOf = (given: unknown): AbortSignal | null => {
+    if (given === undefined || given === null) return null;
     if (!(given instanceof AbortSignalCtor)) fail("Request: signal must be an AbortSignal");
+    const controller = new AbortControllerCtor();
     addAbortAlgorithm(given as AbortSignal, () => controller.abort((given as AbortSignal).reason));
     return controller.signal;
   };
 
-  let requestParts: (request: Request) => { url: string; method: string; redirect: string; headers: Headers };
+  let requestParts: (request: Request) => {
+    url: string;
+    method: string;
+    redirect: string;
+    headers: Headers;
+    signal: AbortSignal | null;
+  };
   class Request {
     #url: string;
     #method = "GET";
     #headers: Headers;
     #redirect = "follow";
-    #signal: AbortSignal;
+    #signal: AbortSignal | null;
 
     constructor(input: unknown, init?: unknown) {
       const options = dictionary(init, "Request");
@@ -448,8 +456,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         inherited = bodyOf(source).bytes;
       } else {
         const url = parseUrl(input);
-        if (url.username !== "" || url.password !== "")
-          fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
+        if (url.credentials) fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
         this.#url = url.href;
         this.#headers = new Headers();
       }
@@ -491,6 +498,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     }
 
     get signal(): AbortSignal {
+      this.#signal ??= new AbortControllerCtor().signal;
       return this.#signal;
     }
 
@@ -507,6 +515,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         method: request.#method,
         redirect: request.#redirect,
         headers: request.#headers,
+        signal: request.#signal,
       });
     }
   }
@@ -652,7 +661,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
   // fetch, when the sandbox has a fetch setting: the request crosses to the host as a record; the answer becomes a
   // Response.
   kit.installFetch = () => {
-    let marshal: { encode(value: unknown, mode: number): [string, unknown[]] } | undefined;
+    let marshal: { encode(value: unknown, mode: number, plainLevels?: number): [string, unknown[]] } | undefined;
     let requests = 0;
     const EMPTY: unknown[] = [];
     /** Settles with `pending`, or rejects with the signal's reason once it aborts (and the host aborts the request). */
@@ -679,9 +688,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     const fetch = {
       async fetch(input: unknown, init: unknown = undefined): Promise<Response> {
         const request = new Request(input, init);
-        const { url, method, redirect, headers } = requestParts(request);
-        const { signal } = request;
-        if (signal.aborted) throw signal.reason;
+        const { url, method, redirect, headers, signal } = requestParts(request);
+        if (signal?.aborted) throw signal.reason;
         const body = bodyOf(request);
         const bytes = body.bytes;
         // Fetching a request spends its body.
@@ -695,9 +703,11 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         };
         marshal ??= hostCall(OP_MARSHAL, 0, "", EMPTY) as NonNullable<typeof marshal>;
         const id = ++requests;
-        const encoded = marshal.encode(record, MODE_CLONE);
+        // Without a body the record is plain data three levels deep (it, its headers, each pair), all made here: the
+        // encoder writes it with the engine's JSON.stringify at once rather than walking it.
+        const encoded = bytes === null ? marshal.encode(record, MODE_CLONE, 3) : marshal.encode(record, MODE_CLONE);
         const pending = hostCall(OP_FETCH, id, encoded[0], encoded[1]) as Promise<unknown>;
-        return responseOf((await abortable(pending, signal, id)) as ResponseRecord);
+        return responseOf((await (signal === null ? pending : abortable(pending, signal, id))) as ResponseRecord);
       },
     }.fetch;
     install("fetch", fetch);

@@ -51,6 +51,11 @@ export interface WebKit {
   multipart(value: unknown): { bytes: Uint8Array; type: string } | undefined;
   /** A body of `contentType` as a FormData (Fetch's `formData()`); a `TypeError` when it is not a form. */
   parseForm(bytes: Uint8Array, contentType: string): object;
+  /**
+   * `text` parsed as `new URL(text)` parses it (guest/web-url.ts), without making the object: its href, its origin and
+   * whether it has credentials; what is not a URL throws the constructor's `TypeError`.
+   */
+  parseUrl(text: string): { href: string; origin: string; credentials: boolean };
   /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
   installFetch(): void;
   /**

@@ -281,6 +281,18 @@ export function fetchSuite(options: ConformanceOptions): void {
       ]);
     });
 
+    it("has one signal, which never aborts without one given and follows the one given or its input's", async () => {
+      const source = `const none = new Request("https://x.org/");
+        const controller = new AbortController();
+        const given = new Request("https://x.org/", { signal: controller.signal });
+        const copy = new Request(given);
+        const copyOfNone = new Request(none);
+        const before = [none.signal === none.signal, none.signal.aborted, given.signal === controller.signal, copy.signal.aborted];
+        controller.abort("why");
+        export default [before, given.signal.reason, copy.signal.reason, copyOfNone.signal.aborted, none.signal.aborted];`;
+      expect(await ok(webApis, source)).toEqual([[true, false, false, false], "why", "why", false, false]);
+    });
+
     it("refuses a body on GET and HEAD, relative URLs and unknown redirect modes", async () => {
       const source = `const refused = [];
         for (const make of [

@@ -297,6 +297,65 @@ const SETTERS: [string, string, string, string][] = [
   ["http://example.net", "href", "sc:x", "sc:x"],
 ];
 
+/**
+ * Parts of absolute URLs for {@link SIMPLE_OR_NOT}, each as `[plain, near misses]`: the forms that the parser takes in
+ * one match, and those next to them that must go through its state machine (case, numbers as hosts, labels to map,
+ * dot segments, ports out of range or with zeros, characters of each percent-encode set, delimiters).
+ */
+const URL_PARTS: [string[], string[]][] = [
+  [
+    ["http", "https", "ws", "wss", "ftp"],
+    ["HTTP", "hTtPs", "file", "sc", "http+x", "h"],
+  ],
+  [["://"], [":/", ":\\\\", ":", ":///"]],
+  [
+    [
+      ...["example.com", "a_b.c-d", "a", "localhost", "127.0.0.1", "255.255.255.255", "0.0.0.0", "a.b1", "1.a"],
+      ...["a.0xg", "1e5"],
+    ],
+    [
+      ...["EXAMPLE.Com", "xn--mnchen-3ya.de", "a.XN--x", "a.xn--x", "a..b", "a.", ".a", "1.2.3.256", "1.2.3"],
+      ...["01.2.3.4", "0x7f.1", "0x", "a.1", "a.0x1", "a.09", "[::1]", "u@h", "u:p@h", "h%41", "exa mple"],
+      ...["", "é.com", "a\tb", "1.2.3.4."],
+    ],
+  ],
+  [
+    ["", ":80", ":443", ":21", ":0", ":00080", ":8080", ":65535"],
+    [":", ":65536", ":99999999999", ":8a", ": 1"],
+  ],
+  [
+    ["", "/", "/a/b", "/a/b/", "//", "/a/...", "/.a", "/a..", "/%zz", "/a;b=c@d:e,f+g$h&i(j)*!~", "/a|b[c]'_%2e1"],
+    ["/a/./b", "/a/../b", "/.", "/..", "/%2e/", "/%2E%2e", "/.%2E", "/a b", "/a^b", "/a\\b", "/é", "/{x}", "/`", '/"'],
+  ],
+  [
+    ["", "?", "?a=1&b=2", "??", "?`{}^\\|", "?%41", "?/.."],
+    ["?'", '?"', "?a b", "?é", "?<x>", "?a\tb"],
+  ],
+  [
+    ["", "#", "#x", "##", "#{}^'", "#?", "#/./"],
+    ["#a`b", "#a b", "#é", "#<x>", '#"'],
+  ],
+];
+
+/**
+ * 600 absolute URLs made of {@link URL_PARTS} by a fixed sequence (MINSTD's), so that each
+ * host checks the same ones: every part plain, or all but one, which is a near miss.
+ */
+const SIMPLE_OR_NOT = (() => {
+  let seed = 1;
+  const next = (n: number) => {
+    seed = (seed * 48_271) % 2_147_483_647;
+    return seed % n;
+  };
+  return Array.from({ length: 600 }, () => {
+    const missed = next(URL_PARTS.length * 2);
+    return URL_PARTS.map(([plain, near], part) => {
+      const list = part === missed ? near : plain;
+      return list[next(list.length)];
+    }).join("");
+  });
+})();
+
 const PARSE = `export default cases.map(([input, base]) => {
   try {
     return [input, (base === null ? new URL(input) : new URL(input, base)).href];
@@ -321,6 +380,29 @@ export function webUrlSuite(runCode: RunCode): void {
       })`;
       const result = await ok(runCode, source, { ...js, globals: { cases: COMPONENTS } });
       expect(result).toEqual(COMPONENTS.map(([input, , components]) => [input, components]));
+    });
+
+    it("reads an absolute URL whose parts are already as the parser writes them as its state machine does", async () => {
+      const inputs = [...SIMPLE_OR_NOT, ...PARSING.filter(([, base]) => base === null).map(([input]) => input)];
+      // A base of another scheme leaves an absolute URL as it is, but takes it through the state machine every time.
+      const source = `const parts = (u) => u === null ? null : [u.href, u.host, u.port, u.pathname, u.search, u.hash];
+      export default inputs.map((input) => {
+        const alone = parts(URL.parse(input));
+        const based = parts(URL.parse(input, "sc://base/"));
+        return JSON.stringify(alone) === JSON.stringify(based) ? null : [input, alone, based];
+      }).filter((differs) => differs !== null)`;
+      expect(await ok(runCode, source, { ...js, globals: { inputs } })).toEqual([]);
+    });
+
+    it("costs a plain URL a few thousand units of fuel, not a step of the state machine per character", async () => {
+      const source = (count: number) =>
+        `for (let i = 0; i < ${count}; i++) new URL("http://127.0.0.1:8080/api/items?page=2#top");\nexport default 0;`;
+      const once = await runCode(source(1), js);
+      const more = await runCode(source(11), js);
+      expect([once.status, more.status]).toEqual(["success", "success"]);
+      const perUrl = ((more.fuelUsed as number) - (once.fuelUsed as number)) / 10;
+      expect(perUrl).toBeGreaterThan(0);
+      expect(perUrl).toBeLessThan(6_000);
     });
 
     it("sets each component as the URL standard does, leaving the URL as it was where a setter fails", async () => {
