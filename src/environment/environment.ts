@@ -28,6 +28,7 @@
 
 import { compiledModule } from "../core/engine.js";
 import { FUEL_PER_MS, safetyCapStopOf } from "../core/limits.js";
+import { resolveOptions } from "../core/options.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
   CodeExecution,
@@ -66,6 +67,20 @@ import type {
 
 /** Timeout of an execution whose `options` are undefined. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * Checks a process's `modules` as `runCode` checks its own (relative specifiers such as `./util.js` to source
+ * strings, in the same words) and that none takes the name of a module the environment gives the process's graph
+ * (its code's, the runtime's, the entry's); throws a `TypeError` naming the first that is wrong.
+ */
+export function checkProcessModules(modules: unknown): asserts modules is Record<string, string> {
+  resolveOptions("", { modules: modules as Record<string, string>, filename: ENTRY_FILENAME }, 1);
+  for (const own of [PROCESS_MODULE, RUNTIME_MODULE]) {
+    if (Object.hasOwn(modules as object, own)) {
+      throw new TypeError(`modules['${own}'] is the name the environment gives the process's own graph: rename it`);
+    }
+  }
+}
+
 /** Executions running at once; more wait in `queued`. */
 export const DEFAULT_CONCURRENCY = 4;
 /** Longest service or tool id forwarded to `bindings.invokeTool`. */
@@ -147,6 +162,8 @@ type Phase = "queued" | "running" | "done";
 interface Job {
   eid: number;
   code: string;
+  /** The modules its code may import by relative specifier. */
+  modules: Readonly<Record<string, string>>;
   timeoutMs: number;
   tenant: string | undefined;
   phase: Phase;
@@ -159,7 +176,7 @@ interface Job {
   console: WorkBudget;
   /** What output patches and tool parameters may still take. */
   data: WorkBudget;
-  /** What its code may import: the services discovered as it started, and the packages. */
+  /** What its code may import: its modules, the services discovered as it started, and the packages. */
   importable: readonly string[];
   /** The stop's message when a limit other than `timeoutMs` fired. */
   limit: string | undefined;
@@ -262,9 +279,14 @@ class QuickJSEnvironment implements EnvironmentModule {
     const bindings = this.#bindings;
     if (bindings === undefined) return Promise.reject(new Error("The environment is not set up: call setup() first"));
     if (this.#tornDown) return Promise.reject(new Error("The environment is torn down"));
-    const { eid, code, tenant } = input;
+    const { eid, code, tenant, modules = {} } = input;
     if (!Number.isSafeInteger(eid)) return Promise.reject(new TypeError("execute: eid must be an integer"));
     if (typeof code !== "string") return Promise.reject(new TypeError("execute: code must be a string"));
+    try {
+      checkProcessModules(modules);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (tenant !== undefined && typeof tenant !== "string") {
       return Promise.reject(new TypeError("execute: tenant must be a string"));
     }
@@ -282,6 +304,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     const job: Job = {
       eid,
       code,
+      modules: { ...modules },
       timeoutMs,
       tenant,
       phase: "queued",
@@ -421,7 +444,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid } = job;
-    job.importable = [...Object.keys(services ?? {}), ...this.#packages];
+    job.importable = [...Object.keys(job.modules), ...Object.keys(services ?? {}), ...this.#packages];
     this.#sandbox ??= this.#createSandbox({
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
@@ -460,7 +483,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     job.run = this.#sandbox.runCode(ENTRY_SOURCE, {
       filename: ENTRY_FILENAME,
       timeoutMs: job.timeoutMs,
-      modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
+      modules: { ...job.modules, [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
       imports: toolModules(services, (serviceId, toolId, parameters) =>
         this.#invoke(job, bindings, serviceId, toolId, parameters ?? {}, `${toolId}(parameters) from "${serviceId}"`),
       ),

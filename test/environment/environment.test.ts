@@ -218,8 +218,31 @@ try { await get([1]); } catch (e) { console.log((e as Error).message); }`;
     ]);
     expect(await env.execute({ eid: 5, code: 'import { get } from "kv";\nimport { del } from "db";' })).toBe("failed");
     expect(b.errors(5)).toEqual([
-      "LinkError: Cannot import 'db': process code imports only the host's tools and packages: kv (at line 2, column 21)",
+      "LinkError: Cannot import 'db': process code imports only its modules and the host's tools and packages: kv (at line 2, column 21)",
     ]);
+  });
+
+  test("code imports its modules by relative specifier, as /run's; a missing one is named with them; bad ones are refused", async () => {
+    const b = recorder(async (input) => ({ echoed: input.parameters, at: input.toolId }), KV);
+    const env = await environment(b);
+    const modules = { "./util.js": 'import { get } from "kv";\nexport const read = (key) => get({ key });' };
+    const code = 'import { read } from "./util.js";\nconsole.log(await read("a"));';
+    expect(await env.execute({ eid: 1, code, modules })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("{ echoed: { key: 'a' }, at: 'get' }\n");
+    expect(await env.execute({ eid: 2, code: 'import { x } from "./missing.js";', modules })).toBe("failed");
+    expect(b.errors(2)).toEqual([
+      "LinkError: Cannot import './missing.js': process code imports only its modules and the host's tools and packages: ./util.js, kv (at line 1, column 19)",
+    ]);
+    await expect(env.execute({ eid: 3, code, modules: { "util.js": "" } })).rejects.toThrow(
+      "runCode: options.modules key 'util.js' must be a relative specifier such as './helpers.js'",
+    );
+    await expect(env.execute({ eid: 3, code, modules: { "./__runtime__.js": "" } })).rejects.toThrow(
+      "modules['./__runtime__.js'] is the name the environment gives the process's own graph: rename it",
+    );
+    await expect(env.execute({ eid: 3, code, modules: { "./__entry__.js": "" } })).rejects.toThrow(
+      "runCode: options.modules['./__entry__.js'] collides with options.filename",
+    );
+    expect(b.states(3)).toEqual([]);
   });
 
   test("a tool import's rejection fails the process with the tool's error, without a position (the host made it)", async () => {
@@ -300,7 +323,7 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     expect(b.text(1, "stdout")).toBe("42\n");
     expect(await env.execute({ eid: 2, code: 'import fs from "fs";' })).toBe("failed");
     expect(b.errors(2)).toEqual([
-      "LinkError: Cannot import 'fs': process code imports only the host's tools and packages: tiny-pkg (at line 1, column 16)",
+      "LinkError: Cannot import 'fs': process code imports only its modules and the host's tools and packages: tiny-pkg (at line 1, column 16)",
     ]);
     expect(await env.generateDocs()).toContain(
       "; the host's npm packages are imported by name (`tiny-pkg`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",

@@ -72,10 +72,10 @@ describe("POST /run", () => {
     ) as { status: string; error: { message: string } };
     expect(stopped.status).toBe("terminated");
     expect(stopped.error.message).toMatch(ONE_STOP_AT_300_MS);
-    const refused = await post("/run", { source: "export default 1", timeoutMs: 60_001 });
+    const refused = await post("/run", { source: "export default 1", timeoutMs: 600_001 });
     expect([refused.status, await refused.json()]).toEqual([
       400,
-      { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 60000" } },
+      { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 600000" } },
     ]);
   });
 
@@ -270,11 +270,41 @@ describe("processes on Durable Objects", () => {
     expect(listed.processes).toHaveLength(200);
   }, 120_000);
 
+  it("imports its modules (./util.js) as /run does, in its own object, again when it runs again", async () => {
+    const modules = {
+      "./util.js":
+        'import { set, get } from "kv";\nexport const bump = async () => { await set({ key: "m", value: 1 }); return (await get({ key: "m" })).value; };',
+    };
+    const code = 'import { bump } from "./util.js";\nconsole.log(await bump());';
+    const pid = await create(code, { modules });
+    expect(await settled(pid)).toMatchObject({ exitState: "success", stdout: "1\n", code, modules });
+    expect((await post(`/processes/${pid}/signals/run`, "")).status).toBe(202);
+    for (let i = 0; i < 200 && (await settled(pid)).runs !== 2; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(await settled(pid)).toMatchObject({ exitState: "success", stdout: "1\n", runs: 2 });
+  });
+
   it("refuses a bad creation without spending a record", async () => {
     const before = ((await (await api(`/processes?limit=500`)).json()) as { processes: unknown[] }).processes.length;
     expect((await post("/processes", { code: 5 })).status).toBe(400);
     expect((await post("/processes", "{")).status).toBe(400);
     expect((await post("/processes", { code: "x".repeat(100 * 1024 + 1) })).status).toBe(413);
+    expect(await (await post("/processes", { code: "1", modules: { util: "1" } })).json()).toEqual({
+      error: {
+        code: "invalid_request",
+        message: "runCode: options.modules key 'util' must be a relative specifier such as './helpers.js'",
+      },
+    });
+    expect(await (await post("/processes", { code: "1", modules: { "./a.js": 1 } })).json()).toEqual({
+      error: {
+        code: "invalid_request",
+        message: "runCode: options.modules['./a.js'] must be a source string, got number",
+      },
+    });
+    const large = { "./a.js": "x".repeat(100 * 1024) };
+    expect((await post("/processes", { code: "1", modules: large })).status).toBe(413);
+    expect(await (await post("/processes", { code: "1", timeoutMs: 600_001 })).json()).toEqual({
+      error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 600000" },
+    });
     const after = ((await (await api(`/processes?limit=500`)).json()) as { processes: unknown[] }).processes.length;
     expect(after).toBe(before);
   });

@@ -21,13 +21,7 @@ import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
 import type { CpuShares } from "../admission/cpu-budget.js";
 import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
-import {
-  codeTooLarge,
-  DEFAULT_RUN_TIMEOUT_MS,
-  MAX_RUN_MEMORY_BYTES,
-  MAX_RUN_TIMEOUT_MS,
-  timeoutWithin,
-} from "../limits.js";
+import { MAX_RUN_MEMORY_BYTES, sourcesTooLarge, timeoutWithin } from "../limits.js";
 
 /** The options of `runCode` a client may send: data only (no `imports`, `report` or `onLog`). */
 const OPTION_KEYS = ["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"];
@@ -147,16 +141,12 @@ function decode(request: RunOnceRequest, defaultMemoryLimitBytes: number) {
   }
   const decoded = { ...options } as Record<string, unknown>;
   const { modules, memoryLimitBytes } = decoded;
-  const sources = typeof modules === "object" && modules !== null ? Object.values(modules) : [];
-  const tooLarge = codeTooLarge("The code (its source and modules together)", [
-    source,
-    ...sources.filter((s) => typeof s === "string"),
-  ]);
+  const tooLarge = sourcesTooLarge(source, modules);
   if (tooLarge !== undefined) throw tooLarge;
   if (typeof memoryLimitBytes === "number" && memoryLimitBytes > MAX_RUN_MEMORY_BYTES) {
     throw invalid(`'memoryLimitBytes' may be at most ${MAX_RUN_MEMORY_BYTES} here`);
   }
-  const timeoutMs = timeoutWithin(request.timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+  const timeoutMs = timeoutWithin(request.timeoutMs);
   try {
     // Arguments and globals may use the wire encoding for values JSON cannot carry (bigint, Map, Date, ...).
     if (decoded.globals !== undefined) decoded.globals = fromWire(decoded.globals as JsonValue);
