@@ -27,7 +27,7 @@
  */
 
 import { compiledModule } from "../core/engine.js";
-import { FUEL_PER_MS, safetyCapStopOf } from "../core/limits.js";
+import { safetyCapStopOf, safetyCapStopWords } from "../core/limits.js";
 import { resolveOptions } from "../core/options.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
@@ -123,6 +123,11 @@ export interface EnvironmentOptions {
    * dev server. It counts only where clocks run during synchronous work, as every CPU-time cap does.
    */
   maxCpuMs?: number;
+  /**
+   * The name of the host's setting `maxCpuMs` comes from, which a stop by it names: `Timeout: the process was stopped
+   * by the host's CPU cap per run (RUN_CPU_MS = 2000 ms) before its timeoutMs (60000 ms)`. Default `"maxCpuMs"`.
+   */
+  maxCpuMsSetting?: string;
   /** Heap cap of each execution. Default the core's `DEFAULT_MEMORY_LIMIT_BYTES` (64 MiB). */
   memoryLimitBytes?: number;
   /** Executions running at once. Default {@link DEFAULT_CONCURRENCY}. */
@@ -210,6 +215,8 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #budgets: Readonly<EnvironmentBudgets>;
   readonly #defaultTimeoutMs: number;
   readonly #maxCpuMs: number;
+  /** The name its stops give `maxCpuMs`. */
+  readonly #maxCpuMsSetting: string;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
   readonly #webApis: boolean;
@@ -247,6 +254,9 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#defaultTimeoutMs = positive("defaultTimeoutMs", options.defaultTimeoutMs, DEFAULT_TIMEOUT_MS);
     this.#maxCpuMs =
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
+    const { maxCpuMsSetting = "maxCpuMs" } = options;
+    if (typeof maxCpuMsSetting !== "string") throw new TypeError("maxCpuMsSetting must be a string");
+    this.#maxCpuMsSetting = maxCpuMsSetting;
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
     this.#fetch = options.fetch;
@@ -553,16 +563,17 @@ class QuickJSEnvironment implements EnvironmentModule {
     return "failed";
   }
 
-  /** What a run's safety cap stopped it at, when that is not its `timeoutMs` (the host's CPU cap, its fuel). */
+  /**
+   * What a run's safety cap stopped it at, when that is not its `timeoutMs`'s own clock: the host's CPU cap, or its
+   * fuel cap (`timeoutMs` at `FUEL_PER_MS`: the run's stop where clocks stand still), in `safetyCapStopWords`' words.
+   */
   #limitStop(job: Job, error: CodeExecutionError | undefined): string | undefined {
     const stop = safetyCapStopOf(error);
-    if (stop?.limit === "fuel") {
-      return `Timeout: the process spent its fuel cap (${stop.value} units, its timeoutMs of ${job.timeoutMs} ms at ${FUEL_PER_MS} units per ms) and was stopped`;
-    }
-    if (stop?.limit === "cpuTimeMs" && stop.value < job.timeoutMs) {
-      return `Timeout: the process spent the host's CPU cap (${stop.value} ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (${job.timeoutMs} ms) and was stopped`;
-    }
-    return undefined;
+    if (stop === undefined || (stop.limit === "cpuTimeMs" && stop.value >= job.timeoutMs)) return undefined;
+    const words = safetyCapStopWords(stop, job.timeoutMs, { cpuTimeMs: this.#maxCpuMsSetting, fuel: "fuel" });
+    return stop.limit === "cpuTimeMs"
+      ? `Timeout: the process was stopped by ${words} before its timeoutMs (${job.timeoutMs} ms)`
+      : `Timeout: the process was stopped by ${words}`;
   }
 
   #finish(job: Job, exit: ExecutionExitState): void {

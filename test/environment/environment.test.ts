@@ -357,7 +357,7 @@ describe("timeouts", () => {
     );
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent its fuel cap (200000000 units, its timeoutMs of 200 ms at 1000000 units per ms) and was stopped",
+      "Timeout: the process was stopped by its fuel cap (200000000 units: its timeoutMs of 200 ms at 1000000 units per ms)",
     ]);
   });
 
@@ -369,7 +369,7 @@ describe("timeouts", () => {
     expect(await env.execute({ eid: 1, code, options: { timeoutMs: 300 } })).toBe("timeout");
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent its fuel cap (300000000 units, its timeoutMs of 300 ms at 1000000 units per ms) and was stopped",
+      "Timeout: the process was stopped by its fuel cap (300000000 units: its timeoutMs of 300 ms at 1000000 units per ms)",
     ]);
   });
 
@@ -389,9 +389,22 @@ describe("timeouts", () => {
     // A bound that only catches a run held to its timeoutMs.
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
+      "Timeout: the process was stopped by the host's CPU cap per run (maxCpuMs = 200 ms) before its timeoutMs (60000 ms)",
     ]);
     await expect(environment(recorder(), { maxCpuMs: 0 })).rejects.toThrow("maxCpuMs must be a positive number");
+  });
+
+  test("a stop by maxCpuMs names the host's setting it came from, exactly, with a clock that moves a millisecond a read", async () => {
+    const b = recorder();
+    let now = 0;
+    const env = await environment(b, { maxCpuMs: 20, maxCpuMsSetting: "RUN_CPU_MS", clock: () => now++ });
+    expect(await env.execute({ eid: 1, code: "while (true) {}", options: { timeoutMs: 60_000 } })).toBe("timeout");
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process was stopped by the host's CPU cap per run (RUN_CPU_MS = 20 ms) before its timeoutMs (60000 ms)",
+    ]);
+    await expect(environment(recorder(), { maxCpuMsSetting: 1 as never })).rejects.toThrow(
+      "maxCpuMsSetting must be a string",
+    );
   });
 
   test("undefined options fall back to the environment's default timeout", async () => {

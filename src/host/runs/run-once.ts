@@ -7,6 +7,7 @@
  * encoding and within the same length.
  * @module
  */
+import { type SafetyCapNames, safetyCapStopOf, safetyCapStopWords } from "../../core/limits.js";
 import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type {
   CodeExecution,
@@ -69,6 +70,25 @@ export interface RunOnceOptions {
   admission?: RunAdmission;
   /** The tenants' shares of CPU each run's fuel cap is reserved from (cpu-budget.ts). Default: no shares. */
   cpu?: CpuShares;
+  /**
+   * The settings behind `runCode`'s safety cap, which a run's stop by it names (`RUN_CAP_NAMES` on runcode serve and
+   * the edge). Default {@link SANDBOX_CAP_NAMES}.
+   */
+  capNames?: SafetyCapNames;
+}
+
+/** The safety cap's parts by the sandbox option that sets them, for a host that gives them no settings of its own. */
+const SANDBOX_CAP_NAMES: SafetyCapNames = Object.freeze({ cpuTimeMs: "safetyCap.cpuTimeMs", fuel: "safetyCap.fuel" });
+
+/**
+ * `result`, a stop by its safety cap worded to name the limit that fired and its value (`safetyCapStopWords`):
+ * `Execution stopped by the host's CPU cap per run (RUN_CPU_MS = 2000 ms)`.
+ */
+function namingItsStop(result: CodeExecutionResult, timeoutMs: number, names: SafetyCapNames): CodeExecutionResult {
+  const stop = safetyCapStopOf(result.error);
+  if (stop === undefined || result.error === undefined) return result;
+  const message = `Execution stopped by ${safetyCapStopWords(stop, timeoutMs, names)}`;
+  return { ...result, error: { ...result.error, message } };
 }
 
 /** Runs one request to its answer; throws a `HostError`, having run nothing, when the request is refused. */
@@ -85,7 +105,7 @@ export interface RunOnce {
 }
 
 export function createRunOnce(options: RunOnceOptions): RunOnce {
-  const { runCode, defaultMemoryLimitBytes, tools, admission, cpu } = options;
+  const { runCode, defaultMemoryLimitBytes, tools, admission, cpu, capNames = SANDBOX_CAP_NAMES } = options;
   const start = async (request: RunOnceRequest, caller: RunCaller = {}) => {
     const { tenant = ANONYMOUS_TENANT, signal = new AbortController().signal, onEvent } = caller;
     const { source, runOptions, memory, timeoutMs } = decode(request, defaultMemoryLimitBytes);
@@ -117,7 +137,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
       release();
       // A run stopped from outside its thread (where clocks run) tells no fuel: it is charged the time it took.
       await settle(result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS));
-      return { result, maxLength: memory };
+      return { result: namingItsStop(result, timeoutMs, capNames), maxLength: memory };
     });
     return { answer };
   };
