@@ -326,7 +326,7 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
       "LinkError: Cannot import 'fs': process code imports only its modules and the host's tools and packages: tiny-pkg (at line 1, column 16)",
     ]);
     expect(await env.generateDocs()).toContain(
-      "; the host's npm packages are imported by name (`tiny-pkg`); the process's own modules, when it was created with some, by their relative names (`import { f } from "./util.js"`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
+      "; the host's npm packages are imported by name (`tiny-pkg`); the process's own modules, when it was created with some, by their relative names (`import { f } from \"./util.js\"`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
     );
   });
 
@@ -507,10 +507,9 @@ describe("docs", () => {
       "default 12345 ms",
       "At most 3 processes",
       "64 MiB",
-      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes; the process's own modules, when it was created with some, by their relative names (`import { f } from "./util.js"`). Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
-    ]) {
+      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes; the process\'s own modules, when it was created with some, by their relative names (`import { f } from "./util.js"`). Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
+    ])
       expect(docs).toContain(text);
-    }
     expect(docs).not.toContain("**CPU**");
     expect(await (await environment(recorder(), { maxCpuMs: 200 })).generateDocs()).toContain(
       "- **CPU**: at most 200 ms of synchronous work (time awaiting tools, timers or `fetch` does not count) per run, whatever its `timeoutMs`; past it the process exits with `timeout`, its error naming the host's CPU cap.",
