@@ -66,7 +66,13 @@ export class ObjectProcessStore implements ProcessStore {
 
   /** The object holds one record: SQLite hands over the one field, cut here in UTF-16 units as a live read is. */
   async read(pid: number, field: LargeField, at: number, size: number): Promise<TextChunk | undefined> {
-    const path = field === "output" ? "json(json_extract(record, '$.output'))" : `json_extract(record, '$.${field}')`;
+    // The output and the modules are JSON text; a record without modules has none ('').
+    const path =
+      field === "output"
+        ? "json(json_extract(record, '$.output'))"
+        : field === "modules"
+          ? "coalesce(json(json_extract(record, '$.modules')), '')"
+          : `json_extract(record, '$.${field}')`;
     const row = this.#sql.exec<{ text: string }>(`SELECT ${path} AS text FROM process WHERE pid = ?`, pid).toArray()[0];
     return row === undefined ? undefined : chunkOf(row.text, at, size);
   }

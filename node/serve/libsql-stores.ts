@@ -52,7 +52,7 @@ const PROCESSES_TABLE = `CREATE TABLE IF NOT EXISTS processes (
     pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL,
     sizes TEXT NOT NULL DEFAULT '[0,0,0,0]', bytes INTEGER NOT NULL DEFAULT 0,
     code TEXT NOT NULL DEFAULT '', stdout TEXT NOT NULL DEFAULT '', stderr TEXT NOT NULL DEFAULT '',
-    output TEXT NOT NULL DEFAULT '{}'
+    output TEXT NOT NULL DEFAULT '{}', modules TEXT NOT NULL DEFAULT ''
   )`;
 
 const USAGE = `
@@ -102,6 +102,9 @@ const SPLIT_RECORDS = [
   "INSERT INTO process_usage (tenant, bytes) SELECT tenant, sum(bytes) FROM processes GROUP BY tenant",
 ];
 
+/** A database made before processes had modules gets their column, empty: none of its processes has any. */
+const ADD_MODULES = "ALTER TABLE processes ADD COLUMN modules TEXT NOT NULL DEFAULT ''";
+
 /**
  * The database at `url` (`file:runcode.db`, `libsql://...`), with runcode's tables. A file is switched to
  * write-ahead logging, whose commits are as durable as the default journal's (SQLite's `synchronous` stays `FULL`:
@@ -114,6 +117,7 @@ export async function openDatabase(url: string, authToken?: string): Promise<Cli
     if (url.startsWith("file:")) await db.execute("PRAGMA journal_mode = WAL");
     const { rows } = await db.execute("SELECT name FROM pragma_table_info('processes')");
     const columns = rows.map((found) => String(found.name));
+    if (columns.length > 0 && !columns.includes("modules")) await db.execute(ADD_MODULES);
     if (columns.length > 0 && !columns.includes("code")) await db.batch(SPLIT_RECORDS, "write");
     await db.executeMultiple(SCHEMA);
   } catch (error) {
@@ -156,7 +160,8 @@ function columnsOf(summary: ProcessSummary, large: Partial<Pick<ProcessRecord, L
     sizes[i] = utf8Length(text);
   }
   set.sizes = JSON.stringify(sizes);
-  set.bytes = sizes.reduce((sum, size) => sum + size, 0);
+  // A row written before processes had modules holds four sizes.
+  set.bytes = sizes.reduce((sum, size) => sum + (size ?? 0), 0);
   return set;
 }
 
@@ -222,6 +227,7 @@ export class LibsqlProcessStore implements ProcessStore {
       stdout: String(found.stdout),
       stderr: String(found.stderr),
       output: JSON.parse(String(found.output)) as Record<string, unknown>,
+      ...(found.modules === "" ? {} : { modules: JSON.parse(String(found.modules)) as Record<string, string> }),
     };
   }
 

@@ -99,6 +99,36 @@ export function safetyCapStopOf(
   return undefined;
 }
 
+/** The setting a host gives each part of its sandboxes' safety cap (`RUN_CPU_MS`, `RUN_FUEL`), which its stops name. */
+export interface SafetyCapNames {
+  cpuTimeMs: string;
+  fuel: string;
+}
+
+/**
+ * The limit that stopped a run by its safety cap (`stop`, read by {@link safetyCapStopOf}) and its value, in words:
+ * the run's `timeoutMs` when the cap was lowered to it ({@link safetyCapWithin}), else the host's cap per run by the
+ * name of its setting in `names`: `its timeoutMs (300 ms)`, `its fuel cap (300000000 units: its timeoutMs of 300 ms
+ * at 1000000 units per ms)`, `the host's CPU cap per run (RUN_CPU_MS = 2000 ms)`, `the host's fuel cap per run
+ * (RUN_FUEL = 2500000000 units)`. The one wording of these stops, wherever a host words one.
+ */
+export function safetyCapStopWords(
+  stop: { limit: keyof SafetyCap; value: number },
+  timeoutMs: number | undefined,
+  names: SafetyCapNames,
+): string {
+  const { limit, value } = stop;
+  const lowered = timeoutMs !== undefined && value >= (limit === "fuel" ? timeoutMs * FUEL_PER_MS : timeoutMs);
+  if (limit === "cpuTimeMs") {
+    return lowered
+      ? `its timeoutMs (${timeoutMs} ms)`
+      : `the host's CPU cap per run (${names.cpuTimeMs} = ${value} ms)`;
+  }
+  return lowered
+    ? `its fuel cap (${value} units: its timeoutMs of ${timeoutMs} ms at ${FUEL_PER_MS} units per ms)`
+    : `the host's fuel cap per run (${names.fuel} = ${value} units)`;
+}
+
 /** The hard stop, thrown by the meter through the engine's frames: the instance is dropped after it. */
 class FuelHardStop extends Error {}
 

@@ -35,7 +35,7 @@ const cpuCap = (maxCpuMs: number) =>
 
 /** What process code may import: the host's tools, and its packages. */
 const imports = (packages: readonly string[]) =>
-  `- **Imports**: each service of the host is a module of its tools: \`import { get } from "kv"; await get({ key: "a" })\` is the call \`cyrnel.services.kv.tools.get.invoke({ key: "a" })\` makes${packages.length === 0 ? "" : `; the host's npm packages are imported by name (${packages.map((name) => `\`${name}\``).join(", ")})`}. Nothing else: \`require\` and any other import fail (there is no file system${packages.length === 0 ? ", no npm" : ""}, no Node or browser API).`;
+  `- **Imports**: each service of the host is a module of its tools: \`import { get } from "kv"; await get({ key: "a" })\` is the call \`cyrnel.services.kv.tools.get.invoke({ key: "a" })\` makes${packages.length === 0 ? "" : `; the host's npm packages are imported by name (${packages.map((name) => `\`${name}\``).join(", ")})`}; the process's own modules, when it was created with some, by their relative names (\`import { f } from "./util.js"\`). Nothing else: \`require\` and any other import fail (there is no file system${packages.length === 0 ? ", no npm" : ""}, no Node or browser API).`;
 /** The row of `Intl`. */
 const INTL_ROW =
   '| `Intl` | `NumberFormat`, `DateTimeFormat`, `Collator`, `PluralRules`, `RelativeTimeFormat`, `ListFormat`, `Segmenter`; `toLocaleString`, `localeCompare` and `toLocaleUpperCase` follow the locale; "en-US" and "UTC" where none is named |\n';

@@ -27,7 +27,8 @@
  */
 
 import { compiledModule } from "../core/engine.js";
-import { FUEL_PER_MS, safetyCapStopOf } from "../core/limits.js";
+import { safetyCapStopOf, safetyCapStopWords } from "../core/limits.js";
+import { resolveOptions } from "../core/options.js";
 import { createSandbox, DEFAULT_MEMORY_LIMIT_BYTES } from "../core/sandbox.js";
 import type {
   CodeExecution,
@@ -66,6 +67,20 @@ import type {
 
 /** Timeout of an execution whose `options` are undefined. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * Checks a process's `modules` as `runCode` checks its own (relative specifiers such as `./util.js` to source
+ * strings, in the same words) and that none takes the name of a module the environment gives the process's graph
+ * (its code's, the runtime's, the entry's); throws a `TypeError` naming the first that is wrong.
+ */
+export function checkProcessModules(modules: unknown): asserts modules is Record<string, string> {
+  resolveOptions("", { modules: modules as Record<string, string>, filename: ENTRY_FILENAME }, 1);
+  for (const own of [PROCESS_MODULE, RUNTIME_MODULE]) {
+    if (Object.hasOwn(modules as object, own)) {
+      throw new TypeError(`modules['${own}'] is the name the environment gives the process's own graph: rename it`);
+    }
+  }
+}
+
 /** Executions running at once; more wait in `queued`. */
 export const DEFAULT_CONCURRENCY = 4;
 /** Longest service or tool id forwarded to `bindings.invokeTool`. */
@@ -108,6 +123,11 @@ export interface EnvironmentOptions {
    * dev server. It counts only where clocks run during synchronous work, as every CPU-time cap does.
    */
   maxCpuMs?: number;
+  /**
+   * The name of the host's setting `maxCpuMs` comes from, which a stop by it names: `Timeout: the process was stopped
+   * by the host's CPU cap per run (RUN_CPU_MS = 2000 ms) before its timeoutMs (60000 ms)`. Default `"maxCpuMs"`.
+   */
+  maxCpuMsSetting?: string;
   /** Heap cap of each execution. Default the core's `DEFAULT_MEMORY_LIMIT_BYTES` (64 MiB). */
   memoryLimitBytes?: number;
   /** Executions running at once. Default {@link DEFAULT_CONCURRENCY}. */
@@ -147,6 +167,8 @@ type Phase = "queued" | "running" | "done";
 interface Job {
   eid: number;
   code: string;
+  /** The modules its code may import by relative specifier. */
+  modules: Readonly<Record<string, string>>;
   timeoutMs: number;
   tenant: string | undefined;
   phase: Phase;
@@ -159,7 +181,7 @@ interface Job {
   console: WorkBudget;
   /** What output patches and tool parameters may still take. */
   data: WorkBudget;
-  /** What its code may import: the services discovered as it started, and the packages. */
+  /** What its code may import: its modules, the services discovered as it started, and the packages. */
   importable: readonly string[];
   /** The stop's message when a limit other than `timeoutMs` fired. */
   limit: string | undefined;
@@ -193,6 +215,8 @@ class QuickJSEnvironment implements EnvironmentModule {
   readonly #budgets: Readonly<EnvironmentBudgets>;
   readonly #defaultTimeoutMs: number;
   readonly #maxCpuMs: number;
+  /** The name its stops give `maxCpuMs`. */
+  readonly #maxCpuMsSetting: string;
   readonly #memoryLimitBytes: number;
   readonly #concurrency: number;
   readonly #webApis: boolean;
@@ -230,6 +254,9 @@ class QuickJSEnvironment implements EnvironmentModule {
     this.#defaultTimeoutMs = positive("defaultTimeoutMs", options.defaultTimeoutMs, DEFAULT_TIMEOUT_MS);
     this.#maxCpuMs =
       options.maxCpuMs === undefined ? Number.POSITIVE_INFINITY : positive("maxCpuMs", options.maxCpuMs, 0);
+    const { maxCpuMsSetting = "maxCpuMs" } = options;
+    if (typeof maxCpuMsSetting !== "string") throw new TypeError("maxCpuMsSetting must be a string");
+    this.#maxCpuMsSetting = maxCpuMsSetting;
     this.#memoryLimitBytes = positive("memoryLimitBytes", options.memoryLimitBytes, DEFAULT_MEMORY_LIMIT_BYTES);
     this.#concurrency = Math.floor(positive("concurrency", options.concurrency, DEFAULT_CONCURRENCY));
     this.#fetch = options.fetch;
@@ -262,9 +289,14 @@ class QuickJSEnvironment implements EnvironmentModule {
     const bindings = this.#bindings;
     if (bindings === undefined) return Promise.reject(new Error("The environment is not set up: call setup() first"));
     if (this.#tornDown) return Promise.reject(new Error("The environment is torn down"));
-    const { eid, code, tenant } = input;
+    const { eid, code, tenant, modules = {} } = input;
     if (!Number.isSafeInteger(eid)) return Promise.reject(new TypeError("execute: eid must be an integer"));
     if (typeof code !== "string") return Promise.reject(new TypeError("execute: code must be a string"));
+    try {
+      checkProcessModules(modules);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (tenant !== undefined && typeof tenant !== "string") {
       return Promise.reject(new TypeError("execute: tenant must be a string"));
     }
@@ -282,6 +314,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     const job: Job = {
       eid,
       code,
+      modules: { ...modules },
       timeoutMs,
       tenant,
       phase: "queued",
@@ -421,7 +454,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     wasm: WebAssembly.Module | undefined,
   ): CodeExecution {
     const { eid } = job;
-    job.importable = [...Object.keys(services ?? {}), ...this.#packages];
+    job.importable = [...Object.keys(job.modules), ...Object.keys(services ?? {}), ...this.#packages];
     this.#sandbox ??= this.#createSandbox({
       ...(wasm === undefined ? {} : { wasm }),
       ...(this.#clock === undefined ? {} : { clock: this.#clock }),
@@ -460,7 +493,7 @@ class QuickJSEnvironment implements EnvironmentModule {
     job.run = this.#sandbox.runCode(ENTRY_SOURCE, {
       filename: ENTRY_FILENAME,
       timeoutMs: job.timeoutMs,
-      modules: { [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
+      modules: { ...job.modules, [RUNTIME_MODULE]: RUNTIME_SOURCE, [PROCESS_MODULE]: job.code },
       imports: toolModules(services, (serviceId, toolId, parameters) =>
         this.#invoke(job, bindings, serviceId, toolId, parameters ?? {}, `${toolId}(parameters) from "${serviceId}"`),
       ),
@@ -530,16 +563,17 @@ class QuickJSEnvironment implements EnvironmentModule {
     return "failed";
   }
 
-  /** What a run's safety cap stopped it at, when that is not its `timeoutMs` (the host's CPU cap, its fuel). */
+  /**
+   * What a run's safety cap stopped it at, when that is not its `timeoutMs`'s own clock: the host's CPU cap, or its
+   * fuel cap (`timeoutMs` at `FUEL_PER_MS`: the run's stop where clocks stand still), in `safetyCapStopWords`' words.
+   */
   #limitStop(job: Job, error: CodeExecutionError | undefined): string | undefined {
     const stop = safetyCapStopOf(error);
-    if (stop?.limit === "fuel") {
-      return `Timeout: the process spent its fuel cap (${stop.value} units, its timeoutMs of ${job.timeoutMs} ms at ${FUEL_PER_MS} units per ms) and was stopped`;
-    }
-    if (stop?.limit === "cpuTimeMs" && stop.value < job.timeoutMs) {
-      return `Timeout: the process spent the host's CPU cap (${stop.value} ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (${job.timeoutMs} ms) and was stopped`;
-    }
-    return undefined;
+    if (stop === undefined || (stop.limit === "cpuTimeMs" && stop.value >= job.timeoutMs)) return undefined;
+    const words = safetyCapStopWords(stop, job.timeoutMs, { cpuTimeMs: this.#maxCpuMsSetting, fuel: "fuel" });
+    return stop.limit === "cpuTimeMs"
+      ? `Timeout: the process was stopped by ${words} before its timeoutMs (${job.timeoutMs} ms)`
+      : `Timeout: the process was stopped by ${words}`;
   }
 
   #finish(job: Job, exit: ExecutionExitState): void {

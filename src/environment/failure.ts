@@ -71,7 +71,8 @@ const at = (line: number, column: number) => `line ${line}, column ${column}`;
 
 /**
  * `TypeError: cannot read property 'x' of undefined (at line 4, column 15)`, followed by the process code's own
- * stack frames when there is more than one; a failed import names the modules process code may import (`importable`: the host's tools and packages).
+ * stack frames when there is more than one; a failed import names the modules process code may import (`importable`: its
+ * own modules, the host's tools and packages).
  */
 export function describeFailure(
   error: CodeExecutionError | undefined,
@@ -86,7 +87,7 @@ export function describeFailure(
     const imports =
       importable.length === 0
         ? "process code is one module and imports nothing; tools are on the cyrnel global"
-        : `process code imports only the host's tools and packages: ${clip(importable.join(", "), MAX_MESSAGE_CHARS)}`;
+        : `process code imports only its modules and the host's tools and packages: ${clip(importable.join(", "), MAX_MESSAGE_CHARS)}`;
     const message = `${name}: Cannot import '${clip(error.specifier, MAX_NAME_CHARS)}': ${imports}`;
     return where === undefined ? message : `${message} (at ${at(where.line, where.column)})`;
   }

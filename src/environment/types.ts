@@ -68,6 +68,11 @@ export interface ExecutionOptions {
 export interface ExecutionInput {
   eid: number;
   code: string;
+  /**
+   * ES modules the code imports by relative specifier (`import { f } from "./util.js"`), as `runCode`'s `modules`:
+   * specifier to source. Default none.
+   */
+  modules?: Record<string, string>;
   options?: ExecutionOptions;
   /**
    * Whose execution it is. Executions waiting for a slot start in turns by tenant, not first come, first served, and

@@ -26,15 +26,13 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * the 128 MB a Worker isolate may use.
  */
 export const MAX_RUN_MEMORY_BYTES = DEFAULT_MEMORY_LIMIT_BYTES;
-/** Time limit of a `/run` or `run_code` that sets no `timeoutMs`. */
-export const DEFAULT_RUN_TIMEOUT_MS = 10_000;
-/** Longest `timeoutMs` a `/run` or `run_code` may ask for. */
-export const MAX_RUN_TIMEOUT_MS = 60_000;
-
-/** Time limit of a process that sets none: the environment's default. */
-export const DEFAULT_EXECUTION_TIMEOUT_MS = DEFAULT_TIMEOUT_MS;
-/** Longest `timeoutMs` a process may ask for. */
-export const MAX_EXECUTION_TIMEOUT_MS = 600_000;
+/**
+ * Time limit of a run that sets no `timeoutMs`, at every door that takes one: `POST /run`, MCP's `run_code`, a
+ * session's cell and a process (the environment's default). docs/limits.md#timeoutms says why one range fits them.
+ */
+export const DEFAULT_RUN_TIMEOUT_MS = DEFAULT_TIMEOUT_MS;
+/** Longest `timeoutMs` any door takes: a process is a long run, and a run may be as long. */
+export const MAX_RUN_TIMEOUT_MS = 600_000;
 /** Processes queued, running or terminating at once on a host that sets no number; more are refused (HTTP 429). */
 export const DEFAULT_MAX_ACTIVE_PROCESSES = 16;
 /**
@@ -79,11 +77,34 @@ export function codeTooLarge(what: string, sources: readonly string[]): HostErro
     : undefined;
 }
 
-/** `timeoutMs` when it is an integer from 1 to `max`, `fallback` when it is `undefined`; else a 400 saying so. */
-export function timeoutWithin(timeoutMs: unknown, fallback: number, max: number): number {
-  if (timeoutMs === undefined) return fallback;
-  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > max) {
-    throw new HostError("invalid_request", `timeoutMs must be an integer from 1 to ${max}`);
+/**
+ * The `payload_too_large` refusal of a run's source and the sources of its `modules` (a process's code and modules)
+ * larger than {@link MAX_CODE_BYTES} together, else `undefined`; what is not a string is left to the modules' check.
+ */
+export function sourcesTooLarge(source: string, modules: unknown): HostError | undefined {
+  const sources = typeof modules === "object" && modules !== null ? Object.values(modules) : [];
+  return codeTooLarge("The code (its source and modules together)", [
+    source,
+    ...sources.filter((text): text is string => typeof text === "string"),
+  ]);
+}
+
+/** The refusal of a `timeoutMs` out of range, in the same words at every door. */
+export const TIMEOUT_RANGE = `timeoutMs must be an integer from 1 to ${MAX_RUN_TIMEOUT_MS}`;
+
+/**
+ * A run's `timeoutMs` at every door: an integer from 1 to {@link MAX_RUN_TIMEOUT_MS}, {@link DEFAULT_RUN_TIMEOUT_MS}
+ * when it is `undefined`; else a 400 naming the range.
+ */
+export function timeoutWithin(timeoutMs: unknown): number {
+  if (timeoutMs === undefined) return DEFAULT_RUN_TIMEOUT_MS;
+  if (
+    typeof timeoutMs !== "number" ||
+    !Number.isInteger(timeoutMs) ||
+    timeoutMs < 1 ||
+    timeoutMs > MAX_RUN_TIMEOUT_MS
+  ) {
+    throw new HostError("invalid_request", TIMEOUT_RANGE);
   }
   return timeoutMs;
 }

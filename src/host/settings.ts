@@ -4,6 +4,7 @@
  * bad value is an error that names the setting, never a silent default.
  * @module
  */
+import type { SafetyCapNames } from "../core/limits.js";
 import { FUEL_PER_MS, safetyCapWithin } from "../core/sandbox.js";
 import type { FetchOptions } from "../core/types.js";
 import { AllowList } from "../fetch/allow-list.js";
@@ -167,10 +168,17 @@ export const appOptionsOf = (settings: HostSettings) => ({
 export const fetchOptionOf = (settings: HostSettings) =>
   settings.fetch === undefined ? {} : { fetch: settings.fetch };
 
-/** What `/run` and `/mcp` tell of their sandbox: its Web APIs, `Intl` and the origins its `fetch` reaches. */
+/** The settings behind the safety cap of `/run`'s and `run_code`'s sandbox (and processes' CPU), which stops name. */
+export const RUN_CAP_NAMES: SafetyCapNames = Object.freeze({ cpuTimeMs: "RUN_CPU_MS", fuel: "RUN_FUEL" });
+
+/**
+ * What `/run` and `/mcp` tell of their sandbox: its Web APIs, `Intl`, the origins its `fetch` reaches, and the settings
+ * its stops name ({@link RUN_CAP_NAMES}).
+ */
 export const runWebOf = (settings: HostSettings) => ({
   webApis: settings.webApis,
   intl: settings.intl,
+  capNames: RUN_CAP_NAMES,
   ...(settings.fetch === undefined ? {} : { fetchAllow: settings.fetch.allow }),
 });
 
@@ -192,6 +200,7 @@ export const runSandboxOptionsOf = (settings: HostSettings) => ({
  */
 export const environmentOptionsOf = (settings: HostSettings) => ({
   maxCpuMs: settings.runCpuMs,
+  maxCpuMsSetting: RUN_CAP_NAMES.cpuTimeMs,
   webApis: settings.webApis,
   intl: settings.intl,
   ...fetchOptionOf(settings),

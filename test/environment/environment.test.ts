@@ -218,8 +218,31 @@ try { await get([1]); } catch (e) { console.log((e as Error).message); }`;
     ]);
     expect(await env.execute({ eid: 5, code: 'import { get } from "kv";\nimport { del } from "db";' })).toBe("failed");
     expect(b.errors(5)).toEqual([
-      "LinkError: Cannot import 'db': process code imports only the host's tools and packages: kv (at line 2, column 21)",
+      "LinkError: Cannot import 'db': process code imports only its modules and the host's tools and packages: kv (at line 2, column 21)",
     ]);
+  });
+
+  test("code imports its modules by relative specifier, as /run's; a missing one is named with them; bad ones are refused", async () => {
+    const b = recorder(async (input) => ({ echoed: input.parameters, at: input.toolId }), KV);
+    const env = await environment(b);
+    const modules = { "./util.js": 'import { get } from "kv";\nexport const read = (key) => get({ key });' };
+    const code = 'import { read } from "./util.js";\nconsole.log(await read("a"));';
+    expect(await env.execute({ eid: 1, code, modules })).toBe("success");
+    expect(b.text(1, "stdout")).toBe("{ echoed: { key: 'a' }, at: 'get' }\n");
+    expect(await env.execute({ eid: 2, code: 'import { x } from "./missing.js";', modules })).toBe("failed");
+    expect(b.errors(2)).toEqual([
+      "LinkError: Cannot import './missing.js': process code imports only its modules and the host's tools and packages: ./util.js, kv (at line 1, column 19)",
+    ]);
+    await expect(env.execute({ eid: 3, code, modules: { "util.js": "" } })).rejects.toThrow(
+      "runCode: options.modules key 'util.js' must be a relative specifier such as './helpers.js'",
+    );
+    await expect(env.execute({ eid: 3, code, modules: { "./__runtime__.js": "" } })).rejects.toThrow(
+      "modules['./__runtime__.js'] is the name the environment gives the process's own graph: rename it",
+    );
+    await expect(env.execute({ eid: 3, code, modules: { "./__entry__.js": "" } })).rejects.toThrow(
+      "runCode: options.modules['./__entry__.js'] collides with options.filename",
+    );
+    expect(b.states(3)).toEqual([]);
   });
 
   test("a tool import's rejection fails the process with the tool's error, without a position (the host made it)", async () => {
@@ -300,10 +323,10 @@ console.log(await fetch("https://api.example.com/v2/x").catch((e) => e.message))
     expect(b.text(1, "stdout")).toBe("42\n");
     expect(await env.execute({ eid: 2, code: 'import fs from "fs";' })).toBe("failed");
     expect(b.errors(2)).toEqual([
-      "LinkError: Cannot import 'fs': process code imports only the host's tools and packages: tiny-pkg (at line 1, column 16)",
+      "LinkError: Cannot import 'fs': process code imports only its modules and the host's tools and packages: tiny-pkg (at line 1, column 16)",
     ]);
     expect(await env.generateDocs()).toContain(
-      "; the host's npm packages are imported by name (`tiny-pkg`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
+      "; the host's npm packages are imported by name (`tiny-pkg`); the process's own modules, when it was created with some, by their relative names (`import { f } from \"./util.js\"`). Nothing else: `require` and any other import fail (there is no file system, no Node or browser API).",
     );
   });
 
@@ -334,7 +357,7 @@ describe("timeouts", () => {
     );
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent its fuel cap (200000000 units, its timeoutMs of 200 ms at 1000000 units per ms) and was stopped",
+      "Timeout: the process was stopped by its fuel cap (200000000 units: its timeoutMs of 200 ms at 1000000 units per ms)",
     ]);
   });
 
@@ -346,7 +369,7 @@ describe("timeouts", () => {
     expect(await env.execute({ eid: 1, code, options: { timeoutMs: 300 } })).toBe("timeout");
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent its fuel cap (300000000 units, its timeoutMs of 300 ms at 1000000 units per ms) and was stopped",
+      "Timeout: the process was stopped by its fuel cap (300000000 units: its timeoutMs of 300 ms at 1000000 units per ms)",
     ]);
   });
 
@@ -366,9 +389,22 @@ describe("timeouts", () => {
     // A bound that only catches a run held to its timeoutMs.
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(b.errors(1)).toEqual([
-      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
+      "Timeout: the process was stopped by the host's CPU cap per run (maxCpuMs = 200 ms) before its timeoutMs (60000 ms)",
     ]);
     await expect(environment(recorder(), { maxCpuMs: 0 })).rejects.toThrow("maxCpuMs must be a positive number");
+  });
+
+  test("a stop by maxCpuMs names the host's setting it came from, exactly, with a clock that moves a millisecond a read", async () => {
+    const b = recorder();
+    let now = 0;
+    const env = await environment(b, { maxCpuMs: 20, maxCpuMsSetting: "RUN_CPU_MS", clock: () => now++ });
+    expect(await env.execute({ eid: 1, code: "while (true) {}", options: { timeoutMs: 60_000 } })).toBe("timeout");
+    expect(b.errors(1)).toEqual([
+      "Timeout: the process was stopped by the host's CPU cap per run (RUN_CPU_MS = 20 ms) before its timeoutMs (60000 ms)",
+    ]);
+    await expect(environment(recorder(), { maxCpuMsSetting: 1 as never })).rejects.toThrow(
+      "maxCpuMsSetting must be a string",
+    );
   });
 
   test("undefined options fall back to the environment's default timeout", async () => {
@@ -471,10 +507,9 @@ describe("docs", () => {
       "default 12345 ms",
       "At most 3 processes",
       "64 MiB",
-      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes. Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
-    ]) {
+      '- **Imports**: each service of the host is a module of its tools: `import { get } from "kv"; await get({ key: "a" })` is the call `cyrnel.services.kv.tools.get.invoke({ key: "a" })` makes; the process\'s own modules, when it was created with some, by their relative names (`import { f } from "./util.js"`). Nothing else: `require` and any other import fail (there is no file system, no npm, no Node or browser API).',
+    ])
       expect(docs).toContain(text);
-    }
     expect(docs).not.toContain("**CPU**");
     expect(await (await environment(recorder(), { maxCpuMs: 200 })).generateDocs()).toContain(
       "- **CPU**: at most 200 ms of synchronous work (time awaiting tools, timers or `fetch` does not count) per run, whatever its `timeoutMs`; past it the process exits with `timeout`, its error naming the host's CPU cap.",

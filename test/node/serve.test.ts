@@ -291,16 +291,39 @@ console.log(JSON.stringify(await cyrnel.services.kv.tools.get.invoke({ key: "k" 
     expect(await server.stop("SIGTERM")).toBe(0);
   });
 
-  it("a process spinning under a timeoutMs longer than RUN_CPU_MS is stopped by the CPU cap, and its error says so", async () => {
+  it("a process spinning under a timeoutMs longer than RUN_CPU_MS is stopped by the CPU cap, and its error says so, as /run's does", async () => {
     const server = await start(["--db", newDatabase()], { RUN_CPU_MS: "200" });
-    const { create, settled } = client(server);
+    const { create, settled, run } = client(server);
     const pid = await create("for (;;) {}", { timeoutMs: 60_000 });
     const record = await settled(pid);
     expect([record.exitState, record.error]).toEqual([
       "timeout",
-      "Timeout: the process spent the host's CPU cap (200 ms of guest CPU per run: maxCpuMs, RUN_CPU_MS on runcode serve and the edge) before its timeoutMs (60000 ms) and was stopped",
+      "Timeout: the process was stopped by the host's CPU cap per run (RUN_CPU_MS = 200 ms) before its timeoutMs (60000 ms)",
     ]);
+    expect((await run("for (;;) {}")).result.error).toEqual({
+      name: "TerminatedError",
+      message: "Execution stopped by the host's CPU cap per run (RUN_CPU_MS = 200 ms)",
+    });
     expect(await server.stop("SIGTERM")).toBe(0);
+  });
+
+  it("a process imports its modules (./util.ts) on every run, kept in the database across a restart", async () => {
+    const db = newDatabase();
+    const first = await start(["--db", db]);
+    const one = client(first);
+    const modules = { "./util.ts": "export const twice = (n: number): number => n * 2;" };
+    const pid = await one.create('import { twice } from "./util.ts";\nconsole.log(twice(21));', { modules });
+    expect(await one.settled(pid)).toMatchObject({ exitState: "success", stdout: "42\n", modules });
+    expect(await first.stop("SIGTERM")).toBe(0);
+    const second = await start(["--db", db]);
+    const two = client(second);
+    expect((await two.call("POST", `/processes/${pid}/signals/run`)).status).toBe(202);
+    expect(await two.until(pid, (r) => r.runs === 2 && r.state === "idle")).toMatchObject({
+      exitState: "success",
+      stdout: "42\n",
+      modules,
+    });
+    expect(await second.stop("SIGTERM")).toBe(0);
   });
 
   it("--web-apis true (RUNCODE_WEB_APIS) gives runs and processes the Web APIs; any value but true or false is refused", async () => {

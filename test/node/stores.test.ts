@@ -163,6 +163,26 @@ describe.each(processStores)("ProcessStore's large fields: %s", (_name, make) =>
   });
 });
 
+describe.each(processStores)("ProcessStore's modules: %s", (_name, make) => {
+  test("a record's modules are kept, read as their JSON, counted in its tenant's usage; none is an empty field", async () => {
+    const store = await make();
+    const modules = { "./util.js": "export const n = 'é';" };
+    const usage = (tenant: string) => (store.usage as NonNullable<ProcessStore["usage"]>).call(store, tenant);
+    await store.create(record(1, { modules }));
+    await store.create(record(2));
+    expect([await store.get(1), await store.get(2)]).toEqual([record(1, { modules }), record(2)]);
+    expect(await store.list()).toEqual([summaryOf(record(1)), summaryOf(record(2))]);
+    const json = JSON.stringify(modules);
+    expect(await store.read(1, "modules", 0, 1000)).toEqual({ text: json, next: undefined });
+    expect(await store.read(2, "modules", 0, 1000)).toEqual({ text: "", next: undefined });
+    // "1" 1, "{}" 2, the modules' JSON (its "é" 2 bytes).
+    expect(await usage("anonymous")).toBe(3 + json.length + 1 + 3);
+    await store.update(1, { state: "queued", stdout: "s" });
+    expect(await store.get(1)).toEqual(record(1, { modules, state: "queued", stdout: "s" }));
+    expect(await store.delete(1)).toBe(3 + json.length + 1 + 1);
+  });
+});
+
 describe.each(kvStores)("KeyValueStore: %s", (_name, make) => {
   test("JSON values by key, sorted prefix listing, delete", async () => {
     const kv = await make();
@@ -360,6 +380,21 @@ describe("libSQL stores", () => {
     expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([14, 6]);
     await store.update(2, { stderr: "" });
     expect(await store.usage("beta")).toBe(3);
+  });
+
+  test("a database made before processes had modules gets their column on opening, its records without any", async () => {
+    const open = database();
+    const old = await open();
+    await old.execute("ALTER TABLE processes DROP COLUMN modules");
+    await new LibsqlProcessStore(old).create(record(1, { stdout: "kept" }));
+    old.close();
+    const store = new LibsqlProcessStore(await open());
+    expect(await store.get(1)).toEqual(record(1, { stdout: "kept" }));
+    await store.create(record(2, { modules: { "./a.js": "1" } }));
+    expect(await store.get(2)).toEqual(record(2, { modules: { "./a.js": "1" } }));
+    await store.update(1, { stderr: "e" });
+    // "1" 1, "kept" 4, "e" 1, "{}" 2; "1" 1, "{}" 2, '{"./a.js":"1"}' 14.
+    expect(await store.usage("anonymous")).toBe(8 + 17);
   });
 
   test("a database that cannot be opened is an error that says why", async () => {

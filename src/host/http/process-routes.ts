@@ -7,8 +7,8 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { HostError } from "../errors.js";
-import { codeTooLarge } from "../limits.js";
-import type { CreateProcessInput } from "../processes/process-service.js";
+import { sourcesTooLarge } from "../limits.js";
+import { type CreateProcessInput, processModulesOf } from "../processes/process-service.js";
 import {
   type HostState,
   type LargeField,
@@ -16,7 +16,7 @@ import {
   type ProcessSummary,
   recordJson,
 } from "../processes/storage.js";
-import { jsonBody } from "./json-body.js";
+import { type BodyRefusal, jsonBody } from "./json-body.js";
 import {
   type AppEnv,
   documented,
@@ -27,6 +27,7 @@ import {
   SSE_HEADERS,
   secured,
 } from "./route-context.js";
+import { refusedBody } from "./run-routes.js";
 import {
   CreateProcessRequest,
   ListProcessesQuery,
@@ -63,6 +64,12 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({
 });
 const text = (description: string) => ({ description, content: { "text/plain": { schema: z.string() } } });
 const pidErrors = errorResponses("invalid_pid", "not_found");
+const refusedAsRun = refusedBody("{code, modules?, timeoutMs?, ref?}");
+/** A body the schema refuses, in the words of `POST /run`'s refusals: its modules', its time limit's, its fields'. */
+const refused: BodyRefusal = (issues, body) => {
+  if (issues.some((issue) => issue.path[0] === "modules")) processModulesOf((body as { modules?: unknown }).modules);
+  return refusedAsRun(issues, body);
+};
 
 /** The fields of a record a list shows (no code, streams or output, nor the tenant: the caller is the tenant). */
 export function listedOf(r: ProcessSummary): Omit<ProcessSummary, "tenant" | "truncated"> {
@@ -138,30 +145,45 @@ export function processRoutes(processes: ProcessBackend, maxBodyBytes: number): 
   };
 
   documented(app, create);
-  app.post(create.path, requireTenant, jsonBody("POST /processes", maxBodyBytes, CreateProcessRequest), async (c) => {
-    const input = c.req.valid("json");
-    const tooLarge = codeTooLarge("code", [input.code]);
-    if (tooLarge !== undefined) throw tooLarge;
-    // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
-    // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
-    for (const field of ["code", "ref"] as const) {
-      const value = input[field];
-      const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
-      if (lone !== null) {
-        const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
-        throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
+  app.post(
+    create.path,
+    requireTenant,
+    jsonBody("POST /processes", maxBodyBytes, CreateProcessRequest, refused),
+    async (c) => {
+      const input = c.req.valid("json");
+      const modules = processModulesOf(input.modules);
+      const tooLarge = sourcesTooLarge(input.code, modules);
+      if (tooLarge !== undefined) throw tooLarge;
+      const texts: [string, string | undefined][] = [
+        ["code", input.code],
+        ["ref", input.ref],
+        ...Object.entries(modules ?? {}).flatMap(([name, source]): [string, string][] => [
+          [`modules key ${JSON.stringify(name)}`, name],
+          [`modules[${JSON.stringify(name)}]`, source],
+        ]),
+      ];
+      // A lone surrogate (valid as a JSON escape) cannot be stored faithfully: `/code` answers it as U+FFFD and the
+      // registry's SQLite index turned a `ref` with one into text no list filter could ever match.
+      for (const [field, value] of texts) {
+        const lone = value === undefined ? null : LONE_SURROGATE.exec(value);
+        if (lone !== null) {
+          const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
+          throw new HostError("invalid_request", `Invalid body: ${field} contains a lone surrogate (U+${unit})`);
+        }
       }
-    }
-    // The environment compiles code as a C string, which a raw NUL would cut short: `1 // \0 throw x` would run
-    // as `1`. Refused while the engine cannot take NUL (write `\0` in strings).
-    if (input.code.includes("\0")) {
-      throw new HostError("invalid_request", "Invalid body: code contains a NUL character (U+0000)");
-    }
-    const tenant = c.get("tenant");
-    await c.get("quotas").admit(tenant);
-    const created = await processes.create({ ...input, tenant });
-    return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
-  });
+      // The environment compiles code as a C string, which a raw NUL would cut short: `1 // \0 throw x` would run
+      // as `1`. Refused while the engine cannot take NUL (write `\0` in strings).
+      for (const [field, value] of texts) {
+        if (field !== "ref" && value?.includes("\0")) {
+          throw new HostError("invalid_request", `Invalid body: ${field} contains a NUL character (U+0000)`);
+        }
+      }
+      const tenant = c.get("tenant");
+      await c.get("quotas").admit(tenant);
+      const created = await processes.create({ ...input, tenant });
+      return c.json({ pid: created.pid, state: created.state }, 201, { location: `/processes/${created.pid}` });
+    },
+  );
 
   app.openapi(
     createRoute(

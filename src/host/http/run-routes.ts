@@ -11,7 +11,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { resultWireText } from "../../core/result-wire.js";
 import type { AdmissionCaps } from "../admission/run-admission.js";
 import { HostError } from "../errors.js";
-import { DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_BODY_BYTES, MAX_RUN_TIMEOUT_MS, timeoutWithin } from "../limits.js";
+import { MAX_RUN_BODY_BYTES, timeoutWithin } from "../limits.js";
 import type { RunOnce, RunOnceOptions } from "../runs/run-once.js";
 import { type BodyRefusal, jsonBody } from "./json-body.js";
 import {
@@ -80,7 +80,7 @@ export const refusedBody =
       return new HostError("invalid_request", `Unknown field '${unknown.keys[0]}': the body is ${shape}`);
     }
     // Only timeoutMs is left: `timeoutWithin` throws the refusal every door of runs gives.
-    timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+    timeoutWithin((body as { timeoutMs?: unknown }).timeoutMs);
     return invalidInput("json", issues);
   };
 

@@ -5,31 +5,34 @@
  */
 import { z } from "@hono/zod-openapi";
 import { EXECUTION_EXIT_STATES } from "../../environment/types.js";
-import {
-  DEFAULT_EXECUTION_TIMEOUT_MS,
-  DEFAULT_RUN_TIMEOUT_MS,
-  MAX_CODE_BYTES,
-  MAX_EXECUTION_TIMEOUT_MS,
-  MAX_RUN_TIMEOUT_MS,
-} from "../limits.js";
+import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
 import { HOST_STATES } from "../processes/storage.js";
 import { SESSION_ID_PATTERN, SESSION_NAME_PATTERN } from "../sessions/backend.js";
 
 /** A pid in a path or a cursor: a positive integer of at most 16 digits. */
 export const PID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
+/** `timeoutMs` of every door that takes one: a run, a cell, a process (`timeoutWithin` words its refusal). */
+const RunTimeout = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_RUN_TIMEOUT_MS)
+  .optional()
+  .openapi({
+    description: `Milliseconds the run may take, awaits included: 1 to ${MAX_RUN_TIMEOUT_MS}. Default ${DEFAULT_RUN_TIMEOUT_MS}.`,
+  });
+
 export const CreateProcessRequest = z
   .strictObject({
-    code: z
-      .string()
-      .openapi({ description: `The process code: a TypeScript ES module (at most ${MAX_CODE_BYTES} bytes of UTF-8).` }),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_EXECUTION_TIMEOUT_MS)
-      .optional()
-      .openapi({ description: `Milliseconds the process may run. Default ${DEFAULT_EXECUTION_TIMEOUT_MS}.` }),
+    code: z.string().openapi({
+      description: `The process code: a TypeScript ES module (at most ${MAX_CODE_BYTES} bytes of UTF-8 with its modules' sources).`,
+    }),
+    modules: z.record(z.string(), z.string()).optional().openapi({
+      description:
+        "ES modules the code may import by relative specifier (`./util.js`), as POST /run's `modules` option.",
+    }),
+    timeoutMs: RunTimeout,
     ref: z.string().min(1).max(256).optional().openapi({ description: "A caller's label, usable as a list filter." }),
   })
   .openapi("CreateProcessRequest", { description: "A process to create and start." });
@@ -81,6 +84,7 @@ export const ProcessPage = z
 
 export const ProcessRecordSchema = ProcessSummary.extend({
   code: z.string(),
+  modules: z.record(z.string(), z.string()).optional().openapi({ description: "Its modules, when it has any." }),
   output: z.record(z.string(), z.unknown()),
   stdout: z.string(),
   stderr: z.string(),
@@ -117,15 +121,6 @@ export const ToolParameters = z.object({
   serviceId: z.string().openapi({ param: { name: "serviceId", in: "path" } }),
   toolId: z.string().openapi({ param: { name: "toolId", in: "path" } }),
 });
-
-/** `timeoutMs` of a run or a cell. */
-const RunTimeout = z
-  .number()
-  .int()
-  .min(1)
-  .max(MAX_RUN_TIMEOUT_MS)
-  .optional()
-  .openapi({ description: `Milliseconds the run may take. Default ${DEFAULT_RUN_TIMEOUT_MS}.` });
 
 /** Values of options in the wire encoding (`src/values/wire.ts`) for what JSON cannot carry. */
 const WireValues = z.record(z.string(), z.unknown());

@@ -11,7 +11,7 @@
 import { MAX_QUEUED_CELLS } from "../../core/session.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
-import { codeTooLarge, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS, timeoutWithin } from "../limits.js";
+import { codeTooLarge, timeoutWithin } from "../limits.js";
 import { eventsWithin } from "../runs/run-once.js";
 import type { EngineSession, SessionEngine } from "../sessions/engine.js";
 import type { SessionCellToAnswer } from "./server.js";
@@ -56,7 +56,7 @@ export class ConnectionSessions {
     const { source, language, timeoutMs } = cell;
     const tooLarge = codeTooLarge("The cell", [source]);
     if (tooLarge !== undefined) throw tooLarge;
-    const timeout = timeoutWithin(timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+    const timeout = timeoutWithin(timeoutMs);
     const entry = this.#entry(name);
     if (entry.cells >= MAX_QUEUED_CELLS) {
       throw new HostError(

@@ -28,7 +28,13 @@ import type { CodeExecutionLog } from "../../core/types.js";
 import { declarationsOf } from "../../tools/declarations.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
-import { DEFAULT_RUN_TIMEOUT_MS, MAX_CODE_BYTES, MAX_RUN_MEMORY_BYTES, MAX_RUN_TIMEOUT_MS } from "../limits.js";
+import {
+  DEFAULT_RUN_TIMEOUT_MS,
+  MAX_CODE_BYTES,
+  MAX_RUN_MEMORY_BYTES,
+  MAX_RUN_TIMEOUT_MS,
+  TIMEOUT_RANGE,
+} from "../limits.js";
 import type { RunAnswer, RunEvent, RunToAnswer } from "../runs/run-once.js";
 import { type CellCaller, type CellRequest, SESSION_NAME_PATTERN } from "../sessions/backend.js";
 import { cut, summarize } from "./summary.js";
@@ -216,11 +222,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           .optional()
           .describe("Call this export (default: `default`) with these arguments."),
         memoryLimitBytes: z.number().int().positive().max(MAX_RUN_MEMORY_BYTES).optional(),
+        // Refused in the words of every other door.
         timeoutMs: z
-          .number()
-          .int()
-          .positive()
-          .max(MAX_RUN_TIMEOUT_MS)
+          .number({ error: TIMEOUT_RANGE })
+          .int({ error: TIMEOUT_RANGE })
+          .min(1, { error: TIMEOUT_RANGE })
+          .max(MAX_RUN_TIMEOUT_MS, { error: TIMEOUT_RANGE })
           .optional()
           .describe(`Wall-clock limit of the call, default ${DEFAULT_RUN_TIMEOUT_MS}.`),
         ...(sessions === undefined ? {} : { session: sessionName }),

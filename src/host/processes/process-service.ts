@@ -10,6 +10,7 @@
  */
 
 import { FUEL_PER_MS } from "../../core/sandbox.js";
+import { checkProcessModules } from "../../environment/environment.js";
 import {
   type EnvironmentBindings,
   EXECUTION_EXIT_STATES,
@@ -23,13 +24,7 @@ import { define, jsonWithin, type SizedJson, utf8Length } from "../../values/jso
 import type { CpuShares } from "../admission/cpu-budget.js";
 import { checkSlots } from "../admission/slots.js";
 import { HostError } from "../errors.js";
-import {
-  codeTooLarge,
-  DEFAULT_EXECUTION_TIMEOUT_MS,
-  DEFAULT_MAX_ACTIVE_PROCESSES,
-  MAX_EXECUTION_TIMEOUT_MS,
-  timeoutWithin,
-} from "../limits.js";
+import { DEFAULT_MAX_ACTIVE_PROCESSES, sourcesTooLarge, timeoutWithin } from "../limits.js";
 import { Environments } from "./environments.js";
 import { eventStream, type ProcessEvent, type ProcessListener } from "./events.js";
 import { STOPPED_BY_HOST } from "./restarts.js";
@@ -93,8 +88,6 @@ export interface ProcessServiceOptions {
   store: ProcessStore;
   /** The tools processes can call. Default: an empty registry. */
   tools?: ToolRegistry;
-  defaultTimeoutMs?: number;
-  maxTimeoutMs?: number;
   maxActiveProcesses?: number;
   /** Processes one tenant may have active at once (HTTP 429 `tenant_too_many_processes`). Default: no own quota. */
   maxActivePerTenant?: number;
@@ -116,6 +109,8 @@ export interface ProcessServiceOptions {
 
 export interface CreateProcessInput {
   code: string;
+  /** ES modules the code imports by relative specifier, as `POST /run`'s `modules` option. Default none. */
+  modules?: Record<string, string> | undefined;
   timeoutMs?: number | undefined;
   ref?: string | undefined;
   /** Whose process it is. Default {@link ANONYMOUS_TENANT}. */
@@ -180,6 +175,20 @@ async function* chunksOf(text: string): AsyncGenerator<string> {
 /** UTF-16 units of the longest start of `text` whose UTF-8 takes at most `bytes` (never half a character). */
 const utf8Prefix = (text: string, bytes: number) => encoder.encodeInto(text, new Uint8Array(Math.max(0, bytes))).read;
 
+/**
+ * A process's modules as the environment will take them (`checkProcessModules`), `undefined` for none; else a 400 in
+ * the words `runCode` refuses `POST /run`'s with.
+ */
+export function processModulesOf(modules: unknown): Record<string, string> | undefined {
+  if (modules === undefined) return undefined;
+  try {
+    checkProcessModules(modules);
+  } catch (error) {
+    throw new HostError("invalid_request", (error as Error).message);
+  }
+  return Object.keys(modules).length === 0 ? undefined : { ...modules };
+}
+
 const fresh = (): Pick<
   ProcessRecord,
   "exitState" | "output" | "stdout" | "stderr" | "error" | "truncated" | "startedAt" | "finishedAt"
@@ -198,8 +207,6 @@ export class ProcessService implements EnvironmentBindings {
   /** Where executions go: activate an environment here. */
   readonly environments: Environments;
   readonly tools: ToolRegistry;
-  readonly defaultTimeoutMs: number;
-  readonly maxTimeoutMs: number;
   readonly maxActiveProcesses: number;
   readonly maxActivePerTenant: number;
   readonly limits: Readonly<OutputCaps>;
@@ -226,8 +233,6 @@ export class ProcessService implements EnvironmentBindings {
   constructor(options: ProcessServiceOptions) {
     this.#store = options.store;
     this.tools = options.tools ?? new ToolRegistry();
-    this.defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS;
-    this.maxTimeoutMs = options.maxTimeoutMs ?? MAX_EXECUTION_TIMEOUT_MS;
     this.maxActiveProcesses = options.maxActiveProcesses ?? DEFAULT_MAX_ACTIVE_PROCESSES;
     this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
     this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
@@ -247,14 +252,15 @@ export class ProcessService implements EnvironmentBindings {
   /** Creates a process and starts it; resolves with the `queued` record before the code runs. */
   async create(input: CreateProcessInput): Promise<ProcessRecord> {
     if (typeof input.code !== "string") throw new HostError("invalid_request", "code must be a string");
-    const tooLarge = codeTooLarge("code", [input.code]);
+    const modules = processModulesOf(input.modules);
+    const tooLarge = sourcesTooLarge(input.code, modules);
     if (tooLarge !== undefined) throw tooLarge;
-    const timeoutMs = timeoutWithin(input.timeoutMs, this.defaultTimeoutMs, this.maxTimeoutMs);
+    const timeoutMs = timeoutWithin(input.timeoutMs);
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
     let storage: TenantStorage | undefined;
-    // The code and an empty output (`{}`): what a new record holds.
-    const bytes = utf8Length(input.code) + 2;
+    // The code, its modules and an empty output (`{}`): what a new record holds.
+    const bytes = utf8Length(input.code) + (modules === undefined ? 0 : utf8Length(JSON.stringify(modules))) + 2;
     let counted = false;
     let launched = false;
     let reserved: number | undefined;
@@ -274,6 +280,7 @@ export class ProcessService implements EnvironmentBindings {
         ...(input.ref === undefined ? {} : { ref: input.ref }),
         state: "queued",
         code: input.code,
+        ...(modules === undefined ? {} : { modules }),
         timeoutMs,
         ...fresh(),
         runs: 1,
@@ -433,7 +440,11 @@ export class ProcessService implements EnvironmentBindings {
       // The large fields as they are now: strings are shared, never copied, and the output's JSON is made once.
       const { record } = live;
       live.outputJson ??= JSON.stringify(record.output);
-      const texts: Record<LargeField, string> = { ...record, output: live.outputJson };
+      const texts: Record<LargeField, string> = {
+        ...record,
+        output: live.outputJson,
+        modules: textOf(record, "modules"),
+      };
       listener({ type: "snapshot", pid, record: summaryOf(record), read: (field) => chunksOf(texts[field]) });
       live.listeners.add(listener);
       return { unsubscribe: () => live.listeners.delete(listener), ended: false };
@@ -714,6 +725,7 @@ export class ProcessService implements EnvironmentBindings {
     const input = {
       eid: record.pid,
       code: record.code,
+      ...(record.modules === undefined ? {} : { modules: record.modules }),
       options: { timeoutMs: record.timeoutMs },
       tenant: record.tenant,
     };

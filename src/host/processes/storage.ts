@@ -21,6 +21,8 @@ export interface ProcessRecord {
   /** `null` until the first run ends. */
   exitState: ExecutionExitState | null;
   code: string;
+  /** The ES modules its code imports by relative specifier (`./util.js`), when it was given any. */
+  modules?: Record<string, string>;
   timeoutMs: number;
   /** The merged output patches (JSON). */
   output: Record<string, unknown>;
@@ -38,10 +40,11 @@ export interface ProcessRecord {
 }
 
 /**
- * The fields of a record that can be large: the code, the streams (each up to its cap) and the output. Listings and
- * event snapshots never carry them; routes that return them read them a chunk at a time ({@link ProcessStore.read}).
+ * The fields of a record that can be large: the code, the streams (each up to its cap), the output and the modules.
+ * Listings and event snapshots never carry them; routes that return them read them a chunk at a time
+ * ({@link ProcessStore.read}).
  */
-export const LARGE_FIELDS = ["code", "stdout", "stderr", "output"] as const;
+export const LARGE_FIELDS = ["code", "stdout", "stderr", "output", "modules"] as const;
 export type LargeField = (typeof LARGE_FIELDS)[number];
 
 /** A record without its large fields: what a listing returns. */
@@ -49,7 +52,7 @@ export type ProcessSummary = Omit<ProcessRecord, LargeField>;
 
 /** `record` without its large fields (a copy). */
 export function summaryOf(record: ProcessRecord | ProcessSummary): ProcessSummary {
-  const { code: _c, stdout: _s, stderr: _e, output: _o, ...summary } = record as ProcessRecord;
+  const { code: _c, stdout: _s, stderr: _e, output: _o, modules: _m, ...summary } = record as ProcessRecord;
   return { ...summary, truncated: { ...summary.truncated } };
 }
 
@@ -65,9 +68,15 @@ export interface TextChunk {
   next: number | undefined;
 }
 
-/** The text of a large field: `output` as its JSON text, the others as they are. */
+/** The text of a large field: `output` as its JSON text, `modules` too (empty when there are none), the others as they are. */
 export const textOf = (record: ProcessRecord, field: LargeField): string =>
-  field === "output" ? JSON.stringify(record.output) : record[field];
+  field === "output"
+    ? JSON.stringify(record.output)
+    : field === "modules"
+      ? record.modules === undefined
+        ? ""
+        : JSON.stringify(record.modules)
+      : record[field];
 
 /** UTF-8 bytes of a record's large fields: what the per-tenant storage quota counts. */
 export const storedBytesOf = (record: ProcessRecord): number =>
@@ -82,7 +91,7 @@ export function chunkOf(text: string, at: number, size: number): TextChunk {
 
 /**
  * The record as JSON, everything but the tenant: the summary, then each large field from `read` a chunk at a time
- * (the streams as JSON strings, the output as its JSON text).
+ * (the streams as JSON strings, the output and the modules, when it has any, as their JSON text).
  */
 export async function* recordJson(
   summary: ProcessSummary,
@@ -90,11 +99,20 @@ export async function* recordJson(
 ): AsyncGenerator<string> {
   const { tenant: _n, ...visible } = summary;
   yield JSON.stringify(visible).slice(0, -1);
-  for (const field of ["code", "stdout", "stderr"] as const) {
+  const string = async function* (field: "code" | "stdout" | "stderr") {
     yield `,"${field}":"`;
     for await (const chunk of read(field)) yield JSON.stringify(chunk).slice(1, -1);
     yield '"';
+  };
+  yield* string("code");
+  let modules = false;
+  for await (const chunk of read("modules")) {
+    if (!modules) yield ',"modules":';
+    modules = true;
+    yield chunk;
   }
+  yield* string("stdout");
+  yield* string("stderr");
   yield ',"output":';
   let empty = true;
   for await (const chunk of read("output")) {
@@ -106,7 +124,7 @@ export async function* recordJson(
 }
 
 /** Fields that change after creation. */
-export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "tenant" | "code" | "createdAt" | "ref">>;
+export type ProcessPatch = Partial<Omit<ProcessRecord, "pid" | "tenant" | "code" | "modules" | "createdAt" | "ref">>;
 
 export interface ProcessFilter {
   tenant?: string | undefined;

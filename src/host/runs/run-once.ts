@@ -7,6 +7,7 @@
  * encoding and within the same length.
  * @module
  */
+import { type SafetyCapNames, safetyCapStopOf, safetyCapStopWords } from "../../core/limits.js";
 import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type {
   CodeExecution,
@@ -21,13 +22,7 @@ import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
 import type { CpuShares } from "../admission/cpu-budget.js";
 import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
-import {
-  codeTooLarge,
-  DEFAULT_RUN_TIMEOUT_MS,
-  MAX_RUN_MEMORY_BYTES,
-  MAX_RUN_TIMEOUT_MS,
-  timeoutWithin,
-} from "../limits.js";
+import { MAX_RUN_MEMORY_BYTES, sourcesTooLarge, timeoutWithin } from "../limits.js";
 
 /** The options of `runCode` a client may send: data only (no `imports`, `report` or `onLog`). */
 const OPTION_KEYS = ["execute", "modules", "globals", "language", "memoryLimitBytes", "filename"];
@@ -75,6 +70,25 @@ export interface RunOnceOptions {
   admission?: RunAdmission;
   /** The tenants' shares of CPU each run's fuel cap is reserved from (cpu-budget.ts). Default: no shares. */
   cpu?: CpuShares;
+  /**
+   * The settings behind `runCode`'s safety cap, which a run's stop by it names (`RUN_CAP_NAMES` on runcode serve and
+   * the edge). Default {@link SANDBOX_CAP_NAMES}.
+   */
+  capNames?: SafetyCapNames;
+}
+
+/** The safety cap's parts by the sandbox option that sets them, for a host that gives them no settings of its own. */
+const SANDBOX_CAP_NAMES: SafetyCapNames = Object.freeze({ cpuTimeMs: "safetyCap.cpuTimeMs", fuel: "safetyCap.fuel" });
+
+/**
+ * `result`, a stop by its safety cap worded to name the limit that fired and its value (`safetyCapStopWords`):
+ * `Execution stopped by the host's CPU cap per run (RUN_CPU_MS = 2000 ms)`.
+ */
+function namingItsStop(result: CodeExecutionResult, timeoutMs: number, names: SafetyCapNames): CodeExecutionResult {
+  const stop = safetyCapStopOf(result.error);
+  if (stop === undefined || result.error === undefined) return result;
+  const message = `Execution stopped by ${safetyCapStopWords(stop, timeoutMs, names)}`;
+  return { ...result, error: { ...result.error, message } };
 }
 
 /** Runs one request to its answer; throws a `HostError`, having run nothing, when the request is refused. */
@@ -91,7 +105,7 @@ export interface RunOnce {
 }
 
 export function createRunOnce(options: RunOnceOptions): RunOnce {
-  const { runCode, defaultMemoryLimitBytes, tools, admission, cpu } = options;
+  const { runCode, defaultMemoryLimitBytes, tools, admission, cpu, capNames = SANDBOX_CAP_NAMES } = options;
   const start = async (request: RunOnceRequest, caller: RunCaller = {}) => {
     const { tenant = ANONYMOUS_TENANT, signal = new AbortController().signal, onEvent } = caller;
     const { source, runOptions, memory, timeoutMs } = decode(request, defaultMemoryLimitBytes);
@@ -123,7 +137,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
       release();
       // A run stopped from outside its thread (where clocks run) tells no fuel: it is charged the time it took.
       await settle(result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS));
-      return { result, maxLength: memory };
+      return { result: namingItsStop(result, timeoutMs, capNames), maxLength: memory };
     });
     return { answer };
   };
@@ -147,16 +161,12 @@ function decode(request: RunOnceRequest, defaultMemoryLimitBytes: number) {
   }
   const decoded = { ...options } as Record<string, unknown>;
   const { modules, memoryLimitBytes } = decoded;
-  const sources = typeof modules === "object" && modules !== null ? Object.values(modules) : [];
-  const tooLarge = codeTooLarge("The code (its source and modules together)", [
-    source,
-    ...sources.filter((s) => typeof s === "string"),
-  ]);
+  const tooLarge = sourcesTooLarge(source, modules);
   if (tooLarge !== undefined) throw tooLarge;
   if (typeof memoryLimitBytes === "number" && memoryLimitBytes > MAX_RUN_MEMORY_BYTES) {
     throw invalid(`'memoryLimitBytes' may be at most ${MAX_RUN_MEMORY_BYTES} here`);
   }
-  const timeoutMs = timeoutWithin(request.timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+  const timeoutMs = timeoutWithin(request.timeoutMs);
   try {
     // Arguments and globals may use the wire encoding for values JSON cannot carry (bigint, Map, Date, ...).
     if (decoded.globals !== undefined) decoded.globals = fromWire(decoded.globals as JsonValue);

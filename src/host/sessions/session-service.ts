@@ -26,13 +26,7 @@ import { fromWire } from "../../values/wire.js";
 import type { CpuShares } from "../admission/cpu-budget.js";
 import { type Bucket, takeToken } from "../admission/quotas.js";
 import { HostError, isHostError, retryLater } from "../errors.js";
-import {
-  codeTooLarge,
-  DEFAULT_RUN_TIMEOUT_MS,
-  MAX_RUN_MEMORY_BYTES,
-  MAX_RUN_TIMEOUT_MS,
-  timeoutWithin,
-} from "../limits.js";
+import { codeTooLarge, MAX_RUN_MEMORY_BYTES, timeoutWithin } from "../limits.js";
 import { eventsWithin, type RunAnswer } from "../runs/run-once.js";
 import {
   type CellCaller,
@@ -182,7 +176,7 @@ export class SessionService implements SessionBackend {
     if (language !== undefined && language !== "javascript" && language !== "typescript") {
       throw new HostError("invalid_request", `'language' must be "javascript" or "typescript"`);
     }
-    const timeoutMs = timeoutWithin(cell.timeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_RUN_TIMEOUT_MS);
+    const timeoutMs = timeoutWithin(cell.timeoutMs);
     const entry = await this.#entry(tenant, id);
     this.#refuseWhenBusy(entry);
     this.#takeCell(tenant);

@@ -118,7 +118,7 @@ describe("session routes", () => {
     const { id } = (await call("POST", "/sessions", { body: {} })).body as { id: string };
     expect(await call("POST", `/sessions/${id}/run`, { body: { source: "1", timeoutMs: 0 } })).toMatchObject({
       status: 400,
-      body: { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 60000" } },
+      body: { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 600000" } },
     });
     expect(await call("POST", `/sessions/${id}/run`, { body: { code: "1" } })).toMatchObject({ status: 400 });
     await call("POST", "/sessions", { body: {} });

@@ -331,7 +331,10 @@ describe("one bound on code at every front door", () => {
       413,
       `The code (its source and modules together) ${message}`,
     ]);
-    expect(await refusal(await request("/processes", { code: over }))).toEqual([413, `code ${message}`]);
+    expect(await refusal(await request("/processes", { code: over }))).toEqual([
+      413,
+      `The code (its source and modules together) ${message}`,
+    ]);
     const answer = await run(client, over);
     expect([answer.isError, answer.content]).toEqual([
       true,

@@ -160,6 +160,18 @@ export default [await get({ key: "k" }), failure];`;
     ]);
   });
 
+  it.each([0, 600_001, 1.5, "5"])(
+    "refuses a timeoutMs of %j naming the range, as every door does",
+    async (timeoutMs) => {
+      const result = await call(await connect(), { code: "export default 1;", timeoutMs });
+      expect([result.isError, textOf(result), result.structuredContent]).toEqual([
+        true,
+        "MCP error -32602: Input validation error: Invalid arguments for tool run_code: timeoutMs must be an integer from 1 to 600000 at timeoutMs",
+        undefined,
+      ]);
+    },
+  );
+
   it("refuses arguments outside the schema without running anything", async () => {
     const result = await call(await connect(), { code: "export default 1;", memoryLimitBytes: 2 ** 40 });
     expect(result.isError).toBe(true);

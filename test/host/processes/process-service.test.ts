@@ -406,6 +406,7 @@ describe("event snapshots", () => {
     const text = await new Response(unread[0]).text();
     expect(store.calls).toEqual([
       `read code 0 ${CHUNK_CHARS}`,
+      `read modules 0 ${CHUNK_CHARS}`,
       `read stdout 0 ${CHUNK_CHARS}`,
       `read stdout ${CHUNK_CHARS} ${CHUNK_CHARS}`,
       `read stderr 0 ${CHUNK_CHARS}`,
