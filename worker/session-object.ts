@@ -19,7 +19,7 @@ import type { RunAnswer, RunEvent } from "../src/host/runs/run-once.js";
 import type { CellRequest, CreateSessionInput, SessionRequestOptions } from "../src/host/sessions/backend.js";
 import { SessionService } from "../src/host/sessions/session-service.js";
 import type { StoredSession } from "../src/host/sessions/store.js";
-import { runCpuSharesOf, runSandboxOptionsOf } from "../src/host/settings.js";
+import { RUN_CAP_NAMES, runCpuSharesOf, runSandboxOptionsOf } from "../src/host/settings.js";
 import { kvService } from "../src/tools/kv.js";
 import { ToolRegistry } from "../src/tools/registry.js";
 import wasm from "../wasm/quickjs-fuel.wasm";
@@ -73,6 +73,7 @@ export class SessionObject extends DurableObject<Env> {
           defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
           tools: new ToolRegistry().register(kvService(kvStoreOf(env), { maxStoreBytes: config.tenantKvBytes })),
           cpu: runCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),
+          capNames: RUN_CAP_NAMES,
           // This object's one session.
           maxLive: 1,
         }),

@@ -27,6 +27,7 @@ import {
   appOptionsOf,
   environmentOptionsOf,
   processCpuSharesOf,
+  RUN_CAP_NAMES,
   runCpuSharesOf,
   runSandboxOptionsOf,
   runWebOf,
@@ -120,6 +121,7 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
     defaultMemoryLimitBytes: runOptions.defaultMemoryLimitBytes,
     tools,
     cpu: runCpuSharesOf(settings, cpu),
+    capNames: RUN_CAP_NAMES,
   });
   const fallback = playgroundFiles();
   let app: ReturnType<typeof createApp> | undefined;

@@ -8,13 +8,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { createSandbox } from "../../node/index.js";
+import { createSandbox, createSession, restoreSession } from "../../node/index.js";
 import { instantiate } from "../../src/environment/index.js";
 import { createHost, createRunOnce } from "../../src/host/index.js";
 import { SETTING_DEFAULTS } from "../../src/host/limits.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
 import type { ProcessRecord } from "../../src/host/processes/storage.js";
-import { environmentOptionsOf, hostSettingsOf, runWebOf } from "../../src/host/settings.js";
+import { SessionService } from "../../src/host/sessions/session-service.js";
+import { MemorySessionStore } from "../../src/host/sessions/store.js";
+import { environmentOptionsOf, hostSettingsOf, RUN_CAP_NAMES, runWebOf } from "../../src/host/settings.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { inThread, wasm } from "../environment/helpers.js";
@@ -124,6 +126,39 @@ describe("POST /run and run_code name the limit that stopped a run, and its valu
     expect(await (await runDoors(frozen))({ source, options: { memoryLimitBytes: MEMORY } })).toEqual([
       "memory",
       `The sandbox ran out of memory (memoryLimitBytes: ${MEMORY})`,
+    ]);
+  });
+});
+
+/** A session cell's status and error on the sessions of a host with the settings' caps (as serve and the edge name them). */
+async function cellStop(clock: () => number, source: string) {
+  const settings_ = { clock, safetyCap: { cpuTimeMs: settings.runCpuMs, fuel: settings.runFuel } };
+  const service = new SessionService({
+    store: new MemorySessionStore(),
+    engine: {
+      create: (options) => createSession({ ...options, ...settings_ }),
+      restore: (bytes, options) => restoreSession(bytes, { ...options, ...settings_ }),
+    },
+    defaultMemoryLimitBytes: MEMORY,
+    capNames: RUN_CAP_NAMES,
+  });
+  const { id } = await service.create("t", {});
+  const { result } = await (await service.run("t", id, { source })).answer;
+  return [result.status, result.error?.message];
+}
+
+describe("a session's cell names the limit that stopped it, and its value", () => {
+  it("the host's CPU cap per run", async () => {
+    expect(await cellStop(ticking(), "while (true) {}")).toEqual([
+      "terminated",
+      "Execution stopped by the host's CPU cap per run (RUN_CPU_MS = 20 ms)",
+    ]);
+  });
+
+  it("the host's fuel cap per run, where the clock stands still", async () => {
+    expect(await cellStop(frozen, "while (true) {}")).toEqual([
+      "terminated",
+      "Execution stopped by the host's fuel cap per run (RUN_FUEL = 50000000 units)",
     ]);
   });
 });

@@ -67,9 +67,9 @@ describe("the default path", () => {
   it("gives the result the caller's thread and the worker threads give, within the slice and past it", async () => {
     // A fuel cap the clock never beats, so every stop is the same on every path.
     const safetyCap = { fuel: 5_000_000 };
-    const [capped, cappedThreads, cappedInThread] = (["auto", true, false] as const).map(
-      (where) => createSandbox({ threads: where, safetyCap }).runCode,
-    );
+    const { runCode: capped } = createSandbox({ threads: "auto", safetyCap });
+    const { runCode: cappedThreads } = createSandbox({ threads: true, safetyCap });
+    const { runCode: cappedInThread } = createSandbox({ threads: false, safetyCap });
     /** Each program, its options, and whether it goes on past the slice. */
     const programs: [string, object, boolean][] = [
       [

@@ -12,7 +12,7 @@ import { MAX_QUEUED_CELLS } from "../../core/session.js";
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import { HostError } from "../errors.js";
 import { codeTooLarge, timeoutWithin } from "../limits.js";
-import { eventsWithin } from "../runs/run-once.js";
+import { eventsWithin, namingItsStop } from "../runs/run-once.js";
 import type { EngineSession, SessionEngine } from "../sessions/engine.js";
 import type { SessionCellToAnswer } from "./server.js";
 
@@ -79,7 +79,7 @@ export class ConnectionSessions {
     });
     entry.last = turn.catch(() => {});
     try {
-      return { result: await turn, maxLength };
+      return { result: namingItsStop(await turn, timeout), maxLength };
     } finally {
       entry.cells--;
     }

@@ -84,7 +84,11 @@ const SANDBOX_CAP_NAMES: SafetyCapNames = Object.freeze({ cpuTimeMs: "safetyCap.
  * `result`, a stop by its safety cap worded to name the limit that fired and its value (`safetyCapStopWords`):
  * `Execution stopped by the host's CPU cap per run (RUN_CPU_MS = 2000 ms)`.
  */
-function namingItsStop(result: CodeExecutionResult, timeoutMs: number, names: SafetyCapNames): CodeExecutionResult {
+export function namingItsStop(
+  result: CodeExecutionResult,
+  timeoutMs: number,
+  names: SafetyCapNames = SANDBOX_CAP_NAMES,
+): CodeExecutionResult {
   const stop = safetyCapStopOf(result.error);
   if (stop === undefined || result.error === undefined) return result;
   const message = `Execution stopped by ${safetyCapStopWords(stop, timeoutMs, names)}`;

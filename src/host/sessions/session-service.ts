@@ -19,6 +19,7 @@
  */
 import { snapshotFuel } from "../../core/host-fuel.js";
 import { FUEL_PER_MS } from "../../core/sandbox.js";
+import type { SafetyCapNames } from "../../core/limits.js";
 import type { CodeExecutionResult } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { type JsonValue, utf8Length } from "../../values/json.js";
@@ -27,7 +28,7 @@ import type { CpuShares } from "../admission/cpu-budget.js";
 import { type Bucket, takeToken } from "../admission/quotas.js";
 import { HostError, isHostError, retryLater } from "../errors.js";
 import { codeTooLarge, MAX_RUN_MEMORY_BYTES, timeoutWithin } from "../limits.js";
-import { eventsWithin, type RunAnswer } from "../runs/run-once.js";
+import { eventsWithin, namingItsStop, type RunAnswer } from "../runs/run-once.js";
 import {
   type CellCaller,
   type CellRequest,
@@ -69,6 +70,8 @@ export interface SessionServiceOptions {
   tools?: ToolRegistry;
   /** The tenants' shares of CPU each cell's fuel cap is reserved from. Default: no shares. */
   cpu?: CpuShares;
+  /** The settings behind the engine's safety cap, which a cell's stop by it names (as `/run`'s: run-once.ts). */
+  capNames?: SafetyCapNames;
   /** Live sessions kept at most. Default {@link DEFAULT_LIVE_SESSIONS}. */
   maxLive?: number;
   /** Bytes of linear memory live sessions may span together. Default {@link DEFAULT_LIVE_SESSION_BYTES}. */
@@ -112,6 +115,7 @@ export class SessionService implements SessionBackend {
   readonly #defaultMemory: number;
   readonly #tools: ToolRegistry | undefined;
   readonly #cpu: CpuShares | undefined;
+  readonly #capNames: SafetyCapNames | undefined;
   readonly #maxLive: number;
   readonly #maxLiveBytes: number;
   readonly #now: () => number;
@@ -129,6 +133,7 @@ export class SessionService implements SessionBackend {
     this.#defaultMemory = options.defaultMemoryLimitBytes;
     this.#tools = options.tools;
     this.#cpu = options.cpu;
+    this.#capNames = options.capNames;
     this.#maxLive = options.maxLive ?? DEFAULT_LIVE_SESSIONS;
     this.#maxLiveBytes = options.maxLiveBytes ?? DEFAULT_LIVE_SESSION_BYTES;
     this.#now = options.now ?? Date.now;
@@ -221,7 +226,7 @@ export class SessionService implements SessionBackend {
         try {
           const kept = await this.#keep(entry, stored, session, result);
           stateBytes += kept.stateBytes;
-          return { result: kept.result, maxLength };
+          return { result: namingItsStop(kept.result, timeoutMs, this.#capNames), maxLength };
         } finally {
           await this.#settle(tenant, reserved, fuel + snapshotFuel(stateBytes));
         }
