@@ -4,6 +4,7 @@
  * @module
  */
 import type { CodeExecutionError, CodeExecutionResult } from "../src/core/types.js";
+import { packages } from "../worker/packages.generated.js";
 import { SessionBranches } from "./branches.js";
 import { runOnEdge } from "./edge.js";
 import { CodeEditor } from "./editor.js";
@@ -55,6 +56,7 @@ const ui = {
   filename: $<HTMLInputElement>("filename"),
   memory: $<HTMLInputElement>("memory"),
   webApis: $<HTMLInputElement>("web-apis"),
+  installed: $("installed"),
   globals: $("globals"),
   imports: $("imports"),
   addGlobal: $<HTMLButtonElement>("add-global"),
@@ -82,6 +84,16 @@ const ui = {
 };
 
 let session: Session = defaultSession();
+// The deployment's npm packages (the packages lock file, built into the sandbox worker), which runs import by name.
+if (packages.length > 0) {
+  ui.installed.replaceChildren("Intl is on (the browser's own). Installed npm packages, imported by name: ");
+  packages.forEach(({ specifier, version }, i) => {
+    const code = document.createElement("code");
+    code.textContent = specifier;
+    ui.installed.append(...(i === 0 ? [] : [", "]), code, ` ${version}`);
+  });
+  ui.installed.append(".");
+}
 const runner = new SandboxRunner(
   () => new Worker(new URL("./sandbox.worker.ts", import.meta.url), { type: "module", name: "runcode-sandbox" }),
 );

@@ -10,6 +10,7 @@ import { createSandbox, createSession, restoreSession, type Session } from "../s
 import type { JsonValue } from "../src/values/json.js";
 import { toWire } from "../src/values/wire.js";
 import wasmUrl from "../wasm/quickjs-fuel.wasm?url";
+import { bootModules } from "../worker/packages.generated.js";
 import {
   type CellPayload,
   type FromWorker,
@@ -30,10 +31,13 @@ interface WorkerScope {
 }
 const scope = self as unknown as WorkerScope;
 
-// One compiled module for both sandboxes: the one with the Web APIs boots its own instances on its first run.
+// One compiled module for both sandboxes: the one with the Web APIs boots its own instances on its first run. Every
+// sandbox and session has `Intl` (the browser's own) and the deployment's npm packages (the packages lock file's
+// bundles, built into this worker's script: web/packages-plugin.ts), as the edge's do.
 const compiled = WebAssembly.compileStreaming(fetch(wasmUrl));
-const sandbox = createSandbox({ wasm: () => compiled });
-const webSandbox = createSandbox({ wasm: () => compiled, webApis: true });
+const booted = { wasm: () => compiled, intl: true, ...(Object.keys(bootModules).length > 0 && { bootModules }) };
+const sandbox = createSandbox(booted);
+const webSandbox = createSandbox({ ...booted, webApis: true });
 const warm = (async () => {
   const started = performance.now();
   await sandbox.runCode("export default 1", { language: "javascript" });
@@ -112,7 +116,7 @@ function session(id: string): Session {
 function open(settings: SessionSettings, snapshot: Uint8Array | undefined): Promise<Session> {
   const { modules, memoryLimitBytes, webApis } = settings;
   const options = {
-    wasm: () => compiled,
+    ...booted,
     webApis,
     ...hostValues(settings),
     ...(modules !== undefined && { modules }),

@@ -2,6 +2,7 @@
  * The edge host: a Cloudflare Worker serving runcode's HTTP app (src/host) and the playground. The Worker is an
  * adapter: it reads the settings, gives the app its backends (the registry and process objects, one kv object per
  * tenant, one object per session, the sandbox for `POST /run`) and hands what no route matches to the static assets.
+ * Its sandboxes boot the deployment's npm packages (worker/sandboxes.ts), which `run_code`'s guide lists.
  * @module
  */
 import { instantiate } from "../src/environment/index.js";
@@ -13,6 +14,7 @@ import { appOptionsOf, fetchOptionOf, runCpuSharesOf, runSandboxOptionsOf, runWe
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf, type EdgeConfig } from "./config.js";
 import { KvObject, kvStoreOf } from "./kv-object.js";
+import { bootModules, packages } from "./packages.generated.js";
 import { ProcessObject } from "./process-object.js";
 import { edgeProcesses } from "./processes.js";
 import { RegistryObject, registryCpuBudget } from "./registry.js";
@@ -50,7 +52,13 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     kv: kvStoreOf(env),
     kvLimits: { maxStoreBytes: config.tenantKvBytes },
     environment: {
-      module: instantiate({ wasm, webApis: config.webApis, ...fetchOptionOf(config), createSandbox: edgeSandbox }),
+      module: instantiate({
+        wasm,
+        webApis: config.webApis,
+        ...fetchOptionOf(config),
+        bootModules,
+        createSandbox: edgeSandbox,
+      }),
     },
   });
   // A timer cannot stop synchronous guest code on the isolate's one thread, and deployed Workers freeze clocks during
@@ -64,6 +72,7 @@ async function edgeApp(env: Env): Promise<ReturnType<typeof createApp>> {
     run: {
       runCode,
       ...runWebOf(config),
+      packages,
       defaultMemoryLimitBytes: RUN_DEFAULT_MEMORY_BYTES,
       tools,
       cpu: runCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),

@@ -30,6 +30,7 @@ import { environmentOptionsOf, processCpuSharesOf } from "../src/host/settings.j
 import wasm from "../wasm/quickjs-fuel.wasm";
 import { configOf } from "./config.js";
 import { kvStoreOf } from "./kv-object.js";
+import { bootModules } from "./packages.generated.js";
 import { registryCpuBudget } from "./registry.js";
 import { type Answer, answer } from "./rpc-refusals.js";
 import { edgeSandbox } from "./sandboxes.js";
@@ -62,7 +63,7 @@ export class ProcessObject extends DurableObject<Env> {
         cpu: processCpuSharesOf(config, registryCpuBudget(env, config.tenantCpu)),
         // The /run cap bounds a process's guest CPU too: locally one thread serves every object (docs/edge.md).
         environment: {
-          module: instantiate({ wasm, ...environmentOptionsOf(config), createSandbox: edgeSandbox }),
+          module: instantiate({ wasm, ...environmentOptionsOf(config), bootModules, createSandbox: edgeSandbox }),
         },
       }),
     );

@@ -3,7 +3,8 @@
  * wasm compiled at deploy time like QuickJS's (its glue: `npm run build` writes dist/swc/) and the isolate's one
  * pool, whose idle booted instances (16 MiB each) and the runs in flight share the admission's cap of the 128 MB
  * isolate. Sessions get the same transpiler; each holds an instance of its own for its life, so none comes from
- * the pool of runs.
+ * the pool of runs. Every sandbox boots the deployment's npm packages (worker/packages.generated.js, which the build
+ * writes from the packages lock file; none without one), which the guest imports by name.
  * @module
  */
 import { instantiate as instantiateSwc } from "../dist/swc/swc.js";
@@ -19,20 +20,32 @@ import {
   Transpiler,
 } from "../src/index.js";
 import swcWasm from "../wasm/swc-fuel.wasm";
+import { bootModules } from "./packages.generated.js";
 
 const transpiler = new Transpiler(async () => (out) => instantiateSwc(swcWasm, out));
 const pool = new InstancePool();
 pool.limitMemory(RUN_MEMORY_CAP_BYTES);
 
-/** The core's `createSandbox` with the isolate's transpiler and pool. */
-export function edgeSandbox(settings: SandboxOptions): Sandbox {
-  return createSandbox({ ...settings, transpiler, pool });
+/** `settings` with the deployment's packages among its boot modules (without packages: `settings` as they are). */
+function withPackages(settings: SandboxOptions): SandboxOptions {
+  return Object.keys(bootModules).length === 0
+    ? settings
+    : { ...settings, bootModules: { ...bootModules, ...settings.bootModules } };
 }
 
-/** The core's `createSession` and `restoreSession` with `settings` (a session object's, as `/run`'s) and the transpiler. */
+/** The core's `createSandbox` with the deployment's packages, the isolate's transpiler and pool. */
+export function edgeSandbox(settings: SandboxOptions): Sandbox {
+  return createSandbox({ ...withPackages(settings), transpiler, pool });
+}
+
+/**
+ * The core's `createSession` and `restoreSession` with `settings` (a session object's, as `/run`'s), the deployment's
+ * packages and the transpiler.
+ */
 export function edgeSessionEngine(settings: SandboxOptions): SessionEngine {
+  const booted = withPackages(settings);
   return {
-    create: (options) => createSession({ ...settings, ...options, transpiler }),
-    restore: (bytes, options) => restoreSession(bytes, { ...settings, ...options, transpiler }),
+    create: (options) => createSession({ ...booted, ...options, transpiler }),
+    restore: (bytes, options) => restoreSession(bytes, { ...booted, ...options, transpiler }),
   };
 }
