@@ -18,8 +18,8 @@
  * @module
  */
 import { snapshotFuel } from "../../core/host-fuel.js";
-import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type { SafetyCapNames } from "../../core/limits.js";
+import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type { CodeExecutionResult } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { type JsonValue, utf8Length } from "../../values/json.js";
