@@ -18,7 +18,7 @@ import {
   guestSlowPathsSource,
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
-import { type Instance, newInstance } from "./engine.js";
+import { type Instance, newInstance, STACK_MARK } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
@@ -392,20 +392,53 @@ export class BootedInstance {
 
   /**
    * Gives an instance {@link release} found fit its booted memory back; `false` (for dropping) when the allocator's
-   * break is not where a run can leave it. Everything below the break is rewritten (static data, the whole C stack,
-   * the heap): nothing above it was ever written.
+   * break is not where a run can leave it or the C stack pointer is not back at its top. What a run can have written
+   * is rewritten: static data, the C stack from its deepest reach ({@link #stackReach}; the rest of it, zero in the
+   * image, was never written), and the heap up to the break (nothing above it was ever written).
    */
   restore(): boolean {
     const bytes = new Uint8Array(this.instance.memory.buffer);
     const reached = new Int32Array(bytes.buffer, this.#breakAt as number, 1)[0] as number;
-    if (reached < this.#bootedBreak || reached > bytes.length) return false;
-    const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
-    for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
-      const block = this.#image[i];
-      if (block !== undefined) bytes.set(block, start);
-      else bytes.fill(0, start, Math.min(start + BLOCK, end));
-    }
+    const deepest = this.#stackReach();
+    if (reached < this.#bootedBreak || reached > bytes.length || deepest === undefined) return false;
+    const { low, top } = this.stack;
+    this.#rewrite(bytes, 0, low);
+    bytes.fill(0, deepest, top);
+    this.#rewrite(bytes, top, Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK));
+    this.#markStack();
     return true;
+  }
+
+  /**
+   * The lowest byte of the C stack written since the memory last equalled the image: the stack pointer's low-water
+   * mark less the red zone, where the engine keeps the mark ({@link Instance.stack}); the whole stack where it does
+   * not. `undefined` when the stack pointer is not at its top: a frame still open would hold something live.
+   */
+  #stackReach(): number | undefined {
+    const { stack } = this.instance;
+    const { low, top } = this.stack;
+    if (stack === undefined) return low;
+    const mark = stack.low.value as number;
+    if (stack.pointer.value !== top || mark > top) return undefined;
+    return Math.max(low, mark - STACK_MARK.redZoneBytes);
+  }
+
+  /** Sets the stack's low-water mark to the top: done whenever the memory equals the image. */
+  #markStack(): void {
+    const { stack } = this.instance;
+    if (stack !== undefined) stack.low.value = this.#stackTop;
+  }
+
+  /** Rewrites `[from, to)` from the image (zeros past it). */
+  #rewrite(bytes: Uint8Array, from: number, to: number): void {
+    for (let start = from; start < to; ) {
+      const index = Math.floor(start / BLOCK);
+      const end = Math.min(to, (index + 1) * BLOCK);
+      const block = this.#image[index];
+      if (block === undefined) bytes.fill(0, start, end);
+      else bytes.set(block.subarray(start - index * BLOCK, end - index * BLOCK), start);
+      start = end;
+    }
   }
 
   /**
@@ -543,12 +576,18 @@ export class BootedInstance {
     this.#bootedBreak = new Int32Array(this.instance.memory.buffer, breakAt, 1)[0] as number;
   }
 
-  /** Records the memory up to the allocator's break (above it, memory was never written). */
+  /**
+   * Records the memory up to the allocator's break (above it, memory was never written), the C stack zeroed: it holds
+   * nothing live at rest, and a restore then rewrites only the part a run reached.
+   */
   #record(): void {
     const { memory } = this.instance;
     this.#bootedLength = memory.buffer.byteLength;
     this.#bootedFingerprint = this.#fingerprint();
     const bytes = new Uint8Array(memory.buffer);
+    const { low, top } = this.stack;
+    bytes.fill(0, low, top);
+    this.#markStack();
     const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
     for (let start = 0; start < end; start += BLOCK) {
       const block = bytes.subarray(start, Math.min(start + BLOCK, end));

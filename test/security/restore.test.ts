@@ -5,7 +5,7 @@
  * the pool's own bookkeeping is tested here.
  */
 import { describe, expect, it } from "vitest";
-import { nodeWasm } from "../../node/index.js";
+import { createSandbox, nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
 import { InstancePool, MAX_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
@@ -46,3 +46,47 @@ describe("the pool", () => {
     expect((await pool.take(await wasm(), MiB, false)) === first).toBe(false);
   });
 });
+
+describe("a run stopped deep in the C stack gives back its instance as booted, byte for byte", () => {
+  /** Recursion 500 calls deep, then what stops the run at the deepest frame. */
+  const deep = (bottom: string) =>
+    `const f = (n) => (n === 0 ? (() => { ${bottom} })() : f(n - 1) + 1);\nexport default f(500);`;
+  const stops: [string, string, string][] = [
+    ["fuel", deep("while (true) {}"), "terminated"],
+    // (One allocation past the limit: the engine refuses it without asking the memory to grow, which drops an instance.)
+    ["its memory limit", deep("return new Uint8Array(8 * 1024 * 1024).length;"), "memory"],
+    ["a throw", deep('throw new Error("deep");'), "error"],
+  ];
+  for (const [stop, source, status] of stops) {
+    it(`by ${stop}`, async () => {
+      const module = (await wasm()) as WebAssembly.Module;
+      const pool = new InstancePool();
+      // 4 MiB of heap fits the engine's first 16 MiB of linear memory: the instance never grows, so it is restored.
+      const limit = 4 * MiB;
+      const { runCode } = createSandbox({
+        threads: false,
+        pool,
+        wasm: module,
+        clock: () => 0,
+        safetyCap: { fuel: 5_000_000, cpuTimeMs: 1e12 },
+      });
+      // The pool's first run boots an instance of its own; the second's is restored and kept.
+      for (let i = 0; i < 2; i++)
+        expect((await runCode("export default 1", { memoryLimitBytes: limit })).status).toBe("success");
+      const instance = await pool.take(module, limit, true);
+      const image = new Uint8Array(instance.instance.memory.buffer.slice(0));
+      pool.give(instance, true);
+      expect((await runCode(source, { memoryLimitBytes: limit })).status).toBe(status);
+      const after = await pool.take(module, limit, true);
+      expect(after === instance).toBe(true);
+      expect(differingBytes(new Uint8Array(after.instance.memory.buffer), image)).toBe(0);
+    }, 30_000);
+  }
+});
+
+/** Bytes at which `a` and `b` differ, lengths apart. */
+function differingBytes(a: Uint8Array, b: Uint8Array): number {
+  let differing = 0;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) differing++;
+  return differing;
+}
