@@ -19,7 +19,7 @@ import {
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
 import { type Instance, newInstance, STACK_MARK } from "./engine.js";
-import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import { BOOT_PREFIX, INTERNALS_MODULE, INTERNALS_MODULE_SOURCE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
@@ -226,6 +226,8 @@ export class BootedInstance {
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
   readonly timers: TimerHandles | undefined;
+  /** The internals module's `take`: a run's imports and phase mark for the modules that import it (see linker.ts). */
+  readonly takeInternals: QuickJSHandle;
   #holder: Holder | undefined;
   /** Handles made since {@link recordHandles}, for {@link sweepHandles}; `undefined` when not recording. */
   #made: QuickJSHandle[] | undefined;
@@ -292,15 +294,13 @@ export class BootedInstance {
       unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall]), what).dispose();
       install.dispose();
     }
-    for (const [name, source] of Object.entries(boot.modules)) {
-      const what = `Boot module '${name}'`;
-      const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
-      const jobs = runtime.executePendingJobs();
-      const state = ctx.getPromiseState(evaluated);
-      const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
-      if (error !== undefined) unwrap(ctx, { error }, what);
-      if (state.type === "pending") throw new Error(`${what} awaits what nothing at boot can settle`);
-    }
+    for (const [name, source] of Object.entries(boot.modules))
+      this.#evaluateModule(source, BOOT_PREFIX + name, `Boot module '${name}'`).dispose();
+    // After the boot modules: none of them can import it.
+    this.takeInternals = ctx.getProp(
+      this.#evaluateModule(INTERNALS_MODULE_SOURCE, INTERNALS_MODULE, "The internals module"),
+      "take",
+    );
     const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
     const factory = unwrap(ctx, source);
     const marshalArgs = [this.core.intrinsics, this.hostCall, this.call];
@@ -308,6 +308,18 @@ export class BootedInstance {
     const marshalNames = ["encode", "decode", "encodeArguments"] as const;
     const handles = Object.fromEntries(marshalNames.map((k) => [k, ctx.getProp(object, k)]));
     this.marshal = { object, ...handles } as MarshalHandles;
+  }
+
+  /** Evaluates a module at boot, which QuickJS then keeps by `name`; its namespace. */
+  #evaluateModule(source: string, name: string, what: string): QuickJSHandle {
+    const { ctx, runtime } = this;
+    const evaluated = unwrap(ctx, ctx.evalCode(source, name, { type: "module" }), what);
+    const jobs = runtime.executePendingJobs();
+    const state = ctx.getPromiseState(evaluated);
+    const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
+    if (error !== undefined) unwrap(ctx, { error }, what);
+    if (state.type !== "fulfilled") throw new Error(`${what} awaits what nothing at boot can settle`);
+    return state.value;
   }
 
   /**
@@ -483,7 +495,13 @@ export class BootedInstance {
    * wasm and boot, as booting is deterministic.
    */
   get engineKey(): string {
-    const handles = [this.hostCall, this.call, ...Object.values(this.core), ...Object.values(this.marshal)];
+    const handles = [
+      this.hostCall,
+      this.call,
+      this.takeInternals,
+      ...Object.values(this.core),
+      ...Object.values(this.marshal),
+    ];
     if (this.timers !== undefined) handles.push(...Object.values(this.timers));
     const ptr = (value: unknown) => (value as { value: number }).value;
     const { rt, ctx } = this.ctx as unknown as { rt: unknown; ctx: unknown };

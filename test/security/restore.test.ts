@@ -9,6 +9,7 @@ import { createSandbox, nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
 import { InstancePool, MAX_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
+import type { CodeExecutionOptions } from "../../src/core/types.js";
 import { restoreImageSuite } from "../conformance/restore-image.js";
 
 const MiB = 1024 * 1024;
@@ -47,6 +48,37 @@ describe("the pool", () => {
   });
 });
 
+/**
+ * Runs `source` on a pool's restored instance (4 MiB of heap fits the engine's first 16 MiB of linear memory: the
+ * instance never grows, so it is restored again); its status, and the bytes at which the instance then differs from
+ * its memory as lent.
+ */
+async function restoredAfter(
+  source: string,
+  options: CodeExecutionOptions = {},
+): Promise<{ status: string; result: unknown; differing: number }> {
+  const module = (await wasm()) as WebAssembly.Module;
+  const pool = new InstancePool();
+  const limit = 4 * MiB;
+  const { runCode } = createSandbox({
+    threads: false,
+    pool,
+    wasm: module,
+    clock: () => 0,
+    safetyCap: { fuel: 5_000_000, cpuTimeMs: 1e12 },
+  });
+  // The pool's first run boots an instance of its own; the second's is restored and kept.
+  for (let i = 0; i < 2; i++)
+    expect((await runCode("export default 1", { memoryLimitBytes: limit })).status).toBe("success");
+  const instance = await pool.take(module, limit, true);
+  const image = new Uint8Array(instance.instance.memory.buffer.slice(0));
+  pool.give(instance, true);
+  const { status, result } = await runCode(source, { ...options, memoryLimitBytes: limit });
+  const after = await pool.take(module, limit, true);
+  expect(after === instance).toBe(true);
+  return { status, result, differing: differingBytes(new Uint8Array(after.instance.memory.buffer), image) };
+}
+
 describe("a run stopped deep in the C stack gives back its instance as booted, byte for byte", () => {
   /** Recursion 500 calls deep, then what stops the run at the deepest frame. */
   const deep = (bottom: string) =>
@@ -59,30 +91,16 @@ describe("a run stopped deep in the C stack gives back its instance as booted, b
   ];
   for (const [stop, source, status] of stops) {
     it(`by ${stop}`, async () => {
-      const module = (await wasm()) as WebAssembly.Module;
-      const pool = new InstancePool();
-      // 4 MiB of heap fits the engine's first 16 MiB of linear memory: the instance never grows, so it is restored.
-      const limit = 4 * MiB;
-      const { runCode } = createSandbox({
-        threads: false,
-        pool,
-        wasm: module,
-        clock: () => 0,
-        safetyCap: { fuel: 5_000_000, cpuTimeMs: 1e12 },
-      });
-      // The pool's first run boots an instance of its own; the second's is restored and kept.
-      for (let i = 0; i < 2; i++)
-        expect((await runCode("export default 1", { memoryLimitBytes: limit })).status).toBe("success");
-      const instance = await pool.take(module, limit, true);
-      const image = new Uint8Array(instance.instance.memory.buffer.slice(0));
-      pool.give(instance, true);
-      expect((await runCode(source, { memoryLimitBytes: limit })).status).toBe(status);
-      const after = await pool.take(module, limit, true);
-      expect(after === instance).toBe(true);
-      expect(differingBytes(new Uint8Array(after.instance.memory.buffer), image)).toBe(0);
+      expect(await restoredAfter(source)).toEqual({ status, result: undefined, differing: 0 });
     }, 30_000);
   }
 });
+
+it("a run's imports and globals, taken by the internals module evaluated at boot, leave the instance as booted", async () => {
+  const source = 'import { get } from "tools";\nexport default get() + hint;';
+  const options = { imports: { tools: { get: () => 41 } }, globals: { hint: 1 } };
+  expect(await restoredAfter(source, options)).toEqual({ status: "success", result: 42, differing: 0 });
+}, 30_000);
 
 /** Bytes at which `a` and `b` differ, lengths apart. */
 function differingBytes(a: Uint8Array, b: Uint8Array): number {
