@@ -603,8 +603,8 @@ export class BootedInstance {
     this.#bootedLength = memory.buffer.byteLength;
     this.#bootedFingerprint = this.#fingerprint();
     const bytes = new Uint8Array(memory.buffer);
-    const { low, top } = this.stack;
-    bytes.fill(0, low, top);
+    // Only where the boot reached: the pages below were never touched, and stay untouched.
+    bytes.fill(0, this.#stackReach() ?? this.stack.low, this.stack.top);
     this.#markStack();
     const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
     for (let start = 0; start < end; start += BLOCK) {
