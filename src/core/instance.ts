@@ -226,6 +226,11 @@ export class BootedInstance {
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
   readonly timers: TimerHandles | undefined;
+  /**
+   * The factory of the guarded natives' JS implementations (guest/slow-paths.ts), compiled at boot: the guest asks for
+   * it on first use (`OP_CHARGE` with -1) and makes them with its own kit.
+   */
+  readonly slowPaths: QuickJSHandle;
   /** The internals module's `take`: a run's imports and phase mark for the modules that import it (see linker.ts). */
   readonly takeInternals: QuickJSHandle;
   #holder: Holder | undefined;
@@ -287,6 +292,8 @@ export class BootedInstance {
       "settle",
     ] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    const slowPaths = ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" });
+    this.slowPaths = unwrap(ctx, slowPaths, "The guarded natives' JS implementations");
     this.timers = boot.webApis ? this.#installWebApis() : undefined;
     if (boot.intl) {
       const what = "Intl";
@@ -324,14 +331,14 @@ export class BootedInstance {
 
   /**
    * The guest's host calls while the instance boots, outside any run: boot modules (packages) run the guarded natives,
-   * whose JS implementations (`OP_CHARGE` with -1) are compiled on first use; the rest, polls' charges included, are
+   * whose JS implementations (`OP_CHARGE` with -1) are made on first use; the rest, polls' charges included, are
    * nobody's and answered with nothing.
    */
   #bootCall(op: QuickJSHandle | undefined, a: QuickJSHandle | undefined): QuickJSHandle | undefined {
     const { ctx } = this;
     if (op === undefined || a === undefined || ctx.getNumber(op) !== OP_CHARGE || ctx.getNumber(a) >= 0)
       return undefined;
-    return unwrap(ctx, ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }));
+    return this.slowPaths.dup();
   }
 
   /**
@@ -499,6 +506,7 @@ export class BootedInstance {
       this.hostCall,
       this.call,
       this.takeInternals,
+      this.slowPaths,
       ...Object.values(this.core),
       ...Object.values(this.marshal),
     ];
