@@ -30,7 +30,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
-import { METER } from "../src/core/engine.js";
+import { METER, STACK_MARK } from "../src/core/engine.js";
 
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
 const HOST_CALL_FUEL = 50;
@@ -342,6 +342,121 @@ export function meterWasm(original: Uint8Array): Uint8Array {
   return bytes;
 }
 
+/** The internal name of the stack mark's global. */
+const STACK_LOW = "stack$low";
+
+/** The accessors of `global.set` binaryen.js has that its type declarations lack. */
+const globalSet = (
+  binaryen as unknown as { GlobalSet: { getValue(expr: Ref): Ref; setValue(expr: Ref, value: Ref): void } }
+).GlobalSet;
+
+/** The global a `global.get` or `global.set` names. */
+const globalName = (expr: Ref): string => (binaryen.getExpressionInfo(expr) as binaryen.GlobalGetInfo).name;
+
+/**
+ * The engine's stack low-water mark, a pass of its own over the metered engine: after every write of the C stack
+ * pointer (emscripten's `__stack_pointer`: every prologue and epilogue, and the library's `stackAlloc` for a call's
+ * string arguments), the exported mutable i32 global `STACK_MARK.low` keeps the least value the pointer has had. The
+ * host sets it to the stack's top and, after a run, rewrites only the stack between it, less the red zone, and the top;
+ * the pointer itself is exported as `STACK_MARK.pointer` so the host can see it is back at the top. A function that
+ * never moves the pointer may still write below it, within LLVM's red zone for wasm (`STACK_MARK.redZoneBytes`): a
+ * build where one reaches further, or whose stack pointer is not found, fails.
+ */
+export function markStackLow(metered: Uint8Array): Uint8Array {
+  const module = binaryen.readBinary(metered);
+  // As meterWasm: what the engine's build uses (more would change how the binary is written).
+  const { Features } = binaryen;
+  module.setFeatures(
+    Features.MutableGlobals |
+      Features.NontrappingFPToInt |
+      Features.BulkMemory |
+      Features.BulkMemoryOpt |
+      Features.SignExt,
+  );
+  const { i32 } = binaryen;
+  const pointer = stackPointerOf(module);
+  const pointerAt = (expr: Ref) =>
+    binaryen.getExpressionId(expr) === binaryen.GlobalGetId && globalName(expr) === pointer;
+  for (let i = 0; i < module.getNumFunctions(); i++) {
+    const fn = module.getFunctionByIndex(i);
+    const { body, name, module: imported } = binaryen.getFunctionInfo(fn);
+    if (imported) continue;
+    const sets: Ref[] = [];
+    /** The most bytes below the pointer an address `pointer - constant` reaches. */
+    let below = 0;
+    const stack = [body];
+    while (stack.length > 0) {
+      const expr = stack.pop() as Ref;
+      if (expr === 0) continue;
+      const id = binaryen.getExpressionId(expr);
+      if (id === binaryen.GlobalSetId && globalName(expr) === pointer) sets.push(expr);
+      else if (id === binaryen.BinaryId) {
+        const { op, left, right } = binaryen.getExpressionInfo(expr) as binaryen.BinaryInfo;
+        if (op === binaryen.SubInt32 && pointerAt(left) && binaryen.getExpressionId(right) === binaryen.ConstId)
+          below = Math.max(below, (binaryen.getExpressionInfo(right) as binaryen.ConstInfo).value as number);
+      }
+      stack.push(...childrenOf(expr));
+    }
+    // A function that never moves the pointer writes below it only within the red zone (LLVM's rule for wasm).
+    if (sets.length === 0 && below > STACK_MARK.redZoneBytes)
+      throw new Error(
+        `build-fuel-wasm: function ${name} uses ${below} bytes below the stack pointer without moving it, past the red zone`,
+      );
+    if (sets.length === 0) continue;
+    const value = api._BinaryenFunctionAddVar(fn, i32);
+    for (const set of sets) {
+      const lower = module.i32.lt_u(module.local.get(value, i32), module.global.get(STACK_LOW, i32));
+      globalSet.setValue(
+        set,
+        module.block(
+          null,
+          [
+            module.local.set(value, globalSet.getValue(set)),
+            module.if(lower, module.global.set(STACK_LOW, module.local.get(value, i32))),
+            module.local.get(value, i32),
+          ],
+          i32,
+        ),
+      );
+    }
+  }
+  module.addGlobal(STACK_LOW, i32, true, module.copyExpression(binaryen.getGlobalInfo(module.getGlobal(pointer)).init));
+  module.addGlobalExport(STACK_LOW, STACK_MARK.low);
+  module.addGlobalExport(pointer, STACK_MARK.pointer);
+  if (!module.validate()) throw new Error("build-fuel-wasm: the engine with its stack mark does not validate");
+  const bytes = module.emitBinary();
+  module.dispose();
+  return bytes;
+}
+
+/**
+ * The engine's stack pointer: the mutable i32 global that one exported function returns as it is
+ * (`emscripten_stack_get_current`) and another sets from its argument (`_emscripten_stack_restore`); their names are
+ * minified away, their bodies are not.
+ */
+function stackPointerOf(module: binaryen.Module): string {
+  const got = new Set<string>();
+  const set = new Set<string>();
+  for (let i = 0; i < module.getNumExports(); i++) {
+    const exported = binaryen.getExportInfo(module.getExportByIndex(i));
+    if (exported.kind !== binaryen.ExternalFunction) continue;
+    const body = binaryen.getFunctionInfo(module.getFunction(exported.value)).body;
+    const id = binaryen.getExpressionId(body);
+    if (id === binaryen.GlobalGetId) got.add(globalName(body));
+    else if (id === binaryen.GlobalSetId && binaryen.getExpressionId(globalSet.getValue(body)) === binaryen.LocalGetId)
+      set.add(globalName(body));
+  }
+  const found = [...got].filter((name) => {
+    const global = binaryen.getGlobalInfo(module.getGlobal(name));
+    return set.has(name) && global.mutable && global.type === binaryen.i32 && !global.module;
+  });
+  if (found.length !== 1)
+    throw new Error(
+      `build-fuel-wasm: the engine's stack pointer was not found (${found.length} globals are read and set by exported functions as emscripten's stack functions do)`,
+    );
+  return found[0] as string;
+}
+
 /** The pinned engine's wasm. */
 export function pinnedEngine(): Uint8Array {
   return readFileSync(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
@@ -353,6 +468,6 @@ export function pinnedSwc(): Uint8Array {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync("wasm/quickjs-fuel.wasm", meterWasm(pinnedEngine()));
+  writeFileSync("wasm/quickjs-fuel.wasm", markStackLow(meterWasm(pinnedEngine())));
   writeFileSync("wasm/swc-fuel.wasm", meterWasm(pinnedSwc()));
 }

@@ -24,6 +24,13 @@ export function linearMemoryBytes(heapLimitBytes: number): number {
 /** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
 export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
 
+/**
+ * Where the metered engine exports its C stack pointer and the pointer's low-water mark, the least value it has had
+ * since the host last set it (see `markStackLow` in scripts/build-fuel-wasm.ts), and how far below the pointer a
+ * function may write without moving it: LLVM's red zone for wasm, which the build checks.
+ */
+export const STACK_MARK = Object.freeze({ low: "stack_low", pointer: "stack_pointer", redZoneBytes: 128 });
+
 /** The program name the engine sees: Emscripten's own default, which it uses wherever it finds no script path. */
 const PROGRAM = "./this.program";
 
@@ -56,6 +63,8 @@ export interface Instance {
   quickjs: QuickJSWASMModule;
   /** `undefined` for an engine built without the meter. */
   meter: Meter | undefined;
+  /** The C stack pointer and its low-water mark ({@link STACK_MARK}); `undefined` for an engine built without them. */
+  stack: { pointer: WebAssembly.Global; low: WebAssembly.Global } | undefined;
   /** The Emscripten module under it (its allocator is probed once: see core/instance.ts). */
   emscripten: QuickJSEmscriptenModule;
   memory: WebAssembly.Memory;
@@ -90,7 +99,10 @@ export function compiledModule(source: WasmSource | undefined): () => Promise<We
  * Emscripten's instantiation hook, synchronous: `WebAssembly.instantiate` waits for a task of the event loop, which
  * costs more than the instantiation itself (measured: ~1 ms of idle time per run in Node).
  */
-function instantiateSync(wasmModule: WebAssembly.Module, metered: (meter: Meter) => void) {
+function instantiateSync(
+  wasmModule: WebAssembly.Module,
+  metered: (meter: Meter, exports: WebAssembly.Exports) => void,
+) {
   return (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => {
     let meter: Meter | undefined;
     // An engine built without the meter neither imports this nor exports the counter.
@@ -99,7 +111,7 @@ function instantiateSync(wasmModule: WebAssembly.Module, metered: (meter: Meter)
     const counter = instance.exports[METER.counter];
     if (counter instanceof WebAssembly.Global) {
       meter = new Meter(counter);
-      metered(meter);
+      metered(meter, instance.exports);
     }
     receive(instance);
     return instance.exports;
@@ -127,6 +139,7 @@ export async function newInstance(
   const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
   let meter: Meter | undefined;
+  let stack: Instance["stack"];
   // The environment strings the engine copies into its heap at start name the program: in Node, the main script's
   // path. Its length moved every later allocation, and with them the engine's work (fuel) on hash chains keyed by
   // address: the same everywhere, so fuel is the same on every host.
@@ -136,8 +149,10 @@ export async function newInstance(
       ? settings
       : {
           ...settings,
-          instantiateWasm: instantiateSync(wasmModule, (made) => {
+          instantiateWasm: instantiateSync(wasmModule, (made, exports) => {
             meter = made;
+            const { [STACK_MARK.pointer]: pointer, [STACK_MARK.low]: low } = exports;
+            if (pointer instanceof WebAssembly.Global && low instanceof WebAssembly.Global) stack = { pointer, low };
           }),
         },
   );
@@ -145,6 +160,7 @@ export async function newInstance(
   const instance: Instance = {
     quickjs: new QuickJSWASMModule(emscripten, new FFI(emscripten)),
     meter,
+    stack,
     emscripten,
     memory,
     maxBytes: pages * PAGE,

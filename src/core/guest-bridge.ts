@@ -14,7 +14,6 @@
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
 import type { FetchSession } from "../fetch/session.js";
-import { guestSlowPathsSource } from "../guest/sources.generated.js";
 import { isBridged, SerializationError, Thrown } from "../values/errors.js";
 import {
   LOG_LEVELS,
@@ -52,7 +51,6 @@ import {
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import { constructs, intlAnswer } from "./intl.js";
 import type { Limits } from "./limits.js";
-import { INTERNALS_MODULE } from "./linker.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import { subtleBytes, subtleWork } from "./subtle.js";
 import type { CodeExecutionLog } from "./types.js";
@@ -246,9 +244,8 @@ export class GuestBridge {
         case OP_CHARGE:
           // `a` polls' worth of native work (the guest's estimate, see guest/core.ts).
           if (a >= 0) return this.#limits.charge(a) ? ctx.true : ctx.false;
-          return this.guard(() =>
-            ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }),
-          );
+          // Their factory, compiled at boot (see `BootedInstance.slowPaths`).
+          return this.#booted.slowPaths.dup();
         case OP_FETCH:
           return this.#callHost(this.#run.fetch?.request, [a, value]);
         case OP_SUBTLE:

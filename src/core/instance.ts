@@ -18,8 +18,8 @@ import {
   guestSlowPathsSource,
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
-import { type Instance, newInstance } from "./engine.js";
-import { BOOT_PREFIX, INTERNALS_MODULE } from "./linker.js";
+import { type Instance, newInstance, STACK_MARK } from "./engine.js";
+import { BOOT_PREFIX, INTERNALS_MODULE, INTERNALS_MODULE_SOURCE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
 import { WEB_API_SOURCES } from "./web-apis.js";
@@ -226,6 +226,13 @@ export class BootedInstance {
   readonly marshal: MarshalHandles;
   /** The guest's timers, when the Web APIs are installed (see timers.ts). */
   readonly timers: TimerHandles | undefined;
+  /**
+   * The factory of the guarded natives' JS implementations (guest/slow-paths.ts), compiled at boot: the guest asks for
+   * it on first use (`OP_CHARGE` with -1) and makes them with its own kit.
+   */
+  readonly slowPaths: QuickJSHandle;
+  /** The internals module's `take`: a run's imports and phase mark for the modules that import it (see linker.ts). */
+  readonly takeInternals: QuickJSHandle;
   #holder: Holder | undefined;
   /** Handles made since {@link recordHandles}, for {@link sweepHandles}; `undefined` when not recording. */
   #made: QuickJSHandle[] | undefined;
@@ -285,6 +292,8 @@ export class BootedInstance {
       "settle",
     ] as const;
     this.core = Object.fromEntries(names.map((k) => [k, ctx.getProp(internals, k)])) as CoreHandles;
+    const slowPaths = ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" });
+    this.slowPaths = unwrap(ctx, slowPaths, "The guarded natives' JS implementations");
     this.timers = boot.webApis ? this.#installWebApis() : undefined;
     if (boot.intl) {
       const what = "Intl";
@@ -292,15 +301,13 @@ export class BootedInstance {
       unwrap(ctx, ctx.callFunction(install, ctx.undefined, [this.hostCall]), what).dispose();
       install.dispose();
     }
-    for (const [name, source] of Object.entries(boot.modules)) {
-      const what = `Boot module '${name}'`;
-      const evaluated = unwrap(ctx, ctx.evalCode(source, BOOT_PREFIX + name, { type: "module" }), what);
-      const jobs = runtime.executePendingJobs();
-      const state = ctx.getPromiseState(evaluated);
-      const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
-      if (error !== undefined) unwrap(ctx, { error }, what);
-      if (state.type === "pending") throw new Error(`${what} awaits what nothing at boot can settle`);
-    }
+    for (const [name, source] of Object.entries(boot.modules))
+      this.#evaluateModule(source, BOOT_PREFIX + name, `Boot module '${name}'`).dispose();
+    // After the boot modules: none of them can import it.
+    this.takeInternals = ctx.getProp(
+      this.#evaluateModule(INTERNALS_MODULE_SOURCE, INTERNALS_MODULE, "The internals module"),
+      "take",
+    );
     const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
     const factory = unwrap(ctx, source);
     const marshalArgs = [this.core.intrinsics, this.hostCall, this.call];
@@ -310,16 +317,28 @@ export class BootedInstance {
     this.marshal = { object, ...handles } as MarshalHandles;
   }
 
+  /** Evaluates a module at boot, which QuickJS then keeps by `name`; its namespace. */
+  #evaluateModule(source: string, name: string, what: string): QuickJSHandle {
+    const { ctx, runtime } = this;
+    const evaluated = unwrap(ctx, ctx.evalCode(source, name, { type: "module" }), what);
+    const jobs = runtime.executePendingJobs();
+    const state = ctx.getPromiseState(evaluated);
+    const error = jobs.error ?? (state.type === "rejected" ? state.error : undefined);
+    if (error !== undefined) unwrap(ctx, { error }, what);
+    if (state.type !== "fulfilled") throw new Error(`${what} awaits what nothing at boot can settle`);
+    return state.value;
+  }
+
   /**
    * The guest's host calls while the instance boots, outside any run: boot modules (packages) run the guarded natives,
-   * whose JS implementations (`OP_CHARGE` with -1) are compiled on first use; the rest, polls' charges included, are
+   * whose JS implementations (`OP_CHARGE` with -1) are made on first use; the rest, polls' charges included, are
    * nobody's and answered with nothing.
    */
   #bootCall(op: QuickJSHandle | undefined, a: QuickJSHandle | undefined): QuickJSHandle | undefined {
     const { ctx } = this;
     if (op === undefined || a === undefined || ctx.getNumber(op) !== OP_CHARGE || ctx.getNumber(a) >= 0)
       return undefined;
-    return unwrap(ctx, ctx.evalCode(guestSlowPathsSource, `${INTERNALS_MODULE}/slow-paths`, { type: "global" }));
+    return this.slowPaths.dup();
   }
 
   /**
@@ -392,20 +411,53 @@ export class BootedInstance {
 
   /**
    * Gives an instance {@link release} found fit its booted memory back; `false` (for dropping) when the allocator's
-   * break is not where a run can leave it. Everything below the break is rewritten (static data, the whole C stack,
-   * the heap): nothing above it was ever written.
+   * break is not where a run can leave it or the C stack pointer is not back at its top. What a run can have written
+   * is rewritten: static data, the C stack from its deepest reach ({@link #stackReach}; the rest of it, zero in the
+   * image, was never written), and the heap up to the break (nothing above it was ever written).
    */
   restore(): boolean {
     const bytes = new Uint8Array(this.instance.memory.buffer);
     const reached = new Int32Array(bytes.buffer, this.#breakAt as number, 1)[0] as number;
-    if (reached < this.#bootedBreak || reached > bytes.length) return false;
-    const end = Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK);
-    for (let start = 0, i = 0; start < end; start += BLOCK, i++) {
-      const block = this.#image[i];
-      if (block !== undefined) bytes.set(block, start);
-      else bytes.fill(0, start, Math.min(start + BLOCK, end));
-    }
+    const deepest = this.#stackReach();
+    if (reached < this.#bootedBreak || reached > bytes.length || deepest === undefined) return false;
+    const { low, top } = this.stack;
+    this.#rewrite(bytes, 0, low);
+    bytes.fill(0, deepest, top);
+    this.#rewrite(bytes, top, Math.min(bytes.length, Math.ceil(reached / BLOCK) * BLOCK));
+    this.#markStack();
     return true;
+  }
+
+  /**
+   * The lowest byte of the C stack written since the memory last equalled the image: the stack pointer's low-water
+   * mark less the red zone, where the engine keeps the mark ({@link Instance.stack}); the whole stack where it does
+   * not. `undefined` when the stack pointer is not at its top: a frame still open would hold something live.
+   */
+  #stackReach(): number | undefined {
+    const { stack } = this.instance;
+    const { low, top } = this.stack;
+    if (stack === undefined) return low;
+    const mark = stack.low.value as number;
+    if (stack.pointer.value !== top || mark > top) return undefined;
+    return Math.max(low, mark - STACK_MARK.redZoneBytes);
+  }
+
+  /** Sets the stack's low-water mark to the top: done whenever the memory equals the image. */
+  #markStack(): void {
+    const { stack } = this.instance;
+    if (stack !== undefined) stack.low.value = this.#stackTop;
+  }
+
+  /** Rewrites `[from, to)` from the image (zeros past it). */
+  #rewrite(bytes: Uint8Array, from: number, to: number): void {
+    for (let start = from; start < to; ) {
+      const index = Math.floor(start / BLOCK);
+      const end = Math.min(to, (index + 1) * BLOCK);
+      const block = this.#image[index];
+      if (block === undefined) bytes.fill(0, start, end);
+      else bytes.set(block.subarray(start - index * BLOCK, end - index * BLOCK), start);
+      start = end;
+    }
   }
 
   /**
@@ -450,7 +502,14 @@ export class BootedInstance {
    * wasm and boot, as booting is deterministic.
    */
   get engineKey(): string {
-    const handles = [this.hostCall, this.call, ...Object.values(this.core), ...Object.values(this.marshal)];
+    const handles = [
+      this.hostCall,
+      this.call,
+      this.takeInternals,
+      this.slowPaths,
+      ...Object.values(this.core),
+      ...Object.values(this.marshal),
+    ];
     if (this.timers !== undefined) handles.push(...Object.values(this.timers));
     const ptr = (value: unknown) => (value as { value: number }).value;
     const { rt, ctx } = this.ctx as unknown as { rt: unknown; ctx: unknown };
@@ -543,12 +602,18 @@ export class BootedInstance {
     this.#bootedBreak = new Int32Array(this.instance.memory.buffer, breakAt, 1)[0] as number;
   }
 
-  /** Records the memory up to the allocator's break (above it, memory was never written). */
+  /**
+   * Records the memory up to the allocator's break (above it, memory was never written), the C stack zeroed: it holds
+   * nothing live at rest, and a restore then rewrites only the part a run reached.
+   */
   #record(): void {
     const { memory } = this.instance;
     this.#bootedLength = memory.buffer.byteLength;
     this.#bootedFingerprint = this.#fingerprint();
     const bytes = new Uint8Array(memory.buffer);
+    // Only where the boot reached: the pages below were never touched, and stay untouched.
+    bytes.fill(0, this.#stackReach() ?? this.stack.low, this.stack.top);
+    this.#markStack();
     const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
     for (let start = 0; start < end; start += BLOCK) {
       const block = bytes.subarray(start, Math.min(start + BLOCK, end));

@@ -25,6 +25,19 @@ interface ModuleAccount extends FuelAccount {
 
 /** Names of the runtime's own modules; no user specifier normalizes to one. */
 export const INTERNALS_MODULE = `${INTERNAL}internals`;
+/**
+ * The internals module, which only the phase module and the synthetic modules of `options.imports` import: its
+ * default export is the run's imports, and `phase` the core's mark that evaluation began. Compiled and evaluated once
+ * at boot (core/instance.ts), it lives in the image; its exports are live bindings each run sets by calling `take`
+ * with the key the core staged them under (see `stage` in guest/core.ts).
+ */
+export const INTERNALS_MODULE_SOURCE = `let imports, phase;
+export { imports as default, phase };
+export function take(key) {
+  const staged = globalThis[key];
+  imports = staged.imports;
+  phase = staged.phase;
+}`;
 const IMPORT_PREFIX = `${INTERNAL}import/`;
 /**
  * The phase module: every user module imports it first, so it evaluates once the whole graph has linked and before

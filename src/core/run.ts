@@ -314,15 +314,16 @@ class Run implements StartedRun {
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
     const seed = seedWords().map((word) => ctx.newNumber(word | 0));
-    const stage = [...staged, ctx.newString(STAGE_KEY), ...seed, meter === undefined ? ctx.false : ctx.true];
+    const stageKey = ctx.newString(STAGE_KEY);
+    const stage = [...staged, stageKey, ...seed, meter === undefined ? ctx.false : ctx.true];
     bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
     if (bindings === "reseed") {
       bridge.guard(() => ctx.evalCode(`delete globalThis[${key}];`, `${INTERNALS_MODULE}/reseed`, { type: "global" }));
       return bridge;
     }
-    const internalsModule = `const staged = globalThis[${key}];\nexport default staged.imports;\nexport const phase = staged.phase;`;
-    bridge.guard(() => ctx.evalCode(internalsModule, INTERNALS_MODULE, { type: "module" }));
+    // The internals module, evaluated at boot, takes this run's imports and phase mark.
+    bridge.guard(() => ctx.callFunction(booted.takeInternals, ctx.undefined, [stageKey]));
     const names = [...new Set(["console", "report", ...this.#options.globals])];
     const script =
       bindings === "run"

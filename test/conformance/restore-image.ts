@@ -6,10 +6,12 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
+import { STACK_MARK } from "../../src/core/engine.js";
 import {
   type Boot,
   BootedInstance,
   bootOf,
+  C_STACK_BYTES,
   type Holder,
   type MemoryLayout,
   memoryLayout,
@@ -52,6 +54,13 @@ function findInMemory(memory: WebAssembly.Memory, text: string): number {
 /** The allocator's break in `instance`'s memory now. */
 function breakOf(instance: BootedInstance, layout: MemoryLayout): number {
   return new Int32Array(instance.instance.memory.buffer, layout.breakAt, 1)[0] as number;
+}
+
+/** The engine's C stack pointer and its low-water mark: every platform runs the metered engine, which keeps them. */
+function markOf(instance: BootedInstance): { pointer: WebAssembly.Global; low: WebAssembly.Global } {
+  const { stack } = instance.instance;
+  if (stack === undefined) throw new Error("The engine keeps no stack mark");
+  return stack;
 }
 
 /** Declares the memory-level restore tests against the platform's compiled QuickJS module. */
@@ -126,18 +135,25 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
     /**
      * Bytes planted at every 64 KiB of a region, as a run's native frames or allocations would leave them, each region
      * on an instance of its own: the restore knows where a run can write from the allocator and the stack pointer,
-     * not from what the booted memory holds.
+     * not from what the booted memory holds. In the C stack, the run's frames reached the lowest planted byte: where
+     * the engine keeps the stack pointer's low-water mark, it is set as such a run leaves it, the lowest byte in the
+     * red zone below the deepest frame.
      */
-    const regions: [string, (layout: MemoryLayout, bootedBreak: number) => [from: number, to: number]][] = [
-      ["static data (from 1 KiB, below the stack)", () => [1024, 64 * 1024]],
+    const regions: [
+      string,
+      (layout: MemoryLayout, bootedBreak: number) => [from: number, to: number],
+      stack: boolean,
+    ][] = [
+      ["static data (from 1 KiB, below the stack)", () => [1024, 64 * 1024], false],
       [
         "the C stack at depth, far below what JS recursion reaches",
         (layout) => [128 * 1024, layout.stackTop - 2 * MiB],
+        true,
       ],
-      ["the C stack near its top", (layout) => [layout.stackTop - 2 * MiB, layout.stackTop]],
-      ["the booted heap", (layout, bootedBreak) => [layout.stackTop, bootedBreak]],
+      ["the C stack near its top", (layout) => [layout.stackTop - 2 * MiB, layout.stackTop], true],
+      ["the booted heap", (layout, bootedBreak) => [layout.stackTop, bootedBreak], false],
     ];
-    for (const [region, bounds] of regions) {
+    for (const [region, bounds, stack] of regions) {
       it(`is the booted image again after bytes were planted in ${region}`, async () => {
         const layout = (await memoryLayout(await wasm())) as MemoryLayout;
         const { instance, booted: image } = await lent();
@@ -145,9 +161,56 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
         expect(to - from).toBeGreaterThan(32 * 1024);
         const bytes = new Uint8Array(instance.instance.memory.buffer);
         for (let at = from + 1024; at < to; at += 64 * 1024) bytes[at] = (bytes[at] as number) ^ 0x53;
+        const { low } = markOf(instance);
+        if (stack) low.value = Math.min(low.value, from + 1024 + STACK_MARK.redZoneBytes);
         expect(differingBytes(bytes, image)).toBeGreaterThan(0);
         expect(instance.reclaim(true)).toBe(true);
         expect(differingBytes(new Uint8Array(instance.instance.memory.buffer), image)).toBe(0);
+      });
+    }
+
+    /**
+     * Runs whose native frames reach deep into the C stack (recursion in C, `alloca`-like buffers), each ending its
+     * own way; after each, the restored memory is the booted image byte for byte, the dead stack zero in both.
+     */
+    const deepRuns: [what: string, source: string, reach: number][] = [
+      [
+        "recursion 1,000 calls deep, ended by a throw from the deepest frame",
+        'const f = (n) => (n === 0 ? JSON.parse("{") : f(n - 1) + 1); try { f(1000); } catch (e) { e.name; }',
+        64 * 1024,
+      ],
+      [
+        "a backtracking regex over a long string",
+        'String(/^(a|ab)*c$/.test("ab".repeat(20000) + "c")) + "a".repeat(100000).replace(/(a)(?=a)/g, "$1").length',
+        1024,
+      ],
+      [
+        "JSON.parse of 1,000 levels of nesting",
+        'String(JSON.parse("[".repeat(1000) + "]".repeat(1000)).length)',
+        8 * 1024,
+      ],
+      [
+        "a sort with a comparator",
+        "String(Array.from({ length: 20000 }, (_, i) => (i * 7919) % 10007).sort((a, b) => a - b)[19999])",
+        1024,
+      ],
+    ];
+    for (const [what, source, reach] of deepRuns) {
+      it(`equals the booted memory after ${what}`, async () => {
+        const layout = (await memoryLayout(await wasm())) as MemoryLayout;
+        const { instance, booted: image } = await lent();
+        const bytes = new Uint8Array(instance.instance.memory.buffer);
+        // The dead stack is zero in the image (a booted instance's stack holds nothing live at rest).
+        expect(image.subarray(layout.stackTop - C_STACK_BYTES, layout.stackTop).every((byte) => byte === 0)).toBe(true);
+        expect(typeof evaluate(instance, source)).toBe("string");
+        expect(differingBytes(bytes.subarray(0, layout.stackTop), image.subarray(0, layout.stackTop))).toBeGreaterThan(
+          0,
+        );
+        const { low } = markOf(instance);
+        expect(layout.stackTop - low.value).toBeGreaterThan(reach);
+        expect(instance.reclaim(true)).toBe(true);
+        expect(differingBytes(new Uint8Array(instance.instance.memory.buffer), image)).toBe(0);
+        expect(low.value).toBe(layout.stackTop);
       });
     }
 
@@ -166,6 +229,13 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
       instance.lend(idleHolder, 64 * MiB);
       expect(evaluate(instance, "[typeof leak, ({}).polluted, Math.max(1, 2)].join()")).toBe("undefined,,2");
       expect(instance.runtime.hasPendingJob()).toBe(false);
+    });
+
+    it("is refused to an instance whose C stack pointer is not back at its top (a frame would still be open)", async () => {
+      const { instance } = await lent();
+      const stack = markOf(instance);
+      stack.pointer.value = (stack.pointer.value as number) - 16;
+      expect(instance.reclaim(true)).toBe(false);
     });
 
     it("is refused to an instance that grew, faulted or changed the library's state", async () => {

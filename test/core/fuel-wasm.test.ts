@@ -7,27 +7,32 @@
 import { readFileSync } from "node:fs";
 import binaryen from "binaryen";
 import { describe, expect, it } from "vitest";
-import { meterWasm, pinnedEngine, pinnedSwc } from "../../scripts/build-fuel-wasm.js";
-import { METER } from "../../src/core/engine.js";
+import { markStackLow, meterWasm, pinnedEngine, pinnedSwc } from "../../scripts/build-fuel-wasm.js";
+import { METER, STACK_MARK } from "../../src/core/engine.js";
+
+const stackExports = [
+  { name: STACK_MARK.low, kind: "global" },
+  { name: STACK_MARK.pointer, kind: "global" },
+];
 
 describe.each([
-  ["QuickJS", "quickjs-fuel.wasm", pinnedEngine],
-  ["SWC", "swc-fuel.wasm", pinnedSwc],
-])("the metered %s", (_, file, pinned) => {
+  ["QuickJS", "quickjs-fuel.wasm", pinnedEngine, (bytes: Uint8Array) => markStackLow(meterWasm(bytes)), stackExports],
+  ["SWC", "swc-fuel.wasm", pinnedSwc, meterWasm, []],
+])("the metered %s", (_, file, pinned, build, extraExports) => {
   const committed = new Uint8Array(readFileSync(new URL(`../../wasm/${file}`, import.meta.url)));
 
   it("is byte for byte a rebuild from the pinned wasm", () => {
-    const rebuilt = meterWasm(pinned());
+    const rebuilt = build(pinned());
     expect(rebuilt.length).toBe(committed.length);
     expect(Buffer.compare(Buffer.from(rebuilt), Buffer.from(committed))).toBe(0);
   }, 120_000);
 
-  it("exports its counter and imports the hook, and nothing else changed in its interface", () => {
+  it("exports its counter (the engine also its stack pointer and mark) and imports the hook, and nothing else changed in its interface", () => {
     const original = new WebAssembly.Module(pinned() as BufferSource);
     const metered = new WebAssembly.Module(committed as BufferSource);
     const sorted = (entries: object[]) => entries.map((entry) => JSON.stringify(entry)).sort();
     expect(sorted(WebAssembly.Module.exports(metered))).toEqual(
-      sorted([...WebAssembly.Module.exports(original), { name: METER.counter, kind: "global" }]),
+      sorted([...WebAssembly.Module.exports(original), { name: METER.counter, kind: "global" }, ...extraExports]),
     );
     expect(sorted(WebAssembly.Module.imports(metered))).toEqual(
       sorted([...WebAssembly.Module.imports(original), { module: METER.module, name: METER.hook, kind: "function" }]),
@@ -84,5 +89,53 @@ describe("the meter's weights", () => {
     const run = `(func (export "run") (param $n i32) (loop $again ${body}))`;
     // Every path back to the head runs the 30 stores: 1/4 + 30/12 = 2.75 (halved by the `if`, it would be 1.5).
     expect(spent(run)(1000)).toBe(1 + 1000 * 3 + 3);
+  });
+});
+
+describe("the engine's stack mark", () => {
+  /** `wat`'s module with an emscripten-like stack pointer at 4096 and its exported getter and setter, marked. */
+  const marked = (wat: string) => {
+    const module = binaryen.parseText(`(module (memory 1) (global $sp (mut i32) (i32.const 4096))
+      (func (export "get") (result i32) (global.get $sp))
+      (func (export "set") (param i32) (global.set $sp (local.get 0))) ${wat})`);
+    const bytes = module.emitBinary();
+    module.dispose();
+    return markStackLow(bytes);
+  };
+  const frames = `(func $deep (export "deep") (param $n i32)
+    (global.set $sp (i32.sub (global.get $sp) (i32.const 32)))
+    (if (local.get $n) (then (call $deep (i32.sub (local.get $n) (i32.const 1)))))
+    (global.set $sp (i32.add (global.get $sp) (i32.const 32))))`;
+
+  it("keeps the least value the stack pointer had since the host set it, and exports the pointer", () => {
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(marked(frames) as BufferSource), {});
+    const low = exports[STACK_MARK.low] as WebAssembly.Global;
+    const pointer = exports[STACK_MARK.pointer] as WebAssembly.Global;
+    const deep = exports.deep as (n: number) => void;
+    expect([low.value, pointer.value]).toEqual([4096, 4096]);
+    deep(3);
+    expect([low.value, pointer.value]).toEqual([4096 - 4 * 32, 4096]);
+    low.value = 4096;
+    deep(0);
+    expect(low.value).toBe(4096 - 32);
+    // The setter the host's own calls use moves it too.
+    (exports.set as (at: number) => void)(1000);
+    expect(low.value).toBe(1000);
+  });
+
+  it("fails the build where no stack pointer is found", () => {
+    const module = binaryen.parseText(
+      `(module (global $g (mut i32) (i32.const 0)) (func (export "f") (global.set $g (i32.const 1))))`,
+    );
+    const bytes = module.emitBinary();
+    module.dispose();
+    expect(() => markStackLow(bytes)).toThrow(/stack pointer was not found/);
+  });
+
+  it(`fails the build where a function writes below the pointer past the red zone (${STACK_MARK.redZoneBytes} bytes) without moving it`, () => {
+    const within = `(func (export "leaf") (i32.store (i32.sub (global.get $sp) (i32.const ${STACK_MARK.redZoneBytes})) (i32.const 1)))`;
+    expect(marked(within).length).toBeGreaterThan(0);
+    const past = within.replace(`${STACK_MARK.redZoneBytes}`, `${STACK_MARK.redZoneBytes + 16}`);
+    expect(() => marked(past)).toThrow(/past the red zone/);
   });
 });

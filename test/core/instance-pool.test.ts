@@ -114,17 +114,18 @@ describe("an instance given back unrestored (deferRestore)", () => {
     const [booted] = (await takeAtOnce(pool, 1)) as [BootedInstance];
     const bytes = new Uint8Array(booted.instance.memory.buffer);
     const lent = bytes.slice();
-    // Well below the allocator's break: static data, the C stack and the booted heap span the first 5.5 MiB.
-    bytes.fill(0xa5, 2 * MiB, 2 * MiB + 4096);
-    return { booted, bytes, lent };
+    // In the booted heap, right above the C stack: below the allocator's break.
+    const at = booted.stack.top;
+    bytes.fill(0xa5, at, at + 4096);
+    return { booted, bytes, lent, at };
   }
 
   it("keeps the run's memory until restoreReturned(), then holds the booted image", async () => {
     const pool = await warmPool({ deferRestore: true });
-    const { booted, bytes, lent } = await scribbled(pool);
+    const { booted, bytes, lent, at } = await scribbled(pool);
     pool.give(booted, true);
     expect(pool.idle).toBe(1);
-    expect(bytes[2 * MiB]).toBe(0xa5);
+    expect(bytes[at]).toBe(0xa5);
     pool.restoreReturned();
     expect(Buffer.compare(bytes, lent)).toBe(0);
   });
