@@ -26,10 +26,11 @@ export function summarize(label: string, times: number[]): Summary {
 }
 
 export function printTable(rows: Summary[]): void {
-  console.log(`${"case".padEnd(44)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"runs/s".padStart(8)}`);
+  const width = Math.max(44, ...rows.map((r) => r.label.length));
+  console.log(`${"case".padEnd(width)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"runs/s".padStart(8)}`);
   for (const r of rows) {
     console.log(
-      `${r.label.padEnd(44)} ${r.p50.toFixed(3).padStart(8)} ${r.p99.toFixed(3).padStart(8)} ${r.perSecond.toFixed(0).padStart(8)}`,
+      `${r.label.padEnd(width)} ${r.p50.toFixed(3).padStart(8)} ${r.p99.toFixed(3).padStart(8)} ${r.perSecond.toFixed(0).padStart(8)}`,
     );
   }
 }
@@ -37,4 +38,25 @@ export function printTable(rows: Summary[]): void {
 export function ratio(label: string, value: Summary, base: Summary, target?: string): void {
   const r = value.p50 / base.p50;
   console.log(`${label.padEnd(60)} ${r.toFixed(2)}x${target === undefined ? "" : `  (target ${target})`}`);
+}
+
+/** A target: the measured figure at most, at least, or below a bound. */
+export type Target = { atMost: number } | { atLeast: number } | { below: number };
+
+/**
+ * One line of a verdict block: `measured` (a ratio of p50s, or milliseconds with `unit: " ms"`) beside its target,
+ * met or missed, and a note (what it was measured against).
+ */
+export function verdict(label: string, measured: number, target: Target, unit = "x", note = ""): void {
+  const [sign, bound, met] =
+    "atMost" in target
+      ? ["<=", target.atMost, measured <= target.atMost]
+      : "atLeast" in target
+        ? [">=", target.atLeast, measured >= target.atLeast]
+        : ["<", target.below, measured < target.below];
+  const figure = `${measured.toFixed(2)}${unit}`;
+  const goal = `${sign} ${bound}${unit}`;
+  console.log(
+    `${label.padEnd(64)} ${figure.padStart(10)}  target ${goal.padEnd(10)} ${met ? "met" : "MISSED"}${note && `  (${note})`}`,
+  );
 }
