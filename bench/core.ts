@@ -125,8 +125,7 @@ const times = new Map<Case, number[]>(all.map((c) => [c, []]));
 const ROUNDS = 8;
 for (let round = 0; round < ROUNDS; round++) for (const c of all) times.get(c)?.push(...(await sample(c.runs, c.run)));
 const rows = new Map<Case, Summary>(all.map((c) => [c, summarize(c.label, times.get(c) ?? [])]));
-const row = (c: Case) => rows.get(c) as Summary;
-const p50 = (c: Case) => row(c).p50;
+const p50 = (c: Case) => (rows.get(c) as Summary).p50;
 
 // A fresh process, from importing the package to its first result: a trivial JavaScript module (and how long the
 // second run after it takes), or the first TypeScript program; the raw engine's import to its first trivial result.
@@ -227,47 +226,27 @@ console.log(
 );
 printTable([...rows.values(), ...Object.values(freshRows)]);
 console.log();
+const over = (value: Case, base: Case) => p50(value) / p50(base);
 const { rawTrivial: floor, inThreadTrivial, defaultTrivial, peerTrivial } = cases;
-verdict("trivial run: in-thread / raw engine", p50(inThreadTrivial) / p50(floor), { atMost: 1.5 });
-verdict("trivial run: default path / raw engine", p50(defaultTrivial) / p50(floor), { atMost: 2 });
-verdict("trivial run: peer / default path", p50(peerTrivial) / p50(defaultTrivial), { atLeast: 20 });
+verdict("trivial run: in-thread / raw engine", over(inThreadTrivial, floor), { atMost: 1.5 });
+verdict("trivial run: default path / raw engine", over(defaultTrivial, floor), { atMost: 2 });
+verdict("trivial run: peer / default path", over(peerTrivial, defaultTrivial), { atLeast: 20 });
 for (const { name, raw, inThread } of programs)
-  verdict(`${name}: in-thread / raw engine`, p50(inThread) / p50(raw), { atMost: 1.25 });
-verdict("1,000 sync host calls: default path / in-thread", p50(cases.defaultCalls) / p50(cases.inThreadCalls), {
+  verdict(`${name}: in-thread / raw engine`, over(inThread, raw), { atMost: 1.25 });
+verdict("1,000 sync host calls: default path / in-thread", over(cases.defaultCalls, cases.inThreadCalls), {
   atMost: 1.5,
 });
-verdict("32 trivial runs: default path at once / raw engine in a row", p50(cases.default32) / p50(cases.raw32), {
+verdict("32 trivial runs: default path at once / raw engine in a row", over(cases.default32, cases.raw32), {
   atMost: 2,
 });
 const rawFirst = `raw engine ${freshRows.raw.p50.toFixed(1)} ms`;
-verdict(
-  "fresh process: import to first result, default path",
-  freshRows.javascript.p50,
-  { below: 150 },
-  " ms",
-  rawFirst,
-);
-verdict(
-  "fresh process: import to first TypeScript result, default path",
-  freshRows.typescript.p50,
-  { below: 150 },
-  " ms",
-  rawFirst,
-);
-console.log(
-  `${"runcode serve: trivial /run at 10 connections / its floor".padEnd(64)} npm run bench:serve  (target >= 60%)`,
-);
-console.log(`${"guest fetch of a small JSON / the host's fetch".padEnd(64)} npm run bench:fetch  (target <= 1.5x)`);
-verdict(
-  "earlier rounds: 1,000 sync host calls, in-thread / raw engine",
-  p50(cases.inThreadCalls) / p50(cases.rawCalls),
-  {
-    atMost: 2,
-  },
-);
-verdict("earlier rounds: ~1.1 MB in and out, in-thread / raw engine", p50(cases.inThreadData) / p50(cases.rawData), {
-  atMost: 1.5,
-});
-verdict("earlier rounds: ~1.1 MB in and out, default path / raw engine", p50(cases.defaultData) / p50(cases.rawData), {
-  atMost: 2,
-});
+for (const kind of ["javascript", "typescript"] as const)
+  verdict(freshRows[kind].label, freshRows[kind].p50, { below: 150 }, " ms", rawFirst);
+const elsewhere = (label: string, bench: string, target: string) =>
+  console.log(`${label.padEnd(64)} npm run ${bench}  (target ${target})`);
+elsewhere("runcode serve: trivial /run at 10 connections / its floor", "bench:serve", ">= 60%");
+elsewhere("guest fetch of a small JSON / the host's fetch", "bench:fetch", "<= 1.5x");
+const { rawCalls, inThreadCalls, rawData, inThreadData, defaultData } = cases;
+verdict("earlier rounds: 1,000 sync host calls, in-thread / raw engine", over(inThreadCalls, rawCalls), { atMost: 2 });
+verdict("earlier rounds: ~1.1 MB in and out, in-thread / raw engine", over(inThreadData, rawData), { atMost: 1.5 });
+verdict("earlier rounds: ~1.1 MB in and out, default path / raw engine", over(defaultData, rawData), { atMost: 2 });

