@@ -7,54 +7,17 @@
  * compare, and the load average is printed with them. One table, then one verdict block.
  */
 import { execFileSync } from "node:child_process";
-import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
-import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { loadQuickJs } from "@sebastianwessel/quickjs";
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
-import { type CodeExecutionResult, createSandbox } from "../node/index.js";
+import { createSandbox } from "../node/index.js";
+import { expect, succeeded } from "./checks.js";
 import { rawCrossings, runCodeCrossings } from "./crossing.js";
-import { FLOOR_PROGRAMS } from "./programs.js";
-import { printTable, type Summary, sample, summarize, verdict } from "./stats.js";
+import { evalModule, raw, runOnPeer } from "./engines.js";
+import { FLOOR_PROGRAMS, TS_PROGRAM } from "./programs.js";
+import { loadAverage, printTable, type Summary, sample, summarize, verdict } from "./stats.js";
 
-const load = () =>
-  loadavg()
-    .map((n) => n.toFixed(2))
-    .join(" ");
-const loadAtStart = load();
-
-const wasmModule = new WebAssembly.Module(
-  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
-);
-const raw = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
-// A fresh runtime and context per run in one shared instance, on the same engine build and wasm module.
-const peer = await loadQuickJs(newVariant(variant, { wasmModule }));
+const loadAtStart = loadAverage();
 const inThread = createSandbox({ threads: false });
 const byDefault = createSandbox();
-
-/** A module's default export (a number) in a fresh runtime and context of the raw engine, disposed after. */
-function evalModule(quickjs: QuickJSWASMModule, source: string): number {
-  const runtime = quickjs.newRuntime();
-  const context = runtime.newContext();
-  const namespace = context.unwrapResult(context.evalCode(source, "bench.js", { type: "module" }));
-  const value = context.getProp(namespace, "default");
-  const result = context.getNumber(value);
-  value.dispose();
-  namespace.dispose();
-  context.dispose();
-  runtime.dispose();
-  return result;
-}
-
-function expect(value: unknown, expected: unknown): void {
-  if (value !== expected) throw new Error(`bench case returned ${String(value)}, expected ${String(expected)}`);
-}
-function succeeded(result: CodeExecutionResult, expected: unknown): void {
-  if (result.status !== "success") throw new Error(`bench run failed: ${result.error?.message}`);
-  expect(result.result, expected);
-}
 
 const TRIVIAL = "export default 1+1";
 const JS = { language: "javascript" } as const;
@@ -85,11 +48,7 @@ const cases = {
   peerTrivial: {
     label: "peer @sebastianwessel/quickjs: trivial",
     runs: MEDIUM,
-    run: async () => {
-      const answer = await peer.runSandboxed(async ({ evalCode }) => evalCode(TRIVIAL));
-      if (!answer.ok) throw new Error(`peer run failed: ${JSON.stringify(answer.error)}`);
-      expect(answer.data, 2);
-    },
+    run: async () => expect(await runOnPeer(TRIVIAL), 2),
   },
   raw32: {
     label: "raw engine: 32 trivial runs, one after another",
@@ -129,57 +88,6 @@ const p50 = (c: Case) => (rows.get(c) as Summary).p50;
 
 // A fresh process, from importing the package to its first result: a trivial JavaScript module (and how long the
 // second run after it takes), or the first TypeScript program; the raw engine's import to its first trivial result.
-/** 50 lines of the TypeScript an agent writes: interfaces, aliases, generics, a class, `satisfies`, `as`. */
-const TS_PROGRAM = `
-interface Item { id: number; name: string; tags: string[]; price: number }
-type Summary = { count: number; total: number; byTag: Record<string, number> };
-type Level = "low" | "mid" | "high";
-const TAX_RATE: number = 0.2;
-function withTax(price: number): number {
-  return Math.round(price * (1 + TAX_RATE) * 100) / 100;
-}
-function makeItems(n: number): Item[] {
-  const items: Item[] = [];
-  for (let i = 0; i < n; i++) {
-    const tags: string[] = i % 2 === 0 ? ["even"] : ["odd", "prime?"];
-    items.push({ id: i, name: \`item-\${i}\`, tags, price: i * 1.5 });
-  }
-  return items;
-}
-function summarize<T extends Item>(items: readonly T[]): Summary {
-  const byTag: Record<string, number> = {};
-  let total = 0;
-  for (const item of items) {
-    total += withTax(item.price);
-    for (const tag of item.tags) byTag[tag] = (byTag[tag] ?? 0) + 1;
-  }
-  return { count: items.length, total, byTag } satisfies Summary;
-}
-class Basket<T extends Item = Item> {
-  private readonly items: T[] = [];
-  readonly owner: string;
-  constructor(owner: string) {
-    this.owner = owner;
-  }
-  add(item: T): this {
-    this.items.push(item);
-    return this;
-  }
-  level(): Level {
-    const n = this.items.length;
-    return n > 10 ? "high" : n > 3 ? "mid" : "low";
-  }
-  describe(): string {
-    return \`\${this.owner}: \${this.items.length} items, level \${this.level()}\`;
-  }
-}
-const basket = new Basket("bench");
-for (const item of makeItems(5)) basket.add(item);
-const summary = summarize(makeItems(20));
-const label = basket.describe() as string;
-const tags = Object.keys(summary.byTag) as (keyof Summary["byTag"])[];
-export default { label, count: summary.count, total: summary.total, tags: tags.length };
-`;
 const nodeEntry = JSON.stringify(fileURLToPath(new URL("../node/index.js", import.meta.url)));
 const freshScripts = {
   javascript: `const started = performance.now();
@@ -222,7 +130,7 @@ const freshRows = {
 };
 
 console.log(
-  `floor bench: ${ROUNDS} rounds interleaved (${SHORT}, ${MEDIUM} or ${LONG} runs a round by length), then 5 fresh processes of each kind; Node ${process.version}, load average ${loadAtStart} at the start, ${load()} at the end\n`,
+  `floor bench: ${ROUNDS} rounds interleaved (${SHORT}, ${MEDIUM} or ${LONG} runs a round by length), then 5 fresh processes of each kind; Node ${process.version}, load average ${loadAtStart} at the start, ${loadAverage()} at the end\n`,
 );
 printTable([...rows.values(), ...Object.values(freshRows)]);
 console.log();

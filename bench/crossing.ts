@@ -4,13 +4,16 @@
  */
 import type { QuickJSContext, QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { CodeExecutionResult } from "../src/index.js";
+import { expect, resultOf, succeeded } from "./checks.js";
+import { runOnPeer } from "./engines.js";
 
 type RunCode = (source: string, options: Record<string, unknown>) => PromiseLike<CodeExecutionResult>;
 
-/** The crossings measured: ~1.1 MB of data in and out, and 1,000 synchronous host calls. */
-interface Crossings {
+/** The crossings measured: ~1.1 MB of data in and out, 1,000 synchronous host calls and 1,000 awaited async ones. */
+export interface Crossings {
   data: () => unknown;
   calls: () => unknown;
+  awaited: () => unknown;
 }
 
 /** About 1.1 MB of JSON: 5,000 records of strings, numbers, booleans, null, a nested object and an array. */
@@ -25,10 +28,11 @@ const DATA = Array.from({ length: 5000 }, (_, i) => ({
 }));
 
 const CALLS = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += add(i, 1);\nexport default s;";
+const AWAITED = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += await add(i, 1);\nexport default s;";
+const SUM = 500_500;
 
-function check(result: CodeExecutionResult, expected: unknown): void {
-  if (result.status !== "success") throw new Error(`bench run failed: ${result.error?.message}`);
-  if (expected !== undefined && result.result !== expected) throw new Error(`bench run returned ${result.result}`);
+function sameLength(out: unknown): void {
+  if ((out as unknown[]).length !== DATA.length) throw new Error("bench run lost data");
 }
 
 /** The floors: the same work on the bare engine. */
@@ -56,9 +60,9 @@ export function rawCrossings(quickjs: QuickJSWASMModule): Crossings {
         ctx.setProp(ctx.global, "text", text);
         text.dispose();
         const value = module(ctx, "export default JSON.stringify(JSON.parse(text))");
-        const out = JSON.parse(ctx.getString(value)) as unknown[];
+        const out = JSON.parse(ctx.getString(value));
         value.dispose();
-        if (out.length !== DATA.length) throw new Error("bench floor lost data");
+        sameLength(out);
       }),
     calls: () =>
       withContext((ctx) => {
@@ -68,20 +72,62 @@ export function rawCrossings(quickjs: QuickJSWASMModule): Crossings {
         const value = module(ctx, CALLS);
         const out = ctx.getNumber(value);
         value.dispose();
-        if (out !== 500_500) throw new Error("bench floor miscounted");
+        expect(out, SUM);
       }),
+    // Its own context: the work is asynchronous, so the context outlives the call that made it.
+    awaited: async () => {
+      const runtime = quickjs.newRuntime();
+      const ctx = runtime.newContext();
+      try {
+        const add = ctx.newFunction("add", (a, b) => {
+          const sum = ctx.getNumber(a) + ctx.getNumber(b);
+          const deferred = ctx.newPromise();
+          void Promise.resolve(sum).then((n) => {
+            const handle = ctx.newNumber(n);
+            deferred.resolve(handle);
+            handle.dispose();
+            deferred.dispose();
+            runtime.executePendingJobs();
+          });
+          return deferred.handle;
+        });
+        ctx.setProp(ctx.global, "add", add);
+        add.dispose();
+        const promise = ctx.unwrapResult(ctx.evalCode(AWAITED, "bench.js", { type: "module" }));
+        runtime.executePendingJobs();
+        let state = ctx.getPromiseState(promise);
+        while (state.type === "pending") {
+          await new Promise((resolve) => setImmediate(resolve));
+          state = ctx.getPromiseState(promise);
+        }
+        ctx.unwrapResult(state).dispose();
+        promise.dispose();
+      } finally {
+        ctx.dispose();
+        runtime.dispose();
+      }
+    },
   };
 }
 
+const add = (a: number, b: number) => a + b;
+const addAsync = async (a: number, b: number) => a + b;
+
 /** The same through runCode. */
 export function runCodeCrossings(runCode: RunCode): Crossings {
-  const add = (a: number, b: number) => a + b;
   return {
-    data: async () => {
-      const result = await runCode("export default data", { language: "javascript", globals: { data: DATA } });
-      check(result, undefined);
-      if ((result.result as unknown[]).length !== DATA.length) throw new Error("bench run lost data");
-    },
-    calls: async () => check(await runCode(CALLS, { language: "javascript", globals: { add } }), 500_500),
+    data: async () =>
+      sameLength(resultOf(await runCode("export default data", { language: "javascript", globals: { data: DATA } }))),
+    calls: async () => succeeded(await runCode(CALLS, { language: "javascript", globals: { add } }), SUM),
+    awaited: async () => succeeded(await runCode(AWAITED, { language: "javascript", globals: { add: addAsync } }), SUM),
+  };
+}
+
+/** The same through the peer, its values and functions given as `env`. */
+export function peerCrossings(): Crossings {
+  return {
+    data: async () => sameLength(await runOnPeer("export default env.data", { data: DATA })),
+    calls: async () => expect(await runOnPeer(`const { add } = env;\n${CALLS}`, { add }), SUM),
+    awaited: async () => expect(await runOnPeer(`const { add } = env;\n${AWAITED}`, { add: addAsync }), SUM),
   };
 }

@@ -1,6 +1,7 @@
 /**
- * CPU-bound guest programs shared by the benchmarks, each written once and sized by its caller: `npm run bench:fuel`
- * runs them small for the meter alone, `npm run bench` at the sizes issue 32's targets name, through `runCode`.
+ * Guest programs shared by the benchmarks, each written once. The CPU-bound ones are sized by their caller:
+ * `npm run bench:fuel` runs them small for the meter alone, `npm run bench` at the sizes issue 32's targets name,
+ * through `runCode`.
  */
 
 /** A program: statements that set it up (may be empty) and the expression whose value is its result. */
@@ -64,3 +65,55 @@ export const FLOOR_PROGRAMS = {
   "regex replace over 1 MB": { source: module(prose), result: 1_048_590 },
   "JSON round trip of ~1 MB": { source: module(floor.JSON), result: 40_000 },
 } as const;
+
+/** 50 lines of the TypeScript an agent writes: interfaces, aliases, generics, a class, `satisfies`, `as`. */
+export const TS_PROGRAM = `
+interface Item { id: number; name: string; tags: string[]; price: number }
+type Summary = { count: number; total: number; byTag: Record<string, number> };
+type Level = "low" | "mid" | "high";
+const TAX_RATE: number = 0.2;
+function withTax(price: number): number {
+  return Math.round(price * (1 + TAX_RATE) * 100) / 100;
+}
+function makeItems(n: number): Item[] {
+  const items: Item[] = [];
+  for (let i = 0; i < n; i++) {
+    const tags: string[] = i % 2 === 0 ? ["even"] : ["odd", "prime?"];
+    items.push({ id: i, name: \`item-\${i}\`, tags, price: i * 1.5 });
+  }
+  return items;
+}
+function summarize<T extends Item>(items: readonly T[]): Summary {
+  const byTag: Record<string, number> = {};
+  let total = 0;
+  for (const item of items) {
+    total += withTax(item.price);
+    for (const tag of item.tags) byTag[tag] = (byTag[tag] ?? 0) + 1;
+  }
+  return { count: items.length, total, byTag } satisfies Summary;
+}
+class Basket<T extends Item = Item> {
+  private readonly items: T[] = [];
+  readonly owner: string;
+  constructor(owner: string) {
+    this.owner = owner;
+  }
+  add(item: T): this {
+    this.items.push(item);
+    return this;
+  }
+  level(): Level {
+    const n = this.items.length;
+    return n > 10 ? "high" : n > 3 ? "mid" : "low";
+  }
+  describe(): string {
+    return \`\${this.owner}: \${this.items.length} items, level \${this.level()}\`;
+  }
+}
+const basket = new Basket("bench");
+for (const item of makeItems(5)) basket.add(item);
+const summary = summarize(makeItems(20));
+const label = basket.describe() as string;
+const tags = Object.keys(summary.byTag) as (keyof Summary["byTag"])[];
+export default { label, count: summary.count, total: summary.total, tags: tags.length };
+`;

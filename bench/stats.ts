@@ -1,4 +1,5 @@
 /** Small statistics and printing helpers shared by the benchmarks. */
+import { loadavg } from "node:os";
 
 export interface Summary {
   label: string;
@@ -16,6 +17,13 @@ export async function sample(count: number, fn: (i: number) => unknown): Promise
     times.push(performance.now() - start);
   }
   return times;
+}
+
+/** The load average over 1, 5 and 15 minutes: these machines are shared, so every figure is printed beside it. */
+export function loadAverage(): string {
+  return loadavg()
+    .map((n) => n.toFixed(2))
+    .join(" ");
 }
 
 export function summarize(label: string, times: number[]): Summary {
