@@ -13,7 +13,7 @@ import { expect, succeeded } from "./checks.js";
 import { rawCrossings, runCodeCrossings } from "./crossing.js";
 import { evalModule, raw, runOnPeer } from "./engines.js";
 import { FLOOR_PROGRAMS, TS_PROGRAM } from "./programs.js";
-import { loadAverage, printTable, type Summary, sample, summarize, verdict } from "./stats.js";
+import { type Case, interleave, loadAverage, printTable, type Summary, summarize, verdict } from "./stats.js";
 
 const loadAtStart = loadAverage();
 const inThread = createSandbox({ threads: false });
@@ -28,12 +28,6 @@ const atOnce = (sandbox: typeof inThread) => async () => {
     succeeded(result, 2);
 };
 
-/** A case: its label in the table, how many runs a round, the run. */
-interface Case {
-  label: string;
-  runs: number;
-  run: () => unknown;
-}
 /** Runs a round: trivial runs, runs of a few milliseconds, the long ones. */
 const SHORT = 25;
 const MEDIUM = 5;
@@ -78,12 +72,10 @@ const programs = Object.entries(FLOOR_PROGRAMS).map(([name, { source, result }])
 }));
 const all: Case[] = [...Object.values(cases), ...programs.flatMap(({ raw, inThread }) => [raw, inThread])];
 
-// Warm up: the JIT, the workers the default path may start, the pools' instances for 32 runs at once.
-for (const { runs, run } of all) for (let i = 0; i < runs; i++) await run();
-const times = new Map<Case, number[]>(all.map((c) => [c, []]));
 const ROUNDS = 8;
-for (let round = 0; round < ROUNDS; round++) for (const c of all) times.get(c)?.push(...(await sample(c.runs, c.run)));
-const rows = new Map<Case, Summary>(all.map((c) => [c, summarize(c.label, times.get(c) ?? [])]));
+// The warm-up (a round's runs of each case) takes the JIT, the workers the default path may start and the pools'
+// instances for 32 runs at once.
+const rows = await interleave(all, ROUNDS);
 const p50 = (c: Case) => (rows.get(c) as Summary).p50;
 
 // A fresh process, from importing the package to its first result: a trivial JavaScript module (and how long the

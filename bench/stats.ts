@@ -26,6 +26,25 @@ export function loadAverage(): string {
     .join(" ");
 }
 
+/** A case of a bench: its label in the table, how many runs a round, the run (given its number among the case's). */
+export interface Case {
+  label: string;
+  runs: number;
+  run: (i: number) => unknown;
+}
+
+/**
+ * Times every case for `rounds` rounds, interleaved (each case's runs in turn, round by round, so that the machine's
+ * load falls on all of them alike), after `warmUp` runs of each (its runs a round unless given); each case's summary.
+ */
+export async function interleave(cases: Case[], rounds: number, warmUp?: number): Promise<Map<Case, Summary>> {
+  for (const { runs, run } of cases) for (let i = 0; i < (warmUp ?? runs); i++) await run(i);
+  const times = new Map<Case, number[]>(cases.map((c) => [c, []]));
+  for (let round = 0; round < rounds; round++)
+    for (const c of cases) times.get(c)?.push(...(await sample(c.runs, (i) => c.run(round * c.runs + i))));
+  return new Map(cases.map((c) => [c, summarize(c.label, times.get(c) ?? [])]));
+}
+
 export function summarize(label: string, times: number[]): Summary {
   const sorted = [...times].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
