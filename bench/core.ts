@@ -1,455 +1,152 @@
 /**
- * `npm run bench`: the core's latency against the engine's own floor, measured in one run (these machines are
- * noisy, so only the ratios are comparable between runs). Cases are interleaved round by round.
+ * `npm run bench`: issue 32's targets, each beside its floor measured in the same run. The floor is the pinned
+ * QuickJS build driven through quickjs-emscripten-core, a fresh runtime and context per run; beside it `runCode`
+ * in-thread (`threads: false`), on the default Node path (`createSandbox()` with no options, whatever it chooses) and
+ * the peer `@sebastianwessel/quickjs` on the same build. Cases are interleaved round by round, then fresh processes
+ * are timed from importing the package to their first result. These machines are shared: only ratios within a run
+ * compare, and the load average is printed with them. One table, then one verdict block.
  */
 import { execFileSync } from "node:child_process";
-import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
-import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { loadQuickJs } from "@sebastianwessel/quickjs";
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
-import ts from "typescript";
-import { createSandbox, nodeWasm } from "../node/index.js";
-import { newInstance } from "../src/core/engine.js";
-import { BootedInstance, bootOf } from "../src/core/instance.js";
-import { peerCases, rawCases, runCodeCases } from "./crossing.js";
-import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
+import { createSandbox } from "../node/index.js";
+import { expect, succeeded } from "./checks.js";
+import { rawCrossings, runCodeCrossings } from "./crossing.js";
+import { evalModule, raw, runOnPeer } from "./engines.js";
+import { FLOOR_PROGRAMS, TS_PROGRAM } from "./programs.js";
+import { type Case, interleave, loadAverage, printTable, type Summary, summarize, verdict } from "./stats.js";
 
-/** `N` of `T`: the table's rows, one per case, in the order of `cases`. */
-type Tuple<N extends number, T, R extends T[] = []> = R["length"] extends N ? R : Tuple<N, T, [T, ...R]>;
+const loadAtStart = loadAverage();
+const inThread = createSandbox({ threads: false });
+const byDefault = createSandbox();
 
-/** The pinned engine, for the floors and the peer; runCode runs on the metered one (see `npm run bench:fuel`). */
-const wasmModule = new WebAssembly.Module(
-  await readFile(createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
-);
-const metered = new WebAssembly.Module((await (nodeWasm as () => Promise<Uint8Array>)()) as BufferSource);
-const { runCode } = createSandbox({ wasm: metered, threads: false });
-const fresh = createSandbox({ wasm: metered, threads: false, instances: "fresh" });
-const threaded = createSandbox({ wasm: metered, threads: true });
-const web = createSandbox({ wasm: metered, threads: false, webApis: true });
-const webThreaded = createSandbox({ wasm: metered, threads: true, webApis: true });
-
-/** A module's default export (a number) in a fresh runtime and context of `quickjs`, disposed after. */
-function evalModule(quickjs: QuickJSWASMModule, source = "export default 1+1"): number {
-  const runtime = quickjs.newRuntime();
-  const context = runtime.newContext();
-  const namespace = context.unwrapResult(context.evalCode(source, "bench.js", { type: "module" }));
-  const value = context.getProp(namespace, "default");
-  const result = context.getNumber(value);
-  value.dispose();
-  namespace.dispose();
-  context.dispose();
-  runtime.dispose();
-  return result;
-}
-
-/** 50 lines of the TypeScript an agent writes: interfaces, aliases, generics, a class, `satisfies`, `as`. */
-const TS_PROGRAM = `
-interface Item { id: number; name: string; tags: string[]; price: number }
-type Summary = { count: number; total: number; byTag: Record<string, number> };
-type Level = "low" | "mid" | "high";
-const TAX_RATE: number = 0.2;
-function withTax(price: number): number {
-  return Math.round(price * (1 + TAX_RATE) * 100) / 100;
-}
-function makeItems(n: number): Item[] {
-  const items: Item[] = [];
-  for (let i = 0; i < n; i++) {
-    const tags: string[] = i % 2 === 0 ? ["even"] : ["odd", "prime?"];
-    items.push({ id: i, name: \`item-\${i}\`, tags, price: i * 1.5 });
-  }
-  return items;
-}
-function summarize<T extends Item>(items: readonly T[]): Summary {
-  const byTag: Record<string, number> = {};
-  let total = 0;
-  for (const item of items) {
-    total += withTax(item.price);
-    for (const tag of item.tags) byTag[tag] = (byTag[tag] ?? 0) + 1;
-  }
-  return { count: items.length, total, byTag } satisfies Summary;
-}
-class Basket<T extends Item = Item> {
-  private readonly items: T[] = [];
-  readonly owner: string;
-  constructor(owner: string) {
-    this.owner = owner;
-  }
-  add(item: T): this {
-    this.items.push(item);
-    return this;
-  }
-  level(): Level {
-    const n = this.items.length;
-    return n > 10 ? "high" : n > 3 ? "mid" : "low";
-  }
-  describe(): string {
-    return \`\${this.owner}: \${this.items.length} items, level \${this.level()}\`;
-  }
-}
-const basket = new Basket("bench");
-for (const item of makeItems(5)) basket.add(item);
-const summary = summarize(makeItems(20));
-const label = basket.describe() as string;
-const tags = Object.keys(summary.byTag) as (keyof Summary["byTag"])[];
-export default { label, count: summary.count, total: summary.total, tags: tags.length };
-`;
-/** The same with the syntax that cannot be erased in place (enum, namespace, parameter property). */
-const TS_PROGRAM_ENUMS = `${TS_PROGRAM}
-enum Priority { Low = 1, High = 10 }
-namespace Pricing { export const rate = Priority.High / 100; }
-class Tagged { constructor(private readonly tag: string) {} get(): string { return this.tag; } }
-export const extra = [Pricing.rate, new Tagged("x").get()];
-`;
-const JS_PROGRAM = ts.transpileModule(TS_PROGRAM, { compilerOptions: { target: ts.ScriptTarget.ES2022 } }).outputText;
-
-/** Array methods in a hot loop: what the prelude's guards (wrappers that estimate and charge native work) cost. */
-const ARRAY_LOOP = `const a = [1, 2, 3, 4, 5, 6, 7, 8];
-let s = 0;
-for (let i = 0; i < 5000; i++) {
-  s += a.map((x) => x + i).filter((x) => x & 1).indexOf(i + 3) + a.join("").length + a.slice(2).length;
-  s += a.includes(i) ? 1 : 0;
-}
-export default s;`;
-
-/** 1,000 synchronous calls of a host function: what each crossing of the bridge costs. */
-const BRIDGED_CALLS = "let s = 0;\nfor (let i = 0; i < 1000; i++) s += f(i);\nexport default s;";
-const bridged = { language: "javascript", globals: { f: (i: number) => i } } as const;
-
-const ready = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule }));
-// A peer on the same engine build and wasm module: a fresh runtime and context per run in one shared instance.
-const peer = await loadQuickJs(newVariant(variant, { wasmModule }));
-const cases: Record<string, (i: number) => unknown> = {
-  "floor: runtime+context on a ready instance": () => evalModule(ready),
-  "floor: fresh instance + runtime+context": async () => evalModule((await newInstance(wasmModule, 64 << 20)).quickjs),
-  "runCode trivial JS": () => runCode("export default 1+1", { language: "javascript" }),
-  "runCode 50-line program as JS": () => runCode(JS_PROGRAM, { language: "javascript" }),
-  "runCode 50-line TS, repeated": () => runCode(TS_PROGRAM),
-  "runCode 50-line TS, first time": (i) => runCode(`${TS_PROGRAM}// ${i} ${Math.random()}\n`),
-  "runCode 50-line TS + enum/namespace, first time": (i) => runCode(`${TS_PROGRAM_ENUMS}// ${i} ${Math.random()}\n`),
-  "raw engine: array-method loop (30,000 calls)": () => evalModule(ready, ARRAY_LOOP),
-  "runCode: the same array-method loop": () => runCode(ARRAY_LOOP, { language: "javascript" }),
-  "runCode trivial JS, fresh instance per run": () => fresh.runCode("export default 1+1", { language: "javascript" }),
-  "peer: @sebastianwessel/quickjs trivial module": () =>
-    peer.runSandboxed(async ({ evalCode }) => evalCode("export default 1+1")),
-  "runCode trivial JS on a worker thread": () => threaded.runCode("export default 1+1", { language: "javascript" }),
-  "runCode 1,000 bridged calls": () => runCode(BRIDGED_CALLS, bridged),
-  "runCode 1,000 bridged calls on a worker thread": () => threaded.runCode(BRIDGED_CALLS, bridged),
-  "runCode trivial JS, webApis: true": () => web.runCode("export default 1+1", { language: "javascript" }),
-  "runCode trivial JS on a worker thread, webApis: true": () =>
-    webThreaded.runCode("export default 1+1", { language: "javascript" }),
+const TRIVIAL = "export default 1+1";
+const JS = { language: "javascript" } as const;
+const rawTrivial = () => expect(evalModule(raw, TRIVIAL), 2);
+const trivialOn = (sandbox: typeof inThread) => async () => succeeded(await sandbox.runCode(TRIVIAL, JS), 2);
+const atOnce = (sandbox: typeof inThread) => async () => {
+  for (const result of await Promise.all(Array.from({ length: 32 }, () => sandbox.runCode(TRIVIAL, JS))))
+    succeeded(result, 2);
 };
-// Warm up: JIT, the TypeScript compiler's first load, caches.
-for (const fn of Object.values(cases)) for (let i = 0; i < 30; i++) await fn(i);
 
-const times = new Map<string, number[]>(Object.keys(cases).map((k) => [k, []]));
-const rounds = 20;
-const perRound = 25;
-for (let round = 0; round < rounds; round++) {
-  for (const [label, fn] of Object.entries(cases)) {
-    times.get(label)?.push(...(await sample(perRound, (i) => fn(round * perRound + i))));
-  }
-}
-const rows = [...times].map(([label, t]) => summarize(label, t));
-const [
-  floorRuntime,
-  floorInstance,
-  trivial,
-  programJs,
-  tsRepeated,
-  tsFirst,
-  tsEnums,
-  rawLoop,
-  guardedLoop,
-  trivialFresh,
-  trivialPeer,
-  trivialThreaded,
-  bridgedCalls,
-  bridgedThreaded,
-  trivialWeb,
-  trivialWebThreaded,
-] = rows as Tuple<16, Summary>;
-console.log(`runCode bench: ${rounds} rounds x ${perRound} runs per case, Node ${process.version}\n`);
-printTable(rows);
-console.log();
-ratio("runCode trivial JS / ready-instance floor", trivial, floorRuntime, "<= 2x");
-ratio("runCode trivial JS, fresh instance per run / restored", trivialFresh, trivial);
-ratio("peer @sebastianwessel/quickjs trivial / runCode trivial JS", trivialPeer, trivial, ">= 10x");
-ratio("runCode trivial JS: on a worker thread / in-thread", trivialThreaded, trivial, "<= 1.5x");
-ratio("1,000 bridged calls: on a worker thread / in-thread", bridgedThreaded, bridgedCalls, "<= 2x");
-// Milliseconds over 1,000 calls are microseconds per call.
-console.log(
-  `${"  ... each bridged call on a worker thread, p50 extra".padEnd(60)} ${(bridgedThreaded.p50 - bridgedCalls.p50).toFixed(1)} us`,
-);
-ratio("fresh instance floor / ready-instance floor", floorInstance, floorRuntime);
-ratio("runCode 50-line TS repeated / the same program as JS", tsRepeated, programJs, "<= 1.2x");
-console.log(`${"runCode 50-line TS first time p50".padEnd(60)} ${tsFirst.p50.toFixed(2)} ms  (target < 5 ms)`);
-console.log(`${"  ... with enum/namespace (transpileModule) p50".padEnd(60)} ${tsEnums.p50.toFixed(2)} ms`);
-ratio("array-method loop: runCode / raw engine (guards + runCode's fixed cost)", guardedLoop, rawLoop);
-ratio("runCode trivial JS: webApis: true / without", trivialWeb, trivial);
-ratio("runCode trivial JS on a worker thread: webApis: true / without", trivialWebThreaded, trivialThreaded);
+/** Runs a round: trivial runs, runs of a few milliseconds, the long ones. */
+const SHORT = 25;
+const MEDIUM = 5;
+const LONG = 2;
+const rawCrossing = rawCrossings(raw);
+const inThreadCrossing = runCodeCrossings(inThread.runCode);
+const defaultCrossing = runCodeCrossings(byDefault.runCode);
+const cases = {
+  rawTrivial: { label: "raw engine: trivial module", runs: SHORT, run: rawTrivial },
+  inThreadTrivial: { label: "runCode in-thread: trivial", runs: SHORT, run: trivialOn(inThread) },
+  defaultTrivial: { label: "runCode default path: trivial", runs: SHORT, run: trivialOn(byDefault) },
+  peerTrivial: {
+    label: "peer @sebastianwessel/quickjs: trivial",
+    runs: MEDIUM,
+    run: async () => expect(await runOnPeer(TRIVIAL), 2),
+  },
+  raw32: {
+    label: "raw engine: 32 trivial runs, one after another",
+    runs: MEDIUM,
+    run: () => {
+      for (let i = 0; i < 32; i++) rawTrivial();
+    },
+  },
+  inThread32: { label: "runCode in-thread: 32 trivial runs at once", runs: MEDIUM, run: atOnce(inThread) },
+  default32: { label: "runCode default path: 32 trivial runs at once", runs: MEDIUM, run: atOnce(byDefault) },
+  rawCalls: { label: "raw engine: 1,000 sync host calls", runs: MEDIUM, run: rawCrossing.calls },
+  inThreadCalls: { label: "runCode in-thread: 1,000 sync host calls", runs: MEDIUM, run: inThreadCrossing.calls },
+  defaultCalls: { label: "runCode default path: 1,000 sync host calls", runs: MEDIUM, run: defaultCrossing.calls },
+  rawData: { label: "raw engine: ~1.1 MB in and out (JSON text)", runs: LONG, run: rawCrossing.data },
+  inThreadData: { label: "runCode in-thread: ~1.1 MB in and out", runs: LONG, run: inThreadCrossing.data },
+  defaultData: { label: "runCode default path: ~1.1 MB in and out", runs: LONG, run: defaultCrossing.data },
+} satisfies Record<string, Case>;
+/** The CPU-bound programs, each on the raw engine and in-thread. */
+const programs = Object.entries(FLOOR_PROGRAMS).map(([name, { source, result }]) => ({
+  name,
+  raw: { label: `raw engine: ${name}`, runs: LONG, run: () => expect(evalModule(raw, source), result) },
+  inThread: {
+    label: `runCode in-thread: ${name}`,
+    runs: LONG,
+    run: async () => succeeded(await inThread.runCode(source, JS), result),
+  },
+}));
+const all: Case[] = [...Object.values(cases), ...programs.flatMap(({ raw, inThread }) => [raw, inThread])];
 
-// Concurrent trivial runs: runs/s with 1, 4 and 32 in flight, in-thread (the pool keeps an instance for each) and on
-// the worker threads, beside the raw engine's floor (synchronous: one at a time whatever is in flight).
-async function throughput(run: () => unknown, inFlight: number, total: number): Promise<number> {
-  let started = 0;
-  const begin = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (started < total) {
-        started++;
-        await run();
-      }
-    }),
-  );
-  return (1000 * total) / (performance.now() - begin);
-}
-const TRIVIAL_JS = { language: "javascript" } as const;
-const concurrent: Record<string, () => unknown> = {
-  "raw engine (floor)": () => evalModule(ready),
-  "runCode in-thread": () => runCode("export default 1+1", TRIVIAL_JS),
-  "runCode on worker threads": () => threaded.runCode("export default 1+1", TRIVIAL_JS),
-};
-const inFlights = [1, 4, 32];
-const rates = new Map<string, number[]>();
-// The first round boots the instances and spawns the workers 32 runs at once need.
-for (let round = 0; round < 6; round++) {
-  for (const inFlight of inFlights) {
-    for (const [label, run] of Object.entries(concurrent)) {
-      const rate = await throughput(run, inFlight, 2_000);
-      if (round > 0) rates.set(`${label}|${inFlight}`, [...(rates.get(`${label}|${inFlight}`) ?? []), rate]);
-    }
-  }
-}
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? Number.NaN;
-console.log();
-console.log(
-  `${"runs/s (median of 5 rounds), trivial JS".padEnd(44)} ${inFlights.map((n) => `${n} in flight`.padStart(13)).join("")}`,
-);
-for (const label of Object.keys(concurrent)) {
-  const row = inFlights
-    .map((n) =>
-      median(rates.get(`${label}|${n}`) ?? [])
-        .toFixed(0)
-        .padStart(13),
-    )
-    .join("");
-  console.log(`${label.padEnd(44)} ${row}`);
-}
+const ROUNDS = 8;
+// The warm-up (a round's runs of each case) takes the JIT, the workers the default path may start and the pools'
+// instances for 32 runs at once.
+const rows = await interleave(all, ROUNDS);
+const p50 = (c: Case) => (rows.get(c) as Summary).p50;
 
-// The Web APIs are booted into the image: what an instance's boot and its booted heap take with them, and what their
-// guest code costs where a run uses it.
-const boots = { plain: [] as number[], web: [] as number[] };
-const heaps = { plain: 0, web: 0 };
-for (let i = 0; i < 40; i++) {
-  for (const kind of ["plain", "web"] as const) {
-    const started = performance.now();
-    const booted = await BootedInstance.boot(metered, 64 << 20, true, bootOf(undefined, kind === "web"));
-    boots[kind].push(performance.now() - started);
-    heaps[kind] = booted.heapBytes() ?? 0;
-  }
-}
-const perCall = async (expression: string) => {
-  const source = (body: string) => `for (let i = 0; i < 1000; i++) ${body};\nexport default 0`;
-  const run = await web.runCode(source(expression), { language: "javascript" });
-  const empty = await web.runCode(source(""), { language: "javascript" });
-  return `${(((run.fuelUsed ?? 0) - (empty.fuelUsed ?? 0)) / 1000).toFixed(0)} units of fuel`;
-};
-console.log();
-printTable([summarize("boot an instance", boots.plain), summarize("boot an instance, webApis: true", boots.web)]);
-console.log(`${"booted heap, without / with webApis".padEnd(60)} ${heaps.plain} / ${heaps.web} bytes`);
-console.log(
-  `${"new URL('https://example.com/a?b#c')".padEnd(60)} ${await perCall("new URL('https://example.com/a?b#c')")}`,
-);
-console.log(
-  `${"new TextEncoder().encode('hello, world')".padEnd(60)} ${await perCall("new TextEncoder().encode('hello, world')")}`,
-);
-
-// Values and host calls crossing, each beside its bare-engine floor (interleaved, fewer runs: the data case is long).
-// The peer's cases once a round: its 1.1 MB case takes seconds.
-const crossing = {
-  ...rawCases(ready),
-  ...runCodeCases(runCode),
-  ...peerCases(peer),
-  ...runCodeCases(threaded.runCode, " on a worker thread"),
-};
-const runsPerRound = (label: string) => (label.startsWith("peer:") ? 1 : 5);
-for (const [label, fn] of Object.entries(crossing)) for (let i = 0; i < runsPerRound(label); i++) await fn();
-const crossingTimes = new Map<string, number[]>(Object.keys(crossing).map((k) => [k, []]));
-for (let round = 0; round < 8; round++) {
-  for (const [label, fn] of Object.entries(crossing)) {
-    crossingTimes.get(label)?.push(...(await sample(runsPerRound(label), fn)));
-  }
-}
-const crossingRows = [...crossingTimes].map(([label, t]) => summarize(label, t));
-const [
-  rawData,
-  rawCalls,
-  rawAsync,
-  data,
-  calls,
-  asyncCalls,
-  peerData,
-  peerCalls,
-  peerAsync,
-  threadedData,
-  threadedCalls,
-  threadedAsync,
-] = crossingRows as Tuple<12, Summary>;
-console.log();
-printTable(crossingRows);
-ratio("1.1 MB in and out: runCode / raw engine", data, rawData, "<= 1.5x");
-ratio("1,000 sync host calls: runCode / raw engine", calls, rawCalls, "<= 2x");
-ratio("1,000 awaited async host calls: runCode / raw engine", asyncCalls, rawAsync);
-ratio("trivial run: runCode / raw engine", trivial, floorRuntime, "<= 2x");
-ratio("1.1 MB in and out: on a worker thread / raw engine", threadedData, rawData, "<= 2x");
-ratio("1,000 sync host calls: on a worker thread / in-thread", threadedCalls, calls, "<= 2x");
-ratio("1,000 awaited async host calls: on a worker thread / in-thread", threadedAsync, asyncCalls);
-// The peer table: each case through the peer against runCode, in the same run.
-console.log();
-ratio("peer / runCode: trivial run", trivialPeer, trivial);
-ratio("peer / runCode: 1.1 MB in and out", peerData, data);
-ratio("peer / runCode: 1,000 sync host calls", peerCalls, calls);
-ratio("peer / runCode: 1,000 awaited async host calls", peerAsync, asyncCalls);
-
-// Stops on a worker thread: from terminate() to the worker reporting the run over (its next interrupt poll saw the
-// flag) or exiting (ended after the grace: native work that never polls). Run by run, so each event is the stop's.
-let stoppedAt = 0;
-const emit = Worker.prototype.emit;
-Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
-  if (event === "exit" || (event === "message" && (args[0] as { kind?: string } | undefined)?.kind === "done"))
-    stoppedAt = performance.now();
-  return emit.call(this, event, ...args);
-};
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-async function stopLatency(source: string): Promise<number> {
-  let started = () => {};
-  const begun = new Promise<void>((resolve) => {
-    started = resolve;
-  });
-  const run = threaded.runCode(source, { language: "javascript", globals: { started: () => started() } });
-  await begun;
-  await sleep(50);
-  stoppedAt = 0;
-  const at = performance.now();
-  run.terminate();
-  await run;
-  while (stoppedAt === 0) await sleep(1);
-  return stoppedAt - at;
-}
-const NON_POLLING =
-  "const big = Array.from({ length: 3e5 }, (_, i) => ({ i, s: 'x'.repeat(20) }));\nstarted();\nfor (;;) JSON.parse(JSON.stringify(big));";
-const stops = { polling: [] as number[], native: [] as number[] };
-for (let i = 0; i < 9; i++) {
-  stops.polling.push(await stopLatency("started();\nwhile (true) {}"));
-  stops.native.push(await stopLatency(NON_POLLING));
-}
-console.log();
-printTable([
-  summarize("stop on a thread: while (true) {} (flag, next poll)", stops.polling),
-  summarize("stop on a thread: JSON loop that never polls (fuel refill)", stops.native),
-]);
-console.log(
-  `${"stop on a thread, slowest of 18".padEnd(60)} ${Math.max(...stops.polling, ...stops.native).toFixed(1)} ms  (target < 50 ms)`,
-);
-
-// Cold TypeScript: a fresh Node process, from importing the package to the 50-line program's result. The Node entry
-// erases types with SWC from its package, on a worker thread by default or on the caller's thread; the core alone
-// gets SWC as Workers and browsers do: its glue from dist/swc/, its metered wasm from the package (`runcode/swc.wasm`).
-type ColdCase = "threads" | "in-thread" | "core";
-const coreSwc = `
-const { instantiate } = await import(${JSON.stringify(fileURLToPath(new URL("../swc/swc.js", import.meta.url)))});
-const swcWasm = await WebAssembly.compile(await readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
-const { Transpiler } = await import(${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))});
-const transpiler = new Transpiler(async () => (out) => instantiate(swcWasm, out));`;
-const coldScript = (entry: ColdCase) => `
-const started = performance.now();
-const { readFile } = await import("node:fs/promises");
-const { createRequire } = await import("node:module");
-const wasm = await readFile(createRequire(import.meta.url).resolve("runcode/wasm"));${entry === "core" ? coreSwc : ""}
-const { createSandbox } = await import(${JSON.stringify(fileURLToPath(new URL(entry === "core" ? "../src/index.js" : "../node/index.js", import.meta.url)))});
-const result = await createSandbox({ wasm${{ threads: "", "in-thread": ", threads: false", core: ", transpiler" }[entry]} }).runCode(${JSON.stringify(TS_PROGRAM)});
-if (result.status !== "success") throw new Error(result.error?.message);
-console.log(performance.now() - started);`;
-const cold = (entry: ColdCase) =>
-  Number(execFileSync(process.execPath, ["--input-type=module", "-e", coldScript(entry)], { encoding: "utf8" }));
-const colds: Record<ColdCase, number[]> = { threads: [], "in-thread": [], core: [] };
-for (let i = 0; i < 7; i++)
-  for (const entry of ["threads", "in-thread", "core"] as const) colds[entry].push(cold(entry));
-console.log();
-printTable([
-  summarize("cold: first 50-line TS run, Node entry (worker thread)", colds.threads),
-  summarize("cold: the same, Node entry with threads: false", colds["in-thread"]),
-  summarize("cold: the same, the core with SWC's wasm file (as Workers)", colds.core),
-]);
-
-// A fresh process's first result of a trivial run (the default language, TypeScript, and JavaScript), from importing
-// the package, and how long after its last result (of three) the process exits; the raw engine alike: its import to
-// the value of `export default 1+1` in a fresh runtime and context.
-type FreshCase = "threads" | "threads, JavaScript" | "in-thread" | "raw engine";
+// A fresh process, from importing the package to its first result: a trivial JavaScript module (and how long the
+// second run after it takes), or the first TypeScript program; the raw engine's import to its first trivial result.
 const nodeEntry = JSON.stringify(fileURLToPath(new URL("../node/index.js", import.meta.url)));
-const freshScript = (entry: FreshCase) =>
-  entry === "raw engine"
-    ? `const started = performance.now();
+const freshScripts = {
+  javascript: `const started = performance.now();
+const { createSandbox } = await import(${nodeEntry});
+const sandbox = createSandbox();
+const first = await sandbox.runCode(${JSON.stringify(TRIVIAL)}, { language: "javascript" });
+const firstAt = performance.now();
+const second = await sandbox.runCode(${JSON.stringify(TRIVIAL)}, { language: "javascript" });
+if (first.result !== 2 || second.result !== 2) throw new Error("a fresh process's run failed");
+console.log(firstAt - started, performance.now() - firstAt);`,
+  typescript: `const started = performance.now();
+const { createSandbox } = await import(${nodeEntry});
+const result = await createSandbox().runCode(${JSON.stringify(TS_PROGRAM)});
+if (result.status !== "success") throw new Error(result.error?.message);
+console.log(performance.now() - started);`,
+  raw: `const started = performance.now();
 const { default: variant } = await import("@jitl/quickjs-wasmfile-release-sync");
 const { newQuickJSWASMModuleFromVariant } = await import("quickjs-emscripten-core");
 const quickjs = await newQuickJSWASMModuleFromVariant(variant);
-let first;
-for (let i = 0; i < 3; i++) {
-  const runtime = quickjs.newRuntime();
-  const context = runtime.newContext();
-  const namespace = context.unwrapResult(context.evalCode("export default 1+1", "bench.js", { type: "module" }));
-  if (context.getNumber(context.getProp(namespace, "default")) !== 2) throw new Error("raw engine miscounted");
-  first ??= performance.now() - started;
-}
-console.log(first, performance.timeOrigin + performance.now());`
-    : `const started = performance.now();
-const { createSandbox } = await import(${nodeEntry});
-const sandbox = createSandbox({ threads: ${entry !== "in-thread"} });
-let first;
-for (let i = 0; i < 3; i++) {
-  const result = await sandbox.runCode("export default 1+1"${entry === "threads, JavaScript" ? ', { language: "javascript" }' : ""});
-  if (result.status !== "success") throw new Error(result.error?.message);
-  first ??= performance.now() - started;
-}
-console.log(first, performance.timeOrigin + performance.now());`;
-const freshProcess = (entry: FreshCase) => {
-  const out = execFileSync(process.execPath, ["--input-type=module", "-e", freshScript(entry)], { encoding: "utf8" });
-  const exited = performance.timeOrigin + performance.now();
-  const [first, last] = out.trim().split(" ").map(Number) as [number, number];
-  return { first, exit: exited - last };
+const runtime = quickjs.newRuntime();
+const context = runtime.newContext();
+const namespace = context.unwrapResult(context.evalCode(${JSON.stringify(TRIVIAL)}, "bench.js", { type: "module" }));
+if (context.getNumber(context.getProp(namespace, "default")) !== 2) throw new Error("raw engine miscounted");
+console.log(performance.now() - started);`,
 };
-const freshCases = ["threads", "threads, JavaScript", "in-thread", "raw engine"] as const;
-const firsts = new Map<FreshCase, number[]>(freshCases.map((entry) => [entry, []]));
-const exits = new Map<FreshCase, number[]>(freshCases.map((entry) => [entry, []]));
-for (let i = 0; i < 9; i++) {
-  for (const entry of freshCases) {
-    const { first, exit } = freshProcess(entry);
-    firsts.get(entry)?.push(first);
-    exits.get(entry)?.push(exit);
+const fresh = { javascript: [] as number[], second: [] as number[], typescript: [] as number[], raw: [] as number[] };
+for (let i = 0; i < 5; i++) {
+  for (const kind of ["javascript", "typescript", "raw"] as const) {
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e", freshScripts[kind]], { encoding: "utf8" });
+    const [first, second] = out.trim().split(" ").map(Number) as [number, number?];
+    fresh[kind].push(first);
+    if (second !== undefined) fresh.second.push(second);
   }
 }
-console.log();
-printTable([
-  ...freshCases.map((entry) => summarize(`first trivial result of a process: ${entry}`, firsts.get(entry) ?? [])),
-  ...freshCases.map((entry) => summarize(`exit after the last result: ${entry}`, exits.get(entry) ?? [])),
-]);
-console.log(
-  `${"first trivial result on threads p50".padEnd(60)} ${summarize("", firsts.get("threads") ?? []).p50.toFixed(1)} ms  (target < 200 ms)`,
-);
-
-// Memory: 10,000 consecutive runs must not grow the process.
-const gc = (globalThis as { gc?: () => void }).gc;
-const rss = () => {
-  gc?.();
-  return process.memoryUsage().rss;
+const freshRows = {
+  javascript: summarize("fresh process, default path: import to first result", fresh.javascript),
+  second: summarize("fresh process, default path: the second run", fresh.second),
+  typescript: summarize("fresh process, default path: import to first TypeScript result", fresh.typescript),
+  raw: summarize("fresh process, raw engine: import to first result", fresh.raw),
 };
-const before = rss();
-for (let i = 0; i < 10_000; i++)
-  await runCode("export default [1, 2, 3].map((x) => x * 2)", { language: "javascript" });
-const after = rss();
+
 console.log(
-  `${"RSS growth over 10,000 runs".padEnd(60)} ${((after - before) / 1048576).toFixed(1)} MB  (target < 20 MB${gc ? "" : "; run with --expose-gc"})`,
+  `floor bench: ${ROUNDS} rounds interleaved (${SHORT}, ${MEDIUM} or ${LONG} runs a round by length), then 5 fresh processes of each kind; Node ${process.version}, load average ${loadAtStart} at the start, ${loadAverage()} at the end\n`,
 );
+printTable([...rows.values(), ...Object.values(freshRows)]);
+console.log();
+const over = (value: Case, base: Case) => p50(value) / p50(base);
+const { rawTrivial: floor, inThreadTrivial, defaultTrivial, peerTrivial } = cases;
+verdict("trivial run: in-thread / raw engine", over(inThreadTrivial, floor), { atMost: 1.5 });
+verdict("trivial run: default path / raw engine", over(defaultTrivial, floor), { atMost: 2 });
+verdict("trivial run: peer / default path", over(peerTrivial, defaultTrivial), { atLeast: 20 });
+for (const { name, raw, inThread } of programs)
+  verdict(`${name}: in-thread / raw engine`, over(inThread, raw), { atMost: 1.25 });
+verdict("1,000 sync host calls: default path / in-thread", over(cases.defaultCalls, cases.inThreadCalls), {
+  atMost: 1.5,
+});
+verdict("32 trivial runs: default path at once / raw engine in a row", over(cases.default32, cases.raw32), {
+  atMost: 2,
+});
+const rawFirst = `raw engine ${freshRows.raw.p50.toFixed(1)} ms`;
+for (const kind of ["javascript", "typescript"] as const)
+  verdict(freshRows[kind].label, freshRows[kind].p50, { below: 150 }, " ms", rawFirst);
+const elsewhere = (label: string, bench: string, target: string) =>
+  console.log(`${label.padEnd(64)} npm run ${bench}  (target ${target})`);
+elsewhere("runcode serve: trivial /run at 10 connections / its floor", "bench:serve", ">= 60%");
+elsewhere("guest fetch of a small JSON / the host's fetch", "bench:fetch", "<= 1.5x");
+const { rawCalls, inThreadCalls, rawData, inThreadData, defaultData } = cases;
+verdict("earlier rounds: 1,000 sync host calls, in-thread / raw engine", over(inThreadCalls, rawCalls), { atMost: 2 });
+verdict("earlier rounds: ~1.1 MB in and out, in-thread / raw engine", over(inThreadData, rawData), { atMost: 1.5 });
+verdict("earlier rounds: ~1.1 MB in and out, default path / raw engine", over(defaultData, rawData), { atMost: 2 });

@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { createSandbox, nodeWasm } from "../node/index.js";
 import { newInstance } from "../src/core/engine.js";
 import { RUNAWAYS, transport } from "./fuel-catalogue.js";
+import { METER_PROGRAMS as PROGRAMS } from "./programs.js";
 import { printTable, ratio, sample, summarize } from "./stats.js";
 
 const pinned = new WebAssembly.Module(
@@ -72,14 +73,6 @@ async function engine(module: WebAssembly.Module) {
     return value;
   };
 }
-const PROGRAMS: Record<string, string> = {
-  "fib(22)": "const fib = (n) => (n < 2 ? n : fib(n - 1) + fib(n - 2)); fib(22)",
-  JSON: "const big = Array.from({ length: 2000 }, (_, i) => ({ i, s: 'x' + i })); JSON.parse(JSON.stringify(big)).length",
-  sort: "Array.from({ length: 20000 }, (_, i) => (i * 7919) % 100003).sort((x, y) => x - y).length",
-  regex: "'ab'.repeat(20000).replace(/(a)(b)/g, '$2$1').length",
-  strings: "let s = ''; for (let i = 0; i < 20000; i++) s += i.toString(36); s.length",
-  "Map churn": "const m = new Map(); for (let i = 0; i < 20000; i++) m.set('k' + i, i); m.size",
-};
 const [plain, fueled] = await Promise.all([engine(pinned), engine(metered)]);
 const rounds = 10;
 const perRound = 10;
