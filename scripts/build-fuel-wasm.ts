@@ -211,10 +211,12 @@ function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) =
   return paths.p > 0 ? paths.cost / paths.p : 0;
 }
 
-/** The metered bytes of a pinned wasm's bytes. */
-export function meterWasm(original: Uint8Array): Uint8Array {
-  const module = binaryen.readBinary(original);
-  // What the builds of QuickJS and SWC use; a module reads as MVP until told.
+/**
+ * A wasm's module in binaryen, with the features the builds of QuickJS and SWC use: a module reads as MVP until told,
+ * and more would change how the binary is written.
+ */
+function readModule(bytes: Uint8Array): binaryen.Module {
+  const module = binaryen.readBinary(bytes);
   const { Features } = binaryen;
   module.setFeatures(
     Features.MutableGlobals |
@@ -223,6 +225,12 @@ export function meterWasm(original: Uint8Array): Uint8Array {
       Features.BulkMemoryOpt |
       Features.SignExt,
   );
+  return module;
+}
+
+/** The metered bytes of a pinned wasm's bytes. */
+export function meterWasm(original: Uint8Array): Uint8Array {
+  const module = readModule(original);
   const { i32, none } = binaryen;
   // Full at instantiation: the engine's start code runs before the host can set it.
   module.addGlobal(GLOBAL, i32, true, module.i32.const(0x7fffffff));
@@ -363,16 +371,7 @@ const globalName = (expr: Ref): string => (binaryen.getExpressionInfo(expr) as b
  * build where one reaches further, or whose stack pointer is not found, fails.
  */
 export function markStackLow(metered: Uint8Array): Uint8Array {
-  const module = binaryen.readBinary(metered);
-  // As meterWasm: what the engine's build uses (more would change how the binary is written).
-  const { Features } = binaryen;
-  module.setFeatures(
-    Features.MutableGlobals |
-      Features.NontrappingFPToInt |
-      Features.BulkMemory |
-      Features.BulkMemoryOpt |
-      Features.SignExt,
-  );
+  const module = readModule(metered);
   const { i32 } = binaryen;
   const pointer = stackPointerOf(module);
   const pointerAt = (expr: Ref) =>
