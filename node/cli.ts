@@ -75,13 +75,12 @@ async function runFile(): Promise<void> {
   const timeout = timeoutOf(values.timeout);
   const language = languageOf(values, file);
   const source = await readSource(file);
-  // On a worker thread, the timeout's terminate() stops any guest work within 50 ms, native loops that never poll
-  // included; it is also the run's CPU cap, and its fuel at the rate processes get (the default fuel, 30 s worth,
-  // stopped runs given a longer timeout before it).
+  // The default path: a run past its slice of fuel goes on on a worker thread, where the timeout's terminate() stops
+  // any guest work within 50 ms, native loops that never poll included; the timeout is also the run's CPU cap, and
+  // its fuel at the rate processes get (the default fuel, 30 s worth, stopped runs given a longer timeout before it).
   const { runCode } = createSandbox({
     wasm: nodeWasm,
     safetyCap: safetyCapWithin(timeout),
-    threads: true,
     ...webOf(values),
     ...packagesOf(values.package),
   });

@@ -111,7 +111,9 @@ async function serveLocked(options: ServeOptions, lock: DatabaseLock): Promise<S
     ...runSandboxOptionsOf(settings),
     ...(options.packages === undefined ? {} : { bootModules: options.packages.bootModules }),
   };
-  const sandbox = createSandbox({ ...runOptions, threads: true });
+  // The default path: a run starts on this thread for a slice of fuel and goes on on a worker thread past it, so a
+  // trivial /run never pays the hand-off and no run holds the event loop longer than the slice.
+  const sandbox = createSandbox({ ...runOptions, threads: "auto" });
   // A session's cells run with `/run`'s sandbox settings and CPU shares, on worker threads so that no cell holds the
   // event loop; its state is in the database between cells.
   const sessions = new SessionService({
