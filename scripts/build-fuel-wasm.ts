@@ -13,9 +13,10 @@
  *   so a loop that runs once, or a dispatch loop's handler, costs no charge of its own;
  * - at the entry of a function entered other than by a direct call (exported, in the table, the start function) and
  *   of the functions that break every cycle of direct calls (each that calls itself, and the largest of any cycle the
- *   others leave): its code up to its first charge point. Any other function is paid for by its callers' charges:
- *   a call costs them its callee's expected cost, so a chain of small functions is one charge where it was one a
- *   function. Every recursion passes an entry that charges, and every iteration past a loop's first a branch back;
+ *   others leave), and of those whose entry costs more than a unit: its code up to its first charge point. Any other
+ *   function is paid for by its callers' charges: a call costs them its callee's expected cost, so a chain of small
+ *   functions is one charge where it was one a function. Every recursion passes an entry that charges, and every
+ *   iteration past a loop's first a branch back;
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
@@ -39,6 +40,8 @@ import { METER } from "../src/core/engine.js";
 
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
 const HOST_CALL_FUEL = 50;
+/** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
+const MOVED_COST = 1;
 /** Bytes of `memory.copy`/`memory.fill` per unit of fuel, as a shift. */
 const BYTES_PER_FUEL_SHIFT = 5;
 
@@ -479,6 +482,8 @@ export function meterWasm(original: Uint8Array): Uint8Array {
   if (start !== 0) entered.add(binaryen.getFunctionInfo(start).name);
 
   // What a call costs its caller's charge: the whole entry of a function its callers pay for (memoized: no cycles).
+  // One whose entry costs more than `MOVED_COST` charges at its entry: averaged over its callers' paths, where every
+  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done.
   const callCosts = new Map<string, number>();
   const callCost = (name: string): number => {
     const shape = shapes.get(name);
@@ -486,10 +491,15 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     let cost = callCosts.get(name);
     if (cost === undefined) {
       cost = expectedCost(api.Function.getBody(shape.fn), null, callCost).exit;
+      if (cost > MOVED_COST && !leaves.has(name)) {
+        entered.add(name);
+        cost = 0;
+      }
       callCosts.set(name, cost);
     }
     return cost;
   };
+  for (const name of shapes.keys()) callCost(name);
   // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
   const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
   const plans = [...shapes.values()]
