@@ -20,8 +20,8 @@
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
- * The weight of a charge point is its code's expected cost ({@link expectedCost}): 1/4 for the point itself, 1/12 per
- * load or store and 3/4 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
+ * The weight of a charge point is its code's expected cost ({@link expectedCost}): 3/8 for the point itself, 1/8 per
+ * load or store and 9/8 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
  * equally likely, the cost of a callee its callers pay for counted at its call; rounded, and at least 1. A loop or a
  * function whose iterations or calls do more memory work or calls than another's costs more per unit of progress, so
  * fuel follows CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one
@@ -174,11 +174,14 @@ function* walkSlots(code: Slot): Generator<Slot> {
  * What the code between two charge points costs, in fuel: the charge point itself, each load or store, each call or
  * return (a frame pushed or popped). Fitted by least squares to CPU time over bounded runs of bench/fuel.ts's programs
  * (one meter per kind of instruction, counting it alone); the other kinds (locals, arithmetic, branches) came out at
- * zero: V8's compiled code runs them nearly free beside memory and frames. Scaled so that a unit costs the engine
- * the CPU it did when every charge point (then each loop's head and each non-leaf function's entry) weighed 1 (the median of the catalogue, about 3.4 ns here): the host's rates
- * (src/core/host-fuel.ts) and `FUEL_PER_MS` are measured against it.
+ * zero: V8's compiled code runs them nearly free beside memory and frames. Then scaled by 3/2 from the fit's scale
+ * (1/4, 1/12, 3/4, where a unit cost the engine the CPU it did when every loop head and non-leaf function entry
+ * weighed 1): with fewer charge points, each rounded to whole units, a finer unit keeps a cheap path's fraction, and
+ * bench:fuel's spread fell from 5.3x to 3.5x, the catalogue's median 3.2 -> 2.6 ms per 10^6 units. The host's rates
+ * (src/core/host-fuel.ts) stayed where they were measured, so the host's work now pays the less fuel per CPU (its
+ * runaways the slowest per unit, inside the spread); `FUEL_PER_MS` divides a CPU budget by the slowest rate.
  */
-const COST = { site: 1 / 4, memory: 1 / 12, call: 3 / 4 } as const;
+const COST = { site: 3 / 8, memory: 1 / 8, call: 9 / 8 } as const;
 
 /** The cost of one instruction of kind `id` past the charge point, leaf callees aside. */
 function costOf(id: number): number {
