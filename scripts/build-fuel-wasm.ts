@@ -177,7 +177,9 @@ function* walkSlots(code: Slot): Generator<Slot> {
  * zero: V8's compiled code runs them nearly free beside memory and frames. Then scaled by 3/2 from the fit's scale
  * (1/4, 1/12, 3/4, where a unit cost the engine the CPU it did when every loop head and non-leaf function entry
  * weighed 1): with fewer charge points, each rounded to whole units, a finer unit keeps a cheap path's fraction, and
- * bench:fuel's spread fell from 5.3x to 3.5x, the catalogue's median 3.2 -> 2.6 ms per 10^6 units. The host's rates
+ * bench:fuel's CPU-per-unit spread fell from 5.4x to 3.7x (main's meter 3.8x; typed array sort 5.96 -> 3.77 ms per
+ * 10^6 units, `Proxy` get 5.20 -> 3.24, sort 4.14 -> 2.74; load average 3.1-3.9), the catalogue's median 3.06 -> 2.55,
+ * and the engine's speed kept (metered / pinned geomean 1.16x -> 1.14x; main's 1.22x). The host's rates
  * (src/core/host-fuel.ts) stayed where they were measured, so the host's work now pays the less fuel per CPU (its
  * runaways the slowest per unit, inside the spread); `FUEL_PER_MS` divides a CPU budget by the slowest rate.
  */
