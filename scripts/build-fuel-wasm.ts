@@ -8,19 +8,25 @@
  * of `<`, is quadratic); the counter sees their own loops.
  *
  * The meter, where and what it charges:
- * - at each function entry (but in leaves, functions that neither loop nor call: their work is bounded by their
- *   size, and their callers pay it) and at the head of each loop iteration: the weight of the code run from there to
- *   the next charge point, the same rule everywhere (below);
+ * - at each branch back to a loop's head (`br`, `br_if`, `br_table`): the iteration that branch ends, the weight of
+ *   the path from the head to it (below); a loop's first iteration is its enclosing code's, walked through as a block,
+ *   so a loop that runs once, or a dispatch loop's handler, costs no charge of its own;
+ * - at the entry of a function entered other than by a direct call (exported, in the table, the start function) and
+ *   of the functions that break every cycle of direct calls (each that calls itself, and the largest of any cycle the
+ *   others leave), and of those whose entry costs more than a unit: its code up to its first charge point. Any other
+ *   function is paid for by its callers' charges: a call costs them its callee's expected cost, so a chain of small
+ *   functions is one charge where it was one a function. Every recursion passes an entry that charges, and every
+ *   iteration past a loop's first a branch back;
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
- * The weight of a charge point is its code's expected cost ({@link expectedCost}): 1/4 for the point itself, 1/12 per
- * load or store and 3/4 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
- * equally likely, a leaf callee's cost counted at its call; rounded, and at least 1. A loop or a function whose
- * iterations or calls do more memory work or calls than another's costs more per unit of progress, so fuel follows
- * CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one unit per
- * iteration did. Where the charges sit is independent of what they weigh: moving them (to basic blocks, out of
- * loops, to leaves' call sites) keeps {@link expectedCost} as the measure of what each one covers.
+ * The weight of a charge point is its code's expected cost ({@link expectedCost}): 3/8 for the point itself, 1/8 per
+ * load or store and 9/8 per call or return ({@link COST}, fitted to CPU time), over the mean path with every branch
+ * equally likely, the cost of a callee its callers pay for counted at its call; rounded, and at least 1. A loop or a
+ * function whose iterations or calls do more memory work or calls than another's costs more per unit of progress, so
+ * fuel follows CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one
+ * unit per iteration did; a branch back weighs its own path, so a dispatch loop's cheap handler costs less than its
+ * dear one.
  * The output is deterministic: `npm run build:wasm` rewrites wasm/quickjs-fuel.wasm and wasm/swc-fuel.wasm, and a
  * test checks the committed files equal a rebuild.
  * @module
@@ -34,6 +40,8 @@ import { METER, STACK_MARK } from "../src/core/engine.js";
 
 /** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
 const HOST_CALL_FUEL = 50;
+/** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
+const MOVED_COST = 1;
 /** Bytes of `memory.copy`/`memory.fill` per unit of fuel, as a shift. */
 const BYTES_PER_FUEL_SHIFT = 5;
 
@@ -50,13 +58,44 @@ interface Accessor {
   setSize(expr: Ref, size: Ref): void;
   getTarget(expr: Ref): string;
   setTarget(expr: Ref, target: string): void;
+  getValue(expr: Ref): Ref;
+  setValue(expr: Ref, value: Ref): void;
 }
-const api = binaryen as unknown as Record<"Loop" | "Call" | "MemoryCopy" | "MemoryFill" | "Function", Accessor> & {
+const api = binaryen as unknown as Record<
+  "Loop" | "Call" | "Return" | "MemoryCopy" | "MemoryFill" | "Function",
+  Accessor
+> & {
   _BinaryenFunctionAddVar(fn: Ref, type: number): number;
 };
 
+/** The class of binaryen.js whose setters rewrite an expression of each kind that has children. */
+const KINDS = new Map<number, string>([
+  [binaryen.BlockId, "Block"],
+  [binaryen.IfId, "If"],
+  [binaryen.LoopId, "Loop"],
+  [binaryen.BreakId, "Break"],
+  [binaryen.SwitchId, "Switch"],
+  [binaryen.CallId, "Call"],
+  [binaryen.CallIndirectId, "CallIndirect"],
+  [binaryen.LocalSetId, "LocalSet"],
+  [binaryen.GlobalSetId, "GlobalSet"],
+  [binaryen.UnaryId, "Unary"],
+  [binaryen.DropId, "Drop"],
+  [binaryen.ReturnId, "Return"],
+  [binaryen.LoadId, "Load"],
+  [binaryen.StoreId, "Store"],
+  [binaryen.BinaryId, "Binary"],
+  [binaryen.SelectId, "Select"],
+  [binaryen.MemoryGrowId, "MemoryGrow"],
+  [binaryen.MemoryCopyId, "MemoryCopy"],
+  [binaryen.MemoryFillId, "MemoryFill"],
+]);
+
+/** A child of an expression and how to put another in its place (0 for an absent optional child). */
+type Slot = [child: Ref, replace: (expr: Ref) => void];
+
 /** The children of an expression, for the expression kinds of an MVP + bulk-memory + sign-ext module. */
-function childrenOf(expr: Ref): Ref[] {
+function slotsOf(expr: Ref): Slot[] {
   const id = binaryen.getExpressionId(expr);
   const b = binaryen;
   if (
@@ -68,12 +107,21 @@ function childrenOf(expr: Ref): Ref[] {
     id === b.MemorySizeId
   )
     return [];
+  const kind = KINDS.get(id);
+  if (kind === undefined) throw new Error(`build-fuel-wasm: unexpected expression kind ${id}`);
   // biome-ignore lint/suspicious/noExplicitAny: the info's shape depends on the id
   const info = b.getExpressionInfo(expr) as any;
-  const pick = (...keys: string[]): Ref[] => keys.map((key) => info[key] as Ref);
+  const setters = (binaryen as unknown as Record<string, Record<string, (...args: unknown[]) => void>>)[kind] ?? {};
+  const pick = (...keys: string[]): Slot[] =>
+    keys.map((key) => {
+      const set = setters[`set${key[0]?.toUpperCase()}${key.slice(1)}`] as (expr: Ref, child: Ref) => void;
+      return [info[key] as Ref, (child: Ref) => set(expr, child)];
+    });
+  const list = (children: Ref[], setter: string): Slot[] =>
+    children.map((child, index) => [child, (next: Ref) => setters[setter]?.(expr, index, next)]);
   switch (id) {
     case b.BlockId:
-      return info.children;
+      return list(info.children, "setChildAt");
     case b.IfId:
       return pick("condition", "ifTrue", "ifFalse");
     case b.LoopId:
@@ -82,9 +130,9 @@ function childrenOf(expr: Ref): Ref[] {
     case b.SwitchId:
       return pick("condition", "value");
     case b.CallId:
-      return info.operands;
+      return list(info.operands, "setOperandAt");
     case b.CallIndirectId:
-      return [info.target, ...info.operands];
+      return [...pick("target"), ...list(info.operands, "setOperandAt")];
     case b.LocalSetId:
     case b.GlobalSetId:
     case b.UnaryId:
@@ -103,10 +151,22 @@ function childrenOf(expr: Ref): Ref[] {
       return pick("delta");
     case b.MemoryCopyId:
       return pick("dest", "source", "size");
-    case b.MemoryFillId:
-      return pick("dest", "value", "size");
     default:
-      throw new Error(`build-fuel-wasm: unexpected expression kind ${id}`);
+      return pick("dest", "value", "size");
+  }
+}
+
+/** The children of an expression. */
+const childrenOf = (expr: Ref): Ref[] => slotsOf(expr).map(([child]) => child);
+
+/** Every expression of `code` (depth first, parents before children), each with its slot in its parent. */
+function* walkSlots(code: Slot): Generator<Slot> {
+  const stack = [code];
+  while (stack.length > 0) {
+    const slot = stack.pop() as Slot;
+    if (slot[0] === 0) continue;
+    yield slot;
+    stack.push(...slotsOf(slot[0]));
   }
 }
 
@@ -114,11 +174,16 @@ function childrenOf(expr: Ref): Ref[] {
  * What the code between two charge points costs, in fuel: the charge point itself, each load or store, each call or
  * return (a frame pushed or popped). Fitted by least squares to CPU time over bounded runs of bench/fuel.ts's programs
  * (one meter per kind of instruction, counting it alone); the other kinds (locals, arithmetic, branches) came out at
- * zero: V8's compiled code runs them nearly free beside memory and frames. Scaled so that a unit costs the engine
- * the CPU it did when every charge point weighed 1 (the median of the catalogue, about 3.4 ns here): the host's rates
- * (src/core/host-fuel.ts) and `FUEL_PER_MS` are measured against it.
+ * zero: V8's compiled code runs them nearly free beside memory and frames. Then scaled by 3/2 from the fit's scale
+ * (1/4, 1/12, 3/4, where a unit cost the engine the CPU it did when every loop head and non-leaf function entry
+ * weighed 1): with fewer charge points, each rounded to whole units, a finer unit keeps a cheap path's fraction, and
+ * bench:fuel's CPU-per-unit spread fell from 5.4x to 3.7x (main's meter 3.8x; typed array sort 5.96 -> 3.77 ms per
+ * 10^6 units, `Proxy` get 5.20 -> 3.24, sort 4.14 -> 2.74; load average 3.1-3.9), the catalogue's median 3.06 -> 2.55,
+ * and the engine's speed kept (metered / pinned geomean 1.16x -> 1.14x; main's 1.22x). The host's rates
+ * (src/core/host-fuel.ts) stayed where they were measured, so the host's work now pays the less fuel per CPU (its
+ * runaways the slowest per unit, inside the spread); `FUEL_PER_MS` divides a CPU budget by the slowest rate.
  */
-const COST = { site: 1 / 4, memory: 1 / 12, call: 3 / 4 } as const;
+const COST = { site: 3 / 8, memory: 1 / 8, call: 9 / 8 } as const;
 
 /** The cost of one instruction of kind `id` past the charge point, leaf callees aside. */
 function costOf(id: number): number {
@@ -137,22 +202,31 @@ const NONE: Flow = { p: 0, cost: 0 };
 const sum = (a: Flow, b: Flow): Flow => ({ p: a.p + b.p, cost: a.cost + b.cost });
 const part = (a: Flow, share: number): Flow => ({ p: a.p * share, cost: a.cost * share });
 
+/** What the code from a charge point costs on average ({@link expectedCost}). */
+interface Costs {
+  /** The mean cost of the paths that leave the code (fall off its end, return, or branch out of it). */
+  exit: number;
+  /** The mean cost of the paths that reach each branch back to the loop's head (`br`, `br_if`, `br_table`). */
+  edges: Map<Ref, number>;
+}
+
 /**
  * The expected cost ({@link COST}) of the code run from a charge point to the next, over `code` (the body of the
- * loop named `loop`, or a function's body): every arm of an `if` or `br_if` and every target of a `br_table` is taken with equal chance, and
- * the cost is the mean over the paths that go on: back to the loop's head for a loop (its exit runs once), to the
- * function's end for a function. A nested loop is a charge point of its own and costs nothing here; a call of a
- * function that never charges (a leaf) costs that function's own expected cost too, `leafCost` of its name.
+ * loop named `loop`, or a function's body): every arm of an `if` or `br_if` and every target of a `br_table` is
+ * taken with equal chance, and a cost is the mean over the paths that reach a point: each branch back to the loop's
+ * head, where its next iteration is charged, or the code's exit. A nested loop is walked once, its own branches back
+ * going on past it, as a block: its first iteration is this code's, the others are charged at its own branches back.
+ * A call costs its callee's `callCost` on top (a function its callers pay for).
  */
-function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) => number): number {
+function expectedCost(code: Ref, loop: string | null, callCost: (name: string) => number): Costs {
   const b = binaryen;
   const targets = new Map<string, Flow>();
-  let again = NONE;
+  const edges = new Map<Ref, Flow>();
   let out = NONE;
-  const branch = (name: string | null, flow: Flow) => {
+  const branch = (name: string | null, flow: Flow, expr: Ref) => {
     const block = name === null ? undefined : targets.get(name);
     if (block !== undefined) targets.set(name as string, sum(block, flow));
-    else if (name !== null && name === loop) again = sum(again, flow);
+    else if (name !== null && name === loop) edges.set(expr, sum(edges.get(expr) ?? NONE, flow));
     else out = sum(out, flow);
   };
   const step = (flow: Flow, cost: number): Flow => ({ p: flow.p, cost: flow.cost + flow.p * cost });
@@ -160,17 +234,17 @@ function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) =
   const walk = (expr: Ref, flow: Flow): Flow => {
     if (expr === 0 || flow.p === 0) return flow;
     const id = b.getExpressionId(expr);
-    if (id === b.LoopId) return flow;
     if (id === b.UnreachableId) return NONE;
     // Only these kinds' info is read (binaryen.js has none for some others, such as `nop`).
-    const described = id === b.BlockId || id === b.IfId || id === b.BreakId || id === b.SwitchId || id === b.CallId;
+    const described =
+      id === b.BlockId || id === b.LoopId || id === b.IfId || id === b.BreakId || id === b.SwitchId || id === b.CallId;
     // biome-ignore lint/suspicious/noExplicitAny: the info's shape depends on the id
     const info = (described ? b.getExpressionInfo(expr) : {}) as any;
-    if (id === b.BlockId) {
+    if (id === b.BlockId || id === b.LoopId) {
       const name: string | null = info.name || null;
       if (name !== null) targets.set(name, NONE);
       let next = flow;
-      for (const child of info.children as Ref[]) next = walk(child, next);
+      for (const child of id === b.BlockId ? (info.children as Ref[]) : [info.body as Ref]) next = walk(child, next);
       if (name === null) return next;
       const arriving = targets.get(name) as Flow;
       targets.delete(name);
@@ -187,28 +261,99 @@ function expectedCost(code: Ref, loop: string | null, leafCost: (name: string) =
     switch (id) {
       case b.BreakId:
         if (!info.condition) {
-          branch(info.name, next);
+          branch(info.name, next, expr);
           return NONE;
         }
-        branch(info.name, part(next, 0.5));
+        branch(info.name, part(next, 0.5), expr);
         return part(next, 0.5);
       case b.SwitchId: {
         const names: string[] = [...info.names, info.defaultName];
-        for (const name of names) branch(name, part(next, 1 / names.length));
+        for (const name of names) branch(name, part(next, 1 / names.length), expr);
         return NONE;
       }
       case b.ReturnId:
         out = sum(out, next);
         return NONE;
       case b.CallId:
-        return step(next, leafCost(info.target));
+        return step(next, callCost(info.target));
       default:
         return next;
     }
   };
-  const end = walk(code, { p: 1, cost: 0 });
-  const paths = loop !== null && again.p > 0 ? again : sum(out, end);
-  return paths.p > 0 ? paths.cost / paths.p : 0;
+  const mean = (flow: Flow) => (flow.p > 0 ? flow.cost / flow.p : 0);
+  const exit = sum(out, walk(code, { p: 1, cost: 0 }));
+  return { exit: mean(exit), edges: new Map([...edges].map(([expr, flow]) => [expr, mean(flow)])) };
+}
+
+/** The strongly connected components of a graph (Tarjan's algorithm, iterative), `nodes` and their `edges` in it. */
+function components(nodes: Set<string>, edges: (node: string) => Iterable<string>): string[][] {
+  const found: string[][] = [];
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  for (const root of nodes) {
+    if (index.has(root)) continue;
+    const frames: { node: string; next: Iterator<string> }[] = [];
+    const enter = (node: string) => {
+      low.set(node, index.size);
+      index.set(node, index.size);
+      stack.push(node);
+      onStack.add(node);
+      frames.push({ node, next: edges(node)[Symbol.iterator]() });
+    };
+    enter(root);
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1] as (typeof frames)[number];
+      const step = frame.next.next();
+      if (!step.done) {
+        const next = step.value;
+        if (!nodes.has(next)) continue;
+        if (!index.has(next)) enter(next);
+        else if (onStack.has(next))
+          low.set(frame.node, Math.min(low.get(frame.node) as number, index.get(next) as number));
+        continue;
+      }
+      frames.pop();
+      const parent = frames[frames.length - 1];
+      if (parent !== undefined)
+        low.set(parent.node, Math.min(low.get(parent.node) as number, low.get(frame.node) as number));
+      if (low.get(frame.node) === index.get(frame.node)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop() as string;
+          onStack.delete(member);
+          component.push(member);
+        } while (member !== frame.node);
+        found.push(component);
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Functions that break every cycle of direct calls (`callees` of each function by name): each calls itself, or is
+ * the largest (`size`) of a cycle the others left. Charged at their entry, they make every recursion charge.
+ */
+function cycleBreakers(shapes: Map<string, { callees: Set<string>; size: number }>): Set<string> {
+  const breakers = new Set<string>();
+  const callees = (name: string) => shapes.get(name)?.callees ?? [];
+  for (const [name, shape] of shapes) if (shape.callees.has(name)) breakers.add(name);
+  let pending = components(new Set(shapes.keys()), callees);
+  while (pending.length > 0) {
+    const component = pending.pop() as string[];
+    const rest = new Set(component.filter((name) => !breakers.has(name)));
+    if (rest.size < 2) continue;
+    const [largest] = [...rest].sort(
+      (a, b) => (shapes.get(b)?.size ?? 0) - (shapes.get(a)?.size ?? 0) || (a < b ? -1 : 1),
+    );
+    breakers.add(largest as string);
+    rest.delete(largest as string);
+    pending = pending.concat(components(rest, callees));
+  }
+  return breakers;
 }
 
 /**
@@ -264,85 +409,185 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     wrappers.set(name, wrapper);
   }
 
-  // What each function charges at: its loops, bulk memory ops and calls; none at all for a leaf.
-  const sites = new Map<Ref, Ref[]>();
-  const leaves = new Map<string, number>();
-  for (const fn of functions) {
-    const found: Ref[] = [];
-    let leaf = true;
-    const { body, name } = binaryen.getFunctionInfo(fn);
-    const stack = [body];
-    while (stack.length > 0) {
-      const expr = stack.pop() as Ref;
-      if (expr === 0) continue;
-      const id = binaryen.getExpressionId(expr);
-      if (id === binaryen.CallIndirectId) leaf = false;
-      else if (
-        id === binaryen.LoopId ||
-        id === binaryen.MemoryCopyId ||
-        id === binaryen.MemoryFillId ||
-        id === binaryen.CallId
-      ) {
-        leaf = false;
-        found.push(expr);
-      }
-      stack.push(...childrenOf(expr));
-    }
-    // A function that neither loops nor calls does work bounded by its size: its callers' charges cover it.
-    if (leaf)
-      leaves.set(
-        name,
-        expectedCost(body, null, () => 0),
-      );
-    else sites.set(fn, found);
+  // What each function does that bears on its charges.
+  interface Shape {
+    fn: Ref;
+    name: string;
+    /** Its loops, each by its label. */
+    loops: Map<string, Ref>;
+    /** Its branches (`br`, `br_if`, `br_table`), each with its slot in its parent. */
+    branches: Slot[];
+    /** Its bulk memory ops. */
+    bulk: Ref[];
+    /** Its calls. */
+    calls: Ref[];
+    /** The functions it calls directly. */
+    callees: Set<string>;
+    indirect: boolean;
+    /** Its number of expressions. */
+    size: number;
   }
-  const leafCost = (name: string) => leaves.get(name) ?? 0;
-  // Every loop iteration charges at least 1: a loop that charged nothing would never stop.
-  const weight = (code: Ref, loop: string | null) =>
-    Math.max(1, Math.round(COST.site + expectedCost(code, loop, leafCost)));
-
-  for (const [fn, found] of sites) {
-    const scratch = api._BinaryenFunctionAddVar(fn, i32);
-    const entry = weight(api.Function.getBody(fn), null);
-    const loops = found.map((expr) =>
-      binaryen.getExpressionId(expr) === binaryen.LoopId
-        ? weight(api.Loop.getBody(expr), (binaryen.getExpressionInfo(expr) as binaryen.LoopInfo).name)
-        : 0,
-    );
-    for (const [index, expr] of found.entries()) {
+  const shapes = new Map<string, Shape>();
+  for (const fn of functions) {
+    const name = binaryen.getFunctionInfo(fn).name;
+    const shape: Shape = {
+      fn,
+      name,
+      loops: new Map(),
+      branches: [],
+      bulk: [],
+      calls: [],
+      callees: new Set(),
+      indirect: false,
+      size: 0,
+    };
+    const labels = new Set<string>();
+    for (const slot of walkSlots([api.Function.getBody(fn), (expr) => api.Function.setBody(fn, expr)])) {
+      const [expr] = slot;
       const id = binaryen.getExpressionId(expr);
-      if (id === binaryen.LoopId) {
-        const body = api.Loop.getBody(expr);
-        const type = binaryen.getExpressionType(body);
-        api.Loop.setBody(
-          expr,
-          module.block(null, [charge(module.i32.const(loops[index] as number), scratch), body], type),
-        );
-      } else if (id === binaryen.CallId) {
-        const wrapper = wrappers.get(api.Call.getTarget(expr));
-        if (wrapper !== undefined) api.Call.setTarget(expr, wrapper);
-      } else {
-        // The size is the last operand evaluated: charged through a local after it, before the copy runs.
-        const kind = id === binaryen.MemoryCopyId ? api.MemoryCopy : api.MemoryFill;
-        const size = kind.getSize(expr);
-        const local = api._BinaryenFunctionAddVar(fn, i32);
-        kind.setSize(
-          expr,
-          module.block(
-            null,
-            [
-              module.local.set(local, size),
-              charge(module.i32.shr_u(module.local.get(local, i32), module.i32.const(BYTES_PER_FUEL_SHIFT)), scratch),
-              module.local.get(local, i32),
-            ],
-            i32,
-          ),
-        );
+      shape.size++;
+      if (id === binaryen.LoopId || id === binaryen.BlockId) {
+        const label = (binaryen.getExpressionInfo(expr) as binaryen.BlockInfo).name;
+        if (label) {
+          // A branch names its target: labels must be unique in the function (binaryen's reader makes them so).
+          if (labels.has(label)) throw new Error(`build-fuel-wasm: label ${label} twice in ${name}`);
+          labels.add(label);
+          if (id === binaryen.LoopId) shape.loops.set(label, expr);
+        }
+      } else if (id === binaryen.BreakId || id === binaryen.SwitchId) shape.branches.push(slot);
+      else if (id === binaryen.MemoryCopyId || id === binaryen.MemoryFillId) shape.bulk.push(expr);
+      else if (id === binaryen.CallIndirectId) shape.indirect = true;
+      else if (id === binaryen.CallId) {
+        shape.calls.push(expr);
+        shape.callees.add(api.Call.getTarget(expr));
       }
     }
-    const body = api.Function.getBody(fn);
-    const type = binaryen.getExpressionType(body);
-    api.Function.setBody(fn, module.block(null, [charge(module.i32.const(entry), scratch), body], type));
+    shapes.set(name, shape);
+  }
+  // Leaves: functions that never charge. Neither looping nor calling anything that charges, their work is bounded by
+  // their size (and their callees'), and their callers pay it.
+  const leaves = new Set<string>();
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const shape of shapes.values())
+      if (
+        !leaves.has(shape.name) &&
+        shape.loops.size === 0 &&
+        shape.bulk.length === 0 &&
+        !shape.indirect &&
+        [...shape.callees].every((callee) => leaves.has(callee))
+      ) {
+        leaves.add(shape.name);
+        grew = true;
+      }
+  }
+  // Functions entered other than by a direct call (exports, the table, the start function) charge at their entry, and
+  // so do the functions that break every cycle of direct calls: every recursion charges. Any other function is paid
+  // for at its call sites, by its callers' charges, like a leaf.
+  const entered = cycleBreakers(shapes);
+  for (let i = 0; i < module.getNumExports(); i++) {
+    const info = binaryen.getExportInfo(module.getExportByIndex(i));
+    if (info.kind === binaryen.ExternalFunction) entered.add(info.value);
+  }
+  for (let i = 0; i < module.getNumElementSegments(); i++)
+    for (const name of binaryen.getElementSegmentInfo(module.getElementSegmentByIndex(i)).data) entered.add(name);
+  const start = module.getStart();
+  if (start !== 0) entered.add(binaryen.getFunctionInfo(start).name);
+
+  // What a call costs its caller's charge: the whole entry of a function its callers pay for (memoized: no cycles).
+  // One whose entry costs more than `MOVED_COST` charges at its entry: averaged over its callers' paths, where every
+  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done.
+  const callCosts = new Map<string, number>();
+  const callCost = (name: string): number => {
+    const shape = shapes.get(name);
+    if (shape === undefined || entered.has(name)) return 0;
+    let cost = callCosts.get(name);
+    if (cost === undefined) {
+      cost = expectedCost(api.Function.getBody(shape.fn), null, callCost).exit;
+      if (cost > MOVED_COST && !leaves.has(name)) {
+        entered.add(name);
+        cost = 0;
+      }
+      callCosts.set(name, cost);
+    }
+    return cost;
+  };
+  for (const name of shapes.keys()) callCost(name);
+  // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
+  const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
+  const plans = [...shapes.values()]
+    .filter((shape) => !leaves.has(shape.name))
+    .map((shape) => {
+      const edges = new Map<Ref, Map<string, number>>();
+      for (const [label, loop] of shape.loops)
+        for (const [expr, cost] of expectedCost(api.Loop.getBody(loop), label, callCost).edges) {
+          const byLabel = edges.get(expr) ?? new Map<string, number>();
+          edges.set(expr, byLabel.set(label, weight(cost)));
+        }
+      const entry = entered.has(shape.name)
+        ? weight(expectedCost(api.Function.getBody(shape.fn), null, callCost).exit)
+        : 0;
+      return { shape, entry, edges };
+    });
+
+  // Labels of the blocks that charge a `br_table`'s branches back: unique in the module, as binaryen's are per function.
+  let labels = 0;
+  for (const { shape, entry, edges } of plans) {
+    const { fn, loops } = shape;
+    const scratch = api._BinaryenFunctionAddVar(fn, i32);
+    const charged = (amount: number) => charge(module.i32.const(amount), scratch);
+    for (const expr of shape.calls) {
+      const wrapper = wrappers.get(api.Call.getTarget(expr));
+      if (wrapper !== undefined) api.Call.setTarget(expr, wrapper);
+    }
+    // Each branch back to a loop's head charges the iteration it ends; the first is its enclosing code's.
+    // Children first: a branch inside another's operands is rewritten before its parent is rebuilt around it.
+    for (const [expr, replace] of shape.branches.reverse()) {
+      // biome-ignore lint/suspicious/noExplicitAny: the info's shape depends on the id
+      const info = binaryen.getExpressionInfo(expr) as any;
+      const weights = edges.get(expr);
+      const back = (label: string) => module.block(null, [charged(weights?.get(label) ?? 1), module.br(label)]);
+      if (binaryen.getExpressionId(expr) === binaryen.BreakId) {
+        if (!loops.has(info.name)) continue;
+        replace(info.condition ? module.if(info.condition, back(info.name)) : back(info.name));
+        continue;
+      }
+      // A `br_table` goes to each loop's head through a block of its own, ended by the charge and the branch back.
+      const heads = [...new Set<string>([...info.names, info.defaultName])].filter((label) => loops.has(label));
+      if (heads.length === 0) continue;
+      const via = new Map(heads.map((label) => [label, `fuel$${labels++}`]));
+      const to = (label: string) => via.get(label) ?? label;
+      let table = module.switch(info.names.map(to), to(info.defaultName), info.condition, info.value || undefined);
+      for (const label of heads)
+        table = module.block(null, [
+          module.block(to(label), [table], none),
+          charged(weights?.get(label) ?? 1),
+          module.br(label),
+        ]);
+      replace(table);
+    }
+    for (const expr of shape.bulk) {
+      // The size is the last operand evaluated: charged through a local after it, before the copy runs.
+      const kind = binaryen.getExpressionId(expr) === binaryen.MemoryCopyId ? api.MemoryCopy : api.MemoryFill;
+      const size = kind.getSize(expr);
+      const length = api._BinaryenFunctionAddVar(fn, i32);
+      kind.setSize(
+        expr,
+        module.block(
+          null,
+          [
+            module.local.set(length, size),
+            charge(module.i32.shr_u(module.local.get(length, i32), module.i32.const(BYTES_PER_FUEL_SHIFT)), scratch),
+            module.local.get(length, i32),
+          ],
+          i32,
+        ),
+      );
+    }
+    if (entry > 0) {
+      const body = api.Function.getBody(fn);
+      api.Function.setBody(fn, module.block(null, [charged(entry), body], binaryen.getExpressionType(body)));
+    }
   }
   if (!module.validate()) throw new Error("build-fuel-wasm: the metered module does not validate");
   const bytes = module.emitBinary();

@@ -41,7 +41,7 @@ describe.each([
 });
 
 describe("the meter's weights", () => {
-  /** The fuel `run(n)` of `wat`'s function takes when metered. */
+  /** The fuel `run(...args)` of `wat`'s function takes when metered. */
   const spent = (wat: string) => {
     const module = binaryen.parseText(`(module (memory 1) ${wat})`);
     const bytes = module.emitBinary();
@@ -50,29 +50,29 @@ describe("the meter's weights", () => {
       [METER.module]: { [METER.hook]: () => {} },
     });
     const counter = exports[METER.counter] as WebAssembly.Global;
-    return (n: number) => {
+    return (...args: number[]) => {
       counter.value = 1e9;
-      (exports.run as (n: number) => void)(n);
+      (exports.run as (...args: number[]) => void)(...args);
       return 1e9 - counter.value;
     };
   };
   const stores = (count: number) =>
     Array.from({ length: count }, (_, i) => `(i32.store offset=${4 * i} (i32.const 0) (local.get $n))`).join(" ");
   /** A function `run` looping `n` times over `body`. */
-  const loop = (body: string, extra = "") =>
-    `${extra} (func (export "run") (param $n i32) (loop $again ${body} (br_if $again (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
+  const loop = (body: string, extra = "", params = "") =>
+    `${extra} (func (export "run") (param $n i32) ${params} (loop $again ${body} (br_if $again (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
 
-  it("charge a loop's iteration 1 at the least, 1/4 for itself plus 1/12 per load or store", () => {
-    expect(spent(loop(""))(1000)).toBe(1 + 1000 * 1);
-    // 1/4 + 33/12 = 3: before, every iteration was 1 whatever its body.
-    expect(spent(loop(stores(33)))(1000)).toBe(1 + 1000 * 3);
+  it("charge the first iteration at the function's entry and each next one at its branch back: 1 at the least, 3/8 for itself plus 1/8 per load or store", () => {
+    expect(spent(loop(""))(1000)).toBe(1 + 999 * 1);
+    // 3/8 + 21/8 = 3: before, every iteration was 1 whatever its body.
+    expect(spent(loop(stores(21)))(1000)).toBe(3 + 999 * 3);
   });
 
-  it("count a call as 3/4 and a leaf callee's own cost at its call", () => {
+  it("count a call as 9/8 and a leaf callee's own cost at its call", () => {
     const leaf = `(func $leaf (param $p i32) (result i32) ${"(drop (i32.load (local.get $p)))".repeat(21)} (i32.const 0))`;
-    // 1/4 + 2 * (3/4 + 21/12) = 5.25.
+    // 3/8 + 2 * (9/8 + 21/8) = 7.875.
     expect(spent(loop("(drop (call $leaf (local.get $n))) (drop (call $leaf (local.get $n)))", leaf))(1000)).toBe(
-      1 + 1000 * 5,
+      8 + 999 * 8,
     );
   });
 
@@ -80,15 +80,52 @@ describe("the meter's weights", () => {
     const dispatch = `(block $done (block $c (block $b (block $a
       (br_table $a $b $c (i32.and (local.get $n) (i32.const 3))))
       ${stores(54)} (br $done)) (br $done)))`;
-    // 1/4 + (54/12) / 3 = 1.75 (the sum of the cases would be 4.75).
-    expect(spent(loop(dispatch))(1000)).toBe(1 + 1000 * 2);
+    // 3/8 + (54/8) / 3 = 2.625 (the sum of the cases would be 7.125).
+    expect(spent(loop(dispatch))(1000)).toBe(3 + 999 * 3);
   });
 
-  it("weigh an iteration by the paths that go on to the next, not by its exit", () => {
+  it("weigh an iteration by the path that goes on to the next, not by its exit", () => {
     const body = `(if (local.get $n) (then ${stores(30)} (local.set $n (i32.sub (local.get $n) (i32.const 1))) (br $again)))`;
     const run = `(func (export "run") (param $n i32) (loop $again ${body}))`;
-    // Every path back to the head runs the 30 stores: 1/4 + 30/12 = 2.75 (halved by the `if`, it would be 1.5).
-    expect(spent(run)(1000)).toBe(1 + 1000 * 3 + 3);
+    // Every path back to the head runs the 30 stores: 3/8 + 30/8 = 4.125 (halved by the \`if\`, it would be 2.25); the
+    // entry pays the first iteration, one path of two: 3/8 + 30/8 / 2 = 2.25.
+    expect(spent(run)(1000)).toBe(2 + 1000 * 4);
+  });
+
+  it("charge each branch back for the path that reaches it", () => {
+    const next = "(br_if $again (local.tee $n (i32.sub (local.get $n) (i32.const 1))))";
+    const run = `(func (export "run") (param $n i32) (param $p i32) (loop $again (if (local.get $p) (then ${stores(30)} ${next}) (else ${next}))))`;
+    // The branch back after the stores weighs 3/8 + 30/8 = 4.125, the other 3/8 (before, both their mean, 2.25).
+    expect(spent(run)(1000, 1)).toBe(2 + 999 * 4);
+    expect(spent(run)(1000, 0)).toBe(2 + 999 * 1);
+  });
+
+  it("charge a branch back that is a br_table's", () => {
+    const run = `(func (export "run") (param $n i32) (block $done (loop $again
+      ${stores(6)} (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+      (br_table $again $done (i32.eqz (local.get $n))))))`;
+    // 3/8 + 6/8 = 1.125 an iteration; never less than 1 though the table goes back only on one target in two.
+    expect(spent(run)(1000)).toBe(1 + 999 * 1);
+    expect(spent(run)(2000)).toBe(1 + 1999 * 1);
+  });
+
+  it("charge a function that is only called directly, outside any cycle, at its callers' charges", () => {
+    // Not a leaf (it loops), but its entry is its callers' to pay: 3/8 + 9/8 + 4/8 = 2 an iteration of the caller's
+    // loop, where before its entry charged 1 of its own on top of the caller's 2.
+    const callee = `(func $callee (param $n i32) ${stores(4)} (loop $l (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
+    expect(spent(loop("(call $callee (i32.const 1))", callee))(1000)).toBe(2 + 999 * 2);
+  });
+
+  it("charge every round of a cycle of direct calls, at the entry of one of its functions", () => {
+    const cycle = `(func $a (param $n i32) (if (local.get $n) (then (call $b (i32.sub (local.get $n) (i32.const 1))))))
+      (func $b (param $n i32) (if (local.get $n) (then (call $a (i32.sub (local.get $n) (i32.const 1))))))
+      (func (export "run") (param $n i32) (call $a (local.get $n)))`;
+    // `run`'s entry (3/8 + 9/8 = 1.5, rounded to 2), then $a's on each of its 501 calls; $b, called only by $a, is
+    // paid by $a's charge.
+    expect(spent(cycle)(1000)).toBe(2 + 501);
+    const self = `(func $f (param $n i32) (if (local.get $n) (then (call $f (i32.sub (local.get $n) (i32.const 1))))))
+      (func (export "run") (param $n i32) (call $f (local.get $n)))`;
+    expect(spent(self)(1000)).toBe(2 + 1001);
   });
 });
 

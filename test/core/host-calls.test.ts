@@ -77,7 +77,9 @@ describe("host calls", () => {
       if (r.status !== "success") throw new Error(`${r.status}: ${r.error?.message}`);
       return r.fuelUsed as number;
     };
-    expect((await fuel("'text'")) - (await fuel("1"))).toBeLessThan(1000 * 100);
+    // The engine's own work on a string: 97 units a call with the meter charging at loops' heads, 101 at their
+    // branches back, 104 with a charge point's weight 3/8.
+    expect((await fuel("'text'")) - (await fuel("1"))).toBeLessThan(1000 * 120);
   });
 
   it("with any argument more than a primitive, all are encoded by the guest, its getters before the call", async () => {

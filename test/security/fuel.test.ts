@@ -49,6 +49,10 @@ const runaways: [string, string][] = [
   ],
   ["a regex backtracking loop", "const s = 'ab'.repeat(100000); for (;;) /(a|b)*c/.test(s);"],
   ["repeat of 8 MB in a loop", "for (;;) 'ab'.repeat(4 * 1024 * 1024).length;"],
+  [
+    "a mutual recursion loop",
+    "function a(n) { return n ? b(n - 1) : 0; } function b(n) { return n ? a(n - 1) : 0; } for (;;) a(1000);",
+  ],
 ];
 
 describe("fuel stops runaway code with a frozen clock, in-thread", () => {
