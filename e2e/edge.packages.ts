@@ -26,7 +26,8 @@ test.describe("the edge built with a packages lock file", () => {
       status: "link_error",
       error: {
         name: "LinkError",
-        message: "Cannot find module 'lodash': only options.imports and options.modules resolve",
+        message:
+          "Cannot find module 'lodash': only options.imports, options.modules and the sandbox's packages resolve (dayjs, nanoid)",
       },
     });
   });

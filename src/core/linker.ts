@@ -48,6 +48,8 @@ const IMPORT_PREFIX = `${INTERNAL}import/`;
  */
 const PHASE_MODULE = `${INTERNAL}phase`;
 const UNRESOLVED_PREFIX = `${INTERNAL}unresolved/`;
+/** Packages a failed bare import's message names at most (the rest counted). */
+const LISTED_PACKAGES = 12;
 /** Modules evaluated at boot (`SandboxOptions.bootModules`), which QuickJS has cached by these names. */
 export const BOOT_PREFIX = `${INTERNAL}boot/`;
 
@@ -159,12 +161,17 @@ export class Linker {
     if (URL_SPECIFIER.test(specifier)) {
       return this.#fail(specifier, `Cannot import '${specifier}': URL imports are not supported`, account);
     }
-    return this.#fail(
-      specifier,
-      `Cannot find module '${specifier}': only options.imports and options.modules resolve`,
-      account,
-    );
+    return this.#fail(specifier, `Cannot find module '${specifier}': ${this.#resolvable()}`, account);
   };
+
+  /** What a bare specifier may name: the imports, the modules, and the packages booted by their bare names (a few). */
+  #resolvable(): string {
+    const packages = Object.keys(this.#bootModules).filter((name) => !name.startsWith(".") && !name.startsWith("/"));
+    if (packages.length === 0) return "only options.imports and options.modules resolve";
+    const named = packages.slice(0, LISTED_PACKAGES).join(", ");
+    const more = packages.length > LISTED_PACKAGES ? `, and ${packages.length - LISTED_PACKAGES} more` : "";
+    return `only options.imports, options.modules and the sandbox's packages resolve (${named}${more})`;
+  }
 
   /** QuickJS's loader: source text for a normalized name, or the error that fails the import. */
   load = (name: string, account: ModuleAccount): string | { error: Error } => {

@@ -34,6 +34,18 @@ describe("boot modules", () => {
     });
   });
 
+  it("named by a bare specifier are named by a failed bare import's message, twelve at most", async () => {
+    const names = Array.from({ length: 14 }, (_, i) => `pkg${String(i).padStart(2, "0")}`);
+    const { runCode } = createSandbox({
+      wasm: nodeWasm,
+      bootModules: Object.fromEntries(names.map((name) => [name, "export default 1;"])),
+    });
+    expect(outcome(await runCode('import x from "lodash"; export default x;', js))).toEqual({
+      status: "link_error",
+      error: `LinkError: Cannot find module 'lodash': only options.imports, options.modules and the sandbox's packages resolve (${names.slice(0, 12).join(", ")}, and 2 more)`,
+    });
+  });
+
   it("named by a bare specifier are imported by it too, after options.imports, and may run guarded natives at boot", async () => {
     // `concat` of objects runs the guarded natives' JS implementation, compiled on first use: here at boot.
     const slow = "export const joined = [1].concat([{ a: 1 }], { b: 2 });\nexport const scope = 'boot';\n";

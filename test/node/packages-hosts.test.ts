@@ -88,7 +88,8 @@ describe("packages", () => {
       });
     expect(outcome(await sandbox.runCode('import "needs-fs"; export default 1', js))).toEqual({
       status: "link_error",
-      error: "LinkError: Cannot find module 'needs-fs': only options.imports and options.modules resolve",
+      error:
+        "LinkError: Cannot find module 'needs-fs': only options.imports, options.modules and the sandbox's packages resolve (greet, greet/loud, tally)",
     });
     expect(existsSync(join(dir, "node_modules/.cache/runcode/packages/greet+loud@1.2.3-runcode0.1.0.js"))).toBe(true);
     // A CommonJS browser build whose Node build cannot load on the host: its default export alone.
