@@ -38,8 +38,6 @@ import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
 import { METER, STACK_MARK } from "../src/core/engine.js";
 
-/** Fuel of a call to a host import (clock, time zone, callbacks into the host). */
-const HOST_CALL_FUEL = 50;
 /** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
 const MOVED_COST = 1;
 /** Bytes of `memory.copy`/`memory.fill` per unit of fuel, as a shift. */
@@ -404,7 +402,7 @@ export function meterWasm(original: Uint8Array): Uint8Array {
     const args = binaryen.expandType(params).map((type, index) => module.local.get(index, type));
     const wrapper = `${name}$fuel`;
     const call = module.call(name, args, results);
-    const charged = charge(module.i32.const(HOST_CALL_FUEL), args.length);
+    const charged = charge(module.i32.const(METER.hostCallFuel), args.length);
     module.addFunction(wrapper, params, results, [i32], module.block(null, [charged, call], results));
     wrappers.set(name, wrapper);
   }

@@ -18,11 +18,19 @@ const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
 
 /** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
 export function linearMemoryBytes(heapLimitBytes: number): number {
-  return Math.max(INITIAL_PAGES, Math.ceil((heapLimitBytes + MEMORY_OVERHEAD_BYTES) / PAGE)) * PAGE;
+  return memoryHolding(heapLimitBytes + MEMORY_OVERHEAD_BYTES);
 }
 
-/** Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty". */
-export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out" });
+/** The linear memory that holds `bytes` from 0: whole pages, never less than an instance starts with. */
+export function memoryHolding(bytes: number): number {
+  return Math.max(INITIAL_PAGES, Math.ceil(bytes / PAGE)) * PAGE;
+}
+
+/**
+ * Where the metered engine (scripts/build-fuel-wasm.ts) exports its counter and imports its hook for "empty", and the
+ * flat fuel it charges at each call of a host import.
+ */
+export const METER = Object.freeze({ counter: "fuel", module: "fuel", hook: "out", hostCallFuel: 50 });
 
 /**
  * Where the metered engine exports its C stack pointer and the pointer's low-water mark, the least value it has had
@@ -51,6 +59,17 @@ export class Meter {
   onEmpty: () => void = () => this.idle();
 
   constructor(readonly counter: WebAssembly.Global) {}
+
+  /**
+   * Gives back a host call's flat fee: the engine's call to grow its heap, made only when the memory is smaller than
+   * the allocator's new break. An instance restored after a run keeps the memory that run grew it to, so the same
+   * program would make fewer of these calls on it: refunded, its fuel does not depend on what ran before.
+   */
+  refundHostCall(): void {
+    const units = this.counter.value as number;
+    // A counter below zero is a latched hard stop (see core/limits.ts); a full one (idle) has no room.
+    if (units >= 0) this.counter.value = Math.min(FULL_COUNTER, units + METER.hostCallFuel);
+  }
 
   /** Full, and refilled whenever it runs out: how an instance no run holds (booting, probing, idle) spends. */
   idle(): void {
@@ -171,7 +190,10 @@ export async function newInstance(
   const grow = memory.grow.bind(memory);
   memory.grow = (delta: number) => {
     try {
-      return grow(delta);
+      const before = grow(delta);
+      // Only the engine's resize import grows the memory, at most once a call, its fee charged before.
+      meter?.refundHostCall();
+      return before;
     } catch (refused) {
       instance.growthRefused = true;
       throw refused;

@@ -4,9 +4,9 @@
  * wasm module, memory size and boot modules, or boots one; when it ends the instance comes back restored (see
  * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
  * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
- * it gets an instance booted for it alone. Each idle instance holds its linear memory as booted (16 MiB, about 6 MB
- * of it touched) and its image (about 0.5 MB). Nothing is booted in the background: on Workers, work left after a
- * response may never run.
+ * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
+ * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). Nothing
+ * is booted in the background: on Workers, work left after a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
  * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link InstancePool.limitMemory}), so

@@ -37,6 +37,17 @@ export const C_STACK_BYTES = 5 * 1024 * 1024;
 const PROBE_BYTES = 8 * 1024 * 1024;
 /** Static data, where the break lives, is within the first pages; the probe compares this much. */
 const PROBE_SCAN_BYTES = 1024 * 1024;
+/**
+ * The most linear memory an instance whose run grew it is kept with: restoring rewrites the heap up to the break (a
+ * 21 MB heap in ~2 ms, where a boot takes ~15 ms and the grown run paid for its growth and fresh pages again), and an
+ * idle instance holds its memory.
+ */
+export const MAX_KEPT_MEMORY_BYTES = 64 * 1024 * 1024;
+/**
+ * Room an instance is kept with below its memory's maximum: a run's outcome reads a failure with a page or less of
+ * room as out of memory (see core/outcome.ts), so an instance left that full would misreport the next run's faults.
+ */
+const KEPT_ROOM_BYTES = 2 * 65_536;
 
 /** What the guest's host functions answer: a handle, a guest error, or `undefined`. */
 export type Answer = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
@@ -398,14 +409,20 @@ export class BootedInstance {
 
   /**
    * Takes the instance back from its run: whether its memory can get its booted image back ({@link restore}). A
-   * `sound` instance (no host fault, no abort) that did not grow and whose library state is as booted can; any other
-   * is for dropping.
+   * `sound` instance (no host fault, no abort, no growth refused) whose library state is as booted can, its memory
+   * as booted or grown to at most {@link MAX_KEPT_MEMORY_BYTES} with room left below its maximum; any other is for
+   * dropping. A grown memory stays grown: above the booted image it is zeros again, up to the break as the restore
+   * rewrites it and above it never written, so the next run cannot tell it from a fresh instance's (not by its fuel
+   * either: see `Meter.refundHostCall`), and a run that needs the memory again skips the growth and its fresh pages.
    */
   release(sound: boolean): boolean {
     this.#holder = undefined;
-    const { memory, growthRefused } = this.instance;
-    if (!sound || this.#breakAt === undefined || growthRefused || memory.buffer.byteLength !== this.#bootedLength)
-      return false; // (an instance booted without an image has a #bootedLength of 0)
+    const { memory, growthRefused, maxBytes } = this.instance;
+    const length = memory.buffer.byteLength;
+    // (An instance booted without an image has a #bootedLength of 0.)
+    if (!sound || this.#breakAt === undefined || growthRefused || this.#bootedLength === 0) return false;
+    if (length > this.#bootedLength && (length > MAX_KEPT_MEMORY_BYTES || length + KEPT_ROOM_BYTES > maxBytes))
+      return false;
     return this.#fingerprint() === this.#bootedFingerprint;
   }
 

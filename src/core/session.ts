@@ -12,7 +12,7 @@
  * @module
  */
 import type { FunctionTable, HostFunction } from "../values/to-guest.js";
-import { linearMemoryBytes } from "./engine.js";
+import { linearMemoryBytes, memoryHolding } from "./engine.js";
 import type { BootedInstance } from "./instance.js";
 import type { ModuleMapping } from "./linker.js";
 import type { Ending } from "./outcome.js";
@@ -76,6 +76,10 @@ interface SessionShape {
  * span (the stack holds nothing between cells). Never changed once made: a fork may share it.
  */
 interface RestState {
+  /**
+   * The memory the state asks of an instance that adopts it: what holds its span, never the length of the memory it
+   * was taken from, which an earlier run on a kept instance may have grown (see `BootedInstance.release`).
+   */
   byteLength: number;
   span: number;
   stackTop: number;
@@ -100,7 +104,7 @@ function restStateOf(booted: BootedInstance, reuse: RestState | undefined): Rest
   const above = new Uint8Array(room, 0, size);
   below.set(memory.subarray(0, low));
   above.set(memory.subarray(top, span));
-  return { byteLength: buffer.byteLength, span, stackTop: top, below, above, shared: false };
+  return { byteLength: memoryHolding(span), span, stackTop: top, below, above, shared: false };
 }
 
 /** Creates a session; see {@link Session}. Bad options throw a `TypeError`, as `runCode`'s do. */
@@ -466,7 +470,7 @@ class LiveSession implements Session {
       memoryLimitBytes,
       functions,
       cells: this.#cells,
-      memoryBytes: booted.instance.memory.buffer.byteLength,
+      memoryBytes: memoryHolding(span),
       span,
     };
   }

@@ -29,7 +29,7 @@ export interface SnapshotHeader {
   /** Paths of the host functions the options bound, by number. */
   functions: string[];
   cells: number;
-  /** The linear memory's byteLength when taken. */
+  /** The linear memory that holds the state (its span in whole pages, 16 MiB at least): an adopting instance grows to it. */
   memoryBytes: number;
   /** Bytes of memory the body covers, from 0 (at most `memoryBytes`). */
   span: number;

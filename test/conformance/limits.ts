@@ -200,6 +200,16 @@ export function limitsSuite(runCode: RunCode, options: ConformanceOptions = {}):
       }
     }, 30_000);
 
+    it("a program that grows the memory spends the same fuel on an instance an earlier run left grown", async () => {
+      const js = { language: "javascript", memoryLimitBytes: 64 * MiB } as const;
+      const grows = (mib: number) => `export default new Uint8Array(${mib} * 1024 * 1024).fill(1).length`;
+      const frozen = make({ safetyCap: { fuel: 20_000_000, cpuTimeMs: 1e9 }, clock: () => 0 });
+      const spent = [];
+      // An instance is kept grown after its run (up to 64 MiB): the later runs find the memory already grown.
+      for (const mib of [16, 24, 16, 24]) spent.push((await frozen(grows(mib), js)).fuelUsed as number);
+      expect(spent).toEqual([1_066_595, 1_590_883, 1_066_595, 1_590_883]);
+    }, 30_000);
+
     it("the fuel safety cap also stops a loop in an async export", async () => {
       const capped = make({ safetyCap: { fuel: 2_500_000, cpuTimeMs: 1e9 }, clock: () => 0 });
       const r = await capped("export default async () => { await null; for (;;) {} }");

@@ -1,7 +1,8 @@
 /**
  * Restored instances at the memory level, on the platform running the suite: the allocator's break and the C stack
  * are found, a run's instance is restored (not dropped and booted fresh) and its memory then equals the booted image
- * byte for byte, whichever region the run wrote; an instance that cannot be restored is never lent again.
+ * byte for byte, whichever region the run wrote, and zeros above it when the run grew the memory; an instance that
+ * cannot be restored is never lent again.
  * Platform-neutral: each host passes its compiled wasm.
  * @module
  */
@@ -13,6 +14,7 @@ import {
   bootOf,
   C_STACK_BYTES,
   type Holder,
+  MAX_KEPT_MEMORY_BYTES,
   type MemoryLayout,
   memoryLayout,
 } from "../../src/core/instance.js";
@@ -238,11 +240,48 @@ export function restoreImageSuite(wasm: () => Promise<WebAssembly.Module>): void
       expect(instance.reclaim(true)).toBe(false);
     });
 
-    it("is refused to an instance that grew, faulted or changed the library's state", async () => {
-      const { instance: grown } = await lent();
-      evaluate(grown, "globalThis.big = new Uint8Array(24 * 1024 * 1024).fill(1); big.length");
-      expect(grown.reclaim(true)).toBe(false);
+    it("keeps an instance whose run grew its memory: the booted image, then zeros to the grown length", async () => {
+      const layout = (await memoryLayout(await wasm())) as MemoryLayout;
+      const { instance, booted: image } = await lent();
+      const { memory } = instance.instance;
+      expect(evaluate(instance, "globalThis.big = new Uint8Array(24 * 1024 * 1024).fill(0x53); big.length")).toBe(
+        24 * MiB,
+      );
+      const grown = memory.buffer.byteLength;
+      expect(grown).toBeGreaterThan(image.length + 8 * MiB);
+      expect(grown).toBeLessThanOrEqual(MAX_KEPT_MEMORY_BYTES);
+      const reached = breakOf(instance, layout);
+      expect(instance.reclaim(true)).toBe(true);
+      const restored = new Uint8Array(memory.buffer);
+      expect(restored.length).toBe(grown);
+      expect(differingBytes(restored.subarray(0, image.length), image)).toBe(0);
+      // Above the booted length: what the run wrote is zero again, and past the break nothing was ever written.
+      expect(reached).toBeGreaterThan(image.length);
+      expect(restored.subarray(image.length).every((byte) => byte === 0)).toBe(true);
+      expect(findInMemory(memory, "SSSSSSSSSSSSSSSS")).toBe(-1);
+      instance.lend(idleHolder, 64 * MiB);
+      expect(evaluate(instance, "[typeof big, new Uint8Array(24 * 1024 * 1024).indexOf(0x53)].join()")).toBe(
+        "undefined,-1",
+      );
+    });
 
+    it("is refused to an instance that grew past what is kept, or to within a page of its maximum", async () => {
+      const { instance: large } = await lent(128 * MiB);
+      evaluate(large, "globalThis.big = new Uint8Array(72 * 1024 * 1024); big.length");
+      expect(large.instance.memory.buffer.byteLength).toBeGreaterThan(MAX_KEPT_MEMORY_BYTES);
+      expect(large.reclaim(true)).toBe(false);
+
+      // A maximum of 308 pages: the engine's first growth asks 16 MiB x 1.2, rounded up to a page, and gets it all.
+      const layout = (await memoryLayout(await wasm())) as MemoryLayout;
+      const { instance: full } = await lent(308 * 65_536 - 4 * MiB);
+      const { memory, maxBytes } = full.instance;
+      const past = memory.buffer.byteLength - breakOf(full, layout) + MiB;
+      evaluate(full, `globalThis.big = new Uint8Array(${past}); big.length`);
+      expect([memory.buffer.byteLength, full.instance.growthRefused]).toEqual([maxBytes, false]);
+      expect(full.reclaim(true)).toBe(false);
+    });
+
+    it("is refused to an instance that faulted or changed the library's state", async () => {
       const { instance: faulted } = await lent();
       expect(faulted.reclaim(false)).toBe(false);
 
