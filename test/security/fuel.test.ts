@@ -48,6 +48,16 @@ const runaways: [string, string][] = [
     "const a = []; for (;;) { for (let i = 0; i < 1e5; i++) a.push(i); while (a.length) a.pop(); }",
   ],
   ["a regex backtracking loop", "const s = 'ab'.repeat(100000); for (;;) /(a|b)*c/.test(s);"],
+  ["catastrophic backtracking in one replace", "('a'.repeat(40) + 'b').replace(/^(a|aa)+$/, 'x');"],
+  [
+    "a replace loop whose replacement repeats $& 5,000 times (5 MB out of 1,000 matches)",
+    "const s = 'ab'.repeat(1000); const r = '$&'.repeat(5000); for (;;) s.replace(/a/g, r).length;",
+  ],
+  [
+    "a global replace through a RegExp subclass whose exec resets lastIndex",
+    "class R extends RegExp { exec(s) { this.lastIndex = 0; return super.exec(s) && { length: 1, 0: '', index: 0 }; } }\n'aaa'.replace(new R('a', 'g'), 'b');",
+  ],
+  ["a matchAll loop over a million matches", "for (;;) for (const m of 'a'.repeat(1e6).matchAll(/a/g));"],
   ["repeat of 8 MB in a loop", "for (;;) 'ab'.repeat(4 * 1024 * 1024).length;"],
   [
     "a mutual recursion loop",
