@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type CodeExecutionResult,
+  createSandbox,
   createSession,
   MAX_QUEUED_CELLS,
   restoreSession,
@@ -252,6 +253,28 @@ describe("forks", () => {
 });
 
 describe("snapshots", () => {
+  it("ask the memory their state spans, not the length an earlier run on the same instance grew it to", async () => {
+    // The snapshot's header: JSON after the magic, the format, the length and the header's own length.
+    const headerOf = (bytes: Uint8Array) => {
+      const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(14, true);
+      return JSON.parse(new TextDecoder().decode(bytes.subarray(18, 18 + length))) as { memoryBytes: number };
+    };
+    // The run's instance goes back to the pool the entry's sessions take from, its memory kept grown.
+    // (Twice: the pool's first run gets an instance booted for it alone, never kept.)
+    const memoryLimitBytes = 48 * 1024 * 1024;
+    const sandbox = createSandbox({ threads: false });
+    for (let i = 0; i < 2; i++) {
+      const grown = await sandbox.runCode("export default new Uint8Array(12 * 1024 * 1024).fill(1).length", {
+        ...js,
+        memoryLimitBytes,
+      });
+      expect(outcome(grown)).toEqual({ status: "success", result: 12 * 1024 * 1024 });
+    }
+    const s = await session({ memoryLimitBytes });
+    await value(s, "var data = [1, 2, 3]");
+    expect(headerOf(await s.snapshot()).memoryBytes).toBe(16 * 1024 * 1024);
+  });
+
   it("restore the whole state, rebinding host functions by path", async () => {
     const s = await session({ globals: { scale: (n: number) => n * 2 }, webApis: true });
     await value(s, "var data = { rows: [1, 2, 3] }; var total = data.rows.reduce((a, b) => a + b)");
