@@ -414,6 +414,8 @@ export class BootedInstance {
    * dropping. A grown memory stays grown: above the booted image it is zeros again, up to the break as the restore
    * rewrites it and above it never written, so the next run cannot tell it from a fresh instance's (not by its fuel
    * either: see `Meter.refundHostCall`), and a run that needs the memory again skips the growth and its fresh pages.
+   * Only a run within about 5% of its cap can: Emscripten grows by a share of the memory's size (at least 5%) and
+   * gives up past the cap, so how near the cap a run gets depends on the size it grows from (SECURITY.md).
    */
   release(sound: boolean): boolean {
     this.#holder = undefined;
