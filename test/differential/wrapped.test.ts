@@ -81,6 +81,8 @@ const pattern = fc.oneof(
     "/(b)(c)?/",
     "/x/y",
     "/(?<n>b)/g",
+    "/(?:)/gu",
+    "/(b)(c)/giy",
     "({ [Symbol.replace]: (s, r) => { __.trace('custom replace ' + s); return 'custom'; } })",
     "({ [Symbol.split]: (s, l) => { __.trace('custom split ' + l); return ['custom']; } })",
     "__.getters({ [Symbol.replace]: undefined, [Symbol.split]: undefined, flags: 'g', toString: () => 'b' }, 'R')",
@@ -89,6 +91,7 @@ const pattern = fc.oneof(
 const replacement = fc.constantFrom(
   "'x'",
   "'<$&|$1|$<n>|$$|$`|$\\''",
+  "'$0$01$2$10$<x>$'",
   "(m, ...rest) => { __.trace('rep ' + m + ' ' + rest.length); return '[' + m + ']'; }",
   "undefined",
   "__.counted('r', 'R')",
