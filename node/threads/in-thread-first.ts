@@ -8,7 +8,8 @@
  * is the first the caller sees. Guest code given the same inputs does the same (`Math.random` and the clock aside,
  * which nobody saw), so the result is the one the worker would have given. Attempts take turns, one at a time, each
  * after a turn of the caller's event loop: runs at once neither hold the loop longer than a slice each nor take an
- * instance each.
+ * instance each. A run handed over tells what its attempt spent as its result's `fuelRedone`, the work its host
+ * charges besides `fuelUsed`.
  * @module
  */
 import {
@@ -98,6 +99,8 @@ class Attempted implements StartedRun {
   #observable = false;
   /** How the caller stopped the run, if it did. */
   #stopped: CodeExecutionError | undefined;
+  /** What the attempt spent, once the run went on to a worker. */
+  #fuelRedone: number | undefined;
 
   constructor(context: RunContext, request: PreparedRun, channel: RunChannel, inThread: Runner) {
     this.#context = context;
@@ -124,6 +127,10 @@ class Attempted implements StartedRun {
 
   get memoryUsedBytes(): number | undefined {
     return this.#run?.memoryUsedBytes;
+  }
+
+  get fuelRedone(): number | undefined {
+    return this.#fuelRedone;
   }
 
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
@@ -175,6 +182,7 @@ class Attempted implements StartedRun {
   /** The run, from the start, on a worker thread. */
   #handOver(): void {
     this.#handedOver = true;
+    this.#fuelRedone = this.#run?.fuelUsed;
     let run: StartedRun;
     try {
       run = onThreads(this.#context, this.#request, this.#channel);

@@ -70,6 +70,8 @@ describe("the default path", () => {
     const { runCode: capped } = createSandbox({ threads: "auto", safetyCap });
     const { runCode: cappedThreads } = createSandbox({ threads: true, safetyCap });
     const { runCode: cappedInThread } = createSandbox({ threads: false, safetyCap });
+    // What an attempt is: the run on the caller's thread with its fuel lowered to the slice.
+    const { runCode: slice } = createSandbox({ threads: false, safetyCap: { fuel: SLICE_FUEL } });
     /** Each program, its options, and whether it goes on past the slice. */
     const programs: [string, object, boolean][] = [
       [
@@ -89,8 +91,11 @@ describe("the default path", () => {
     for (const [source, options, past] of programs) {
       const expected = comparable(await cappedInThread(source, { ...JS, ...options }));
       const runs = runsOnWorkers();
-      expect(comparable(await capped(source, { ...JS, ...options }))).toEqual(expected);
+      // A run handed over tells what its attempt spent, apart from `fuelUsed`; one that ended within it, nothing.
+      const { fuelRedone, ...result } = comparable(await capped(source, { ...JS, ...options }));
+      expect(result).toEqual(expected);
       expect(runs(), source).toBe(past ? 1 : 0);
+      expect(fuelRedone).toBe(past ? (await slice(source, { ...JS, ...options })).fuelUsed : undefined);
       expect(comparable(await cappedThreads(source, { ...JS, ...options }))).toEqual(expected);
       vi.restoreAllMocks();
     }
@@ -153,6 +158,8 @@ describe("the default path", () => {
       ],
       memoryUsedBytes: expect.any(Number),
       fuelUsed: expect.any(Number),
+      // The attempt ended at the listener's stand-in, its first `console.log`.
+      fuelRedone: expect.any(Number),
     });
     expect(calls).toEqual([
       ["log", "before"],
