@@ -8,6 +8,7 @@
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSandbox, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
+import { MAX_WAITING_ATTEMPTS } from "../../node/threads/attempt-turns.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
@@ -229,6 +230,31 @@ describe("the default path", () => {
     expect(results.map((result) => result.result)).toEqual(Array.from({ length: 16 }, (_, i) => i));
     expect(turns).toBeGreaterThanOrEqual(15);
     expect(runs()).toBe(0);
+  });
+
+  it("takes turns for the caller's thread by tenant: another tenant's run comes second behind one tenant's many", async () => {
+    // A frozen clock: the turns count attempts, not time.
+    vi.spyOn(performance, "now").mockReturnValue(0);
+    const frozen = createSandbox();
+    const runs = runsOnWorkers();
+    const order: unknown[] = [];
+    const started = (tenant: string, name: string) =>
+      frozen.runCode(`export default "${name}";`, { ...JS, tenant }).then(({ result }) => void order.push(result));
+    await Promise.all([...["a1", "a2", "a3", "a4", "a5", "a6"].map((name) => started("a", name)), started("b", "b1")]);
+    expect(order).toEqual(["a1", "b1", "a2", "a3", "a4", "a5", "a6"]);
+    expect(runs()).toBe(0);
+  });
+
+  it(`sends a tenant's run past its ${MAX_WAITING_ATTEMPTS} waiting attempts to a worker at once, not another's`, async () => {
+    const runs = runsOnWorkers();
+    const a = (value: number) => auto.runCode(`export default ${value};`, { ...JS, tenant: "a" });
+    // The first takes the caller's thread, the next MAX_WAITING_ATTEMPTS wait, the last goes to a worker.
+    const flood = Array.from({ length: MAX_WAITING_ATTEMPTS + 1 }, () => a(1));
+    const past = a(2);
+    const other = auto.runCode("export default 3;", { ...JS, tenant: "b" });
+    const results = await Promise.all([...flood, past, other]);
+    expect(results.map((result) => result.result)).toEqual([...flood.map(() => 1), 2, 3]);
+    expect(runs()).toBe(1);
   });
 
   it("a run stopped while it waits for the caller's thread never runs", async () => {
