@@ -169,7 +169,6 @@ class Attempted implements StartedRun {
   /** The run, from the start, on a worker thread. */
   #handOver(): void {
     this.#handedOver = true;
-    this.#fuelRedone = this.#run?.fuelUsed;
     let run: StartedRun;
     try {
       run = onThreads(this.#context, this.#request, this.#channel);
@@ -179,6 +178,7 @@ class Attempted implements StartedRun {
       this.#resolve({ status: "error", error: { name, message } });
       return;
     }
+    this.#fuelRedone = this.#run?.fuelUsed;
     this.#run = run;
     void run.ended.then(this.#resolve);
   }
