@@ -27,6 +27,7 @@ interface Waiting<T> {
   order: number;
 }
 
+/** The turns of one thread's attempts, as the module comment says. */
 export class AttemptTurns<T extends Attempt> {
   /** The waiting attempts by tenant, each tenant's in the order it queued them (so in the order of their places). */
   readonly #lines = new Map<string | undefined, Waiting<T>[]>();
