@@ -7,8 +7,10 @@
  * are stand-ins that end it instead of being called, its reports and logs are kept apart, so the run on the worker
  * is the first the caller sees. Guest code given the same inputs does the same (`Math.random` and the clock aside,
  * which nobody saw), so the result is the one the worker would have given. Attempts take turns, one at a time, each
- * after a turn of the caller's event loop: runs at once neither hold the loop longer than a slice each nor take an
- * instance each.
+ * after a turn of the caller's event loop, round robin by tenant (attempt-turns.ts): runs at once neither hold the
+ * loop longer than a slice each nor take an instance each, and one tenant's backlog does not hold up another's. A run
+ * handed over tells what its attempt spent as its result's `fuelRedone`, the work its host charges besides
+ * `fuelUsed`.
  * @module
  */
 import {
@@ -25,6 +27,7 @@ import {
   safetyCapStopOf,
   type Tape,
 } from "../../src/core/runner-port.js";
+import { AttemptTurns } from "./attempt-turns.js";
 import { hostCaller } from "./pool.js";
 import { readyInstance } from "./ready-instance.js";
 import { onThreads } from "./remote-run.js";
@@ -54,6 +57,8 @@ export function inThreadFirst(inThread: Runner): Runner {
     if (runSafetyCap(context.safetyCap, request.options.timeoutMs).fuel <= SLICE_FUEL) {
       return inThread(context, request, channel);
     }
+    // A tenant with as many attempts waiting as it may have goes straight to the workers' queue, bounded in its turn.
+    if (!turns.hasRoom(request.tenant)) return onThreads(context, request, channel);
     return new Attempted(context, request, channel, inThread);
   };
 }
@@ -64,21 +69,10 @@ function holdsPromises({ values, args }: PreparedRun): boolean {
   return values.side.some(promise) || args.side.some(promise);
 }
 
-/** Attempts waiting for the caller's thread, the first come first. */
-const waiting: Attempted[] = [];
-/** Whether an attempt holds the caller's thread, or the next is about to take it. */
-let busy = false;
-
-/** Gives the caller's thread to the next attempt after a turn of its event loop (one stopped meanwhile is gone). */
-function next(): void {
-  busy = waiting.length > 0;
-  if (!busy) return;
-  setImmediate(() => {
-    const attempt = waiting.shift();
-    if (attempt === undefined) busy = false;
-    else void attempt.attempt();
-  });
-}
+/** The caller's thread's turns between attempts. */
+const turns = new AttemptTurns<Attempted>();
+/** Gives the caller's thread to the next attempt after a turn of its event loop (see {@link AttemptTurns.next}). */
+const next = () => turns.next();
 
 /** A run attempted on the caller's thread, then, if need be, run on a worker. */
 class Attempted implements StartedRun {
@@ -98,6 +92,8 @@ class Attempted implements StartedRun {
   #observable = false;
   /** How the caller stopped the run, if it did. */
   #stopped: CodeExecutionError | undefined;
+  /** What the attempt spent, once the run went on to a worker. */
+  #fuelRedone: number | undefined;
 
   constructor(context: RunContext, request: PreparedRun, channel: RunChannel, inThread: Runner) {
     this.#context = context;
@@ -107,11 +103,7 @@ class Attempted implements StartedRun {
     this.ended = new Promise((resolve) => {
       this.#resolve = resolve;
     });
-    if (busy) waiting.push(this);
-    else {
-      busy = true;
-      void this.attempt();
-    }
+    turns.take(request.tenant, this);
   }
 
   get logs(): readonly CodeExecutionLog[] {
@@ -126,12 +118,14 @@ class Attempted implements StartedRun {
     return this.#run?.memoryUsedBytes;
   }
 
+  get fuelRedone(): number | undefined {
+    return this.#fuelRedone;
+  }
+
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
     this.#stopped = error;
-    const at = waiting.indexOf(this);
-    if (at !== -1) {
-      waiting.splice(at, 1);
+    if (turns.leave(this)) {
       this.#resolve({ status: "terminated", error });
       return;
     }
@@ -184,6 +178,7 @@ class Attempted implements StartedRun {
       this.#resolve({ status: "error", error: { name, message } });
       return;
     }
+    this.#fuelRedone = this.#run?.fuelUsed;
     this.#run = run;
     void run.ended.then(this.#resolve);
   }

@@ -14,6 +14,7 @@ interface Left {
   durationMs: number;
   memoryUsedBytes?: number | undefined;
   fuelUsed?: number | undefined;
+  fuelRedone?: number | undefined;
 }
 
 /** The result of a run that ended as `ending` and left `left`. */
@@ -25,9 +26,10 @@ export function resultOf(ending: Ending, left: Left): CodeExecutionResult {
     logs: [...left.logs],
     durationMs: left.durationMs,
   };
-  const { memoryUsedBytes, fuelUsed } = left;
+  const { memoryUsedBytes, fuelUsed, fuelRedone } = left;
   if (memoryUsedBytes !== undefined) result.memoryUsedBytes = memoryUsedBytes;
   if (fuelUsed !== undefined) result.fuelUsed = fuelUsed;
+  if (fuelRedone !== undefined) result.fuelRedone = fuelRedone;
   return result;
 }
 

@@ -57,8 +57,9 @@ export interface StartedRun {
   readonly ended: Promise<Ending>;
   /** The run's `console` entries so far. */
   readonly logs: readonly CodeExecutionLog[];
-  /** What is known so far of the result's `fuelUsed` and `memoryUsedBytes`. */
+  /** What is known so far of the result's `fuelUsed`, `fuelRedone` and `memoryUsedBytes`. */
   readonly fuelUsed: number | undefined;
+  readonly fuelRedone?: number | undefined;
   readonly memoryUsedBytes: number | undefined;
   /** Stops the run at its next chance (its handle has settled already). */
   stop(error: CodeExecutionError): void;

@@ -145,8 +145,9 @@ export function startRun(context: RunContext, runner: Runner, request: PreparedR
   const run = runner(context, request, { reports, settled: () => settled });
   const finish = (ending: Ending): CodeExecutionResult => {
     settled = true;
-    const { logs, memoryUsedBytes, fuelUsed } = run;
-    return resultOf(ending, { reports, logs, durationMs: context.clock() - started, memoryUsedBytes, fuelUsed });
+    const { logs, memoryUsedBytes, fuelUsed, fuelRedone } = run;
+    const durationMs = context.clock() - started;
+    return resultOf(ending, { reports, logs, durationMs, memoryUsedBytes, fuelUsed, fuelRedone });
   };
   // The run's time limit; its safety cap holds it where this timer cannot fire (see `runSafetyCap`).
   const { timeoutMs } = request.options;

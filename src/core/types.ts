@@ -101,6 +101,13 @@ export interface CodeExecutionResult {
    * mode. Absent when the run ended from outside its thread (a worker ended by a stop).
    */
   fuelUsed?: number;
+  /**
+   * runcode's extension beyond the contract: the engine's work spent on an attempt of the run that was then run again
+   * from the start, not in `fuelUsed`: on Node's default path, the attempt on the caller's thread (at most a slice,
+   * `SLICE_FUEL`, and its stop's grace) of a run handed to a worker thread. Present only then. The engine did that work
+   * too: a host charging a tenant for CPU charges `fuelUsed + fuelRedone`.
+   */
+  fuelRedone?: number;
   /** Peak heap of the sandbox in bytes, as the engine counts it. */
   memoryUsedBytes?: number;
 }

@@ -8,6 +8,7 @@
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSandbox, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
+import { MAX_WAITING_ATTEMPTS } from "../../node/threads/attempt-turns.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
@@ -70,6 +71,8 @@ describe("the default path", () => {
     const { runCode: capped } = createSandbox({ threads: "auto", safetyCap });
     const { runCode: cappedThreads } = createSandbox({ threads: true, safetyCap });
     const { runCode: cappedInThread } = createSandbox({ threads: false, safetyCap });
+    // What an attempt is: the run on the caller's thread with its fuel lowered to the slice.
+    const { runCode: slice } = createSandbox({ threads: false, safetyCap: { fuel: SLICE_FUEL } });
     /** Each program, its options, and whether it goes on past the slice. */
     const programs: [string, object, boolean][] = [
       [
@@ -89,8 +92,11 @@ describe("the default path", () => {
     for (const [source, options, past] of programs) {
       const expected = comparable(await cappedInThread(source, { ...JS, ...options }));
       const runs = runsOnWorkers();
-      expect(comparable(await capped(source, { ...JS, ...options }))).toEqual(expected);
+      // A run handed over tells what its attempt spent, apart from `fuelUsed`; one that ended within it, nothing.
+      const { fuelRedone, ...result } = comparable(await capped(source, { ...JS, ...options }));
+      expect(result).toEqual(expected);
       expect(runs(), source).toBe(past ? 1 : 0);
+      expect(fuelRedone).toBe(past ? (await slice(source, { ...JS, ...options })).fuelUsed : undefined);
       expect(comparable(await cappedThreads(source, { ...JS, ...options }))).toEqual(expected);
       vi.restoreAllMocks();
     }
@@ -153,6 +159,8 @@ describe("the default path", () => {
       ],
       memoryUsedBytes: expect.any(Number),
       fuelUsed: expect.any(Number),
+      // The attempt ended at the listener's stand-in, its first `console.log`.
+      fuelRedone: expect.any(Number),
     });
     expect(calls).toEqual([
       ["log", "before"],
@@ -222,6 +230,31 @@ describe("the default path", () => {
     expect(results.map((result) => result.result)).toEqual(Array.from({ length: 16 }, (_, i) => i));
     expect(turns).toBeGreaterThanOrEqual(15);
     expect(runs()).toBe(0);
+  });
+
+  it("takes turns for the caller's thread by tenant: another tenant's run comes second behind one tenant's many", async () => {
+    // A frozen clock: the turns count attempts, not time.
+    vi.spyOn(performance, "now").mockReturnValue(0);
+    const frozen = createSandbox();
+    const runs = runsOnWorkers();
+    const order: unknown[] = [];
+    const started = (tenant: string, name: string) =>
+      frozen.runCode(`export default "${name}";`, { ...JS, tenant }).then(({ result }) => void order.push(result));
+    await Promise.all([...["a1", "a2", "a3", "a4", "a5", "a6"].map((name) => started("a", name)), started("b", "b1")]);
+    expect(order).toEqual(["a1", "b1", "a2", "a3", "a4", "a5", "a6"]);
+    expect(runs()).toBe(0);
+  });
+
+  it(`sends a tenant's run past its ${MAX_WAITING_ATTEMPTS} waiting attempts to a worker at once, not another's`, async () => {
+    const runs = runsOnWorkers();
+    const a = (value: number) => auto.runCode(`export default ${value};`, { ...JS, tenant: "a" });
+    // The first takes the caller's thread, the next MAX_WAITING_ATTEMPTS wait, the last goes to a worker.
+    const flood = Array.from({ length: MAX_WAITING_ATTEMPTS + 1 }, () => a(1));
+    const past = a(2);
+    const other = auto.runCode("export default 3;", { ...JS, tenant: "b" });
+    const results = await Promise.all([...flood, past, other]);
+    expect(results.map((result) => result.result)).toEqual([...flood.map(() => 1), 2, 3]);
+    expect(runs()).toBe(1);
   });
 
   it("a run stopped while it waits for the caller's thread never runs", async () => {

@@ -9,6 +9,7 @@
  * @module
  */
 import { FUEL_PER_MS } from "../../core/sandbox.js";
+import type { CodeExecutionResult } from "../../core/types.js";
 import { retryLater } from "../errors.js";
 import type { Bucket } from "./quotas.js";
 
@@ -62,6 +63,15 @@ export function settleFuel(
   now: number,
 ): Bucket {
   return { tokens: Math.min(share.burstFuel, refilled(bucket, share, now) + reserved - used), at: now };
+}
+
+/**
+ * The fuel a run that reserved `reserved` is settled at: its `fuelUsed`, and the `fuelRedone` of an attempt of it that
+ * was run again (Node's default path), which the engine spent too. A run stopped from outside its thread (where clocks
+ * run) tells no `fuelUsed`: it is charged the time it took, within its reservation.
+ */
+export function fuelSpentBy(result: CodeExecutionResult, reserved: number): number {
+  return (result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS)) + (result.fuelRedone ?? 0);
 }
 
 /** What a host asks before and after it runs guest code for a tenant. */

@@ -8,7 +8,6 @@
  * @module
  */
 import { type SafetyCapNames, safetyCapStopOf, safetyCapStopWords } from "../../core/limits.js";
-import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type {
   CodeExecution,
   CodeExecutionLog,
@@ -19,7 +18,7 @@ import type {
 import { ANONYMOUS_TENANT, type ToolRegistry } from "../../tools/registry.js";
 import type { JsonValue } from "../../values/json.js";
 import { fromWire, toWireText, WireLengthError } from "../../values/wire.js";
-import type { CpuShares } from "../admission/cpu-budget.js";
+import { type CpuShares, fuelSpentBy } from "../admission/cpu-budget.js";
 import type { RunAdmission } from "../admission/run-admission.js";
 import { HostError, isHostError } from "../errors.js";
 import { MAX_RUN_MEMORY_BYTES, sourcesTooLarge, timeoutWithin } from "../limits.js";
@@ -139,8 +138,7 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     const answer = Promise.resolve(run).then(async (result) => {
       signal.removeEventListener("abort", stop);
       release();
-      // A run stopped from outside its thread (where clocks run) tells no fuel: it is charged the time it took.
-      await settle(result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS));
+      await settle(fuelSpentBy(result, reserved));
       return { result: namingItsStop(result, timeoutMs, capNames), maxLength: memory };
     });
     return { answer };

@@ -19,12 +19,11 @@
  */
 import { snapshotFuel } from "../../core/host-fuel.js";
 import type { SafetyCapNames } from "../../core/limits.js";
-import { FUEL_PER_MS } from "../../core/sandbox.js";
 import type { CodeExecutionResult } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
 import { type JsonValue, utf8Length } from "../../values/json.js";
 import { fromWire } from "../../values/wire.js";
-import type { CpuShares } from "../admission/cpu-budget.js";
+import { type CpuShares, fuelSpentBy } from "../admission/cpu-budget.js";
 import { type Bucket, takeToken } from "../admission/quotas.js";
 import { HostError, isHostError, retryLater } from "../errors.js";
 import { codeTooLarge, MAX_RUN_MEMORY_BYTES, timeoutWithin } from "../limits.js";
@@ -220,7 +219,7 @@ export class SessionService implements SessionBackend {
         const result = await execution;
         delete entry.stop;
         delete entry.tools;
-        const fuel = result.fuelUsed ?? Math.min(reserved, result.durationMs * FUEL_PER_MS);
+        const fuel = fuelSpentBy(result, reserved);
         // The host's work on the session's state (its restore, its snapshot) counts for the tenant too.
         let stateBytes = restored;
         try {

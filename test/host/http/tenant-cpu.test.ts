@@ -1,14 +1,17 @@
 /**
  * Each tenant's share of CPU through the HTTP app: `POST /run` and process runs reserve their fuel cap from the
  * tenant's bucket before they start and settle what they spent when they end; a tenant past its share is refused with
- * 429 and the exact `Retry-After` while another tenant's runs are admitted. A frozen clock: nothing refills.
+ * 429 and the exact `Retry-After` while another tenant's runs are admitted; on Node's default path, a run handed to a
+ * worker thread is charged its attempt on the caller's thread too. A frozen clock: nothing refills.
  */
 import { describe, expect, it } from "vitest";
-import { createSandbox } from "../../../node/index.js";
+import { createSandbox, SLICE_FUEL } from "../../../node/index.js";
 import type { EnvironmentBindings, EnvironmentModule } from "../../../src/environment/index.js";
 import { TenantCpuBudget } from "../../../src/host/admission/cpu-budget.js";
+import type { Bucket } from "../../../src/host/admission/quotas.js";
 import { accessFrom } from "../../../src/host/http/auth.js";
 import { createHost } from "../../../src/host/index.js";
+import type { CodeExecutionResult } from "../../../src/index.js";
 import type { JsonValue } from "../../../src/values/json.js";
 import { fromWire } from "../../../src/values/wire.js";
 import { gateService } from "../gate.js";
@@ -121,5 +124,61 @@ describe("processes: each tenant's share of CPU", () => {
       code: "rate_limited",
       headers: { "retry-after": "8" },
     });
+  });
+});
+
+describe("POST /run on Node's default path: a tenant is charged all the engine spent, attempts included", () => {
+  it("a run handed to a worker is charged its attempt and its run there; a run that ends within its attempt, once", async () => {
+    const buckets = new Map<string, Bucket>();
+    // Room for both runs' reservations.
+    const share = { ...SHARE, burstFuel: 2 * CAP };
+    const budget = new TenantCpuBudget(share, {
+      now: () => 0,
+      maxWaitMs: 0,
+      buckets: { get: (tenant) => buckets.get(tenant), set: (tenant, bucket) => void buckets.set(tenant, bucket) },
+    });
+    const echo = {
+      id: "echo",
+      description: "Answers what it is given",
+      tools: [
+        { id: "echo", description: "Echoes", inputSchema: { type: "object" }, run: async (input: unknown) => input },
+      ],
+    };
+    const { app } = await createHost({
+      services: [echo],
+      app: {
+        access: await accessFrom({ apiKeys: `a:${KEYS.a}` }),
+        run: {
+          runCode: createSandbox().runCode,
+          defaultMemoryLimitBytes: 16 * 1024 * 1024,
+          cpu: { budget, fuelOf: () => CAP },
+        },
+      },
+    });
+    const run = async (source: string) => {
+      const response = await app.fetch(
+        new Request("http://host/run", {
+          method: "POST",
+          headers: { authorization: `Bearer ${KEYS.a}`, "content-type": "application/json" },
+          body: JSON.stringify({ source, options: { language: "javascript" } }),
+        }),
+      );
+      return fromWire((await response.json()) as JsonValue) as CodeExecutionResult;
+    };
+    const charged = () => share.burstFuel - (buckets.get("a")?.tokens ?? share.burstFuel);
+    // Most of the slice (~340,000 units), then a call of the host: the attempt ends at the call, the worker runs it all.
+    const handed = await run(
+      `import { echo } from "echo"; let s = 0; for (let i = 0; i < 12000; i++) s += i; export default await echo({ s });`,
+    );
+    expect(handed).toMatchObject({ status: "success", result: { s: 71_994_000 } });
+    const { fuelUsed = 0, fuelRedone = 0 } = handed;
+    expect(fuelRedone).toBeGreaterThan(0.75 * SLICE_FUEL);
+    expect(fuelRedone).toBeLessThan(SLICE_FUEL);
+    expect(fuelUsed).toBeGreaterThan(fuelRedone);
+    expect(charged()).toBe(fuelUsed + fuelRedone);
+    const trivial = await run("export default 1;");
+    expect(trivial).toMatchObject({ status: "success", result: 1 });
+    expect(trivial.fuelRedone).toBeUndefined();
+    expect(charged()).toBe(fuelUsed + fuelRedone + (trivial.fuelUsed ?? Number.NaN));
   });
 });
