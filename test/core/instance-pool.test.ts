@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
-import { DEMAND_WINDOW_MS, InstancePool, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
+import { DEMAND_WINDOW_MS, InstancePool, MAX_IDLE_BYTES, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
 
 const MiB = 1024 * 1024;
 const wasm = compiledModule(nodeWasm);
@@ -35,6 +35,25 @@ describe("the instance pool's memory bound", () => {
     expect(pool.idle).toBe(1);
     pool.give(lent, true);
     expect(pool.idle).toBe(2);
+  });
+
+  it("keeps instances a run grew within MAX_IDLE_BYTES together, the least recently used going first", async () => {
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 100 * MiB, true), true);
+    // Twelve runs in flight at once, each growing its memory to 48 MiB (as a run that needed it would): twelve are
+    // wanted idle, but only ten fit in MAX_IDLE_BYTES (512 MiB).
+    const taken = await Promise.all(Array.from({ length: 12 }, () => pool.take(module, 100 * MiB, true)));
+    for (const booted of taken) {
+      const { memory } = booted.instance;
+      memory.grow((48 * MiB - memory.buffer.byteLength) / 65_536);
+    }
+    for (const booted of taken) pool.give(booted, true);
+    expect(MAX_IDLE_BYTES).toBe(512 * MiB);
+    expect(pool.idle).toBe(10);
+    const again = await Promise.all(Array.from({ length: 10 }, () => pool.take(module, 100 * MiB, true)));
+    expect(again.every((booted) => taken.slice(2).includes(booted))).toBe(true);
+    for (const booted of again) pool.give(booted, true);
   });
 });
 
