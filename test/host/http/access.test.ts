@@ -2,7 +2,7 @@
  * The HTTP app on the open internet: API keys, tenants, rates per tenant, the CORS list, 405s, `/run` admission and
  * the generated OpenAPI document, in Node (test/workers/tenants.test.ts proves the same inside workerd).
  */
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import { instantiate } from "../../../src/environment/index.js";
 import { MemoryQuotas, takeToken } from "../../../src/host/admission/quotas.js";
@@ -148,6 +148,46 @@ describe("API keys", () => {
     expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
     expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
     await expect(tenantOf(access, `Bearer ${KEYS.beta.slice(0, -1)}`)).rejects.toThrow("The API key is not valid");
+  });
+
+  test("a key that matched is hashed once; a wrong key after it is refused, and hashed every time", async () => {
+    const access = await accessFrom({ apiKeys: SETTINGS });
+    const digest = vi.spyOn(crypto.subtle, "digest");
+    try {
+      expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+      expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+      const wrong = [
+        `${KEYS.alpha}x`,
+        KEYS.alpha.slice(0, -1),
+        `${KEYS.alpha.slice(0, -1)}X`,
+        KEYS.alpha.toUpperCase(),
+      ];
+      for (const key of [...wrong, ...wrong]) {
+        await expect(tenantOf(access, `Bearer ${key}`)).rejects.toThrow("The API key is not valid");
+      }
+      expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
+      expect(await tenantOf(access, `bearer  ${KEYS.alpha}`)).toBe("alpha");
+      // alpha once, each wrong key each time, beta once: only keys that matched are kept.
+      expect(digest).toHaveBeenCalledTimes(1 + 2 * wrong.length + 1);
+    } finally {
+      digest.mockRestore();
+    }
+  });
+
+  test("a key taken out of the list or rotated stops working at once, though it matched before", async () => {
+    const keys = [...(await accessFrom({ apiKeys: SETTINGS })).keys];
+    const access: Access = { keys, allowAnonymous: false };
+    expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+    keys.splice(0, 1);
+    await expect(tenantOf(access, `Bearer ${KEYS.alpha}`)).rejects.toThrow("The API key is not valid");
+    expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
+    const rotated = "alpha-key-rotated-0123456789";
+    const before = await accessFrom({ apiKeys: SETTINGS });
+    expect(await tenantOf(before, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+    const after = await accessFrom({ apiKeys: `alpha:${rotated}, beta:${KEYS.beta}` });
+    await expect(tenantOf(after, `Bearer ${KEYS.alpha}`)).rejects.toThrow("The API key is not valid");
+    expect(await tenantOf(after, `Bearer ${rotated}`)).toBe("alpha");
+    await expect(tenantOf(before, `Bearer ${rotated}`)).rejects.toThrow("The API key is not valid");
   });
 });
 
