@@ -404,6 +404,79 @@ describe("the HTTP surface", () => {
     expect([get.status, get.headers.get("access-control-allow-origin")]).toEqual([200, null]);
   });
 
+  test("CORS headers exactly, on preflights, answers, refusals and the fallback's answers", async () => {
+    let page: Response | undefined;
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+      app: {
+        corsOrigins: ["https://app.example"],
+        // As the edge's static files: an answer of `fetch`, whose headers cannot change; or one whose headers can.
+        fallback: (request) => {
+          if (!request.url.endsWith("/page")) return Response.redirect("http://host/index.html", 302);
+          page = new Response("a page");
+          return page;
+        },
+      },
+    });
+    const headersOf = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
+      const response = await h.app.fetch(new Request(`http://host${path}`, { method, headers, body: body ?? null }));
+      return [response.status, Object.fromEntries([...response.headers].filter(([name]) => name !== "date"))];
+    };
+    const app = "https://app.example";
+    const request = { "access-control-request-method": "POST", "access-control-request-headers": "authorization" };
+    const preflight = {
+      "access-control-allow-headers": "authorization,content-type",
+      "access-control-allow-methods": "GET,POST,DELETE",
+      "access-control-expose-headers": "location,retry-after",
+      "access-control-max-age": "86400",
+      vary: "Origin, Access-Control-Request-Headers",
+    };
+    expect(await headersOf("OPTIONS", "/run", { origin: app, ...request })).toEqual([
+      204,
+      { ...preflight, "access-control-allow-origin": app },
+    ]);
+    expect(await headersOf("OPTIONS", "/run", { origin: "https://evil.example", ...request })).toEqual([
+      204,
+      preflight,
+    ]);
+    const json = { "content-type": "application/json", "access-control-expose-headers": "location,retry-after" };
+    const key = { authorization: `Bearer ${KEYS.alpha}` };
+    expect(await headersOf("GET", "/processes", { origin: app, ...key })).toEqual([
+      200,
+      { ...json, "access-control-allow-origin": app, vary: "Origin" },
+    ]);
+    expect(await headersOf("GET", "/processes", key)).toEqual([200, { ...json, vary: "Origin" }]);
+    const run = { origin: app, ...key, "content-type": "application/json" };
+    expect(await headersOf("POST", "/run", run, '{"source":"export default 1"}')).toEqual([
+      200,
+      { ...json, "access-control-allow-origin": app, vary: "Origin" },
+    ]);
+    expect(await headersOf("GET", "/processes", { origin: app })).toEqual([
+      401,
+      {
+        ...json,
+        "access-control-allow-origin": app,
+        vary: "Origin",
+        "www-authenticate": 'Bearer realm="runcode"',
+      },
+    ]);
+    expect(await headersOf("GET", "/index", { origin: app })).toEqual([
+      302,
+      {
+        "access-control-allow-origin": app,
+        "access-control-expose-headers": "location,retry-after",
+        location: "http://host/index.html",
+        vary: "Origin",
+      },
+    ]);
+    // An answer whose headers can change is the route's own, not a copy with its body streamed again.
+    const answer = await h.app.fetch(new Request("http://host/page", { headers: { origin: app } }));
+    expect([answer === page, answer.headers.get("access-control-allow-origin"), await answer.text()]).toEqual([
+      true,
+      app,
+      "a page",
+    ]);
+  });
+
   test("a known path with a wrong method: 405 with Allow; an unknown path: 404", async () => {
     const h = await host(await accessFrom({ apiKeys: SETTINGS }));
     const put = await as(h, null)("PUT", "/processes");
