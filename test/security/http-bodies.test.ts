@@ -3,6 +3,9 @@
  * while the body arrives, not after it was read whole, and only JSON is taken. Each body is a stream the test
  * controls (`counting-body.ts`), which counts the bytes the host pulled from it and whether the host cancelled it.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import { describe, expect, it } from "vitest";
 import { instantiate } from "../../src/environment/index.js";
 import { createHost } from "../../src/host/index.js";
@@ -71,6 +74,48 @@ describe("POST /processes: the body limit holds while the body arrives", () => {
     expect(await refused(await post(h, over.stream))).toEqual({ status: 413, code: "payload_too_large" });
     expect(over.count.pulled).toBe(MiB + 1);
     expect((await pids(h)).map((pid) => pid % 2 ** 32)).toEqual([1]);
+  });
+
+  it("a declared length within the limit is read in one step, and a body longer than it declared is still refused", async () => {
+    const h = await host();
+    const exact = `{"code":"1"}${" ".repeat(MiB - CODE.length)}`;
+    expect((await post(h, exact, { ...JSON_TYPE, "content-length": String(MiB) })).status).toBe(201);
+    // Only a request made in-process can say less than it sends (a server's HTTP parser ends the body where it said).
+    const longer = await post(h, `${exact} `, { ...JSON_TYPE, "content-length": String(CODE.length) });
+    expect(await refused(longer)).toEqual({ status: 413, code: "payload_too_large" });
+    // A transfer coding beside a declared length: counted while it streams, as a body of undeclared length is.
+    const { stream, count } = countingBody(48 * MiB, CODE);
+    const coded = await post(h, stream, { ...JSON_TYPE, "content-length": "12", "transfer-encoding": "chunked" });
+    expect(await refused(coded)).toEqual({ status: 413, code: "payload_too_large" });
+    expect(count.pulled).toBeLessThanOrEqual(MiB + CHUNK_BYTES);
+    expect(count.cancelled).toBe(true);
+    expect((await pids(h)).length).toBe(1);
+  });
+
+  it("over a Node HTTP server: a declared body is taken whole, one over the limit refused, a chunked one cut off", async () => {
+    const h = await host();
+    const server = createServer(getRequestListener(h.app.fetch));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/processes`;
+      const send = (body: BodyInit) =>
+        fetch(url, { method: "POST", headers: JSON_TYPE, body, duplex: "half" } as RequestInit & { duplex: "half" });
+      const created = (await (await send('{"code":"// é😀"}')).json()) as { pid: number };
+      const code = await h.app.fetch(new Request(`http://host/processes/${created.pid}/code`));
+      expect(await code.text()).toBe("// é😀");
+      expect((await send(`${CODE}${" ".repeat(MiB - CODE.length)}`)).status).toBe(201);
+      expect(await refused(await send(`${CODE}${" ".repeat(MiB + 1 - CODE.length)}`))).toEqual({
+        status: 413,
+        code: "payload_too_large",
+      });
+      const { stream, count } = countingBody(48 * MiB, CODE);
+      expect(await refused(await send(stream))).toEqual({ status: 413, code: "payload_too_large" });
+      expect(count.pulled).toBeLessThan(48 * MiB);
+      expect((await pids(h)).length).toBe(2);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("a character split across chunks arrives whole; bytes that are not UTF-8 stay invalid_json", async () => {

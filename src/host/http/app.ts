@@ -9,7 +9,6 @@
  * @module
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { cors } from "hono/cors";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ANONYMOUS_TENANT } from "../../tools/registry.js";
 import type { HttpUpstream } from "../../tools/upstream-config.js";
@@ -21,6 +20,7 @@ import { createRunOnce } from "../runs/run-once.js";
 import type { SessionBackend } from "../sessions/backend.js";
 import type { Access } from "./auth.js";
 import { type Catalog, catalogRoutes } from "./catalog-routes.js";
+import { corsFor } from "./cors.js";
 import { mcpRoutes } from "./mcp-routes.js";
 import { guardOrigins } from "./origins.js";
 import { type ProcessBackend, processRoutes } from "./process-routes.js";
@@ -81,16 +81,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   const corsOrigins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
   // Before CORS, so that a preflight too must name one of the host's own names.
   app.use("*", guardOrigins(options.origins, corsOrigins));
-  app.use(
-    "*",
-    cors({
-      origin: (origin) => (corsOrigins.has(origin) ? origin : null),
-      allowMethods: ["GET", "POST", "DELETE"],
-      allowHeaders: ["authorization", "content-type"],
-      exposeHeaders: ["location", "retry-after"],
-      maxAge: 86_400,
-    }),
-  );
+  app.use("*", corsFor(corsOrigins));
   app.use("*", async (c, next) => {
     c.set("access", access);
     c.set("quotas", quotas);

@@ -2,7 +2,7 @@
  * The HTTP app on the open internet: API keys, tenants, rates per tenant, the CORS list, 405s, `/run` admission and
  * the generated OpenAPI document, in Node (test/workers/tenants.test.ts proves the same inside workerd).
  */
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import { instantiate } from "../../../src/environment/index.js";
 import { MemoryQuotas, takeToken } from "../../../src/host/admission/quotas.js";
@@ -148,6 +148,46 @@ describe("API keys", () => {
     expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
     expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
     await expect(tenantOf(access, `Bearer ${KEYS.beta.slice(0, -1)}`)).rejects.toThrow("The API key is not valid");
+  });
+
+  test("a key that matched is hashed once; a wrong key after it is refused, and hashed every time", async () => {
+    const access = await accessFrom({ apiKeys: SETTINGS });
+    const digest = vi.spyOn(crypto.subtle, "digest");
+    try {
+      expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+      expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+      const wrong = [
+        `${KEYS.alpha}x`,
+        KEYS.alpha.slice(0, -1),
+        `${KEYS.alpha.slice(0, -1)}X`,
+        KEYS.alpha.toUpperCase(),
+      ];
+      for (const key of [...wrong, ...wrong]) {
+        await expect(tenantOf(access, `Bearer ${key}`)).rejects.toThrow("The API key is not valid");
+      }
+      expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
+      expect(await tenantOf(access, `bearer  ${KEYS.alpha}`)).toBe("alpha");
+      // alpha once, each wrong key each time, beta once: only keys that matched are kept.
+      expect(digest).toHaveBeenCalledTimes(1 + 2 * wrong.length + 1);
+    } finally {
+      digest.mockRestore();
+    }
+  });
+
+  test("a key taken out of the list or rotated stops working at once, though it matched before", async () => {
+    const keys = [...(await accessFrom({ apiKeys: SETTINGS })).keys];
+    const access: Access = { keys, allowAnonymous: false };
+    expect(await tenantOf(access, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+    keys.splice(0, 1);
+    await expect(tenantOf(access, `Bearer ${KEYS.alpha}`)).rejects.toThrow("The API key is not valid");
+    expect(await tenantOf(access, `Bearer ${KEYS.beta}`)).toBe("beta");
+    const rotated = "alpha-key-rotated-0123456789";
+    const before = await accessFrom({ apiKeys: SETTINGS });
+    expect(await tenantOf(before, `Bearer ${KEYS.alpha}`)).toBe("alpha");
+    const after = await accessFrom({ apiKeys: `alpha:${rotated}, beta:${KEYS.beta}` });
+    await expect(tenantOf(after, `Bearer ${KEYS.alpha}`)).rejects.toThrow("The API key is not valid");
+    expect(await tenantOf(after, `Bearer ${rotated}`)).toBe("alpha");
+    await expect(tenantOf(before, `Bearer ${rotated}`)).rejects.toThrow("The API key is not valid");
   });
 });
 
@@ -362,6 +402,79 @@ describe("the HTTP surface", () => {
     ]).toEqual(["https://app.example", "authorization,content-type"]);
     const get = await as(h, "alpha")("GET", "/processes", undefined, { origin: "https://evil.example" });
     expect([get.status, get.headers.get("access-control-allow-origin")]).toEqual([200, null]);
+  });
+
+  test("CORS headers exactly, on preflights, answers, refusals and the fallback's answers", async () => {
+    let page: Response | undefined;
+    const h = await host(await accessFrom({ apiKeys: SETTINGS }), {
+      app: {
+        corsOrigins: ["https://app.example"],
+        // As the edge's static files: an answer of `fetch`, whose headers cannot change; or one whose headers can.
+        fallback: (request) => {
+          if (!request.url.endsWith("/page")) return Response.redirect("http://host/index.html", 302);
+          page = new Response("a page");
+          return page;
+        },
+      },
+    });
+    const headersOf = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
+      const response = await h.app.fetch(new Request(`http://host${path}`, { method, headers, body: body ?? null }));
+      return [response.status, Object.fromEntries([...response.headers].filter(([name]) => name !== "date"))];
+    };
+    const app = "https://app.example";
+    const request = { "access-control-request-method": "POST", "access-control-request-headers": "authorization" };
+    const preflight = {
+      "access-control-allow-headers": "authorization,content-type",
+      "access-control-allow-methods": "GET,POST,DELETE",
+      "access-control-expose-headers": "location,retry-after",
+      "access-control-max-age": "86400",
+      vary: "Origin, Access-Control-Request-Headers",
+    };
+    expect(await headersOf("OPTIONS", "/run", { origin: app, ...request })).toEqual([
+      204,
+      { ...preflight, "access-control-allow-origin": app },
+    ]);
+    expect(await headersOf("OPTIONS", "/run", { origin: "https://evil.example", ...request })).toEqual([
+      204,
+      preflight,
+    ]);
+    const json = { "content-type": "application/json", "access-control-expose-headers": "location,retry-after" };
+    const key = { authorization: `Bearer ${KEYS.alpha}` };
+    expect(await headersOf("GET", "/processes", { origin: app, ...key })).toEqual([
+      200,
+      { ...json, "access-control-allow-origin": app, vary: "Origin" },
+    ]);
+    expect(await headersOf("GET", "/processes", key)).toEqual([200, { ...json, vary: "Origin" }]);
+    const run = { origin: app, ...key, "content-type": "application/json" };
+    expect(await headersOf("POST", "/run", run, '{"source":"export default 1"}')).toEqual([
+      200,
+      { ...json, "access-control-allow-origin": app, vary: "Origin" },
+    ]);
+    expect(await headersOf("GET", "/processes", { origin: app })).toEqual([
+      401,
+      {
+        ...json,
+        "access-control-allow-origin": app,
+        vary: "Origin",
+        "www-authenticate": 'Bearer realm="runcode"',
+      },
+    ]);
+    expect(await headersOf("GET", "/index", { origin: app })).toEqual([
+      302,
+      {
+        "access-control-allow-origin": app,
+        "access-control-expose-headers": "location,retry-after",
+        location: "http://host/index.html",
+        vary: "Origin",
+      },
+    ]);
+    // An answer whose headers can change is the route's own, not a copy with its body streamed again.
+    const answer = await h.app.fetch(new Request("http://host/page", { headers: { origin: app } }));
+    expect([answer === page, answer.headers.get("access-control-allow-origin"), await answer.text()]).toEqual([
+      true,
+      app,
+      "a page",
+    ]);
   });
 
   test("a known path with a wrong method: 405 with Allow; an unknown path: 404", async () => {
