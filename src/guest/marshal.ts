@@ -518,7 +518,10 @@ export function guestMarshal(I: Intrinsics, hostCall: HostCall, call: HostFuncti
    */
   function decodeTree(tree: unknown, side: unknown[], cloned: Set<unknown> | undefined): unknown {
     const refs = new I.Map<number, unknown>();
-    const dec = (node: unknown): unknown => {
+    // A named function expression: its own name is a binding of its frame. An arrow calling itself through `const dec`
+    // captures that binding, a cycle only the engine's cycle collector frees, and with it `refs` and `side`: every
+    // value decoded outlived its last reference (48 buffers of 1 MiB from the host, dropped in turn, ran out of 16 MiB).
+    const dec = function dec(node: unknown): unknown {
       if (typeof node !== "object" || node === null) return node;
       const n = node as unknown[];
       // Members are read within the node's length: a read past the end (`["u"]`'s id, `["B",id,side]`'s maximum)

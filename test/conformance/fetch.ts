@@ -431,6 +431,16 @@ export function fetchSuite(options: ConformanceOptions): void {
       expect(await ok(webApis, source)).toEqual(["RangeError", "RangeError", "TypeError", "TypeError", "RangeError"]);
     });
 
+    it("frees a body with its request or response: 48 of 1 MiB made and dropped in turn fit 16 MiB", async () => {
+      const source = `let bytes = 0;
+        for (let i = 0; i < 48; i++) {
+          bytes += new Response(new Uint8Array(1 << 20)).headers.has("content-type") ? 1 : 0;
+          bytes += new Request("${API}/", { method: "POST", body: new Uint8Array(1 << 20) }).method.length;
+        }
+        export default bytes;`;
+      expect(await ok(webApis, source, { memoryLimitBytes: 16 << 20 })).toBe(48 * 4);
+    });
+
     it("is restored after every run: a run's changes to the classes are gone for the next", async () => {
       const change = "Headers.prototype.get = () => 'changed';\nexport default new Headers({ a: '1' }).get('a');";
       expect(await ok(webApis, change)).toBe("changed");
@@ -527,6 +537,15 @@ export function fetchSuite(options: ConformanceOptions): void {
       };
       const source = `export default await fetch("${API}/").catch((e) => [e.name, e.message]);`;
       expect(await ok(withFetch(fetch), source)).toEqual(["TypeError", `fetch: ${API} failed: connection reset`]);
+    });
+
+    it("frees each response once the guest drops it: 48 responses of 1 MiB read in turn fit 16 MiB", async () => {
+      const mebibyte = new Uint8Array(1 << 20).fill(97);
+      const run = withFetch(async () => new Response(mebibyte));
+      const source = `let bytes = 0;
+        for (let i = 0; i < 48; i++) bytes += (await (await fetch("${API}/large")).arrayBuffer()).byteLength;
+        export default bytes;`;
+      expect(await ok(run, source, { memoryLimitBytes: 16 << 20 })).toBe(48 << 20);
     });
 
     it("does not exist without a fetch setting", async () => {

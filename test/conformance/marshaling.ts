@@ -282,6 +282,13 @@ export function marshalingSuite(runCode: RunCode): void {
       expect(result[2]).not.toBe(buffer);
     });
 
+    it("a buffer from the host dies with the guest's last reference: 48 of 1 MiB dropped in turn fit 16 MiB", async () => {
+      const globals = { mebibyte: () => new Uint8Array(1 << 20).fill(7).buffer };
+      const source =
+        "let sum = 0;\nfor (let i = 0; i < 48; i++) sum += new Uint8Array(mebibyte())[i];\nexport default sum";
+      expect(await ok(runCode, source, { globals, memoryLimitBytes: 16 << 20 })).toBe(48 * 7);
+    });
+
     it.each(TYPED_ARRAYS)("%s guest -> host keeps kind and bytes", async (name) => {
       const big = name.startsWith("Big");
       const values = big ? "[1n, -2n, 3n]" : "[1, -2, 3.5]";

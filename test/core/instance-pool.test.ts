@@ -1,13 +1,15 @@
 /**
  * The pool's bounds: idle instances follow how many runs were recently in flight, and idle and lent ones together
  * stay within what a host admits, idle ones giving way (the edge sets the admission's budget: a 128 MB isolate);
- * an instance given back unrestored is restored before it is lent again.
+ * an instance given back unrestored is restored before it is lent again, and one whose run freed what it read as it went
+ * (its memory never grew) comes back restored.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
 import { DEMAND_WINDOW_MS, InstancePool, MAX_IDLE_BYTES, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
+import { createSandbox } from "../../src/core/sandbox.js";
 
 const MiB = 1024 * 1024;
 const wasm = compiledModule(nodeWasm);
@@ -163,5 +165,31 @@ describe("an instance given back unrestored (deferRestore)", () => {
     const { booted } = await scribbled(pool);
     pool.give(booted, false);
     expect(pool.idle).toBe(0);
+  });
+});
+
+describe("a run's instance back in the pool", () => {
+  it("is restored after a run that read 24 responses of 1 MiB in turn: its memory did not grow", async () => {
+    const pool = new InstancePool();
+    const mebibyte = new Uint8Array(MiB);
+    const origin = "https://api.example.com";
+    const { runCode } = createSandbox({
+      wasm: nodeWasm,
+      pool,
+      webApis: true,
+      fetch: { allow: [origin], fetch: async () => new Response(mebibyte) },
+    });
+    const source = `let bytes = 0;
+      for (let i = 0; i < 24; i++) bytes += (await (await fetch("${origin}/large")).arrayBuffer()).byteLength;
+      export default bytes;`;
+    // What the guest dropped of each response is freed, so the heap never needs more than the 16 MiB an instance
+    // boots with; the pool's first run gets an instance booted for it alone, the second's comes back restored.
+    for (let i = 0; i < 2; i++) {
+      const { result, memoryUsedBytes } = await runCode(source, { language: "javascript" });
+      expect(result).toBe(24 * MiB);
+      // (Without freeing them, the run's heap peaked at 22.9 MB.)
+      expect(memoryUsedBytes).toBeLessThan(16 * MiB);
+    }
+    expect(pool.idle).toBe(1);
   });
 });

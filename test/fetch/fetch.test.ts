@@ -1,9 +1,10 @@
 /**
  * The guest's `fetch` against real loopback servers, in-thread and on worker threads (where the worker makes the
  * requests): the allow list and its bypass attempts (a refused URL never reaches any server), redirects, every
- * limit, the timeout, and aborts (the guest's signal, the end of the run, terminate()).
+ * limit, the timeout, and aborts (the guest's signal, the end of the run, terminate()); and that an answer reaches the
+ * guest without waiting for any timer.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../node/index.js";
 import type { FetchOptions, RunCode, SandboxOptions } from "../../src/core/types.js";
 import { type LoopbackServer, type Received, startServer } from "./server.js";
@@ -353,6 +354,37 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       expect(await result(sandbox(), source, { arrived })).toBe("changed my mind");
       await a.dropped(own("/hang/signal"));
     });
+  });
+});
+
+describe("the answer's way back", () => {
+  it("resumes the guest within the host's promise jobs: 20 requests and their bodies with every timer frozen", async () => {
+    const allow = ["https://api.example.com"];
+    const answer = async () => new Response('{"ok":true}', { headers: { "content-type": "application/json" } });
+    const { runCode } = createSandbox({ threads: false, webApis: true, fetch: { allow, fetch: answer } });
+    // Warm: the pool's instances and the engine's code are ready before the timers stop.
+    expect((await runCode("export default 0")).result).toBe(0);
+    const source = `let oks = 0;
+      for (let i = 0; i < 20; i++) oks += (await (await fetch("${allow[0]}/small")).json()).ok ? 1 : 0;
+      export default oks;`;
+    vi.useFakeTimers({
+      toFake: [
+        "setTimeout",
+        "clearTimeout",
+        "setInterval",
+        "clearInterval",
+        "setImmediate",
+        "clearImmediate",
+        "performance",
+        "Date",
+      ],
+    });
+    try {
+      expect((await runCode(source)).result).toBe(20);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
