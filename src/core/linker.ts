@@ -13,6 +13,7 @@ import { cellFuel, charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./hos
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { FuelAccount, Transpiled, TranspilerPort } from "./ports.js";
 import type { RunOptions } from "./request.js";
+import { loadTraceMapping } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** The run's side of resolving and loading: a transpile's, the host's charges and the failures it keeps. */
@@ -108,6 +109,8 @@ export class Linker {
     if (this.#transpiler === undefined) {
       throw new TypeError("TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)");
     }
+    // Any transpiler's maps are read by originalPosition.
+    await loadTraceMapping();
     await this.#transpiler.load();
   }
 
