@@ -4,7 +4,7 @@
  * The engine keeps a script's top-level `let`, `const` and `class` in one scope shared by all scripts, where a second
  * `let x` throws "redeclaration of 'x'"; so those declarations, and `import` declarations (which a script cannot
  * hold), are rewritten into assignments to properties of the global object, reached through the session's helper
- * ({@link CELL_HELPER_SOURCE}, installed under {@link CELL_HELPER_KEY}):
+ * (`CELL_HELPER_SOURCE` of core/cell-helper.ts, installed under `CELL_HELPER_KEY`):
  * - before the cell's first declaring statement, `open` replaces each name it declares with `let`, `const`, `class` or
  *   `import` by an accessor that throws "x is not initialized" until the declaration assigns it, and makes a name it
  *   declares with `var` writable again if an earlier cell's `const` sealed it;
@@ -32,6 +32,7 @@ import {
   type VariableDeclaration,
   type VariableDeclarator,
 } from "acorn";
+import { CELL_HELPER_KEY } from "./cell-helper.js";
 
 /** A cell as the engine evaluates it. */
 export interface CellScript {
@@ -55,73 +56,6 @@ export class CellSyntaxError extends Error {
     super(message);
   }
 }
-
-/** Global property holding the session's cell helper (installed once per session, hidden, non-writable, non-configurable). */
-export const CELL_HELPER_KEY = "runcode:cell";
-
-/**
- * Guest source of a sloppy script expression evaluating to the cell helper: a frozen object with no prototype whose
- * methods use only what they captured when it was evaluated (user code may replace any global later), pass
- * descriptors without prototypes (a property `Object.prototype.get` would otherwise make them accessors), and build
- * messages with `+` (the engine compiles a template literal to a call of `String.prototype.concat`).
- * - `open(lexicals, vars)`: refuses, before changing anything, a lexical name held by a non-configurable property (a
- *   `var`, a `function` or a built-in such as `NaN`: "redeclaration of 'x'", as the engine says); then makes each
- *   lexical name an accessor that throws until assigned, and each `var` name writable again (or, if `open` left it
- *   uninitialized, `undefined`).
- * - `seal(names)`: makes each name's data property read-only.
- * - `imports(namespace, specifier, names)`: the namespace, once it is known to export every name.
- */
-export const CELL_HELPER_SOURCE = `(() => {
-  "use strict";
-  const global = globalThis;
-  const { defineProperty, getOwnPropertyDescriptor, freeze, hasOwn } = Object;
-  const ReferenceErrorClass = ReferenceError;
-  const SyntaxErrorClass = SyntaxError;
-  // The getter open installed for each name, to tell it from the user's own accessors.
-  const uninitialized = { __proto__: null };
-  const data = (value) => ({ __proto__: null, value, writable: true, enumerable: true, configurable: true });
-  return freeze({
-    __proto__: null,
-    open(lexicals, vars) {
-      for (let i = 0; i < lexicals.length; i++) {
-        const held = getOwnPropertyDescriptor(global, lexicals[i]);
-        if (held !== undefined && !held.configurable) throw new SyntaxErrorClass("redeclaration of '" + lexicals[i] + "'");
-      }
-      for (let i = 0; i < lexicals.length; i++) {
-        const name = lexicals[i];
-        const get = () => {
-          throw new ReferenceErrorClass(name + " is not initialized");
-        };
-        const set = (assigned) => defineProperty(global, name, data(assigned));
-        uninitialized[name] = get;
-        defineProperty(global, name, { __proto__: null, get, set, enumerable: true, configurable: true });
-      }
-      for (let i = 0; i < vars.length; i++) {
-        const held = getOwnPropertyDescriptor(global, vars[i]);
-        if (held === undefined || !held.configurable) continue;
-        const accessor = hasOwn(held, "get");
-        if (accessor ? held.get !== uninitialized[vars[i]] : held.writable) continue;
-        // The engine ignores making a property of the global object writable again; it takes a new one.
-        delete global[vars[i]];
-        defineProperty(global, vars[i], data(accessor ? undefined : held.value));
-      }
-    },
-    seal(names) {
-      for (let i = 0; i < names.length; i++) {
-        const held = getOwnPropertyDescriptor(global, names[i]);
-        if (held !== undefined && hasOwn(held, "value")) defineProperty(global, names[i], { __proto__: null, writable: false });
-      }
-    },
-    imports(namespace, specifier, names) {
-      for (let i = 0; i < names.length; i++) {
-        if (!(names[i] in namespace)) {
-          throw new SyntaxErrorClass("Could not find export '" + names[i] + "' in module '" + specifier + "'");
-        }
-      }
-      return namespace;
-    },
-  });
-})()`;
 
 /** The helper as the script reaches it: top-level `this` is the global object, whatever user code did to names. */
 const HELPER = `this[${JSON.stringify(CELL_HELPER_KEY)}]`;

@@ -623,20 +623,24 @@ export class BootedInstance {
 
   /**
    * Records the memory up to the allocator's break (above it, memory was never written), the C stack zeroed: it holds
-   * nothing live at rest, and a restore then rewrites only the part a run reached.
+   * nothing live at rest, and a restore then rewrites only the part a run reached. The stack's blocks are known zero
+   * without a scan: they were 79 of the 89 blocks of a plain boot, and scanning them was most of a first run's record
+   * on cold code.
    */
   #record(): void {
     const { memory } = this.instance;
     this.#bootedLength = memory.buffer.byteLength;
     this.#bootedFingerprint = this.#fingerprint();
     const bytes = new Uint8Array(memory.buffer);
+    const { low, top } = this.stack;
     // Only where the boot reached: the pages below were never touched, and stay untouched.
-    bytes.fill(0, this.#stackReach() ?? this.stack.low, this.stack.top);
+    bytes.fill(0, this.#stackReach() ?? low, top);
     this.#markStack();
     const end = Math.min(bytes.length, Math.ceil(this.#bootedBreak / BLOCK) * BLOCK);
     for (let start = 0; start < end; start += BLOCK) {
-      const block = bytes.subarray(start, Math.min(start + BLOCK, end));
-      this.#image.push(allZero(block) ? undefined : block.slice());
+      const stop = Math.min(start + BLOCK, end);
+      const zero = (start >= low && stop <= top) || allZero(bytes.subarray(start, stop));
+      this.#image.push(zero ? undefined : bytes.slice(start, stop));
     }
   }
 

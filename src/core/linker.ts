@@ -8,11 +8,12 @@
  * @module
  */
 
-import { type CellScript, CellSyntaxError, cellScript } from "./cell-source.js";
+import type { CellScript } from "./cell-source.js";
 import { cellFuel, charFuel, MODULE_LOAD_FUEL, MODULE_RESOLVE_FUEL } from "./host-fuel.js";
 import { entryKey, INTERNAL_PREFIX as INTERNAL, stripRoot, URL_SPECIFIER } from "./options.js";
 import type { FuelAccount, Transpiled, TranspilerPort } from "./ports.js";
 import type { RunOptions } from "./request.js";
+import { loadTraceMapping } from "./transpile.js";
 import type { CodeExecutionError } from "./types.js";
 
 /** The run's side of resolving and loading: a transpile's, the host's charges and the failures it keeps. */
@@ -50,6 +51,11 @@ const PHASE_MODULE = `${INTERNAL}phase`;
 const UNRESOLVED_PREFIX = `${INTERNAL}unresolved/`;
 /** Packages a failed bare import's message names at most (the rest counted). */
 const LISTED_PACKAGES = 12;
+
+/** The cell parser (core/cell-source.ts, with acorn's ~250 KB of code), loaded for the process's first cell. */
+type CellParser = typeof import("./cell-source.js");
+let cellParser: Promise<CellParser> | undefined;
+
 /** Modules evaluated at boot (`SandboxOptions.bootModules`), which QuickJS has cached by these names. */
 export const BOOT_PREFIX = `${INTERNAL}boot/`;
 
@@ -72,6 +78,8 @@ export class Linker {
   /** The instance's boot modules (see `BOOT_PREFIX`). */
   readonly #bootModules: Readonly<Record<string, string>>;
   readonly #transpiler: TranspilerPort | undefined;
+  /** Set by {@link prepare} for a cell. */
+  #cells: CellParser | undefined;
 
   /**
    * The graph of a run of `options` (checked by `resolveOptions`) on an instance booted with `bootModules`;
@@ -91,12 +99,18 @@ export class Linker {
     this.#entryKey = entryKey(options.filename);
   }
 
-  /** Readies type erasure when the run is TypeScript. */
-  async prepare(): Promise<void> {
+  /** Readies type erasure when the run is TypeScript, and the cell parser for a session's `cell`. */
+  async prepare(cell = false): Promise<void> {
+    if (cell) {
+      cellParser ??= import("./cell-source.js");
+      this.#cells = await cellParser;
+    }
     if (this.#options.language !== "typescript") return;
     if (this.#transpiler === undefined) {
       throw new TypeError("TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)");
     }
+    // Any transpiler's maps are read by originalPosition.
+    await loadTraceMapping();
     await this.#transpiler.load();
   }
 
@@ -121,11 +135,13 @@ export class Linker {
     if (!account.pay(cellFuel(code.length))) {
       return { name: "LinkError", message: "The run's fuel cannot pay for parsing the cell" };
     }
+    const cells = this.#cells;
+    if (cells === undefined) throw new Error("Linker.cell() called before prepare(true)");
     let cell: CellScript;
     try {
-      cell = cellScript(code);
+      cell = cells.cellScript(code);
     } catch (error) {
-      if (!(error instanceof CellSyntaxError)) throw error;
+      if (!(error instanceof cells.CellSyntaxError)) throw error;
       const { message, line, column } = error;
       return { name: "SyntaxError", message, filename: this.entryName, line, column };
     }

@@ -11,7 +11,7 @@ import type { QuickJSHandle } from "quickjs-emscripten-core";
 import type { FetchPolicy } from "../fetch/policy.js";
 import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
-import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-source.js";
+import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-helper.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter } from "./host-fuel.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
@@ -223,7 +223,7 @@ class Run implements StartedRun {
 
   async #evaluate(source: string): Promise<Ending> {
     try {
-      await this.#linker.prepare();
+      await this.#linker.prepare(this.#cell !== undefined);
       // Transpiling is the run's work: a stopped run skips it, and its time counts against the safety cap (on a
       // worker thread, the check starts the slice the watchdog counts).
       this.#limits.check();

@@ -13,7 +13,7 @@
  * cached by source.
  * @module
  */
-import { LEAST_UPPER_BOUND, originalPositionFor, TraceMap, traceSegment } from "@jridgewell/trace-mapping";
+import type { TraceMap } from "@jridgewell/trace-mapping";
 import { FUEL_QUANTUM, Meter } from "./engine.js";
 import type { FuelAccount, Transpiled, TranspileFailure, TranspilerPort } from "./ports.js";
 
@@ -74,6 +74,24 @@ class Halt extends Error {
   }
 }
 
+/**
+ * `@jridgewell/trace-mapping`, for the maps of what SWC transforms: loaded by a TypeScript run's linking (and by
+ * {@link Transpiler.load}), since only TypeScript sources have maps; a fresh process's first JavaScript result spends
+ * no time importing it.
+ */
+let traceMapping: typeof import("@jridgewell/trace-mapping") | undefined;
+
+/** Readies {@link originalPosition} and the maps {@link Transpiler.transpile} makes. */
+export async function loadTraceMapping(): Promise<void> {
+  traceMapping ??= await import("@jridgewell/trace-mapping");
+}
+
+/** The loaded `@jridgewell/trace-mapping`; a map can only exist once a TypeScript run loaded it. */
+function traceMappingLoaded(): typeof import("@jridgewell/trace-mapping") {
+  if (traceMapping === undefined) throw new Error("Source maps used before loadTraceMapping()");
+  return traceMapping;
+}
+
 const CACHE_ENTRIES = 256;
 /** Sources above this size are not worth keeping in memory. */
 const CACHE_MAX_SOURCE = 256 * 1024;
@@ -102,6 +120,7 @@ export class Transpiler implements TranspilerPort {
 
   /** Readies {@link transpile}: an instance of SWC. */
   async load(): Promise<void> {
+    await loadTraceMapping();
     this.#newSwc ??= await this.#load();
     this.#swc ??= this.#fresh();
   }
@@ -178,7 +197,7 @@ export class Transpiler implements TranspilerPort {
     }
     try {
       const { code, map } = instance.transformSync(source, TRANSFORM);
-      return { code, map: new TraceMap(map as string) };
+      return { code, map: new (traceMappingLoaded().TraceMap)(map as string) };
     } catch (error) {
       return isDiagnostic(error) ? syntaxError(instance, source, error) : this.#trapped(error);
     }
@@ -239,6 +258,7 @@ export function originalPosition(
   line: number,
   column: number,
 ): { line: number; column: number } | undefined {
+  const { traceSegment, originalPositionFor, LEAST_UPPER_BOUND } = traceMappingLoaded();
   const segment = traceSegment(map, line - 1, column - 1);
   if (segment === null || segment.length < 4) {
     // Before the line's first mapped token: take the next one.

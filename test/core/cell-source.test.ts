@@ -6,7 +6,8 @@
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import { newQuickJSWASMModuleFromVariant, type QuickJSContext, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CELL_HELPER_KEY, CELL_HELPER_SOURCE, CellSyntaxError, cellScript } from "../../src/core/cell-source.js";
+import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "../../src/core/cell-helper.js";
+import { CellSyntaxError, cellScript } from "../../src/core/cell-source.js";
 
 const GLOBAL_ASYNC = 128;
 const MODULES: Record<string, string> = {
