@@ -8,6 +8,7 @@
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSandbox, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
+import { Replay } from "../../node/threads/host-call-record.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
@@ -117,13 +118,26 @@ describe("the default path", () => {
   });
 
   it("leaves the caller's thread by fuel where its clock stands still", async () => {
-    vi.spyOn(performance, "now").mockReturnValue(0);
+    const frozenNow = vi.spyOn(performance, "now").mockReturnValue(0);
     const frozen = createSandbox();
     const runs = runsOnWorkers();
     const run = frozen.runCode("for (;;) {}", JS);
     await vi.waitFor(() => expect(runs()).toBe(1), { timeout: HANG_MS });
     run.terminate();
     expect((await run).status).toBe("terminated");
+    // The slice does not count the host calls' fees, but each call is the engine's work too (~80-150 units). The
+    // worker's calls are served by the caller's thread in slices of its clock: it moves again once the worker calls.
+    let attempted = 0;
+    const f = () => {
+      if (runs() === 1) attempted++;
+      else frozenNow.mockRestore();
+    };
+    const calling = frozen.runCode("for (;;) f();", { ...JS, globals: { f } });
+    await vi.waitFor(() => expect(runs()).toBe(2), { timeout: HANG_MS });
+    calling.terminate();
+    expect((await calling).status).toBe("terminated");
+    expect(attempted).toBeGreaterThan(0);
+    expect(attempted).toBeLessThan(SLICE_FUEL / 50);
   });
 
   it("calls each host function, sink and listener once, on the worker the run went on to, with nothing of the attempt", async () => {
@@ -163,17 +177,21 @@ describe("the default path", () => {
     expect(runs()).toBe(1);
   });
 
-  it("hands over a host call the guest would catch, and a report to a sink, before the caller sees either", async () => {
+  it("keeps a run that calls the host within its slice on the caller's thread, and hands over a report to a sink", async () => {
     const runs = runsOnWorkers();
     let called = 0;
     const caught = "let v; try { v = f(); } catch { v = 'caught'; } export default v;";
     expect(await auto.runCode(caught, { ...JS, globals: { f: () => ++called } })).toMatchObject({ result: 1 });
     expect(called).toBe(1);
+    const calls = "let s = 0; for (let i = 0; i < 1000; i++) s += add(i, 1); export default s;";
+    const added = await auto.runCode(calls, { ...JS, globals: { add: (a: number, b: number) => a + b } });
+    expect(added).toMatchObject({ status: "success", result: 500_500 });
+    expect(runs()).toBe(0);
     const sunk: unknown[] = [];
     const reported = await auto.runCode("report(1); export default 2;", { ...JS, report: (v) => void sunk.push(v) });
     expect(reported).toMatchObject({ status: "success", result: 2, reports: [1] });
     expect(sunk).toEqual([1]);
-    expect(runs()).toBe(2);
+    expect(runs()).toBe(1);
   });
 
   it("hands over a run that waits for a timer, and one whose values hold the caller's promises", async () => {
@@ -247,21 +265,11 @@ describe("the default path", () => {
     expect(await auto.runCode("export default 3;", JS)).toMatchObject({ status: "success", result: 3 });
   });
 
-  it("a run stopped while its attempt waits for the host settles with the reports and logs it made, as in-thread", async () => {
-    const web = createSandbox({ webApis: true });
-    let waiting!: () => void;
-    const waited = new Promise<void>((resolve) => {
-      waiting = resolve;
-    });
-    // The platform's digest never answers: the attempt waits for it, the caller's event loop turning.
-    vi.spyOn(crypto.subtle, "digest").mockImplementation(() => {
-      waiting();
-      return new Promise(() => {});
-    });
-    const source = "report(1); console.log('a'); await crypto.subtle.digest('SHA-256', new Uint8Array(4));";
-    const run = web.runCode(source, JS);
-    await waited;
-    run.terminate("enough");
+  it("a run stopped during its attempt settles with the reports and logs it made, as in-thread", async () => {
+    const runs = runsOnWorkers();
+    let run!: ReturnType<typeof auto.runCode>;
+    const source = "report(1); console.log('a'); stop(); for (;;) {}";
+    run = auto.runCode(source, { ...JS, globals: { stop: () => run.terminate("enough") } });
     expect(comparable(await run)).toEqual({
       status: "terminated",
       error: { name: "TerminatedError", message: "enough" },
@@ -270,6 +278,7 @@ describe("the default path", () => {
       memoryUsedBytes: undefined,
       fuelUsed: expect.any(Number),
     });
+    expect(runs()).toBe(0);
   });
 
   it("threads must be true, false or auto, and the settings of the caller's thread are refused as on threads", () => {
@@ -279,5 +288,186 @@ describe("the default path", () => {
     expect(() => createSandbox({ clock: () => 0 })).toThrow(
       new TypeError("createSandbox: clock cannot cross to a worker thread; pass threads: false to use it"),
     );
+  });
+});
+
+describe("the default path's attempt calls the host, and its run on a worker replays what the attempt got", () => {
+  /** Guest code that spends more than the slice's fuel (~1,000,000 units). */
+  const SPEND = "let spent = 0; for (let i = 0; i < 30000; i++) spent += i;";
+
+  /** A host function that counts its calls, noting for each whether a run had gone to a worker by then. */
+  function counter(runs: () => number) {
+    const calls: [unknown[], "attempt" | "worker"][] = [];
+    const fn = (...args: unknown[]) => {
+      calls.push([args, runs() === 0 ? "attempt" : "worker"]);
+      return calls.length;
+    };
+    return { fn, calls };
+  }
+
+  it("calls each host function once per guest call when the slice runs out after calls", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const source = `const a = []; for (let i = 0; i < 3; i++) a.push(count(i)); ${SPEND} a.push(count(3)); export default a;`;
+    expect(await auto.runCode(source, { ...JS, globals: { count: fn } })).toMatchObject({
+      status: "success",
+      result: [1, 2, 3, 4],
+    });
+    expect(calls).toEqual([
+      [[0], "attempt"],
+      [[1], "attempt"],
+      [[2], "attempt"],
+      [[3], "worker"],
+    ]);
+    expect(runs()).toBe(1);
+  });
+
+  it("calls each host function once per guest call when a timer wait hands the run over after calls", async () => {
+    const web = createSandbox({ webApis: true });
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const source =
+      "const a = [count('x', { y: [1n] }), count(new Uint8Array([1, 2]))]; await new Promise((resolve) => setTimeout(resolve, 5)); a.push(count(2)); export default a;";
+    expect(await web.runCode(source, { ...JS, globals: { count: fn } })).toMatchObject({
+      status: "success",
+      result: [1, 2, 3],
+    });
+    expect(calls).toEqual([
+      [["x", { y: [1n] }], "attempt"],
+      [[new Uint8Array([1, 2])], "attempt"],
+      [[2], "worker"],
+    ]);
+    expect(runs()).toBe(1);
+  });
+
+  it("replays the attempt's Math.random seed, clocks and random bytes, so the guest passes the host the same values", async () => {
+    const web = createSandbox({ webApis: true });
+    const runs = runsOnWorkers();
+    const seen: [unknown[], number][] = [];
+    const see = (...values: unknown[]) => void seen.push([values, runs()]);
+    const read =
+      "[Math.random(), Date.now(), new Date().getTime(), performance.now(), [...crypto.getRandomValues(new Uint8Array(8))], crypto.randomUUID()]";
+    const source = `const before = ${read}; see(...before); ${SPEND} const after = ${read}; see(...after); export default [before, after];`;
+    const result = await web.runCode(source, { ...JS, globals: { see } });
+    expect(result.status).toBe("success");
+    const [before, after] = result.result as unknown[][];
+    expect(seen).toEqual([
+      [before, 0],
+      [after, 1],
+    ]);
+    const number = expect.any(Number);
+    expect(before).toEqual([number, number, number, number, expect.any(Array), expect.any(String)]);
+    expect(after).not.toEqual(before);
+  });
+
+  it("delivers logs and reports once and in order, the listener and the sink called by the run on the worker", async () => {
+    const runs = runsOnWorkers();
+    const seen: unknown[] = [];
+    const source = "f(1); console.log('a'); report('r'); f(2); console.log('b'); export default 0;";
+    const result = await auto.runCode(source, {
+      ...JS,
+      globals: { f: (x: number) => void seen.push(["f", x, runs()]) },
+      report: (value) => void seen.push(["report", value, runs()]),
+      onLog: (entry) => void seen.push(["log", ...entry.args, runs()]),
+    });
+    expect(comparable(result)).toMatchObject({
+      status: "success",
+      reports: ["r"],
+      logs: [
+        { level: "log", args: ["a"] },
+        { level: "log", args: ["b"] },
+      ],
+    });
+    expect(seen).toEqual([
+      ["f", 1, 0],
+      ["log", "a", 1],
+      ["report", "r", 1],
+      ["f", 2, 1],
+      ["log", "b", 1],
+    ]);
+    // Without a listener, the logs the attempt made are the worker's run's, once.
+    // Without a listener and a sink, the logs and reports the attempt made are the caller's as they are made, once.
+    let run!: ReturnType<typeof auto.runCode>;
+    const unheard = `console.log('x'); report('p'); f(3); ${SPEND} console.log('y'); report('q'); export default 1;`;
+    run = auto.runCode(unheard, {
+      ...JS,
+      globals: { f: (x: number) => void seen.push(["f", x, runs(), [...run.reports]]) },
+    });
+    const unlistened = await run;
+    expect(comparable(unlistened)).toMatchObject({
+      logs: [
+        { level: "log", args: ["x"] },
+        { level: "log", args: ["y"] },
+      ],
+      reports: ["p", "q"],
+    });
+    expect(seen.slice(5)).toEqual([["f", 3, 1, ["p"]]]);
+  });
+
+  it("replays what a host function threw, and a promise it returned, without calling it again", async () => {
+    const runs = runsOnWorkers();
+    const called: string[] = [];
+    const globals = {
+      boom: () => {
+        called.push("boom");
+        throw new RangeError("no");
+      },
+      later: () => {
+        called.push("later");
+        return Promise.resolve(5);
+      },
+    };
+    const thrown = `let m; try { boom(); } catch (e) { m = e.name + ': ' + e.message; } ${SPEND} export default m;`;
+    expect(await auto.runCode(thrown, { ...JS, globals })).toMatchObject({
+      status: "success",
+      result: "RangeError: no",
+    });
+    const promised = "const p = later(); export default (await p) + 1;";
+    expect(await auto.runCode(promised, { ...JS, globals })).toMatchObject({ status: "success", result: 6 });
+    expect(called).toEqual(["boom", "later"]);
+    expect(runs()).toBe(2);
+  });
+
+  it("a stop during the replay ends the run without calling the host", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    let run!: ReturnType<typeof auto.runCode>;
+    const answer = Replay.prototype.answer;
+    vi.spyOn(Replay.prototype, "answer").mockImplementation(function (this: Replay, ...args) {
+      run.terminate("enough");
+      return answer.apply(this, args);
+    });
+    run = auto.runCode(`count(1); count(2); ${SPEND} count(3); export default 1;`, { ...JS, globals: { count: fn } });
+    expect(await run).toMatchObject({ status: "terminated", error: { message: "enough" } });
+    expect(calls).toEqual([
+      [[1], "attempt"],
+      [[2], "attempt"],
+    ]);
+    vi.restoreAllMocks();
+    expect(await auto.runCode(`${SPEND} export default count(4);`, { ...JS, globals: { count: fn } })).toMatchObject({
+      result: 3,
+    });
+  });
+
+  it("a re-run that does not repeat its attempt's calls fails rather than call the host again", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const answer = Replay.prototype.answer;
+    vi.spyOn(Replay.prototype, "answer").mockImplementation(function (this: Replay, fnId, args) {
+      return answer.call(this, fnId, [...args, "other"]);
+    });
+    const result = await auto.runCode(`count(1); ${SPEND} count(2); export default 1;`, {
+      ...JS,
+      globals: { count: fn },
+    });
+    expect(result).toMatchObject({
+      status: "error",
+      error: {
+        name: "InternalError",
+        message:
+          "The run did not repeat on a worker thread what it did on the caller's thread: its host call 1 was of function 0 there and of function 0 here, or with other arguments; the host was not called again",
+      },
+    });
+    expect(calls).toEqual([[[1], "attempt"]]);
   });
 });
