@@ -164,8 +164,11 @@ class Attempted implements StartedRun {
       next();
       return this.#resolve({ status: "terminated", error: this.#stopped });
     }
-    const { cpuTimeMs } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
-    const record = { calls: new HostCallRecord(request.functions), recording: Recording.attempt(this.#endAttempt) };
+    const { cpuTimeMs, fuel } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
+    const record = {
+      calls: new HostCallRecord(request.functions),
+      recording: Recording.attempt(this.#endAttempt, fuel),
+    };
     const attempt = this.#inThread(
       { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
       {

@@ -309,8 +309,9 @@ export class GuestBridge {
     const ctx = this.#ctx;
     try {
       // An attempt's calls are the caller's thread's work wherever the run is: its slice does not count them.
-      const paid = this.#run.recording?.recording
-        ? this.#limits.payBeyondCap(HOST_CALL_FUEL)
+      const { recording } = this.#run;
+      const paid = recording?.recording
+        ? this.#limits.payBeyondCap(HOST_CALL_FUEL, recording.fuelCap)
         : this.#limits.pay(HOST_CALL_FUEL);
       if (!paid) return this.#limits.stop === undefined ? undefined : this.#stopped();
       const id = ctx.getNumber(idHandle);

@@ -248,14 +248,16 @@ export class Limits {
   }
 
   /**
-   * As {@link pay}, for work the cap does not count: the run's `fuelUsed` includes it, its cap rises by it. An
-   * attempt on Node's caller's thread pays its host calls so (node/threads/in-thread-first.ts): its slice bounds the
-   * engine's own work, and the calls are the caller's thread's work wherever the run is.
+   * As {@link pay}, for work the cap does not count: the run's `fuelUsed` includes it, its cap rises by it, up to
+   * `most`. An attempt on Node's caller's thread pays its host calls so (node/threads/in-thread-first.ts): its slice
+   * bounds the engine's own work, the calls are the caller's thread's work wherever the run is, and `most` is the
+   * run's own cap.
    */
-  payBeyondCap(units: number): boolean {
-    this.#beyondCap += units;
+  payBeyondCap(units: number, most: number): boolean {
+    const raise = Math.min(units, Math.max(0, most - this.#fuelCap));
+    this.#beyondCap += raise;
     if (this.pay(units)) return true;
-    this.#beyondCap -= units;
+    this.#beyondCap -= raise;
     return false;
   }
 

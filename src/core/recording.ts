@@ -31,19 +31,26 @@ export class Recording {
    */
   readonly #refuse: (() => void) | undefined;
 
-  private constructor(replay: readonly Reading[], refuse: (() => void) | undefined) {
+  /**
+   * An attempt's: the run's own fuel cap, up to which its host calls' fees raise its slice (see
+   * `Limits.payBeyondCap`): past it the attempt ends, and its re-run stops where the cap says.
+   */
+  readonly fuelCap: number;
+
+  private constructor(replay: readonly Reading[], refuse: (() => void) | undefined, fuelCap: number) {
     this.#replay = replay;
     this.#refuse = refuse;
+    this.fuelCap = fuelCap;
   }
 
-  /** An attempt's recording; `refuse` ends the attempt (see {@link refuse}). */
-  static attempt(refuse: () => void): Recording {
-    return new Recording([], refuse);
+  /** An attempt's recording, of a run whose own cap is `fuelCap`; `refuse` ends the attempt (see {@link refuse}). */
+  static attempt(refuse: () => void, fuelCap: number): Recording {
+    return new Recording([], refuse, fuelCap);
   }
 
   /** A re-run's: `readings` replayed first. */
   static replay(readings: readonly Reading[]): Recording {
-    return new Recording(readings, undefined);
+    return new Recording(readings, undefined, 0);
   }
 
   /** Whether the run is an attempt, which records. */

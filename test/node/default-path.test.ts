@@ -97,6 +97,28 @@ describe("the default path", () => {
     }
   });
 
+  it("does not count host calls' fees against the slice, but against the run's own cap", async () => {
+    const safetyCap = { fuel: 1_500_000 };
+    const { runCode: capped } = createSandbox({ threads: "auto", safetyCap });
+    const { runCode: cappedThreads } = createSandbox({ threads: true, safetyCap });
+    const { runCode: cappedInThread } = createSandbox({ threads: false, safetyCap });
+    const options = { ...JS, globals: { add: (a: number, b: number) => a + b } };
+    const runs = runsOnWorkers();
+    // 500 calls: 850,000 units of fees, over twice the slice, and ~84,000 of the engine's.
+    const within = "let s = 0; for (let i = 0; i < 500; i++) s += add(i, 1); export default s;";
+    const result = comparable(await capped(within, options));
+    expect(result).toEqual(comparable(await cappedInThread(within, options)));
+    expect(result).toMatchObject({ status: "success", result: 125_250 });
+    expect(runs()).toBe(0);
+    // Past the run's own cap by fees alone: the attempt ends there, and the run stops on the worker as on threads.
+    const past = "let s = 0; for (let i = 0; i < 1000; i++) s += add(i, 1); export default s;";
+    const stopped = comparable(await capped(past, options));
+    expect(stopped).toEqual(comparable(await cappedThreads(past, options)));
+    expect(stopped).toMatchObject({ status: "terminated", error: { message: expect.stringContaining("1500000") } });
+    // The default path's hand-over, and the threaded sandbox's run.
+    expect(runs()).toBe(2);
+  });
+
   it("hands a run past its slice to a worker, where terminate() stops it; the caller's event loop keeps turning", async () => {
     const runs = runsOnWorkers();
     let ticks = 0;
