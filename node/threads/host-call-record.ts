@@ -1,6 +1,6 @@
 /**
- * The host calls of a run attempted on the caller's thread (in-thread-first.ts), recorded so that its re-run on a worker
- * is answered from the record instead of calling the host again: each host function is called once per call the
+ * The host calls of a run attempted on the caller's thread (in-thread-first.ts), recorded so that its re-run on a
+ * worker is answered from the record instead of calling the host again: each host function is called once per call the
  * guest made. The attempt's functions are recorders of the caller's, numbered alike (the functions a call returns to
  * the guest included, in the order the guest got them, as the re-run numbers them); the re-run's first calls are
  * checked against the record, function and arguments, and answered with what the attempt's guest got.
@@ -10,14 +10,17 @@ import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-
 
 type HostFunction = (...args: unknown[]) => unknown;
 
+/** How a re-run that went its own way fails. */
+export const UNREPEATED = "The run did not repeat on a worker thread what it did on the caller's thread";
+
 /** One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got. */
-export interface RecordedCall {
+interface RecordedCall {
   fn: number;
   args: Arguments;
   outcome: { returned: unknown } | { thrown: unknown };
 }
 
-/** Arguments as the record keeps them: primitives as they are, anything more as its encoding (see {@link argumentsOf}). */
+/** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
 type Arguments = { primitives: unknown[] } | { tape: string; buffers: Uint8Array[] };
 
 /** The attempt's function table: the caller's functions, each called through a recorder. */
@@ -29,9 +32,13 @@ export class HostCallRecord extends FunctionTable {
   /** Each function's recorder. */
   readonly #recorders = new Map<HostFunction, HostFunction>();
 
-  /** Numbers `functions`' recorders as `functions` numbers them. */
-  constructor(functions: FunctionTable) {
+  /** Calls a function for the guest (as the attempt's: see `Attempted` in in-thread-first.ts). */
+  readonly #calling: <T>(call: () => T) => T;
+
+  /** Numbers `functions`' recorders as `functions` numbers them; each call made through `calling`. */
+  constructor(functions: FunctionTable, calling: <T>(call: () => T) => T) {
     super();
+    this.#calling = calling;
     for (let id = 0; id < functions.size; id++) this.idOf(functions.get(id) as HostFunction);
   }
 
@@ -51,7 +58,7 @@ export class HostCallRecord extends FunctionTable {
       const call: RecordedCall = { fn: id, args: argumentsOf(args), outcome: { returned: undefined } };
       this.calls.push(call);
       try {
-        const returned = Reflect.apply(fn, undefined, args);
+        const returned = this.#calling(() => Reflect.apply(fn, undefined, args));
         call.outcome = { returned };
         if (returned instanceof Promise) this.settling.watch(this.calls.length - 1, returned);
         return returned;
@@ -92,7 +99,9 @@ export class Replay {
     this.#calls[at] = undefined;
     if (call.fn !== fn || !sameArguments(call.args, argumentsOf(args))) {
       return {
-        mismatch: `The run did not repeat on a worker thread what it did on the caller's thread: its host call ${at + 1} was of function ${call.fn} there and of function ${fn} here, or with other arguments; the host was not called again`,
+        mismatch:
+          `${UNREPEATED}: its host call ${at + 1} was of function ${call.fn} there and of function ${fn} here, ` +
+          "or with other arguments; the host was not called again",
       };
     }
     const { outcome } = call;

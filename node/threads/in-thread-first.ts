@@ -7,14 +7,15 @@
  * guest got from them (host-call-record.ts) and every other input a second run could read differently (its
  * `Math.random` seed, clocks and random bytes: core/recording.ts); the re-run on the worker is fed the record, so
  * its guest takes the same path, and its first calls are answered from the record rather than by the host: each host
- * function is called once per call the guest made. The slice counts the engine's own work, not the calls' fees:
- * the caller's thread serves a worker's synchronous calls too, and at a greater cost each. What the attempt cannot
- * record ends it: its `report` sink and `onLog` listener are stand-ins that end it instead of being called (the
- * worker's run calls them), and so does a wait for what the host settles (a host promise, `crypto.subtle`), whose
- * order a re-run could not repeat. The attempt's reports and logs are the caller's as it makes them (its host
- * functions may read the reports), and the re-run's same first ones are not kept again. Attempts take turns, one at a time, each
- * after a turn of the caller's event loop: runs at once neither hold the loop longer than a slice each nor take an
- * instance each.
+ * function is called once per call the guest made. The slice counts the engine's own work, not the calls' fees (up
+ * to the run's own cap): the caller's thread serves a worker's synchronous calls too, and at a greater cost each.
+ * What the attempt cannot record ends it: its `report` sink and `onLog` listener are stand-ins that end it instead
+ * of being called (the worker's run calls them), and so does a wait for what the host settles (a host promise,
+ * `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
+ * with it. The attempt's reports and logs are the caller's as it makes them (its host
+ * functions may read the reports), and the re-run's same first ones are not kept again. Attempts take turns, one at
+ * a time, each after a turn of the caller's event loop: runs at once neither hold the loop longer than a slice each
+ * nor take an instance each.
  * @module
  */
 import {
@@ -32,7 +33,7 @@ import {
   type Tape,
 } from "../../src/core/runner-port.js";
 import { HostCallRecord, Replay } from "./host-call-record.js";
-import { hostCaller } from "./pool.js";
+import { hostCaller, type Nested } from "./pool.js";
 import { readyInstance } from "./ready-instance.js";
 import { onThreads } from "./remote-run.js";
 
@@ -57,6 +58,9 @@ export function inThreadFirst(inThread: Runner): Runner {
     if (hostCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
       return onThreads(context, request, channel);
     }
+    // A run started by a host function an attempt calls goes to a worker too, and ends with the run that started it.
+    const parent = calling;
+    if (parent !== undefined) return parent.adopt(onThreads(context, request, channel));
     // A run whose own cap is within the slice can never hold the caller's thread longer: it runs there whole.
     if (runSafetyCap(context.safetyCap, request.options.timeoutMs).fuel <= SLICE_FUEL) {
       return inThread(context, request, channel);
@@ -70,6 +74,9 @@ function holdsPromises({ values, args }: PreparedRun): boolean {
   const promise = (item: Tape["side"][number]) => item.kind === "promise";
   return values.side.some(promise) || args.side.some(promise);
 }
+
+/** The attempt whose host function the caller's thread is calling, if any. */
+let calling: Attempted | undefined;
 
 /** Attempts waiting for the caller's thread, the first come first. */
 const waiting: Attempted[] = [];
@@ -103,6 +110,9 @@ class Attempted implements StartedRun {
   #resolve!: (ending: Ending) => void;
   /** The attempt, then the run on a worker once it is handed over. */
   #run: StartedRun | undefined;
+  /** Runs the attempt's host functions started that are not over, and whether this run is: they end with it. */
+  readonly #nested = new Set<StartedRun & Nested>();
+  #over = false;
   /** Whether the attempt reached something the caller would see: it ends, and the run goes to a worker. */
   #observable = false;
   /**
@@ -119,7 +129,11 @@ class Attempted implements StartedRun {
     this.#channel = channel;
     this.#inThread = inThread;
     this.ended = new Promise((resolve) => {
-      this.#resolve = resolve;
+      this.#resolve = (ending) => {
+        resolve(ending);
+        this.#over = true;
+        for (const run of this.#nested) run.orphan();
+      };
     });
     if (busy) waiting.push(this);
     else {
@@ -139,6 +153,27 @@ class Attempted implements StartedRun {
   get memoryUsedBytes(): number | undefined {
     return this.#run?.memoryUsedBytes;
   }
+
+  /** Ends `run`, started by one of this run's host functions, with this run. */
+  adopt(run: StartedRun & Nested): StartedRun {
+    if (this.#over) run.orphan();
+    else {
+      this.#nested.add(run);
+      void run.ended.then(() => this.#nested.delete(run));
+    }
+    return run;
+  }
+
+  /** Calls `call` as this attempt's host call: runs it starts are this run's (see {@link adopt}). */
+  readonly #calling = <T>(call: () => T): T => {
+    const outer = calling;
+    calling = this;
+    try {
+      return call();
+    } finally {
+      calling = outer;
+    }
+  };
 
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
@@ -166,7 +201,7 @@ class Attempted implements StartedRun {
     }
     const { cpuTimeMs, fuel } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
     const record = {
-      calls: new HostCallRecord(request.functions),
+      calls: new HostCallRecord(request.functions, this.#calling),
       recording: Recording.attempt(this.#endAttempt, fuel),
     };
     const attempt = this.#inThread(

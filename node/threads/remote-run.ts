@@ -27,7 +27,7 @@ import {
 } from "../../src/core/runner-port.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
-import type { Replay } from "./host-call-record.js";
+import { type Replay, UNREPEATED } from "./host-call-record.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
@@ -63,7 +63,7 @@ export function onThreads(
   request: PreparedRun,
   channel: RunChannel,
   attempted?: Attempted,
-): StartedRun {
+): StartedRun & Nested {
   return new RemoteRun(context, request, channel, attempted);
 }
 
@@ -85,8 +85,7 @@ function settingsOf(context: RunContext): { id: number; settings: ThreadSettings
 }
 
 /** How a re-run that ended short of its attempt's host calls fails (see `RemoteRun.receive`). */
-const UNREPEATED =
-  "The run did not repeat on a worker thread what it did on the caller's thread: it ended before the host calls its attempt made";
+const ENDED_SHORT = `${UNREPEATED}: it ended before the host calls its attempt made`;
 
 /** How a nested run ends when the run that started it is over. */
 const ORPHANED: Ending = { status: "terminated", error: ORPHANED_ERROR };
@@ -260,7 +259,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
         this.#fuelUsed = fuelUsed;
         // A re-run that succeeded short of its attempt's calls went its own way: the host saw calls it did not make.
         if (status === "success" && this.#replay !== undefined) {
-          this.#end(internalFailure(UNREPEATED));
+          this.#end(internalFailure(ENDED_SHORT));
           break;
         }
         this.#end(

@@ -450,6 +450,27 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(2);
   });
 
+  it("a run a host function starts during the attempt goes to a worker, and ends with the run that started it", async () => {
+    const runs = runsOnWorkers();
+    const started: ReturnType<typeof auto.runCode>[] = [];
+    const start = () => started.push(auto.runCode("for (;;) {}", JS));
+    expect(await auto.runCode("start(); export default 2;", { ...JS, globals: { start } })).toMatchObject({
+      status: "success",
+      result: 2,
+    });
+    expect(await started[0]).toMatchObject({
+      status: "terminated",
+      error: { message: "Execution terminated: the run that started it has ended" },
+    });
+    const twice = async (n: number) => (await auto.runCode(`export default ${n} * 2;`, JS)).result;
+    expect(await auto.runCode("export default await twice(3);", { ...JS, globals: { twice } })).toMatchObject({
+      status: "success",
+      result: 6,
+    });
+    // The nested runs, and the run that awaited one, handed over at its wait.
+    expect(runs()).toBe(3);
+  });
+
   it("a stop during the replay ends the run without calling the host", async () => {
     const runs = runsOnWorkers();
     const { fn, calls } = counter(runs);
