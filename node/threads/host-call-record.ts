@@ -1,9 +1,10 @@
 /**
  * The host calls of a run attempted on the caller's thread (in-thread-first.ts), recorded so that its re-run on a
  * worker is answered from the record instead of calling the host again: each host function is called once per call the
- * guest made. The attempt's functions are recorders of the caller's, numbered alike (the functions a call returns to
- * the guest included, in the order the guest got them, as the re-run numbers them); the re-run's first calls are
- * checked against the record, function and arguments, and answered with what the attempt's guest got.
+ * guest made. The attempt's table numbers the caller's functions as the run's does (the functions a call returns to
+ * the guest included, in the order the guest got them, as the re-run numbers them), and the guest's calls go through
+ * recorders; the re-run's first calls are checked against the record, function and arguments, and answered with what
+ * the attempt's guest got.
  * @module
  */
 import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-port.js";
@@ -23,32 +24,32 @@ interface RecordedCall {
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
 type Arguments = { primitives: unknown[] } | { tape: string; buffers: Uint8Array[] };
 
-/** The attempt's function table: the caller's functions, each called through a recorder. */
+/**
+ * The attempt's function table: the caller's functions, numbered alike, each called by the guest through a recorder
+ * (the functions themselves cross to the host, as arguments, and to the guest).
+ */
 export class HostCallRecord extends FunctionTable {
   /** The calls so far, in order. */
   readonly calls: RecordedCall[] = [];
   /** The order in which the promises the calls returned settle. */
   readonly settling = new SettleOrder();
-  /** Each function's recorder. */
-  readonly #recorders = new Map<HostFunction, HostFunction>();
-
+  /** Each function's recorder, by number, made at its first call. */
+  readonly #recorders: HostFunction[] = [];
   /** Calls a function for the guest (as the attempt's: see `Attempted` in in-thread-first.ts). */
   readonly #calling: <T>(call: () => T) => T;
 
-  /** Numbers `functions`' recorders as `functions` numbers them; each call made through `calling`. */
+  /** Numbers `functions` as `functions` numbers them; each call made through `calling`. */
   constructor(functions: FunctionTable, calling: <T>(call: () => T) => T) {
     super();
     this.#calling = calling;
     for (let id = 0; id < functions.size; id++) this.idOf(functions.get(id) as HostFunction);
   }
 
-  override idOf(fn: HostFunction): number {
-    let recorder = this.#recorders.get(fn);
-    if (recorder === undefined) {
-      recorder = this.#recorderOf(fn, this.size);
-      this.#recorders.set(fn, recorder);
-    }
-    return super.idOf(recorder);
+  override callee(id: number): HostFunction | undefined {
+    const fn = this.get(id);
+    if (fn === undefined) return undefined;
+    this.#recorders[id] ??= this.#recorderOf(fn, id);
+    return this.#recorders[id];
   }
 
   /** Calls `fn` (numbered `id`) for the guest and records the call. */

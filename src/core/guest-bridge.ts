@@ -322,7 +322,7 @@ export class GuestBridge {
         values.push(value);
       }
       const { relay } = this.#run;
-      if (relay === undefined) return this.#callHost(this.#run.functions.get(id), values);
+      if (relay === undefined) return this.#callHost(this.#run.functions.callee(id), values);
       const tape = `["a",0,[${values.map(encodePrimitive).join(",")}]]`;
       return this.#callHost(relay.call as HostFunction, [id, { tape, side: [] } satisfies Tape<ArrayBuffer>]);
     } catch (fault) {
@@ -342,7 +342,7 @@ export class GuestBridge {
       return this.#callHost(relay.call as HostFunction, [id, tape]);
     }
     const values = this.#read(encoded.value, (text, side) => this.#decode(text, this.#buffersOf(side)));
-    return this.#callHost(this.#run.functions.get(id), values as unknown[]);
+    return this.#callHost(this.#run.functions.callee(id), values as unknown[]);
   }
 
   /** The guest's `Intl` request (see core/intl.ts), paid before the host's `Intl` answers; what it throws, thrown. */

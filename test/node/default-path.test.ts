@@ -471,6 +471,15 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(3);
   });
 
+  it("hands the host its own functions back, as in-thread", async () => {
+    const runs = runsOnWorkers();
+    const mine = () => 1;
+    const globals = { make: () => mine, same: (fn: unknown) => fn === mine };
+    const source = "const f = make(); export default [same(f), f(), same(make)];";
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ result: [true, 1, false] });
+    expect(runs()).toBe(0);
+  });
+
   it("a stop during the replay ends the run without calling the host", async () => {
     const runs = runsOnWorkers();
     const { fn, calls } = counter(runs);
