@@ -308,9 +308,9 @@ export class GuestBridge {
   readonly call = (idHandle: QuickJSHandle, args: QuickJSHandle[]): Answer => {
     const ctx = this.#ctx;
     try {
-      // An attempt's calls are the caller's thread's work wherever the run is: its slice does not count them.
+      // An attempt's calls are the caller's thread's work wherever the run is: its slice does not count its first ones.
       const { recording } = this.#run;
-      const paid = recording?.recording
+      const paid = recording?.beyondSlice()
         ? this.#limits.payBeyondCap(HOST_CALL_FUEL, recording.fuelCap)
         : this.#limits.pay(HOST_CALL_FUEL);
       if (!paid) return this.#limits.stop === undefined ? undefined : this.#stopped();

@@ -36,21 +36,39 @@ export class Recording {
    * `Limits.payBeyondCap`): past it the attempt ends, and its re-run stops where the cap says.
    */
   readonly fuelCap: number;
+  /** An attempt's: how many more of its host calls' fees raise its slice rather than count against it. */
+  #callsBeyondSlice: number;
 
-  private constructor(replay: readonly Reading[], refuse: (() => void) | undefined, fuelCap: number) {
+  private constructor(
+    replay: readonly Reading[],
+    refuse: (() => void) | undefined,
+    fuelCap: number,
+    callsBeyondSlice: number,
+  ) {
     this.#replay = replay;
     this.#refuse = refuse;
     this.fuelCap = fuelCap;
+    this.#callsBeyondSlice = callsBeyondSlice;
   }
 
-  /** An attempt's recording, of a run whose own cap is `fuelCap`; `refuse` ends the attempt (see {@link refuse}). */
-  static attempt(refuse: () => void, fuelCap: number): Recording {
-    return new Recording([], refuse, fuelCap);
+  /**
+   * An attempt's recording, of a run whose own cap is `fuelCap`, the fees of whose first `calls` host calls do not
+   * count against its slice; `refuse` ends the attempt (see {@link refuse}).
+   */
+  static attempt(refuse: () => void, fuelCap: number, calls: number): Recording {
+    return new Recording([], refuse, fuelCap, calls);
   }
 
   /** A re-run's: `readings` replayed first. */
   static replay(readings: readonly Reading[]): Recording {
-    return new Recording(readings, undefined, 0);
+    return new Recording(readings, undefined, 0, 0);
+  }
+
+  /** Whether the fee of the host call about to be made raises the attempt's slice (one of its first calls). */
+  beyondSlice(): boolean {
+    if (this.#callsBeyondSlice === 0) return false;
+    this.#callsBeyondSlice--;
+    return true;
   }
 
   /** Whether the run is an attempt, which records. */

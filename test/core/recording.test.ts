@@ -7,7 +7,7 @@ import { Recording } from "../../src/core/recording.js";
 
 describe("Recording", () => {
   it("an attempt records each reading in order; its re-run reads them back, then reads live", () => {
-    const attempt = Recording.attempt(() => {}, 1_000);
+    const attempt = Recording.attempt(() => {}, 1_000, 0);
     let clock = 10;
     const bytes = new Uint8Array([1, 2, 3]);
     expect(attempt.read("seed", () => [1, 2, 3, 4])).toEqual([1, 2, 3, 4]);
@@ -35,9 +35,15 @@ describe("Recording", () => {
     expect(rerun.read("date", () => 100)).toBe(100);
   });
 
+  it("an attempt's first calls are paid beyond its slice, the later ones not", () => {
+    const attempt = Recording.attempt(() => {}, 1_000, 2);
+    expect([attempt.beyondSlice(), attempt.beyondSlice(), attempt.beyondSlice()]).toEqual([true, true, false]);
+    expect(Recording.replay([]).beyondSlice()).toBe(false);
+  });
+
   it("only an attempt refuses what it cannot record, ending itself", () => {
     let ended = 0;
-    expect(Recording.attempt(() => ended++, 1_000).refuse()).toBe(true);
+    expect(Recording.attempt(() => ended++, 1_000, 0).refuse()).toBe(true);
     expect(ended).toBe(1);
     expect(Recording.replay([]).refuse()).toBe(false);
     expect(Recording.replay([]).recording).toBe(false);

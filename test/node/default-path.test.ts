@@ -7,9 +7,10 @@
  */
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createSandbox, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
+import { createSandbox, SLICE_CALLS, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
 import { Replay } from "../../node/threads/host-call-record.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
+import { HOST_CALL_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
 
@@ -147,8 +148,8 @@ describe("the default path", () => {
     await vi.waitFor(() => expect(runs()).toBe(1), { timeout: HANG_MS });
     run.terminate();
     expect((await run).status).toBe("terminated");
-    // The slice does not count the host calls' fees, but each call is the engine's work too (~80-150 units). The
-    // worker's calls are served by the caller's thread in slices of its clock: it moves again once the worker calls.
+    // The slice does not count the first host calls' fees, but each call is the engine's work too. The worker's
+    // calls are served by the caller's thread in slices of its clock: it moves again once the worker calls.
     let attempted = 0;
     const f = () => {
       if (runs() === 1) attempted++;
@@ -158,8 +159,9 @@ describe("the default path", () => {
     await vi.waitFor(() => expect(runs()).toBe(2), { timeout: HANG_MS });
     calling.terminate();
     expect((await calling).status).toBe("terminated");
-    expect(attempted).toBeGreaterThan(0);
-    expect(attempted).toBeLessThan(SLICE_FUEL / 50);
+    // Past its first SLICE_CALLS, each call's fee counts against the slice too.
+    expect(attempted).toBeGreaterThan(SLICE_CALLS);
+    expect(attempted).toBeLessThanOrEqual(SLICE_CALLS + SLICE_FUEL / HOST_CALL_FUEL);
   });
 
   it("calls each host function, sink and listener once, on the worker the run went on to, with nothing of the attempt", async () => {
