@@ -26,7 +26,7 @@ import { loadSwc } from "./swc.js";
 import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
-export { SLICE_FUEL } from "./threads/in-thread-first.js";
+export { SLICE_CALLS, SLICE_FUEL } from "./threads/in-thread-first.js";
 export { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
 export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
 
@@ -45,10 +45,11 @@ export interface NodeSandboxOptions extends SandboxOptions {
   /**
    * Where runs execute (default {@link THREADS_BY_DEFAULT}). `true`: on the worker threads of the process's pool:
    * `terminate()` and the safety cap stop any guest work within 50 ms, and guest code never blocks the caller's event
-   * loop. `"auto"`: each run first on the caller's thread, for {@link SLICE_FUEL} units of fuel at most (~2 ms), and
-   * on a worker thread, from the start, when it needs more or calls the host (its functions, a `report` sink, an
-   * `onLog` listener), waits for a timer or makes requests: short runs cost what they do in-thread, long ones stop as
-   * on threads. Host functions and `report` run on the caller's thread either way. `false`: on the caller's thread
+   * loop. `"auto"`: each run first on the caller's thread, for {@link SLICE_FUEL} units of fuel at most (~2 ms; the
+   * fees of its first {@link SLICE_CALLS} synchronous host calls not counted), and on a worker thread, from the start
+   * and fed what the attempt's guest got from the host, when it needs more, calls a `report` sink or an `onLog`
+   * listener, waits for the host or a timer, or makes requests: short runs cost what they do in-thread, long ones
+   * stop as on threads. Host functions and `report` run on the caller's thread either way, once per call. `false`: on the caller's thread
    * only, as the core runs on Workers and in browsers. `clock`, `interrupted`, `onLog`, `transpiler` and `pool` need
    * `threads: false`.
    */

@@ -3,22 +3,30 @@
  * there if it ends within it; a run that would go on past the slice, or do what the caller could observe, is handed
  * to a worker thread (remote-run.ts) and run there again from the start. The slice is the run's safety cap lowered to
  * {@link SLICE_FUEL}, so the engine's meter ends it where clocks stand still, and a timer the slice cannot pay for
- * stops it before it waits. The attempt leaves nothing behind: its host functions, `report` sink and `onLog` listener
- * are stand-ins that end it instead of being called, its reports and logs are kept apart, so the run on the worker
- * is the first the caller sees. Guest code given the same inputs does the same (`Math.random` and the clock aside,
- * which nobody saw), so the result is the one the worker would have given. Attempts take turns, one at a time, each
- * after a turn of the caller's event loop, round robin by tenant (attempt-turns.ts): runs at once neither hold the
- * loop longer than a slice each nor take an instance each, and one tenant's backlog does not hold up another's. A run
- * handed over tells what its attempt spent as its result's `fuelRedone`, the work its host charges besides
- * `fuelUsed`.
+ * stops it before it waits. The attempt calls the caller's synchronous host functions for real, and records what its
+ * guest got from them (host-call-record.ts) and every other input a second run could read differently (its
+ * `Math.random` seed, clocks and random bytes: core/recording.ts); the re-run on the worker is fed the record, so
+ * its guest takes the same path, and its first calls are answered from the record rather than by the host: each host
+ * function is called once per call the guest made. The slice counts the engine's own work, not the fees of its first
+ * {@link SLICE_CALLS} calls (up to the run's own cap): the caller's thread serves a worker's synchronous calls too,
+ * and at a greater cost each.
+ * What the attempt cannot record ends it: its `report` sink and `onLog` listener are stand-ins that end it instead
+ * of being called (the worker's run calls them), and so does a wait for what the host settles (a host promise,
+ * `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
+ * with it. The attempt's reports and logs are the caller's as it makes them (its host
+ * functions may read the reports), and the re-run's same first ones are not kept again. Attempts take turns, one at
+ * a time, each after a turn of the caller's event loop, round robin by tenant (attempt-turns.ts): runs at once
+ * neither hold the loop longer than a slice each nor take an instance each, and one tenant's backlog does not hold up
+ * another's. A run handed over tells what its attempt spent as its result's `fuelRedone`, the work its host charges
+ * besides `fuelUsed`.
  * @module
  */
 import {
   type CodeExecutionError,
   type CodeExecutionLog,
   type Ending,
-  FunctionTable,
   type PreparedRun,
+  Recording,
   type RunChannel,
   type RunContext,
   type Runner,
@@ -28,7 +36,8 @@ import {
   type Tape,
 } from "../../src/core/runner-port.js";
 import { AttemptTurns } from "./attempt-turns.js";
-import { hostCaller } from "./pool.js";
+import { HostCallRecord, Replay } from "./host-call-record.js";
+import { hostCaller, type Nested } from "./pool.js";
 import { readyInstance } from "./ready-instance.js";
 import { onThreads } from "./remote-run.js";
 
@@ -38,6 +47,13 @@ import { onThreads } from "./remote-run.js";
  * the slowest rate measured over the fuel catalogue (5.1 ms per 10^6). A trivial run spends ~19,000 units.
  */
 export const SLICE_FUEL = 400_000;
+
+/**
+ * Synchronous host calls of an attempt whose fees its slice does not count (see the module comment): with the
+ * engine's work of each (76-168 units by the calls measured), at 7-13 us a call on the caller's thread, 10-20 ms of
+ * its event loop at most; enough for the bench's 1,000 calls of a small function to stay on the caller's thread.
+ */
+export const SLICE_CALLS = 1_500;
 
 /** What a run's attempt was given instead of the caller's functions throws in the guest, if the guest is still on. */
 const HANDED_OVER: CodeExecutionError = {
@@ -53,6 +69,9 @@ export function inThreadFirst(inThread: Runner): Runner {
     if (hostCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
       return onThreads(context, request, channel);
     }
+    // A run started by a host function an attempt calls goes to a worker too, and ends with the run that started it.
+    const parent = calling;
+    if (parent !== undefined) return parent.adopt(onThreads(context, request, channel));
     // A run whose own cap is within the slice can never hold the caller's thread longer: it runs there whole.
     if (runSafetyCap(context.safetyCap, request.options.timeoutMs).fuel <= SLICE_FUEL) {
       return inThread(context, request, channel);
@@ -69,10 +88,19 @@ function holdsPromises({ values, args }: PreparedRun): boolean {
   return values.side.some(promise) || args.side.some(promise);
 }
 
+/** The attempt whose host function the caller's thread is calling, if any. */
+let calling: Attempted | undefined;
+
 /** The caller's thread's turns between attempts. */
 const turns = new AttemptTurns<Attempted>();
 /** Gives the caller's thread to the next attempt after a turn of its event loop (see {@link AttemptTurns.next}). */
 const next = () => turns.next();
+
+/** What an attempt records for its re-run: its host calls, and the other inputs a re-run could read differently. */
+interface AttemptRecord {
+  calls: HostCallRecord;
+  recording: Recording;
+}
 
 /** A run attempted on the caller's thread, then, if need be, run on a worker. */
 class Attempted implements StartedRun {
@@ -84,12 +112,16 @@ class Attempted implements StartedRun {
   #resolve!: (ending: Ending) => void;
   /** The attempt, then the run on a worker once it is handed over. */
   #run: StartedRun | undefined;
-  /** The attempt's reports, the caller's once the attempt's result or stop is. */
-  readonly #reports: unknown[] = [];
-  /** Whether the run went on to a worker. */
-  #handedOver = false;
+  /** Runs the attempt's host functions started that are not over, and whether this run is: they end with it. */
+  readonly #nested = new Set<StartedRun & Nested>();
+  #over = false;
   /** Whether the attempt reached something the caller would see: it ends, and the run goes to a worker. */
   #observable = false;
+  /**
+   * Whether the `onLog` listener's stand-in ended the attempt: the entry it was not called for, the attempt's last,
+   * is the worker's to make. So is a report the sink's stand-in was not called for.
+   */
+  #listened = false;
   /** How the caller stopped the run, if it did. */
   #stopped: CodeExecutionError | undefined;
   /** What the attempt spent, once the run went on to a worker. */
@@ -101,7 +133,11 @@ class Attempted implements StartedRun {
     this.#channel = channel;
     this.#inThread = inThread;
     this.ended = new Promise((resolve) => {
-      this.#resolve = resolve;
+      this.#resolve = (ending) => {
+        resolve(ending);
+        this.#over = true;
+        for (const run of this.#nested) run.orphan();
+      };
     });
     turns.take(request.tenant, this);
   }
@@ -122,6 +158,27 @@ class Attempted implements StartedRun {
     return this.#fuelRedone;
   }
 
+  /** Ends `run`, started by one of this run's host functions, with this run. */
+  adopt(run: StartedRun & Nested): StartedRun {
+    if (this.#over) run.orphan();
+    else {
+      this.#nested.add(run);
+      void run.ended.then(() => this.#nested.delete(run));
+    }
+    return run;
+  }
+
+  /** Calls `call` as this attempt's host call: runs it starts are this run's (see {@link adopt}). */
+  readonly #calling = <T>(call: () => T): T => {
+    const outer = calling;
+    calling = this;
+    try {
+      return call();
+    } finally {
+      calling = outer;
+    }
+  };
+
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
     this.#stopped = error;
@@ -129,7 +186,6 @@ class Attempted implements StartedRun {
       this.#resolve({ status: "terminated", error });
       return;
     }
-    if (!this.#handedOver) this.#channel.reports.push(...this.#reports);
     this.#run?.stop(error);
   }
 
@@ -145,33 +201,42 @@ class Attempted implements StartedRun {
       next();
       return this.#resolve({ status: "terminated", error: this.#stopped });
     }
-    const { cpuTimeMs } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
+    const { cpuTimeMs, fuel } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
+    const record = {
+      calls: new HostCallRecord(request.functions, this.#calling),
+      recording: Recording.attempt(this.#endAttempt, fuel, SLICE_CALLS),
+    };
     const attempt = this.#inThread(
       { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
       {
         ...request,
-        functions: this.#standIns(request.functions),
-        report: request.report && this.#standIn,
+        functions: record.calls,
+        recording: record.recording,
+        report: request.report && this.#reportStandIn,
         onLog: request.onLog && this.#standIn,
       },
-      { reports: this.#reports, settled: () => this.#observable || this.#channel.settled() },
+      { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
     );
     this.#run = attempt;
     const ending = await attempt.ended;
     next();
     if (this.#stopped !== undefined || this.#channel.settled()) return this.#resolve(ending);
     const stop = safetyCapStopOf(ending.error);
-    if (this.#observable || (stop?.limit === "fuel" && stop.value === SLICE_FUEL)) return this.#handOver();
-    this.#channel.reports.push(...this.#reports);
+    if (this.#observable || (stop?.limit === "fuel" && stop.value === SLICE_FUEL))
+      return this.#handOver(record, attempt.logs);
     this.#resolve(ending);
   }
 
-  /** The run, from the start, on a worker thread. */
-  #handOver(): void {
-    this.#handedOver = true;
+  /** The run, from the start, on a worker thread, fed the attempt's record. */
+  #handOver({ calls, recording }: AttemptRecord, logs: readonly CodeExecutionLog[]): void {
     let run: StartedRun;
     try {
-      run = onThreads(this.#context, this.#request, this.#channel);
+      run = onThreads(this.#context, this.#request, this.#channel, {
+        calls: new Replay(calls),
+        readings: recording.readings,
+        reports: this.#channel.reports.length,
+        logs: logs.slice(0, this.#listened ? logs.length - 1 : logs.length),
+      });
     } catch (full) {
       // The workers' queue is full (see MAX_QUEUED_RUNS): the run cannot go on.
       const { name, message } = full as Error;
@@ -183,17 +248,23 @@ class Attempted implements StartedRun {
     void run.ended.then(this.#resolve);
   }
 
-  /** Ends the attempt where the guest would reach the caller: in place of a host function, the sink, the listener. */
-  readonly #standIn = (): never => {
+  /** Ends the attempt: the run goes on on a worker. */
+  readonly #endAttempt = (): void => {
     this.#observable = true;
     this.#run?.stop(HANDED_OVER);
+  };
+
+  /** Ends the attempt where the guest would reach the caller: in place of the `onLog` listener. */
+  readonly #standIn = (): never => {
+    this.#listened = true;
+    this.#endAttempt();
     throw new Error(HANDED_OVER.message);
   };
 
-  /** `functions` numbered alike, each a {@link #standIn}. */
-  #standIns(functions: FunctionTable): FunctionTable {
-    const standIns = new FunctionTable();
-    for (let id = 0; id < functions.size; id++) standIns.idOf(() => this.#standIn());
-    return standIns;
-  }
+  /** As {@link #standIn}, in place of the `report` sink. */
+  readonly #reportStandIn = (): never => {
+    this.#channel.reports.pop();
+    this.#endAttempt();
+    throw new Error(HANDED_OVER.message);
+  };
 }

@@ -10,6 +10,7 @@ import type {
   CodeExecutionError,
   CodeExecutionLog,
   CodeExecutionStatus,
+  Reading,
   RunOptions,
   Tape,
   ThreadSettings,
@@ -110,6 +111,8 @@ export type ToWorker =
       /** `[globals, imports]`. */
       values: Tape<ArrayBuffer | number>;
       args: Tape<ArrayBuffer | number>;
+      /** The readings of the run's attempt on the caller's thread, replayed first (see core/recording.ts). */
+      readings?: Reading[];
     }
   /** Promises of the caller settled since the last of these, in the order they settled. */
   | { kind: "settle"; run: number; settled: Settlement[] }

@@ -16,9 +16,9 @@ import {
   internalFailure,
   ORPHANED as ORPHANED_ERROR,
   type PreparedRun,
+  type Reading,
   type RunChannel,
   type RunContext,
-  type Runner,
   runSafetyCap,
   type StartedRun,
   type Tape,
@@ -27,6 +27,7 @@ import {
 } from "../../src/core/runner-port.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
+import { type Replay, UNREPEATED } from "./host-call-record.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
@@ -44,8 +45,27 @@ export const STOP_GRACE_MS = 20;
  */
 export const WATCHDOG_MARGIN_MS = 250;
 
-/** Runs each run on a worker thread of the process's pool. */
-export const onThreads: Runner = (context, request, channel) => new RemoteRun(context, request, channel);
+/** What a run attempted on the caller's thread hands to its re-run (in-thread-first.ts). */
+interface Attempted {
+  /** Its host calls, answered from the record. */
+  calls: Replay;
+  /** Its other inputs (core/recording.ts), replayed on the worker. */
+  readings: Reading[];
+  /** How many reports it made: the caller has them, and the re-run's same first reports are not kept again. */
+  reports: number;
+  /** Its logs: the run's first, and the re-run's same first entries are not kept again. */
+  logs: CodeExecutionLog[];
+}
+
+/** Runs each run on a worker thread of the process's pool; an attempted run's re-run, fed the attempt's record. */
+export function onThreads(
+  context: RunContext,
+  request: PreparedRun,
+  channel: RunChannel,
+  attempted?: Attempted,
+): StartedRun & Nested {
+  return new RemoteRun(context, request, channel, attempted);
+}
 
 type RunMessage = Extract<ToWorker, { kind: "run" }>;
 
@@ -64,6 +84,9 @@ function settingsOf(context: RunContext): { id: number; settings: ThreadSettings
   return known;
 }
 
+/** How a re-run that ended short of its attempt's host calls fails (see `RemoteRun.receive`). */
+const ENDED_SHORT = `${UNREPEATED}: it ended before the host calls its attempt made`;
+
 /** How a nested run ends when the run that started it is over. */
 const ORPHANED: Ending = { status: "terminated", error: ORPHANED_ERROR };
 
@@ -80,7 +103,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   readonly #channel: RunChannel;
   readonly #crossing: Crossing;
   /** The run's `console` entries, as they arrive: a stopped run settles with those made so far, as in the core. */
-  readonly #logs: CodeExecutionLog[] = [];
+  readonly #logs: CodeExecutionLog[];
   readonly #message: Omit<RunMessage, "wasm" | "settings" | "alone">;
   /** The compiled QuickJS wasm, and SWC's for TypeScript: compiled while the run waits for a worker. */
   readonly #compiled: Promise<{ module: WebAssembly.Module; swc: WebAssembly.Module | undefined }>;
@@ -101,9 +124,14 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   #posted = false;
   #grace: ReturnType<typeof setTimeout> | undefined;
   #watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** The attempt's host calls, while the re-run has recorded calls to make. */
+  #replay: Replay | undefined;
+  /** The attempt's reports and logs the re-run has yet to make again (see `Attempted`). */
+  #reportsMade: number;
+  #logsMade: number;
 
   /** Throws a `RangeError` when the queue is full or runs nest too deep. */
-  constructor(context: RunContext, request: PreparedRun, channel: RunChannel) {
+  constructor(context: RunContext, request: PreparedRun, channel: RunChannel, attempted?: Attempted) {
     // Only runs of this module call host functions here.
     const caller = hostCaller() as RemoteRun | undefined;
     this.depth = caller === undefined ? 0 : caller.depth + 1;
@@ -126,7 +154,12 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
       listened: request.onLog !== undefined,
       values: this.#crossing.cross(request.values),
       args: this.#crossing.cross(request.args),
+      ...(attempted === undefined ? {} : { readings: attempted.readings }),
     };
+    this.#replay = attempted?.calls.pending ? attempted.calls : undefined;
+    this.#reportsMade = attempted?.reports ?? 0;
+    this.#logs = attempted?.logs ?? [];
+    this.#logsMade = this.#logs.length;
     const typescript = request.options.language === "typescript";
     this.#compiled = Promise.all([context.wasm(), typescript ? swcModule() : undefined]).then(([module, swc]) => {
       if (module === undefined) throw new TypeError("The threaded sandbox needs the QuickJS wasm (settings.wasm)");
@@ -154,6 +187,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
 
   /** Ends the run with `ending` (the first ending wins), and the runs nested under it with it. */
   #end(ending: Ending): void {
+    this.#replay = undefined;
     this.#resolve(ending);
     if (this.#caller !== undefined) this.#caller.#nested.delete(this);
     this.#orphanNested();
@@ -214,7 +248,8 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     if (message.run !== this.#id) return;
     switch (message.kind) {
       case "log":
-        if (!this.#channel.settled()) this.#logs.push(this.#logEntry(message));
+        if (this.#logsMade > 0) this.#logsMade--;
+        else if (!this.#channel.settled()) this.#logs.push(this.#logEntry(message));
         break;
       case "done": {
         this.#clearTimers();
@@ -222,6 +257,11 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
         const { status, error, result, memoryUsedBytes, fuelUsed } = message;
         this.#memoryUsedBytes = memoryUsedBytes;
         this.#fuelUsed = fuelUsed;
+        // A re-run that succeeded short of its attempt's calls went its own way: the host saw calls it did not make.
+        if (status === "success" && this.#replay !== undefined) {
+          this.#end(internalFailure(ENDED_SHORT));
+          break;
+        }
         this.#end(
           status === "success" ? this.#decoded(result as Tape<ArrayBuffer>) : { status, ...(error && { error }) },
         );
@@ -292,8 +332,14 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     }
     const report = request.op === "report";
     const log = request.op === "log";
+    if (report && this.#reportsMade > 0) {
+      // Made again by the re-run: an attempt that made it had no sink to call (its first report ended it).
+      this.#reportsMade--;
+      return { ok: true, value: crossing.encode(undefined) };
+    }
     if (report) this.#channel.reports.push(args[0]);
     if (log) this.#logs.push(args[0] as CodeExecutionLog);
+    if (request.op === "call" && this.#replay !== undefined) return this.#replayed(request.fn, args);
     const target = report ? this.#request.report : log ? this.#request.onLog : crossing.functionOf(request.fn);
     if (target === undefined) return { ok: true, value: crossing.encode(undefined) };
     let returned: unknown;
@@ -308,6 +354,28 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
       return { ok: true, value: crossing.encode(returned) };
     } catch (error) {
       return thrown(error);
+    }
+  }
+
+  /**
+   * A call of the re-run answered from its attempt's record (host-call-record.ts): what the attempt's guest got, when
+   * it is the call the attempt made; else the run ends with the mismatch, and the host is not called.
+   */
+  #replayed(fn: number, args: unknown[]): CallOutcome {
+    const replay = this.#replay as Replay;
+    const answer = replay.answer(fn, args);
+    if (!replay.pending) this.#replay = undefined;
+    if ("mismatch" in answer) {
+      this.stop();
+      this.#end(internalFailure(answer.mismatch));
+      return { fault: answer.mismatch };
+    }
+    const crossing = this.#crossing;
+    if ("thrown" in answer) return { ok: false, value: crossing.encodeThrown(answer.thrown) };
+    try {
+      return { ok: true, value: crossing.encode(answer.returned) };
+    } catch (error) {
+      return { ok: false, value: crossing.encodeThrown(error) };
     }
   }
 

@@ -17,6 +17,7 @@ import {
   inThread,
   internalFailure,
   type NewSwc,
+  Recording,
   type Relay,
   type RunContext,
   SerializationError,
@@ -226,6 +227,7 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       onLog: undefined,
       // Its turn for a worker was taken on the caller's thread.
       tenant: undefined,
+      ...(message.readings === undefined ? {} : { recording: Recording.replay(message.readings) }),
     };
     await readyInstance(context, message.options.memoryLimitBytes);
     const started = inThread(relay)(context, request, { reports: [], settled: () => state.stopped });

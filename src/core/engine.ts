@@ -91,6 +91,11 @@ export interface Instance {
   maxBytes: number;
   /** `true` once the engine asked for more memory than `maxBytes` allows. */
   growthRefused: boolean;
+  /**
+   * The wall clock the engine reads (`Date.now()`, `new Date()`), which the instance's holder answers (core/instance.ts);
+   * only an engine instantiated from a given module reads it (see `withClock`).
+   */
+  clock: { now: () => number };
 }
 
 /** Resolves a {@link WasmSource} to a compiled module once; `undefined` means "let the variant load it". */
@@ -120,13 +125,14 @@ export function compiledModule(source: WasmSource | undefined): () => Promise<We
  */
 function instantiateSync(
   wasmModule: WebAssembly.Module,
+  clock: Instance["clock"],
   metered: (meter: Meter, exports: WebAssembly.Exports) => void,
 ) {
   return (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => {
     let meter: Meter | undefined;
     // An engine built without the meter neither imports this nor exports the counter.
     const hook = { [METER.hook]: () => meter?.onEmpty() };
-    const instance = new WebAssembly.Instance(wasmModule, { ...imports, [METER.module]: hook });
+    const instance = new WebAssembly.Instance(wasmModule, { ...withClock(imports, clock), [METER.module]: hook });
     const counter = instance.exports[METER.counter];
     if (counter instanceof WebAssembly.Global) {
       meter = new Meter(counter);
@@ -135,6 +141,25 @@ function instantiateSync(
     receive(instance);
     return instance.exports;
   };
+}
+
+/** Emscripten's import of the wall clock (`emscripten_date_now`), known by its source: the import names are minified. */
+const DATE_NOW_SOURCE = "()=>Date.now()";
+
+/**
+ * `imports` with the engine's wall clock read from `clock` (see `Instance.clock`); as they are where a bundler rewrote
+ * the import's source, the engine then reading the platform's clock (Node's default path, which replays the clock,
+ * loads the package's own glue, and its tests check the replay).
+ */
+function withClock(imports: WebAssembly.Imports, clock: Instance["clock"]): WebAssembly.Imports {
+  for (const [module, functions] of Object.entries(imports)) {
+    for (const [name, fn] of Object.entries(functions)) {
+      if (typeof fn === "function" && fn.toString() === DATE_NOW_SOURCE) {
+        return { ...imports, [module]: { ...functions, [name]: () => clock.now() } };
+      }
+    }
+  }
+  return imports;
 }
 
 /**
@@ -159,6 +184,7 @@ export async function newInstance(
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
   let meter: Meter | undefined;
   let stack: Instance["stack"];
+  const clock = { now: Date.now };
   // The environment strings the engine copies into its heap at start name the program: in Node, the main script's
   // path. Its length moved every later allocation, and with them the engine's work (fuel) on hash chains keyed by
   // address: the same everywhere, so fuel is the same on every host.
@@ -168,7 +194,7 @@ export async function newInstance(
       ? settings
       : {
           ...settings,
-          instantiateWasm: instantiateSync(wasmModule, (made, exports) => {
+          instantiateWasm: instantiateSync(wasmModule, clock, (made, exports) => {
             meter = made;
             const { [STACK_MARK.pointer]: pointer, [STACK_MARK.low]: low } = exports;
             if (pointer instanceof WebAssembly.Global && low instanceof WebAssembly.Global) stack = { pointer, low };
@@ -184,6 +210,7 @@ export async function newInstance(
     memory,
     maxBytes: pages * PAGE,
     growthRefused: false,
+    clock,
   };
   // The allocator asks the memory to grow and takes a refusal as "out of memory": note it, so a failure that
   // follows is reported as `memory` even when the heap stopped short of the maximum.

@@ -52,6 +52,7 @@ import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from
 import { constructs, intlAnswer } from "./intl.js";
 import type { Limits } from "./limits.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
+import type { Recording } from "./recording.js";
 import { subtleBytes, subtleWork } from "./subtle.js";
 import type { CodeExecutionLog } from "./types.js";
 import { randomBytes } from "./web-apis.js";
@@ -102,6 +103,8 @@ interface RunSide {
   fetch: FetchSession | undefined;
   /** The run's time for `performance.now()` (see core/timers.ts). */
   now(): number;
+  /** What the run reads that a re-run could read differently, when it is recorded or replayed (core/recording.ts). */
+  recording: Recording | undefined;
 }
 
 export class GuestBridge {
@@ -190,7 +193,9 @@ export class GuestBridge {
       const a = ctx.getNumber(aHandle);
       if (op === OP_RANDOM) {
         const unpaid = this.#unpaid(randomFuel(a));
-        return unpaid === false ? ctx.newArrayBuffer(randomBytes(a).buffer as ArrayBuffer) : unpaid;
+        if (unpaid !== false) return unpaid;
+        const bytes = this.#run.recording?.read(`random:${a}`, () => randomBytes(a)) ?? randomBytes(a);
+        return ctx.newArrayBuffer(bytes.buffer as ArrayBuffer);
       }
       if (op === OP_NOW) {
         const unpaid = this.#unpaid(NOW_FUEL);
@@ -303,8 +308,12 @@ export class GuestBridge {
   readonly call = (idHandle: QuickJSHandle, args: QuickJSHandle[]): Answer => {
     const ctx = this.#ctx;
     try {
-      const unpaid = this.#unpaid(HOST_CALL_FUEL);
-      if (unpaid !== false) return unpaid;
+      // An attempt's calls are the caller's thread's work wherever the run is: its slice does not count its first ones.
+      const { recording } = this.#run;
+      const paid = recording?.beyondSlice()
+        ? this.#limits.payBeyondCap(HOST_CALL_FUEL, recording.fuelCap)
+        : this.#limits.pay(HOST_CALL_FUEL);
+      if (!paid) return this.#limits.stop === undefined ? undefined : this.#stopped();
       const id = ctx.getNumber(idHandle);
       const values: unknown[] = [];
       for (const handle of args) {
@@ -313,7 +322,7 @@ export class GuestBridge {
         values.push(value);
       }
       const { relay } = this.#run;
-      if (relay === undefined) return this.#callHost(this.#run.functions.get(id), values);
+      if (relay === undefined) return this.#callHost(this.#run.functions.callee(id), values);
       const tape = `["a",0,[${values.map(encodePrimitive).join(",")}]]`;
       return this.#callHost(relay.call as HostFunction, [id, { tape, side: [] } satisfies Tape<ArrayBuffer>]);
     } catch (fault) {
@@ -333,7 +342,7 @@ export class GuestBridge {
       return this.#callHost(relay.call as HostFunction, [id, tape]);
     }
     const values = this.#read(encoded.value, (text, side) => this.#decode(text, this.#buffersOf(side)));
-    return this.#callHost(this.#run.functions.get(id), values as unknown[]);
+    return this.#callHost(this.#run.functions.callee(id), values as unknown[]);
   }
 
   /** The guest's `Intl` request (see core/intl.ts), paid before the host's `Intl` answers; what it throws, thrown. */

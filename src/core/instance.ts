@@ -67,6 +67,8 @@ type HostFunctionCall = (id: QuickJSHandle, args: QuickJSHandle[]) => Answer;
 /** What the run holding the instance answers for it: the interrupt, the host functions and module loading. */
 export interface Holder {
   poll(): boolean;
+  /** The engine's wall clock (`Date.now()`, `new Date()`), in epoch milliseconds. */
+  dateNow(): number;
   hostCall: HostCall;
   call: HostFunctionCall;
   normalize(base: string, specifier: string): string;
@@ -272,6 +274,7 @@ export class BootedInstance {
     this.runtime = runtime;
     runtime.setMaxStackSize(MAX_STACK_BYTES);
     runtime.setInterruptHandler(() => this.#holder?.poll() ?? false);
+    instance.clock.now = () => this.#holder?.dateNow() ?? Date.now();
     runtime.setModuleLoader(
       (name) => this.#holder?.load(name) ?? { error: new Error("The instance is not lent to a run") },
       (base, specifier) => this.#holder?.normalize(base, specifier) ?? specifier,

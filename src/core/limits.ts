@@ -149,6 +149,8 @@ export class Limits {
   #sliceStart = 0;
   #depth = 0;
   #retained = 0;
+  /** Fuel paid beyond the cap's (see {@link payBeyondCap}): the cap rises by it. */
+  #beyondCap = 0;
 
   constructor(settings: LimitSettings) {
     this.#settings = settings;
@@ -222,7 +224,12 @@ export class Limits {
 
   /** Fuel the run has left under its safety cap. */
   get fuelLeft(): number {
-    return this.#settings.safetyCap.fuel - this.fuelUsed;
+    return this.#fuelCap - this.fuelUsed;
+  }
+
+  /** The fuel the run may spend: its cap's, and what it paid beyond it. */
+  get #fuelCap(): number {
+    return this.#settings.safetyCap.fuel + this.#beyondCap;
   }
 
   /** Counts work the host metered for the run outside the engine (transpiling its TypeScript, see host-fuel.ts). */
@@ -241,6 +248,20 @@ export class Limits {
   }
 
   /**
+   * As {@link pay}, for work the cap does not count: the run's `fuelUsed` includes it, its cap rises by it, up to
+   * `most`. An attempt on Node's caller's thread pays its host calls so (node/threads/in-thread-first.ts): its slice
+   * bounds the engine's own work, the calls are the caller's thread's work wherever the run is, and `most` is the
+   * run's own cap.
+   */
+  payBeyondCap(units: number, most: number): boolean {
+    const raise = Math.min(units, Math.max(0, most - this.#fuelCap));
+    this.#beyondCap += raise;
+    if (this.pay(units)) return true;
+    this.#beyondCap -= raise;
+    return false;
+  }
+
+  /**
    * Whether the run's fuel can pay for `units` of work; if not, the run stops on its fuel without being charged
    * them (the work is not done: a wait past what it has left, a host call past the cap), so `fuelUsed` stays what it did.
    */
@@ -254,7 +275,7 @@ export class Limits {
   meter(meter: Meter): void {
     this.#meter = meter;
     meter.onEmpty = this.#refuel;
-    this.#granted = Math.min(FUEL_QUANTUM, this.#settings.safetyCap.fuel);
+    this.#granted = Math.min(FUEL_QUANTUM, this.#fuelCap);
     meter.counter.value = this.#granted;
   }
 
@@ -291,10 +312,11 @@ export class Limits {
   #mustStop(): boolean {
     if (this.stopped() || this.#faulted) return true;
     const { fuel, cpuTimeMs } = this.#settings.safetyCap;
+    const cap = this.#fuelCap;
     // The meter also runs out in VM calls outside a slice (reading a promise's state, making a value): no guest time.
     const slice = this.#depth > 0 ? this.#settings.clock() - this.#sliceStart : 0;
     const cpuMs = this.#cpuMs + slice;
-    const outOfFuel = this.fuelUsed > fuel;
+    const outOfFuel = this.fuelUsed > cap;
     if (outOfFuel || cpuMs > cpuTimeMs) {
       this.#stop = outOfFuel ? fuelStop(fuel) : capStop(`${cpuTimeMs}${CPU_SPENT}`);
       return true;
@@ -308,7 +330,7 @@ export class Limits {
    * below zero), so a bridged call that turns it into a guest exception cannot keep the run going.
    */
   readonly #refuel = (): void => {
-    const { fuel } = this.#settings.safetyCap;
+    const fuel = this.#fuelCap;
     if (this.#stopping) {
       this.#grant(-1);
       this.fault(new FuelHardStop("The run did not end within its stop's grace"));

@@ -7,6 +7,7 @@
 import type { Tape } from "../values/tape.js";
 import { encodeForGuest, FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { resolveOptions } from "./options.js";
+import type { Recording } from "./recording.js";
 import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
 
 /** A run's options as plain data (its values travel encoded beside them). */
@@ -41,6 +42,8 @@ export interface PreparedRun {
   onLog: ((entry: CodeExecutionLog) => void) | undefined;
   /** `CodeExecutionOptions.tenant`. */
   tenant: string | undefined;
+  /** What the run reads that a re-run could read differently, recorded by an attempt or replayed by its re-run. */
+  recording?: Recording;
 }
 
 /** Checks `runCode`'s arguments and encodes their values; throws what `runCode` throws. */

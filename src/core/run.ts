@@ -301,10 +301,12 @@ class Run implements StartedRun {
       relay: this.#relay,
       fetch: this.#fetch,
       now: () => this.#timers?.now() ?? 0,
+      recording: this.#request.recording,
     });
     this.#bridge = bridge;
     if (booted.timers !== undefined) {
-      this.#timers = new Timers(booted.timers, booted.ctx, bridge, this.#limits, this.#context.clock);
+      const { clock } = this.#context;
+      this.#timers = new Timers(booted.timers, booted.ctx, bridge, this.#limits, clock, this.#request.recording);
     }
     booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
@@ -314,7 +316,8 @@ class Run implements StartedRun {
     const values = empty ? undefined : bridge.toGuest(this.#request.values);
     const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
-    const seed = seedWords().map((word) => ctx.newNumber(word | 0));
+    const words = this.#request.recording?.read("seed", seedWords) ?? seedWords();
+    const seed = words.map((word) => ctx.newNumber(word | 0));
     const stageKey = ctx.newString(STAGE_KEY);
     const stage = [...staged, stageKey, ...seed, meter === undefined ? ctx.false : ctx.true];
     bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
@@ -337,6 +340,7 @@ class Run implements StartedRun {
   /** What the booted instance asks of the run holding it. */
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
+    dateNow: () => this.#request.recording?.read("date", Date.now) ?? Date.now(),
     hostCall: (...args) => this.#calling(() => this.#bridge?.hostCall(...args)),
     call: (id, args) => this.#calling(() => this.#bridge?.call(id, args)),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier, this.#limits),
@@ -407,6 +411,9 @@ class Run implements StartedRun {
    */
   async #idle(): Promise<void> {
     const bridge = this.#bridge as GuestBridge;
+    // An attempt waits for nothing the host settles: which settles first, and so what the guest does next, its re-run
+    // could not repeat (core/recording.ts).
+    if (bridge.inflight > 0 && this.#request.recording?.refuse()) throw new Stopped();
     const timers = this.#timers;
     const due = timers === undefined ? -1 : timers.next(false);
     if (due < 0) {

@@ -15,6 +15,7 @@ export { InstancePool } from "./instance-pool.js";
 export { runSafetyCap, safetyCapStopOf } from "./limits.js";
 export { type Ending, failureOf, internalFailure } from "./outcome.js";
 export type { TranspilerPort } from "./ports.js";
+export { type Reading, Recording } from "./recording.js";
 export type { PreparedRun, RunOptions } from "./request.js";
 export { inThread, ORPHANED, type RunChannel, type RunContext, type Runner, type StartedRun } from "./run.js";
 export { createSandbox, type ThreadSettings, threadContext, threadSettingsOf } from "./sandbox.js";

@@ -15,6 +15,7 @@ import type { GuestBridge } from "./guest-bridge.js";
 import type { TimerHandles } from "./instance.js";
 import { FUEL_PER_MS, type Limits } from "./limits.js";
 import { Stopped } from "./outcome.js";
+import type { Recording } from "./recording.js";
 
 /** The longest wait of a platform timer (a signed 32-bit delay: longer ones fire at once). */
 const MAX_PLATFORM_DELAY_MS = 2 ** 31 - 1;
@@ -33,9 +34,18 @@ export class Timers {
   readonly #start: number;
   /** The last time `performance.now()` read. */
   #read = 0;
+  readonly #recording: Recording | undefined;
 
-  constructor(handles: TimerHandles, ctx: QuickJSContext, bridge: GuestBridge, limits: Limits, clock: () => number) {
+  constructor(
+    handles: TimerHandles,
+    ctx: QuickJSContext,
+    bridge: GuestBridge,
+    limits: Limits,
+    clock: () => number,
+    recording: Recording | undefined,
+  ) {
     this.#handles = handles;
+    this.#recording = recording;
     this.#ctx = ctx;
     this.#bridge = bridge;
     this.#limits = limits;
@@ -50,8 +60,12 @@ export class Timers {
    * resolution), never less than it last read. With a frozen clock it is the timer clock's alone: deterministic.
    */
   now(): number {
-    const elapsed = Math.floor((this.#clock() - this.#start) * 10) / 10;
-    this.#read = Math.max(this.#read, 1 + Math.max(this.#now, elapsed));
+    const live = () => {
+      const elapsed = Math.floor((this.#clock() - this.#start) * 10) / 10;
+      return Math.max(this.#read, 1 + Math.max(this.#now, elapsed));
+    };
+    // A re-run reads what its attempt read (core/recording.ts), then, live, never less.
+    this.#read = Math.max(this.#read, this.#recording?.read("now", live) ?? live());
     return this.#read;
   }
 

@@ -27,6 +27,11 @@ export class FunctionTable {
     return this.#functions[id];
   }
 
+  /** What the guest's call of function number `id` calls: the function, unless a table calls it through another. */
+  callee(id: number): HostFunction | undefined {
+    return this.get(id);
+  }
+
   /** How many functions are numbered. */
   get size(): number {
     return this.#functions.length;

@@ -24,6 +24,7 @@ const MiB = 1024 * 1024;
 /** A tenant for driving an instance by hand: no interrupt, no host calls, no modules. */
 const idleHolder: Holder = {
   poll: () => false,
+  dateNow: () => Date.now(),
   hostCall: () => undefined,
   call: () => undefined,
   normalize: (_base, specifier) => specifier,

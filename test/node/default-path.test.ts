@@ -7,9 +7,11 @@
  */
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createSandbox, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
+import { createSandbox, SLICE_CALLS, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
 import { MAX_WAITING_ATTEMPTS } from "../../node/threads/attempt-turns.js";
+import { Replay } from "../../node/threads/host-call-record.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
+import { HOST_CALL_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
 
@@ -102,6 +104,28 @@ describe("the default path", () => {
     }
   });
 
+  it("does not count host calls' fees against the slice, but against the run's own cap", async () => {
+    const safetyCap = { fuel: 1_500_000 };
+    const { runCode: capped } = createSandbox({ threads: "auto", safetyCap });
+    const { runCode: cappedThreads } = createSandbox({ threads: true, safetyCap });
+    const { runCode: cappedInThread } = createSandbox({ threads: false, safetyCap });
+    const options = { ...JS, globals: { add: (a: number, b: number) => a + b } };
+    const runs = runsOnWorkers();
+    // 500 calls: 850,000 units of fees, over twice the slice, and ~84,000 of the engine's.
+    const within = "let s = 0; for (let i = 0; i < 500; i++) s += add(i, 1); export default s;";
+    const result = comparable(await capped(within, options));
+    expect(result).toEqual(comparable(await cappedInThread(within, options)));
+    expect(result).toMatchObject({ status: "success", result: 125_250 });
+    expect(runs()).toBe(0);
+    // Past the run's own cap by fees alone: the attempt ends there, and the run stops on the worker as on threads.
+    const past = "let s = 0; for (let i = 0; i < 1000; i++) s += add(i, 1); export default s;";
+    const stopped = comparable(await capped(past, options));
+    expect(stopped).toEqual(comparable(await cappedThreads(past, options)));
+    expect(stopped).toMatchObject({ status: "terminated", error: { message: expect.stringContaining("1500000") } });
+    // The default path's hand-over, and the threaded sandbox's run.
+    expect(runs()).toBe(2);
+  });
+
   it("hands a run past its slice to a worker, where terminate() stops it; the caller's event loop keeps turning", async () => {
     const runs = runsOnWorkers();
     let ticks = 0;
@@ -123,13 +147,27 @@ describe("the default path", () => {
   });
 
   it("leaves the caller's thread by fuel where its clock stands still", async () => {
-    vi.spyOn(performance, "now").mockReturnValue(0);
+    const frozenNow = vi.spyOn(performance, "now").mockReturnValue(0);
     const frozen = createSandbox();
     const runs = runsOnWorkers();
     const run = frozen.runCode("for (;;) {}", JS);
     await vi.waitFor(() => expect(runs()).toBe(1), { timeout: HANG_MS });
     run.terminate();
     expect((await run).status).toBe("terminated");
+    // The slice does not count the first host calls' fees, but each call is the engine's work too. The worker's
+    // calls are served by the caller's thread in slices of its clock: it moves again once the worker calls.
+    let attempted = 0;
+    const f = () => {
+      if (runs() === 1) attempted++;
+      else frozenNow.mockRestore();
+    };
+    const calling = frozen.runCode("for (;;) f();", { ...JS, globals: { f } });
+    await vi.waitFor(() => expect(runs()).toBe(2), { timeout: HANG_MS });
+    calling.terminate();
+    expect((await calling).status).toBe("terminated");
+    // Past its first SLICE_CALLS, each call's fee counts against the slice too.
+    expect(attempted).toBeGreaterThan(SLICE_CALLS);
+    expect(attempted).toBeLessThanOrEqual(SLICE_CALLS + SLICE_FUEL / HOST_CALL_FUEL);
   });
 
   it("calls each host function, sink and listener once, on the worker the run went on to, with nothing of the attempt", async () => {
@@ -171,17 +209,21 @@ describe("the default path", () => {
     expect(runs()).toBe(1);
   });
 
-  it("hands over a host call the guest would catch, and a report to a sink, before the caller sees either", async () => {
+  it("keeps a run that calls the host within its slice on the caller's thread, and hands over a report to a sink", async () => {
     const runs = runsOnWorkers();
     let called = 0;
     const caught = "let v; try { v = f(); } catch { v = 'caught'; } export default v;";
     expect(await auto.runCode(caught, { ...JS, globals: { f: () => ++called } })).toMatchObject({ result: 1 });
     expect(called).toBe(1);
+    const calls = "let s = 0; for (let i = 0; i < 1000; i++) s += add(i, 1); export default s;";
+    const added = await auto.runCode(calls, { ...JS, globals: { add: (a: number, b: number) => a + b } });
+    expect(added).toMatchObject({ status: "success", result: 500_500 });
+    expect(runs()).toBe(0);
     const sunk: unknown[] = [];
     const reported = await auto.runCode("report(1); export default 2;", { ...JS, report: (v) => void sunk.push(v) });
     expect(reported).toMatchObject({ status: "success", result: 2, reports: [1] });
     expect(sunk).toEqual([1]);
-    expect(runs()).toBe(2);
+    expect(runs()).toBe(1);
   });
 
   it("hands over a run that waits for a timer, and one whose values hold the caller's promises", async () => {
@@ -280,21 +322,11 @@ describe("the default path", () => {
     expect(await auto.runCode("export default 3;", JS)).toMatchObject({ status: "success", result: 3 });
   });
 
-  it("a run stopped while its attempt waits for the host settles with the reports and logs it made, as in-thread", async () => {
-    const web = createSandbox({ webApis: true });
-    let waiting!: () => void;
-    const waited = new Promise<void>((resolve) => {
-      waiting = resolve;
-    });
-    // The platform's digest never answers: the attempt waits for it, the caller's event loop turning.
-    vi.spyOn(crypto.subtle, "digest").mockImplementation(() => {
-      waiting();
-      return new Promise(() => {});
-    });
-    const source = "report(1); console.log('a'); await crypto.subtle.digest('SHA-256', new Uint8Array(4));";
-    const run = web.runCode(source, JS);
-    await waited;
-    run.terminate("enough");
+  it("a run stopped during its attempt settles with the reports and logs it made, as in-thread", async () => {
+    const runs = runsOnWorkers();
+    let run!: ReturnType<typeof auto.runCode>;
+    const source = "report(1); console.log('a'); stop(); for (;;) {}";
+    run = auto.runCode(source, { ...JS, globals: { stop: () => run.terminate("enough") } });
     expect(comparable(await run)).toEqual({
       status: "terminated",
       error: { name: "TerminatedError", message: "enough" },
@@ -303,6 +335,7 @@ describe("the default path", () => {
       memoryUsedBytes: undefined,
       fuelUsed: expect.any(Number),
     });
+    expect(runs()).toBe(0);
   });
 
   it("threads must be true, false or auto, and the settings of the caller's thread are refused as on threads", () => {
@@ -312,5 +345,216 @@ describe("the default path", () => {
     expect(() => createSandbox({ clock: () => 0 })).toThrow(
       new TypeError("createSandbox: clock cannot cross to a worker thread; pass threads: false to use it"),
     );
+  });
+});
+
+describe("the default path's attempt calls the host, and its run on a worker replays what the attempt got", () => {
+  /** Guest code that spends more than the slice's fuel (~1,000,000 units). */
+  const SPEND = "let spent = 0; for (let i = 0; i < 30000; i++) spent += i;";
+
+  /** A host function that counts its calls, noting for each whether a run had gone to a worker by then. */
+  function counter(runs: () => number) {
+    const calls: [unknown[], "attempt" | "worker"][] = [];
+    const fn = (...args: unknown[]) => {
+      calls.push([args, runs() === 0 ? "attempt" : "worker"]);
+      return calls.length;
+    };
+    return { fn, calls };
+  }
+
+  it("calls each host function once per guest call when the slice runs out after calls", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const source = `const a = []; for (let i = 0; i < 3; i++) a.push(count(i)); ${SPEND} a.push(count(3)); export default a;`;
+    expect(await auto.runCode(source, { ...JS, globals: { count: fn } })).toMatchObject({
+      status: "success",
+      result: [1, 2, 3, 4],
+    });
+    expect(calls).toEqual([
+      [[0], "attempt"],
+      [[1], "attempt"],
+      [[2], "attempt"],
+      [[3], "worker"],
+    ]);
+    expect(runs()).toBe(1);
+  });
+
+  it("calls each host function once per guest call when a timer wait hands the run over after calls", async () => {
+    const web = createSandbox({ webApis: true });
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const source =
+      "const a = [count('x', { y: [1n] }), count(new Uint8Array([1, 2]))]; await new Promise((resolve) => setTimeout(resolve, 5)); a.push(count(2)); export default a;";
+    expect(await web.runCode(source, { ...JS, globals: { count: fn } })).toMatchObject({
+      status: "success",
+      result: [1, 2, 3],
+    });
+    expect(calls).toEqual([
+      [["x", { y: [1n] }], "attempt"],
+      [[new Uint8Array([1, 2])], "attempt"],
+      [[2], "worker"],
+    ]);
+    expect(runs()).toBe(1);
+  });
+
+  it("replays the attempt's Math.random seed, clocks and random bytes, so the guest passes the host the same values", async () => {
+    const web = createSandbox({ webApis: true });
+    const runs = runsOnWorkers();
+    const seen: [unknown[], number][] = [];
+    const see = (...values: unknown[]) => void seen.push([values, runs()]);
+    const read =
+      "[Math.random(), Date.now(), new Date().getTime(), performance.now(), [...crypto.getRandomValues(new Uint8Array(8))], crypto.randomUUID()]";
+    const source = `const before = ${read}; see(...before); ${SPEND} const after = ${read}; see(...after); export default [before, after];`;
+    const result = await web.runCode(source, { ...JS, globals: { see } });
+    expect(result.status).toBe("success");
+    const [before, after] = result.result as unknown[][];
+    expect(seen).toEqual([
+      [before, 0],
+      [after, 1],
+    ]);
+    const number = expect.any(Number);
+    expect(before).toEqual([number, number, number, number, expect.any(Array), expect.any(String)]);
+    expect(after).not.toEqual(before);
+  });
+
+  it("delivers logs and reports once and in order, the listener and the sink called by the run on the worker", async () => {
+    const runs = runsOnWorkers();
+    const seen: unknown[] = [];
+    const source = "f(1); console.log('a'); report('r'); f(2); console.log('b'); export default 0;";
+    const result = await auto.runCode(source, {
+      ...JS,
+      globals: { f: (x: number) => void seen.push(["f", x, runs()]) },
+      report: (value) => void seen.push(["report", value, runs()]),
+      onLog: (entry) => void seen.push(["log", ...entry.args, runs()]),
+    });
+    expect(comparable(result)).toMatchObject({
+      status: "success",
+      reports: ["r"],
+      logs: [
+        { level: "log", args: ["a"] },
+        { level: "log", args: ["b"] },
+      ],
+    });
+    expect(seen).toEqual([
+      ["f", 1, 0],
+      ["log", "a", 1],
+      ["report", "r", 1],
+      ["f", 2, 1],
+      ["log", "b", 1],
+    ]);
+    // Without a listener, the logs the attempt made are the worker's run's, once.
+    // Without a listener and a sink, the logs and reports the attempt made are the caller's as they are made, once.
+    let run!: ReturnType<typeof auto.runCode>;
+    const unheard = `console.log('x'); report('p'); f(3); ${SPEND} console.log('y'); report('q'); export default 1;`;
+    run = auto.runCode(unheard, {
+      ...JS,
+      globals: { f: (x: number) => void seen.push(["f", x, runs(), [...run.reports]]) },
+    });
+    const unlistened = await run;
+    expect(comparable(unlistened)).toMatchObject({
+      logs: [
+        { level: "log", args: ["x"] },
+        { level: "log", args: ["y"] },
+      ],
+      reports: ["p", "q"],
+    });
+    expect(seen.slice(5)).toEqual([["f", 3, 1, ["p"]]]);
+  });
+
+  it("replays what a host function threw, and a promise it returned, without calling it again", async () => {
+    const runs = runsOnWorkers();
+    const called: string[] = [];
+    const globals = {
+      boom: () => {
+        called.push("boom");
+        throw new RangeError("no");
+      },
+      later: () => {
+        called.push("later");
+        return Promise.resolve(5);
+      },
+    };
+    const thrown = `let m; try { boom(); } catch (e) { m = e.name + ': ' + e.message; } ${SPEND} export default m;`;
+    expect(await auto.runCode(thrown, { ...JS, globals })).toMatchObject({
+      status: "success",
+      result: "RangeError: no",
+    });
+    const promised = "const p = later(); export default (await p) + 1;";
+    expect(await auto.runCode(promised, { ...JS, globals })).toMatchObject({ status: "success", result: 6 });
+    expect(called).toEqual(["boom", "later"]);
+    expect(runs()).toBe(2);
+  });
+
+  it("a run a host function starts during the attempt goes to a worker, and ends with the run that started it", async () => {
+    const runs = runsOnWorkers();
+    const started: ReturnType<typeof auto.runCode>[] = [];
+    const start = () => started.push(auto.runCode("for (;;) {}", JS));
+    expect(await auto.runCode("start(); export default 2;", { ...JS, globals: { start } })).toMatchObject({
+      status: "success",
+      result: 2,
+    });
+    expect(await started[0]).toMatchObject({
+      status: "terminated",
+      error: { message: "Execution terminated: the run that started it has ended" },
+    });
+    const twice = async (n: number) => (await auto.runCode(`export default ${n} * 2;`, JS)).result;
+    expect(await auto.runCode("export default await twice(3);", { ...JS, globals: { twice } })).toMatchObject({
+      status: "success",
+      result: 6,
+    });
+    // The nested runs, and the run that awaited one, handed over at its wait.
+    expect(runs()).toBe(3);
+  });
+
+  it("hands the host its own functions back, as in-thread", async () => {
+    const runs = runsOnWorkers();
+    const mine = () => 1;
+    const globals = { make: () => mine, same: (fn: unknown) => fn === mine };
+    const source = "const f = make(); export default [same(f), f(), same(make)];";
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ result: [true, 1, false] });
+    expect(runs()).toBe(0);
+  });
+
+  it("a stop during the replay ends the run without calling the host", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    let run!: ReturnType<typeof auto.runCode>;
+    const answer = Replay.prototype.answer;
+    vi.spyOn(Replay.prototype, "answer").mockImplementation(function (this: Replay, ...args) {
+      run.terminate("enough");
+      return answer.apply(this, args);
+    });
+    run = auto.runCode(`count(1); count(2); ${SPEND} count(3); export default 1;`, { ...JS, globals: { count: fn } });
+    expect(await run).toMatchObject({ status: "terminated", error: { message: "enough" } });
+    expect(calls).toEqual([
+      [[1], "attempt"],
+      [[2], "attempt"],
+    ]);
+    vi.restoreAllMocks();
+    expect(await auto.runCode(`${SPEND} export default count(4);`, { ...JS, globals: { count: fn } })).toMatchObject({
+      result: 3,
+    });
+  });
+
+  it("a re-run that does not repeat its attempt's calls fails rather than call the host again", async () => {
+    const runs = runsOnWorkers();
+    const { fn, calls } = counter(runs);
+    const answer = Replay.prototype.answer;
+    vi.spyOn(Replay.prototype, "answer").mockImplementation(function (this: Replay, fnId, args) {
+      return answer.call(this, fnId, [...args, "other"]);
+    });
+    const result = await auto.runCode(`count(1); ${SPEND} count(2); export default 1;`, {
+      ...JS,
+      globals: { count: fn },
+    });
+    expect(result).toMatchObject({
+      status: "error",
+      error: {
+        name: "InternalError",
+        message:
+          "The run did not repeat on a worker thread what it did on the caller's thread: its host call 1 was of function 0 there and of function 0 here, or with other arguments; the host was not called again",
+      },
+    });
+    expect(calls).toEqual([[[1], "attempt"]]);
   });
 });
