@@ -119,8 +119,10 @@ describe("the default path", () => {
     expect(runs()).toBe(0);
     // Past the run's own cap by fees alone: the attempt ends there, and the run stops on the worker as on threads.
     const past = "let s = 0; for (let i = 0; i < 1000; i++) s += add(i, 1); export default s;";
-    const stopped = comparable(await capped(past, options));
+    const { fuelRedone, ...stopped } = comparable(await capped(past, options));
     expect(stopped).toEqual(comparable(await cappedThreads(past, options)));
+    // What the attempt spent before it ended at the cap, which its host charges besides fuelUsed.
+    expect(fuelRedone).toBe(1_515_753);
     expect(stopped).toMatchObject({ status: "terminated", error: { message: expect.stringContaining("1500000") } });
     // The default path's hand-over, and the threaded sandbox's run.
     expect(runs()).toBe(2);
