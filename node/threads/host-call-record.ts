@@ -14,11 +14,16 @@ type HostFunction = (...args: unknown[]) => unknown;
 /** How a re-run that went its own way fails. */
 export const UNREPEATED = "The run did not repeat on a worker thread what it did on the caller's thread";
 
-/** One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got. */
+/**
+ * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got; for an
+ * answer that is more than a primitive, a promise or a function, also as {@link argumentsOf} kept it when the guest got
+ * it (the host may change an object it returned before the re-run reaches the call).
+ */
 interface RecordedCall {
   fn: number;
   args: Arguments;
   outcome: { returned: unknown } | { thrown: unknown };
+  answered?: Arguments;
 }
 
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
@@ -62,6 +67,7 @@ export class HostCallRecord extends FunctionTable {
         const returned = this.#calling(() => Reflect.apply(fn, undefined, args));
         call.outcome = { returned };
         if (returned instanceof Promise) this.settling.watch(this.calls.length - 1, returned);
+        else if (!isPrimitive(returned) && typeof returned !== "function") keepAnswer(call, returned);
         return returned;
       } catch (thrown) {
         call.outcome = { thrown };
@@ -105,7 +111,14 @@ export class Replay {
           "or with other arguments; the host was not called again",
       };
     }
-    const { outcome } = call;
+    const { outcome, answered } = call;
+    if (answered !== undefined && "returned" in outcome && !sameArguments(answered, argumentsOf([outcome.returned]))) {
+      return {
+        mismatch:
+          `${UNREPEATED}: what the host returned to its call ${at + 1} changed since, and no copy of it was kept; ` +
+          "the host was not called again",
+      };
+    }
     return "returned" in outcome && outcome.returned instanceof Promise
       ? { returned: this.#settling.gate(at) }
       : outcome;
@@ -160,6 +173,24 @@ class SettleOrder {
       else gate.reject(value);
     }
   }
+}
+
+/**
+ * Keeps what `call` returned as the guest got it: a copy the re-run is answered with, when the copy crosses to the guest
+ * as the answer did (plain data: objects, arrays, maps, sets, dates, buffers); else the answer's encoding, which the
+ * re-run's answer must still equal.
+ */
+function keepAnswer(call: RecordedCall, returned: unknown): void {
+  const answered = argumentsOf([returned]);
+  let copy: unknown;
+  try {
+    copy = structuredClone(returned);
+  } catch {
+    call.answered = answered;
+    return;
+  }
+  if (sameArguments(answered, argumentsOf([copy]))) call.outcome = { returned: copy };
+  else call.answered = answered;
 }
 
 /** `args` as the record keeps them: primitives as they are; anything more encoded, its buffers copied. */

@@ -381,6 +381,30 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(1);
   });
 
+  it("answers the re-run with what the host returned as the attempt's guest got it, though the host changed it since", async () => {
+    const runs = runsOnWorkers();
+    const items: number[] = [];
+    const globals = { add: (n: number) => void items.push(n), items: () => items };
+    const source = `const seen = []; for (let i = 0; i < 3; i++) { add(i); seen.push(items().length); } ${SPEND} export default seen;`;
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ status: "success", result: [1, 2, 3] });
+    expect(items).toEqual([0, 1, 2]);
+    expect(runs()).toBe(1);
+    // An answer no copy can stand for (a function in it) must equal, at the re-run, what the attempt's guest got.
+    const box = { n: 0, f: () => 0 };
+    const boxed = { bump: () => void box.n++, box: () => box };
+    const changed = `const seen = []; for (let i = 0; i < 2; i++) { bump(); seen.push(box().n); } ${SPEND} export default seen;`;
+    expect(await auto.runCode(changed, { ...JS, globals: boxed })).toMatchObject({
+      status: "error",
+      error: {
+        name: "InternalError",
+        message: expect.stringContaining(
+          "what the host returned to its call 2 changed since, and no copy of it was kept",
+        ),
+      },
+    });
+    expect(box.n).toBe(2);
+  });
+
   it("calls each host function once per guest call when a timer wait hands the run over after calls", async () => {
     const web = createSandbox({ webApis: true });
     const runs = runsOnWorkers();
