@@ -7,6 +7,7 @@
  * the attempt's guest got.
  * @module
  */
+import { types } from "node:util";
 import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-port.js";
 
 type HostFunction = (...args: unknown[]) => unknown;
@@ -16,14 +17,16 @@ export const UNREPEATED = "The run did not repeat on a worker thread what it did
 
 /**
  * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got; for an
- * answer that is more than a primitive, a promise or a function, also as {@link argumentsOf} kept it when the guest got
- * it (the host may change an object it returned before the re-run reaches the call).
+ * answer encoded for the guest and not copied (see {@link keepAnswer}), also its encoding as the guest got it (the host
+ * may change an object it returned before the re-run reaches the call).
  */
 interface RecordedCall {
   fn: number;
   args: Arguments;
   outcome: { returned: unknown } | { thrown: unknown };
   answered?: Arguments;
+  /** Whether the answer is a copy kept as the guest got it. */
+  copied?: boolean;
 }
 
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
@@ -48,6 +51,11 @@ export class HostCallRecord extends FunctionTable {
     super();
     this.#calling = calling;
     for (let id = 0; id < functions.size; id++) this.idOf(functions.get(id) as HostFunction);
+  }
+
+  override answered(answer: Tape): void {
+    const call = this.calls.at(-1);
+    if (call !== undefined && !call.copied) call.answered = keptOf(answer);
   }
 
   override callee(id: number): HostFunction | undefined {
@@ -78,6 +86,17 @@ export class HostCallRecord extends FunctionTable {
 }
 
 /**
+ * A recorded call's outcome for the re-run; with `check` when the answer is the host's own object, not a copy: whether
+ * its encoding for the re-run's guest is what the attempt's guest got.
+ */
+export type ReplayedOutcome = RecordedCall["outcome"] & { check?: (tape: string, buffers: ArrayBuffer[]) => boolean };
+
+/** What the host changed between the attempt and its re-run. */
+export function changedAnswer(call: number): string {
+  return `${UNREPEATED}: what the host returned to its call ${call} changed since; the host was not called again`;
+}
+
+/**
  * The attempt's calls as the re-run meets them again: {@link answer} gives the next call's recorded outcome once
  * checked, until the record is spent.
  */
@@ -91,6 +110,11 @@ export class Replay {
     this.#settling = settling;
   }
 
+  /** How many of the recorded calls were answered. */
+  get answered(): number {
+    return this.#next;
+  }
+
   /** Whether recorded calls are left to answer. */
   get pending(): boolean {
     return this.#next < this.#calls.length;
@@ -100,7 +124,7 @@ export class Replay {
    * The recorded outcome of the re-run's next call, function `fn` with `args`; a message saying how the re-run went
    * its own way when it is not the call recorded. Each answer is dropped from the record once given.
    */
-  answer(fn: number, args: unknown[]): RecordedCall["outcome"] | { mismatch: string } {
+  answer(fn: number, args: unknown[]): ReplayedOutcome | { mismatch: string } {
     const at = this.#next++;
     const call = this.#calls[at] as RecordedCall;
     this.#calls[at] = undefined;
@@ -112,16 +136,11 @@ export class Replay {
       };
     }
     const { outcome, answered } = call;
-    if (answered !== undefined && "returned" in outcome && !sameArguments(answered, argumentsOf([outcome.returned]))) {
-      return {
-        mismatch:
-          `${UNREPEATED}: what the host returned to its call ${at + 1} changed since, and no copy of it was kept; ` +
-          "the host was not called again",
-      };
-    }
-    return "returned" in outcome && outcome.returned instanceof Promise
-      ? { returned: this.#settling.gate(at) }
-      : outcome;
+    if ("returned" in outcome && outcome.returned instanceof Promise) return { returned: this.#settling.gate(at) };
+    if (answered === undefined) return outcome;
+    const check = (tape: string, buffers: ArrayBuffer[]) =>
+      sameArguments(answered, { tape, buffers: buffers.map((buffer) => new Uint8Array(buffer)) });
+    return { ...outcome, check };
   }
 }
 
@@ -176,33 +195,58 @@ class SettleOrder {
 }
 
 /**
- * Keeps what `call` returned as the guest got it: a copy the re-run is answered with, when the copy crosses to the guest
- * as the answer did (plain data: objects, arrays, maps, sets, dates, buffers); else the answer's encoding, which the
- * re-run's answer must still equal.
+ * Keeps what `call` returned as the guest got it, when reading it again runs none of the host's code (plain data:
+ * no getter, proxy or function in it): a copy the re-run is answered with, when the copy crosses to the guest as the
+ * answer did, else the answer's encoding, which the re-run's answer must still equal. An answer that is more than
+ * plain data is read again by the re-run's crossing, as it would be by a run on a worker.
  */
 function keepAnswer(call: RecordedCall, returned: unknown): void {
-  const answered = argumentsOf([returned]);
+  if (!isPlainData(returned, new Set())) return;
   let copy: unknown;
   try {
     copy = structuredClone(returned);
   } catch {
-    call.answered = answered;
     return;
   }
-  if (sameArguments(answered, argumentsOf([copy]))) call.outcome = { returned: copy };
-  else call.answered = answered;
+  if (!sameArguments(argumentsOf([returned]), argumentsOf([copy]))) return;
+  call.outcome = { returned: copy };
+  call.copied = true;
+}
+
+/** Whether reading `value` whole (its own properties, entries and elements) runs none of the host's code. */
+function isPlainData(value: unknown, seen: Set<object>): boolean {
+  if (isPrimitive(value)) return true;
+  if (typeof value === "function" || types.isProxy(value)) return false;
+  const object = value as object;
+  if (seen.has(object)) return true;
+  seen.add(object);
+  if (ArrayBuffer.isView(object) || types.isAnyArrayBuffer(object) || types.isDate(object)) return true;
+  if (types.isMap(object) || types.isSet(object)) {
+    const entries = types.isMap(object)
+      ? [...Map.prototype.entries.call(object)].flat()
+      : [...Set.prototype.values.call(object)];
+    if (!entries.every((entry) => isPlainData(entry, seen))) return false;
+  }
+  for (const key of Reflect.ownKeys(object)) {
+    const property = Reflect.getOwnPropertyDescriptor(object, key) as PropertyDescriptor;
+    if (!("value" in property) || !isPlainData(property.value, seen)) return false;
+  }
+  return true;
 }
 
 /** `args` as the record keeps them: primitives as they are; anything more encoded, its buffers copied. */
 function argumentsOf(args: unknown[]): Arguments {
   if (args.every(isPrimitive)) return { primitives: args };
-  let encoded: Tape;
   try {
-    encoded = encodeForGuest(args, new FunctionTable());
+    return keptOf(encodeForGuest(args, new FunctionTable()));
   } catch (error) {
     // What the host's encoder refuses (a guest promise's value, say) compares by the refusal.
     return { tape: `refused: ${String(error)}`, buffers: [] };
   }
+}
+
+/** An encoding as the record keeps it: its text, and copies of its buffers. */
+function keptOf(encoded: Tape): Arguments {
   const buffers: Uint8Array[] = [];
   for (const item of encoded.side) if (item.kind === "buffer") buffers.push(item.bytes.slice());
   return { tape: encoded.tape, buffers };

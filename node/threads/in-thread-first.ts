@@ -24,7 +24,10 @@
 import {
   type CodeExecutionError,
   type CodeExecutionLog,
+  callingAs,
   type Ending,
+  type Nesting,
+  ORPHANED,
   type PreparedRun,
   Recording,
   type RunChannel,
@@ -96,6 +99,9 @@ const turns = new AttemptTurns<Attempted>();
 /** Gives the caller's thread to the next attempt after a turn of its event loop (see {@link AttemptTurns.next}). */
 const next = () => turns.next();
 
+/** A run started by one of a run's host functions. */
+type NestedRun = Parameters<Nesting["nest"]>[0];
+
 /** What an attempt records for its re-run: its host calls, and the other inputs a re-run could read differently. */
 interface AttemptRecord {
   calls: HostCallRecord;
@@ -103,7 +109,7 @@ interface AttemptRecord {
 }
 
 /** A run attempted on the caller's thread, then, if need be, run on a worker. */
-class Attempted implements StartedRun {
+class Attempted implements StartedRun, Nesting {
   readonly ended: Promise<Ending>;
   readonly #context: RunContext;
   readonly #request: PreparedRun;
@@ -112,8 +118,11 @@ class Attempted implements StartedRun {
   #resolve!: (ending: Ending) => void;
   /** The attempt, then the run on a worker once it is handed over. */
   #run: StartedRun | undefined;
-  /** Runs the attempt's host functions started that are not over, and whether this run is: they end with it. */
-  readonly #nested = new Set<StartedRun & Nested>();
+  /**
+   * Runs the attempt's host functions started that are not over, on the caller's thread or a worker, and whether this
+   * run is: they end with it, not with the attempt.
+   */
+  readonly #nested = new Set<NestedRun>();
   #over = false;
   /** Whether the attempt reached something the caller would see: it ends, and the run goes to a worker. */
   #observable = false;
@@ -136,7 +145,7 @@ class Attempted implements StartedRun {
       this.#resolve = (ending) => {
         resolve(ending);
         this.#over = true;
-        for (const run of this.#nested) run.orphan();
+        for (const run of this.#nested) run.stop(ORPHANED);
       };
     });
     turns.take(request.tenant, this);
@@ -158,22 +167,28 @@ class Attempted implements StartedRun {
     return this.#fuelRedone;
   }
 
-  /** Ends `run`, started by one of this run's host functions, with this run. */
+  nest(run: NestedRun): boolean {
+    if (this.#over) return false;
+    this.#nested.add(run);
+    void run.ended.then(() => this.#nested.delete(run));
+    return true;
+  }
+
+  /** Ends `run`, started on a worker by one of this run's host functions, with this run. */
   adopt(run: StartedRun & Nested): StartedRun {
-    if (this.#over) run.orphan();
-    else {
-      this.#nested.add(run);
-      void run.ended.then(() => this.#nested.delete(run));
-    }
+    if (!this.nest({ ended: run.ended, stop: () => run.orphan() })) run.orphan();
     return run;
   }
 
-  /** Calls `call` as this attempt's host call: runs it starts are this run's (see {@link adopt}). */
+  /**
+   * Calls `call` as this attempt's host call: runs it starts are this run's, not the attempt's (see {@link nest} and
+   * {@link adopt}), so that they go on when the run goes on to a worker.
+   */
   readonly #calling = <T>(call: () => T): T => {
     const outer = calling;
     calling = this;
     try {
-      return call();
+      return callingAs(this, call);
     } finally {
       calling = outer;
     }

@@ -27,7 +27,7 @@ import {
 } from "../../src/core/runner-port.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
-import { type Replay, UNREPEATED } from "./host-call-record.js";
+import { changedAnswer, type Replay, UNREPEATED } from "./host-call-record.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
@@ -372,11 +372,18 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     }
     const crossing = this.#crossing;
     if ("thrown" in answer) return { ok: false, value: crossing.encodeThrown(answer.thrown) };
+    let value: ReturnType<Crossing["encode"]>;
     try {
-      return { ok: true, value: crossing.encode(answer.returned) };
+      value = crossing.encode(answer.returned);
     } catch (error) {
       return { ok: false, value: crossing.encodeThrown(error) };
     }
+    const buffers = value.side.filter((item): item is ArrayBuffer => typeof item !== "number");
+    if (answer.check === undefined || answer.check(value.tape, buffers)) return { ok: true, value };
+    const mismatch = changedAnswer(replay.answered);
+    this.stop();
+    this.#end(internalFailure(mismatch));
+    return { fault: mismatch };
   }
 
   /** Checks when the guest's work could have outlasted the cap plus the margin, and again until the run is over. */

@@ -408,6 +408,7 @@ export class GuestBridge {
     } catch (error) {
       return { error: this.#guestError(error) };
     }
+    this.#run.functions.answered(encoded);
     return this.toGuestResult(encoded);
   }
 

@@ -112,13 +112,39 @@ export const ORPHANED: CodeExecutionError = {
   message: "Execution terminated: the run that started it has ended",
 };
 
-/**
- * The run whose host function this thread is calling: a run started meanwhile is nested in it, and ends with it.
- * Only calls the guest makes are seen here, so a run a host function starts after an `await` is not nested.
- */
-let calling: Run | undefined;
+/** A run started by a host function of another: it ends with that one (see {@link ORPHANED}). */
+interface NestedRun {
+  readonly ended: Promise<Ending>;
+  stop(error: CodeExecutionError): void;
+}
 
-class Run implements StartedRun {
+/**
+ * What the runs a host call starts are nested in: the run whose guest made the call, or a host's run made of several
+ * (Node's default path: an attempt, then the same run on a worker).
+ */
+export interface Nesting {
+  /** Takes `run` as nested in this, to be stopped when this is over; `false` when this is over already. */
+  nest(run: NestedRun): boolean;
+}
+
+/**
+ * What this thread's host call is made for: a run started meanwhile is nested in it, and ends with it. Only calls
+ * the guest makes are seen here, so a run a host function starts after an `await` is not nested.
+ */
+let calling: Nesting | undefined;
+
+/** Makes `call` (into the host) as `parent`'s: runs started meanwhile are nested in it. */
+export function callingAs<T>(parent: Nesting, call: () => T): T {
+  const outer = calling;
+  calling = parent;
+  try {
+    return call();
+  } finally {
+    calling = outer;
+  }
+}
+
+class Run implements StartedRun, Nesting {
   readonly ended: Promise<Ending>;
   readonly #options: RunOptions;
   readonly #request: PreparedRun;
@@ -141,7 +167,7 @@ class Run implements StartedRun {
   #sound = true;
   #peakBytes = 0;
   /** Runs started by this one's host functions that are not over: they end with it (see {@link ORPHANED}). */
-  readonly #nested = new Set<Run>();
+  readonly #nested = new Set<NestedRun>();
   /** Whether the run is over or stopped: a run its host functions start then never runs. */
   #over = false;
 
@@ -171,12 +197,14 @@ class Run implements StartedRun {
       context.fetch && new FetchSession(context.fetch, request.options.memoryLimitBytes, fetchMeter(this.#limits));
     const caller = calling;
     this.ended = this.#run();
-    if (caller === undefined) return;
-    if (caller.#over) this.stop(ORPHANED);
-    else {
-      caller.#nested.add(this);
-      void this.ended.then(() => caller.#nested.delete(this));
-    }
+    if (caller !== undefined && !caller.nest(this)) this.stop(ORPHANED);
+  }
+
+  nest(run: NestedRun): boolean {
+    if (this.#over) return false;
+    this.#nested.add(run);
+    void run.ended.then(() => this.#nested.delete(run));
+    return true;
   }
 
   /** Stops the run at its next chance (the handle has settled already), and the runs nested in it. */
@@ -349,13 +377,7 @@ class Run implements StartedRun {
 
   /** Makes `call` (into the host) as this run's: runs started meanwhile are nested in it. */
   #calling<T>(call: () => T): T {
-    const outer = calling;
-    calling = this;
-    try {
-      return call();
-    } finally {
-      calling = outer;
-    }
+    return callingAs(this, call);
   }
 
   /** Pumps jobs until `handle` settles; waits for the host or a timer when only they can move it on. */

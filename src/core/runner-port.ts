@@ -17,7 +17,16 @@ export { type Ending, failureOf, internalFailure } from "./outcome.js";
 export type { TranspilerPort } from "./ports.js";
 export { type Reading, Recording } from "./recording.js";
 export type { PreparedRun, RunOptions } from "./request.js";
-export { inThread, ORPHANED, type RunChannel, type RunContext, type Runner, type StartedRun } from "./run.js";
+export {
+  callingAs,
+  inThread,
+  type Nesting,
+  ORPHANED,
+  type RunChannel,
+  type RunContext,
+  type Runner,
+  type StartedRun,
+} from "./run.js";
 export { createSandbox, type ThreadSettings, threadContext, threadSettingsOf } from "./sandbox.js";
 export { type NewSwc, TRANSPILE_BASE_FUEL, Transpiler } from "./transpile.js";
 export type { CodeExecutionError, CodeExecutionLog, CodeExecutionStatus, Sandbox, SandboxOptions } from "./types.js";

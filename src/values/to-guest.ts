@@ -32,6 +32,12 @@ export class FunctionTable {
     return this.get(id);
   }
 
+  /**
+   * Told what a call of a function of the table answered the guest, as it crossed (a table that records its calls
+   * keeps it: see node/threads/host-call-record.ts).
+   */
+  answered(_answer: Tape): void {}
+
   /** How many functions are numbered. */
   get size(): number {
     return this.#functions.length;

@@ -398,7 +398,7 @@ describe("the default path's attempt calls the host, and its run on a worker rep
       error: {
         name: "InternalError",
         message: expect.stringContaining(
-          "what the host returned to its call 2 changed since, and no copy of it was kept",
+          "what the host returned to its call 2 changed since; the host was not called again",
         ),
       },
     });
