@@ -89,7 +89,7 @@ export class HostCallRecord extends FunctionTable {
  * A recorded call's outcome for the re-run; with `check` when the answer is the host's own object, not a copy: whether
  * its encoding for the re-run's guest is what the attempt's guest got.
  */
-export type ReplayedOutcome = RecordedCall["outcome"] & { check?: (tape: string, buffers: ArrayBuffer[]) => boolean };
+type ReplayedOutcome = RecordedCall["outcome"] & { check?: (tape: string, buffers: ArrayBuffer[]) => boolean };
 
 /** What the host changed between the attempt and its re-run. */
 export function changedAnswer(call: number): string {
