@@ -452,7 +452,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         inherited = bodyOf(source).bytes;
       } else {
         const url = parseUrl(input);
-        if (url.credentials) fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
+        if (url.credentials)
+          fail(`Request: a URL with credentials (${kit.originOf(url.href)}) is refused: send them in a header`);
         this.#url = url.href;
         this.#headers = new Headers();
       }
