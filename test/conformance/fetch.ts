@@ -482,7 +482,7 @@ export function fetchSuite(options: ConformanceOptions): void {
     });
 
     it("gives the guest a response's head and body as the platform answered them, whatever JSON escapes in them", async () => {
-      const statusText = 'Odd "one" \\ [x], {y}:\tz';
+      const statusText = 'Odd "one" \\ [x], {y}: z';
       const quoted = '"a", \\b\\ [1]: {2}';
       const { fetch } = network({
         "/odd": () =>
@@ -495,7 +495,7 @@ export function fetchSuite(options: ConformanceOptions): void {
               ["set-cookie", 'b="2"'],
             ],
           }),
-        "/none": () => new Response(null, { status: 204 }),
+        "/none": () => new Response(null, { status: 204, statusText: "Nothing" }),
       });
       const source = `const odd = await fetch("${API}/odd?q=%22#frag");
         const none = await fetch("${API}/none");
@@ -516,7 +516,7 @@ export function fetchSuite(options: ConformanceOptions): void {
         ["a=1", 'b="2"'],
         [0, 255, 34, 92],
         204,
-        "",
+        "Nothing",
         false,
         "",
         false,
