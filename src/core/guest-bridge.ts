@@ -13,7 +13,7 @@
  * @module
  */
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from "quickjs-emscripten-core";
-import type { FetchSession } from "../fetch/session.js";
+import type { FetchSession, GuestResponse } from "../fetch/session.js";
 import { isBridged, SerializationError, Thrown } from "../values/errors.js";
 import {
   LOG_LEVELS,
@@ -64,12 +64,14 @@ import { randomBytes } from "./web-apis.js";
  */
 export const MAX_HOST_CALLS_IN_FLIGHT = 10_000;
 
-/** A host promise that settled, encoded for its guest promise (see `deferred` in the prelude). */
-interface Delivery {
-  id: number;
-  ok: boolean;
-  value: Tape;
-}
+/**
+ * A host promise that settled, for its guest promise (see `deferred` in the prelude): its value encoded, or the
+ * response a guest's `fetch` was answered with, which crosses as it is (see `responseResult` in `GuestBridge`).
+ */
+type Delivery = { id: number; ok: boolean; value: Tape } | { id: number; ok: true; response: GuestResponse };
+
+/** How a host promise's value crosses: encoded as a tape, or as a fetch's response. */
+type Crossing = "tape" | "response";
 
 /**
  * Where the guest's values go when the host that takes them is on another thread: as the guest's own tapes, decoded
@@ -252,7 +254,7 @@ export class GuestBridge {
           // Their factory, compiled at boot (see `BootedInstance.slowPaths`).
           return this.#booted.slowPaths.dup();
         case OP_FETCH:
-          return this.#callHost(this.#run.fetch?.request, [a, value]);
+          return this.#callHost(this.#run.fetch?.request, [a, value], false, "response");
         case OP_SUBTLE:
           return this.#subtle(value);
         case OP_FETCH_ABORT:
@@ -385,7 +387,7 @@ export class GuestBridge {
    * Calls a host function with cloned arguments; its outcome goes back to the guest. A sink's (`report`, `onLog`)
    * plain return is ignored (only a promise is awaited by the guest).
    */
-  #callHost(fn: HostFunction | undefined, args: unknown[], sink = false): Answer {
+  #callHost(fn: HostFunction | undefined, args: unknown[], sink = false, crossing: Crossing = "tape"): Answer {
     if (fn === undefined) return undefined;
     if (this.#inflight >= MAX_HOST_CALLS_IN_FLIGHT) {
       const message = `${MAX_HOST_CALLS_IN_FLIGHT} host calls are in flight: await some before making more`;
@@ -394,7 +396,7 @@ export class GuestBridge {
     const applied = this.#apply(fn, args);
     if ("error" in applied) return applied;
     const { returned } = applied;
-    if (returned instanceof Promise) return this.#guestPromise(returned);
+    if (returned instanceof Promise) return this.#guestPromise(returned, crossing);
     // A far host (the relay's) answers a sink with nothing for a plain return and with the tape of its promise.
     if (sink && (returned === undefined || this.#run.relay === undefined)) return undefined;
     const primitive = primitiveHandle(this.#ctx, returned);
@@ -469,7 +471,7 @@ export class GuestBridge {
   }
 
   /** A guest promise settled as `promise` settles, once the run delivers it (see {@link deliver}). */
-  #guestPromise(promise: Promise<unknown>): QuickJSHandle {
+  #guestPromise(promise: Promise<unknown>, crossing: Crossing = "tape"): QuickJSHandle {
     const ctx = this.#ctx;
     const id = this.#nextPromise++;
     this.#limits.spend(HOST_PROMISE_FUEL);
@@ -482,8 +484,8 @@ export class GuestBridge {
     }
     this.#inflight++;
     promise.then(
-      (value) => this.#settled(id, value, true),
-      (reason) => this.#settled(id, reason, false),
+      (value) => this.#settled(id, value, true, crossing),
+      (reason) => this.#settled(id, reason, false, crossing),
     );
     return guestPromise;
   }
@@ -492,7 +494,7 @@ export class GuestBridge {
    * A host promise settled: its outcome is encoded now, as it is (the caller may change the value after), and
    * waits for the run to deliver it.
    */
-  #settled(id: number, value: unknown, ok: boolean): void {
+  #settled(id: number, value: unknown, ok: boolean, crossing: Crossing): void {
     this.#inflight--;
     // The run may have ended and its instance gone to another run.
     if (!this.#booted.heldBy(this.#holder)) return;
@@ -503,6 +505,11 @@ export class GuestBridge {
       return;
     }
     let delivery: Delivery;
+    if (ok && crossing === "response") {
+      this.#deliveries.push({ id, ok, response: value as GuestResponse });
+      this.wake();
+      return;
+    }
     try {
       delivery = { id, ok, value: ok ? encodeForGuest(value, this.#run.functions) : this.#errorTape(value) };
     } catch (error) {
@@ -529,15 +536,38 @@ export class GuestBridge {
     const ctx = this.#ctx;
     const handles: QuickJSHandle[] = [];
     try {
-      for (const { id, ok, value } of deliveries) {
-        const made = this.toGuestResult(value);
-        const fulfilled = ok && made.error === undefined;
-        handles.push(ctx.newNumber(id), fulfilled ? ctx.true : ctx.false, made.error ?? made.value);
+      for (const delivery of deliveries) {
+        const made =
+          "response" in delivery ? this.#responseResult(delivery.response) : this.toGuestResult(delivery.value);
+        const fulfilled = delivery.ok && made.error === undefined;
+        handles.push(ctx.newNumber(delivery.id), fulfilled ? ctx.true : ctx.false, made.error ?? made.value);
       }
       const settled = this.#limits.enter(() => ctx.callFunction(this.#core.settle, ctx.undefined, handles));
       (settled.error ?? settled.value).dispose();
     } finally {
       for (const handle of handles) handle.dispose();
+    }
+  }
+
+  /**
+   * A fetch's response for the guest, `[head, body]`, made without the guest's decoder (whose walk of the values of a
+   * record cost the guest more than the rest of its `fetch`): the head a string, paid as one (see {@link toGuest}),
+   * the body a buffer, paid as its bytes.
+   */
+  #responseResult({ head, body }: GuestResponse): VmCallResult<QuickJSHandle> {
+    const ctx = this.#ctx;
+    const madeHead = this.toGuestResult(encodeForGuest(head, this.#run.functions));
+    if (madeHead.error !== undefined) return madeHead;
+    this.#limits.spend(bufferFuel(body.byteLength));
+    const buffer = ctx.newArrayBuffer(body);
+    try {
+      const pair = ctx.newArray();
+      ctx.setProp(pair, 0, madeHead.value);
+      ctx.setProp(pair, 1, buffer);
+      return { value: pair };
+    } finally {
+      madeHead.value.dispose();
+      buffer.dispose();
     }
   }
 

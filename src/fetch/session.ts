@@ -10,15 +10,14 @@
  */
 import { type FetchPolicy, type FetchTransport, MAX_REDIRECTS } from "./policy.js";
 
-/** A response as the guest receives it. */
-interface GuestResponse {
-  status: number;
-  statusText: string;
-  /** The final URL, without its fragment. */
-  url: string;
-  redirected: boolean;
-  /** Lowercase names, in the platform's order (`set-cookie` once per cookie). */
-  headers: [string, string][];
+/**
+ * A response as the guest receives it: its head as one JSON string, `[status, statusText, url, redirected, headers]`
+ * (the final URL without its fragment; header names lowercase, in the platform's order, `set-cookie` once per cookie),
+ * and its body. `JSON.stringify` writes no NUL and no lone surrogate, so the head crosses as a string as it is, and
+ * the guest's `JSON.parse` reads it: no value walked by the generic decoder (see `GuestBridge`).
+ */
+export interface GuestResponse {
+  head: string;
   body: ArrayBuffer;
 }
 
@@ -241,7 +240,7 @@ export class FetchSession {
     }
     const body = NULL_BODY_STATUSES.has(response.status) ? new ArrayBuffer(0) : await this.#bodyOf(response, tooLarge);
     url.hash = "";
-    return { status: response.status, statusText: response.statusText, url: url.href, redirected, headers, body };
+    return { head: JSON.stringify([response.status, response.statusText, url.href, redirected, headers]), body };
   }
 
   /** The body's bytes, counted chunk by chunk against its cap and the run's memory limit. */

@@ -19,15 +19,12 @@ interface RequestRecord {
   redirect: string;
 }
 
-/** What the host answers (see `GuestResponse` in src/fetch/session.ts). */
-interface ResponseRecord {
-  status: number;
-  statusText: string;
-  url: string;
-  redirected: boolean;
-  headers: [string, string][];
-  body: ArrayBuffer;
-}
+/**
+ * What the host answers: the response's head as JSON and its body (see `GuestResponse` in src/fetch/session.ts).
+ */
+type ResponseAnswer = [head: string, body: ArrayBuffer];
+/** The head, parsed: status, statusText, the final URL, redirected, the headers. */
+type ResponseHead = [number, string, string, boolean, [string, string][]];
 
 type HeadersInit = Headers | Iterable<Iterable<unknown>> | Record<string, unknown>;
 type BodyInit = unknown;
@@ -455,7 +452,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         inherited = bodyOf(source).bytes;
       } else {
         const url = parseUrl(input);
-        if (url.credentials) fail(`Request: a URL with credentials (${url.origin}) is refused: send them in a header`);
+        if (url.credentials)
+          fail(`Request: a URL with credentials (${kit.originOf(url.href)}) is refused: send them in a header`);
         this.#url = url.href;
         this.#headers = new Headers();
       }
@@ -530,7 +528,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     return finite(n) ? ((n % 65536) + 65536) % 65536 : 0;
   };
 
-  let responseOf: (record: ResponseRecord) => Response;
+  let responseOf: (answer: ResponseAnswer) => Response;
   class Response {
     #status = 200;
     #statusText = "";
@@ -628,17 +626,18 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
 
     static {
       responseBody = (self) => (#body in self ? (self as Response).#body : undefined);
-      responseOf = (record) => {
+      responseOf = (answer) => {
+        const [status, statusText, url, redirected, headers] = parseJson(answer[0]) as ResponseHead;
         const response = new Response();
-        response.#status = record.status;
-        response.#statusText = record.statusText;
-        response.#headers = headersOf(record.headers);
+        response.#status = status;
+        response.#statusText = statusText;
+        response.#headers = headersOf(headers);
         response.#type = "basic";
-        response.#url = record.url;
-        response.#redirected = record.redirected;
-        const bytes = new Uint8ArrayCtor(record.body);
+        response.#url = url;
+        response.#redirected = redirected;
+        const bytes = new Uint8ArrayCtor(answer[1]);
         response.#body = {
-          bytes: bytes.length === 0 && NULL_BODY_STATUSES.includes(record.status) ? null : bytes,
+          bytes: bytes.length === 0 && NULL_BODY_STATUSES.includes(status) ? null : bytes,
           used: false,
         };
         return response;
@@ -660,8 +659,8 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
     defineProperty(proto, "bodyUsed", { __proto__: null, get: getter.get, configurable: true } as PropertyDescriptor);
   }
 
-  // fetch, when the sandbox has a fetch setting: the request crosses to the host as a record; the answer becomes a
-  // Response.
+  // fetch, when the sandbox has a fetch setting: the request crosses to the host as a record; the answer (its head as
+  // JSON, its body) becomes a Response.
   kit.installFetch = () => {
     let marshal: { encode(value: unknown, mode: number, plainLevels?: number): [string, unknown[]] } | undefined;
     let requests = 0;
@@ -709,7 +708,7 @@ export function guestWebFetch(hostCall: HostCall, kit: WebKit): void {
         // encoder writes it with the engine's JSON.stringify at once rather than walking it.
         const encoded = bytes === null ? marshal.encode(record, MODE_CLONE, 3) : marshal.encode(record, MODE_CLONE);
         const pending = hostCall(OP_FETCH, id, encoded[0], encoded[1]) as Promise<unknown>;
-        return responseOf((await (signal === null ? pending : abortable(pending, signal, id))) as ResponseRecord);
+        return responseOf((await (signal === null ? pending : abortable(pending, signal, id))) as ResponseAnswer);
       },
     }.fetch;
     install("fetch", fetch);

@@ -52,10 +52,12 @@ export interface WebKit {
   /** A body of `contentType` as a FormData (Fetch's `formData()`); a `TypeError` when it is not a form. */
   parseForm(bytes: Uint8Array, contentType: string): object;
   /**
-   * `text` parsed as `new URL(text)` parses it (guest/web-url.ts), without making the object: its href, its origin and
-   * whether it has credentials; what is not a URL throws the constructor's `TypeError`.
+   * `text` parsed as `new URL(text)` parses it (guest/web-url.ts), without making the object: its href and whether it
+   * has credentials; what is not a URL throws the constructor's `TypeError`.
    */
-  parseUrl(text: string): { href: string; origin: string; credentials: boolean };
+  parseUrl(text: string): { href: string; credentials: boolean };
+  /** The origin of the URL `text`, as `new URL(text).origin` gives it. */
+  originOf(text: string): string;
   /** Installs `fetch` (guest/web-fetch.ts): the host calls it at boot when the sandbox has a fetch setting. */
   installFetch(): void;
   /**

@@ -1294,12 +1294,26 @@ export function guestWebUrl(_hostCall: HostCall, kit: WebKit): void {
 
   install("URL", URL);
   install("URLSearchParams", URLSearchParams);
+  /**
+   * Whether a URL the one match read (see `parseSimple`) is written back as it is: it has a path (else the parser
+   * writes `/`), and a port, if any, as the serializer writes it (no leading zero, not the scheme's default, a port).
+   */
+  const writtenAsRead = (match: (string | undefined)[]) => {
+    if (match[4] === "") return false;
+    const digits = match[3];
+    if (digits === undefined) return true;
+    const port = +digits;
+    return (digits[0] !== "0" || digits === "0") && port <= 65535 && port !== SPECIAL[match[1] as string];
+  };
   kit.parseUrl = (text) => {
+    const match = apply(exec, SIMPLE, [text]) as (string | undefined)[] | null;
+    if (match !== null && writtenAsRead(match))
+      return { __proto__: null, href: text, credentials: false } as { href: string; credentials: boolean };
     const url = parseWithBase(text, undefined, "URL") as UrlRecord;
-    return { __proto__: null, href: serialize(url), origin: originOf(url), credentials: credentials(url) } as {
+    return { __proto__: null, href: serialize(url), credentials: credentials(url) } as {
       href: string;
-      origin: string;
       credentials: boolean;
     };
   };
+  kit.originOf = (text) => originOf(parseWithBase(text, undefined, "URL") as UrlRecord);
 }

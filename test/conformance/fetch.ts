@@ -481,6 +481,48 @@ export function fetchSuite(options: ConformanceOptions): void {
       ]);
     });
 
+    it("gives the guest a response's head and body as the platform answered them, whatever JSON escapes in them", async () => {
+      const statusText = 'Odd "one" \\ [x], {y}: z';
+      const quoted = '"a", \\b\\ [1]: {2}';
+      const { fetch } = network({
+        "/odd": () =>
+          new Response(new Uint8Array([0, 255, 34, 92]), {
+            status: 299,
+            statusText,
+            headers: [
+              ["X-Quote", quoted],
+              ["set-cookie", "a=1"],
+              ["set-cookie", 'b="2"'],
+            ],
+          }),
+        "/none": () => new Response(null, { status: 204, statusText: "Nothing" }),
+      });
+      const source = `const odd = await fetch("${API}/odd?q=%22#frag");
+        const none = await fetch("${API}/none");
+        export default [odd.status, odd.ok, odd.statusText, odd.url, odd.redirected, [...odd.headers],
+          odd.headers.getSetCookie(), [...new Uint8Array(await odd.arrayBuffer())],
+          none.status, none.statusText, none.bodyUsed, await none.text(), none.bodyUsed];`;
+      expect(await ok(withFetch(fetch), source)).toEqual([
+        299,
+        true,
+        statusText,
+        `${API}/odd?q=%22`,
+        false,
+        [
+          ["set-cookie", "a=1"],
+          ["set-cookie", 'b="2"'],
+          ["x-quote", quoted],
+        ],
+        ["a=1", 'b="2"'],
+        [0, 255, 34, 92],
+        204,
+        "Nothing",
+        false,
+        "",
+        false,
+      ]);
+    });
+
     it("refuses an origin off the list with a TypeError naming it, and never calls the platform's fetch", async () => {
       const { sent, fetch } = network({});
       const source = `export default await fetch("https://api.example.com.evil.com/").catch((e) => [e.name, e.message]);`;

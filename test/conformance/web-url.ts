@@ -394,6 +394,21 @@ export function webUrlSuite(runCode: RunCode): void {
       expect(await ok(runCode, source, { ...js, globals: { inputs } })).toEqual([]);
     });
 
+    it("gives a Request the URL its state machine writes, whether or not the URL is written back as it was read", async () => {
+      const inputs = [...SIMPLE_OR_NOT, ...PARSING.filter(([, base]) => base === null).map(([input]) => input)];
+      // A Request refuses with a TypeError what is no absolute URL (the sandbox has no base URL) and a URL with
+      // credentials; a base of another scheme takes the rest through the state machine.
+      const source = `export default inputs.map((input) => {
+        let url;
+        try { url = new Request(input).url; } catch (error) { url = error.name; }
+        const alone = URL.parse(input);
+        const refused = alone === null || !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(input) || alone.username + alone.password !== "";
+        const expected = refused ? "TypeError" : URL.parse(input, "sc://base/").href;
+        return url === expected ? null : [input, url, expected];
+      }).filter((differs) => differs !== null)`;
+      expect(await ok(runCode, source, { ...js, globals: { inputs } })).toEqual([]);
+    });
+
     it("costs a plain URL a few thousand units of fuel, not a step of the state machine per character", async () => {
       const source = (count: number) =>
         `for (let i = 0; i < ${count}; i++) new URL("http://127.0.0.1:8080/api/items?page=2#top");\nexport default 0;`;
