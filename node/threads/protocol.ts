@@ -107,8 +107,9 @@ export type ToWorker =
        * the caller's next run once this one is over. Never with others in flight, whose workers' cores it would take.
        */
       alone: boolean;
-      /** `[globals, imports]`. */
+      /** `PreparedRun.values` and `PreparedRun.imports`. */
       values: Tape<ArrayBuffer | number>;
+      imports: Tape<ArrayBuffer | number>[] | undefined;
       args: Tape<ArrayBuffer | number>;
     }
   /** Promises of the caller settled since the last of these, in the order they settled. */

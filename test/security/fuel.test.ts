@@ -282,3 +282,37 @@ describe("failed imports the host keeps for the run", () => {
     expect(result.fuelUsed).toBeLessThan(20_000_000);
   });
 });
+
+describe("imports the code never loads", () => {
+  // Four host functions, as a tenant's `kv` service puts into every run.
+  const service = () => ({ get: () => 1, set: () => {}, list: () => [], delete: () => true });
+  const fuelOf = async (source: string, imports: Record<string, Record<string, unknown>>) => {
+    const result = await frozen(source, { ...js, imports });
+    expect(result.status).toBe("success");
+    return result.fuelUsed;
+  };
+
+  it("cost a run no fuel: the same as none, to the unit", async () => {
+    // Before: each run with the import spent the decoding of its four functions (a few thousand units more).
+    const trivial = "export default 1";
+    const none = await fuelOf(trivial, {});
+    expect(await fuelOf(trivial, { kv: service() })).toBe(none);
+    expect(await fuelOf(trivial, { kv: service(), other: service() })).toBe(none);
+    const branch = "if (globalThis.never) await import('kv');\nexport default 1";
+    expect(await fuelOf(branch, { kv: service() })).toBe(await fuelOf(branch, {}));
+  });
+
+  it("beside one it loads cost nothing either; the one it loads is charged when it loads, the same every run", async () => {
+    const source = "import { get } from 'kv';\nexport default get()";
+    const used = await fuelOf(source, { kv: service() });
+    expect(await fuelOf(source, { kv: service(), other: service(), more: service() })).toBe(used);
+    expect(await fuelOf(source, { kv: service() })).toBe(used);
+    const dynamic = "const { get } = await import('kv');\nexport default get()";
+    const loaded = await fuelOf(dynamic, { kv: service() });
+    expect(await fuelOf(dynamic, { kv: service(), other: service() })).toBe(loaded);
+    // Importing it twice decodes it once: the module is the engine's after its first load.
+    const twice = "await import('kv');\nconst { get } = await import('kv');\nexport default get()";
+    expect(await fuelOf(twice, { kv: service() })).toBeLessThan(2 * (loaded as number));
+    expect(loaded).toBeGreaterThan((await fuelOf("export default 1", {})) as number);
+  });
+});
