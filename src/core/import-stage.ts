@@ -7,7 +7,7 @@
  */
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 import type { Tape } from "../values/tape.js";
-import type { GuestBridge } from "./guest-bridge.js";
+import { type GuestBridge, objectCrossingFuel } from "./guest-bridge.js";
 import type { Limits } from "./limits.js";
 
 export class ImportStage {
@@ -25,12 +25,16 @@ export class ImportStage {
   }
 
   /**
-   * Stages the import `specifier` unless it was, as its module loads: its tape's fuel is charged first, as any
-   * crossing's. What fails the decoder (out of the run's memory or stack) fails the import.
+   * Stages the import `specifier` unless it was, as its module loads: its crossing's fuel is charged first, and a run
+   * that cannot pay it stops on its fuel without decoding anything. What fails the decoder (out of the run's memory or
+   * stack) fails the import.
    */
   load(specifier: string, bridge: GuestBridge, limits: Limits): { error: Error } | undefined {
     const tape = this.#pending.get(specifier);
     if (tape === undefined) return undefined;
+    if (!limits.affords(objectCrossingFuel(tape))) {
+      return { error: new Error("The run's fuel cannot pay for the import's values") };
+    }
     const ctx = this.#ctx;
     const decoded = bridge.toGuestResult(tape);
     const provided =
