@@ -343,6 +343,7 @@ class Run implements StartedRun {
     const { ctx } = booted;
     const { values, imports } = this.#request;
     const specifiers = Object.keys(this.#options.imports);
+    if (this.#options.globals.length === 0 && specifiers.length === 0) return [ctx.undefined, ctx.undefined];
     if (imports === undefined) {
       const decoded = bridge.toGuest(values);
       return [0, 1].map((i) => ctx.getProp(decoded, i));
