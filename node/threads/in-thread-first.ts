@@ -86,9 +86,9 @@ export function inThreadFirst(inThread: Runner): Runner {
 }
 
 /** Whether the run's values hold the caller's promises. */
-function holdsPromises({ values, args }: PreparedRun): boolean {
+function holdsPromises({ values, imports = [], args }: PreparedRun): boolean {
   const promise = (item: Tape["side"][number]) => item.kind === "promise";
-  return values.side.some(promise) || args.side.some(promise);
+  return [values, ...imports, args].some((tape) => tape.side.some(promise));
 }
 
 /** The attempt whose host function the caller's thread is calling, if any. */

@@ -108,8 +108,9 @@ export type ToWorker =
        * the caller's next run once this one is over. Never with others in flight, whose workers' cores it would take.
        */
       alone: boolean;
-      /** `[globals, imports]`. */
+      /** `PreparedRun.values` and `PreparedRun.imports`. */
       values: Tape<ArrayBuffer | number>;
+      imports: Tape<ArrayBuffer | number>[] | undefined;
       args: Tape<ArrayBuffer | number>;
       /** The readings of the run's attempt on the caller's thread, replayed first (see core/recording.ts). */
       readings?: Reading[];

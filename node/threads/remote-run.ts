@@ -153,6 +153,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
       options: request.options,
       listened: request.onLog !== undefined,
       values: this.#crossing.cross(request.values),
+      imports: request.imports?.map((tape) => this.#crossing.cross(tape)),
       args: this.#crossing.cross(request.args),
       ...(attempted === undefined ? {} : { readings: attempted.readings }),
     };

@@ -220,6 +220,7 @@ async function run(message: Extract<ToWorker, { kind: "run" }>): Promise<void> {
       source: message.source,
       options: message.options,
       values: encoded(message.values, promises),
+      imports: message.imports?.map((tape) => encoded(tape, promises)),
       args: encoded(message.args, promises),
       functions: new FunctionTable(),
       report: undefined,

@@ -454,9 +454,7 @@ export class GuestBridge {
       this.#limits.spend(charFuel(encoded.tape.length));
       return { value: primitive };
     }
-    let bytes = 0;
-    for (const item of encoded.side) if (item.kind === "buffer") bytes += item.bytes.byteLength;
-    this.#limits.spend(tapeFuel(encoded.tape) + bufferFuel(bytes));
+    this.#limits.spend(objectCrossingFuel(encoded));
     const { decode } = this.#marshal();
     const side = encoded.side.map((item) =>
       item.kind === "buffer" ? ctx.newArrayBuffer(item.bytes.buffer as ArrayBuffer) : this.#guestPromise(item.promise),
@@ -765,4 +763,11 @@ function tapeHandle(ctx: QuickJSContext, tape: string): QuickJSHandle | undefine
   if (!tape.startsWith('["n",')) return undefined;
   const number = JSON.parse(tape)[1] as string;
   return ctx.newNumber(number === "-0" ? -0 : Number(number));
+}
+
+/** What a host value that is not a primitive costs to cross into the guest: its tape and its buffers' bytes. */
+export function objectCrossingFuel(encoded: Tape): number {
+  let bytes = 0;
+  for (const item of encoded.side) if (item.kind === "buffer") bytes += item.bytes.byteLength;
+  return tapeFuel(encoded.tape) + bufferFuel(bytes);
 }

@@ -246,6 +246,8 @@ export class BootedInstance {
   readonly slowPaths: QuickJSHandle;
   /** The internals module's `take`: a run's imports and phase mark for the modules that import it (see linker.ts). */
   readonly takeInternals: QuickJSHandle;
+  /** The internals module's `provide`: one import of a run, staged as its module loads (see core/import-stage.ts). */
+  readonly provideImport: QuickJSHandle;
   #holder: Holder | undefined;
   /** Handles made since {@link recordHandles}, for {@link sweepHandles}; `undefined` when not recording. */
   #made: QuickJSHandle[] | undefined;
@@ -318,10 +320,10 @@ export class BootedInstance {
     for (const [name, source] of Object.entries(boot.modules))
       this.#evaluateModule(source, BOOT_PREFIX + name, `Boot module '${name}'`).dispose();
     // After the boot modules: none of them can import it.
-    this.takeInternals = ctx.getProp(
-      this.#evaluateModule(INTERNALS_MODULE_SOURCE, INTERNALS_MODULE, "The internals module"),
-      "take",
-    );
+    const internalsModule = this.#evaluateModule(INTERNALS_MODULE_SOURCE, INTERNALS_MODULE, "The internals module");
+    this.takeInternals = ctx.getProp(internalsModule, "take");
+    this.provideImport = ctx.getProp(internalsModule, "provide");
+    internalsModule.dispose();
     const source = ctx.evalCode(guestMarshalSource, `${INTERNALS_MODULE}/marshal`, { type: "global" });
     const factory = unwrap(ctx, source);
     const marshalArgs = [this.core.intrinsics, this.hostCall, this.call];

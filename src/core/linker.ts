@@ -30,7 +30,9 @@ export const INTERNALS_MODULE = `${INTERNAL}internals`;
  * The internals module, which only the phase module and the synthetic modules of `options.imports` import: its
  * default export is the run's imports, and `phase` the core's mark that evaluation began. Compiled and evaluated once
  * at boot (core/instance.ts), it lives in the image; its exports are live bindings each run sets by calling `take`
- * with the key the core staged them under (see `stage` in guest/core.ts).
+ * with the key the core staged them under (see `stage` in guest/core.ts). A run whose imports are staged apart
+ * (core/import-stage.ts) takes none and `provide`s each as its module loads: the object that holds them is made then,
+ * without a prototype, so no specifier (`__proto__`) names anything but its own import.
  */
 export const INTERNALS_MODULE_SOURCE = `let imports, phase;
 export { imports as default, phase };
@@ -38,6 +40,9 @@ export function take(key) {
   const staged = globalThis[key];
   imports = staged.imports;
   phase = staged.phase;
+}
+export function provide(specifier, values) {
+  (imports ??= { __proto__: null })[specifier] = values;
 }`;
 const IMPORT_PREFIX = `${INTERNAL}import/`;
 /**
@@ -207,6 +212,11 @@ export class Linker {
   /** The recorded failure a guest error stands for, if any. */
   failure(name: string, message: string): LinkFailure | undefined {
     return this.#failures.find((f) => f.name === name && f.message === message);
+  }
+
+  /** The specifier of `options.imports` whose synthetic module a QuickJS module name is, if it is one. */
+  importOf(name: string): string | undefined {
+    return name.startsWith(IMPORT_PREFIX) ? name.slice(IMPORT_PREFIX.length) : undefined;
   }
 
   /** The specifier a QuickJS module name came from (for "Could not find export ... in module 'x'"). */

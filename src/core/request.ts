@@ -5,7 +5,7 @@
  * @module
  */
 import type { Tape } from "../values/tape.js";
-import { encodeForGuest, FunctionTable, type HostFunction } from "../values/to-guest.js";
+import { encodeForGuest, encodeParts, FunctionTable, type HostFunction } from "../values/to-guest.js";
 import { resolveOptions } from "./options.js";
 import type { Recording } from "./recording.js";
 import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
@@ -31,8 +31,13 @@ export interface RunOptions {
 export interface PreparedRun {
   source: string;
   options: RunOptions;
-  /** `[globals, imports]`. */
+  /**
+   * `[globals, imports]` as one tape; or, when no object of theirs is reached twice, `globals` alone, each import
+   * then in `imports` (a run decodes one when its module loads, so one the code never imports costs it nothing).
+   */
   values: Tape;
+  /** Each of `options.imports` as a tape of its own, in its order, when `values` holds only the globals. */
+  imports: Tape[] | undefined;
   args: Tape;
   /** The host functions the values hold, numbered as their tapes number them. */
   functions: FunctionTable;
@@ -56,6 +61,10 @@ export function prepareRun(
   const { fn, args, script, imports, modules, globals, language, memoryLimitBytes, filename } = resolved;
   const { report, onLog, tenant, timeoutMs } = resolved;
   const functions = new FunctionTable();
+  const specifiers = Object.entries(imports);
+  // Depths are those of `[globals, imports]`: its parts are encoded as they are within it.
+  const parts = [{ value: globals, depth: 1 }, ...specifiers.map(([, named]) => ({ value: named, depth: 2 }))];
+  const values = encodeParts([globals, imports], parts, functions);
   return {
     source: source as string,
     options: {
@@ -66,10 +75,11 @@ export function prepareRun(
       memoryLimitBytes,
       filename,
       globals: Object.keys(globals),
-      imports: Object.fromEntries(Object.entries(imports).map(([specifier, named]) => [specifier, Object.keys(named)])),
+      imports: Object.fromEntries(specifiers.map(([specifier, named]) => [specifier, Object.keys(named)])),
       timeoutMs,
     },
-    values: encodeForGuest([globals, imports], functions),
+    values: Array.isArray(values) ? (values[0] as Tape) : values,
+    imports: Array.isArray(values) ? values.slice(1) : undefined,
     args: encodeForGuest(args, functions),
     functions,
     report,

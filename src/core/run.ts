@@ -14,6 +14,7 @@ import { MODE_CLONE } from "../values/tape.js";
 import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-helper.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter } from "./host-fuel.js";
+import { ImportStage } from "./import-stage.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstancePool } from "./instance-pool.js";
 import { Limits, runSafetyCap } from "./limits.js";
@@ -161,6 +162,8 @@ class Run implements StartedRun, Nesting {
   /** The booted instance while the run holds it, and the bridge into it. */
   #booted: BootedInstance | undefined;
   #bridge: GuestBridge | undefined;
+  /** The imports the guest has yet to load, when they crossed apart (see core/import-stage.ts). */
+  #imports: ImportStage | undefined;
   /** The guest's timers, when the sandbox has the Web APIs. */
   #timers: Timers | undefined;
   /** `false` once a step failed in a way that leaves the instance unfit for another run. */
@@ -338,11 +341,7 @@ class Run implements StartedRun, Nesting {
     }
     booted.lend(this.#holder, this.#options.memoryLimitBytes);
     const { ctx, core } = booted;
-    // With no globals and no imports there is nothing to decode: the run may never need the marshaling half.
-    const empty =
-      bindings === "reseed" || (this.#options.globals.length === 0 && Object.keys(this.#options.imports).length === 0);
-    const values = empty ? undefined : bridge.toGuest(this.#request.values);
-    const staged = values === undefined ? [ctx.undefined, ctx.undefined] : [0, 1].map((i) => ctx.getProp(values, i));
+    const staged = bindings === "reseed" ? [ctx.undefined, ctx.undefined] : this.#staged(booted, bridge);
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
     const words = this.#request.recording?.read("seed", seedWords) ?? seedWords();
     const seed = words.map((word) => ctx.newNumber(word | 0));
@@ -356,6 +355,8 @@ class Run implements StartedRun, Nesting {
     }
     // The internals module, evaluated at boot, takes this run's imports and phase mark.
     bridge.guard(() => ctx.callFunction(booted.takeInternals, ctx.undefined, [stageKey]));
+    // A session's later cells, which may import what its first did not, run with other requests.
+    if (bindings === "session") this.#imports?.loadAll(bridge);
     const names = [...new Set(["console", "report", ...this.#options.globals])];
     const script =
       bindings === "run"
@@ -365,6 +366,25 @@ class Run implements StartedRun, Nesting {
     return bridge;
   }
 
+  /**
+   * The run's globals and imports in the guest, as `stage` takes them. Imports that crossed apart wait for their
+   * modules to load (see core/import-stage.ts). With no globals and no imports there is nothing to decode: the run
+   * may never need the marshaling half.
+   */
+  #staged(booted: BootedInstance, bridge: GuestBridge): QuickJSHandle[] {
+    const { ctx } = booted;
+    const { values, imports } = this.#request;
+    const specifiers = Object.keys(this.#options.imports);
+    if (this.#options.globals.length === 0 && specifiers.length === 0) return [ctx.undefined, ctx.undefined];
+    if (imports === undefined) {
+      const decoded = bridge.toGuest(values);
+      return [0, 1].map((i) => ctx.getProp(decoded, i));
+    }
+    const globals = this.#options.globals.length === 0 ? ctx.undefined : bridge.toGuest(values);
+    if (specifiers.length > 0) this.#imports = new ImportStage(ctx, booted.provideImport, specifiers, imports);
+    return [globals, ctx.undefined];
+  }
+
   /** What the booted instance asks of the run holding it. */
   readonly #holder: Holder = {
     poll: () => this.#limits.poll(),
@@ -372,7 +392,12 @@ class Run implements StartedRun, Nesting {
     hostCall: (...args) => this.#calling(() => this.#bridge?.hostCall(...args)),
     call: (id, args) => this.#calling(() => this.#bridge?.call(id, args)),
     normalize: (base, specifier) => this.#linker.normalize(base, specifier, this.#limits),
-    load: (name) => this.#linker.load(name, this.#limits),
+    load: (name) => {
+      const loaded = this.#linker.load(name, this.#limits);
+      const specifier = this.#linker.importOf(name);
+      if (typeof loaded !== "string" || specifier === undefined || this.#imports === undefined) return loaded;
+      return this.#imports.load(specifier, this.#bridge as GuestBridge, this.#limits) ?? loaded;
+    },
   };
 
   /** Makes `call` (into the host) as this run's: runs started meanwhile are nested in it. */

@@ -129,11 +129,15 @@ const MAX_PROBE_BYTES = 256 * 1024 * 1024;
  * strings, booleans, null, finite numbers other than -0 and such objects. Values are read through descriptors, so
  * no getter runs here and what `JSON.stringify` reads later is what was checked. None when an object is reached
  * twice (JSON would expand a shared reference) or when a prototype has a `toJSON` for `JSON.stringify` to call.
+ * `once`: no object is reached twice, nor may be through what the walk does not enter.
  */
-function jsonPlain(value: unknown): Set<object> {
+function jsonPlain(value: unknown): { plain: Set<object>; once: boolean } {
   const plain = new Set<object>();
   const seen = new Set<object>();
   let shared = false;
+  // Buffers, and views' buffers, which the walk does not enter but the encoder reaches too.
+  const buffers = new Set<object>();
+  let buffersShared = false;
   const scan = (v: unknown, depth: number): boolean => {
     switch (typeof v) {
       case "string":
@@ -158,7 +162,14 @@ function jsonPlain(value: unknown): Set<object> {
     const isArray = Array.isArray(v);
     // Not plain, and of what they hold only bytes, a time or a pattern cross: their keys (a typed array has one per
     // element) are not walked.
-    if (holdsNoObjects(v)) return false;
+    if (holdsNoObjects(v)) {
+      const buffer = ArrayBuffer.isView(v) ? v.buffer : v;
+      if (!(buffer instanceof Date || buffer instanceof RegExp)) {
+        buffersShared ||= buffers.has(buffer);
+        buffers.add(buffer);
+      }
+      return false;
+    }
     if (!isArray && proto !== Object.prototype && proto !== null) {
       // A Map, Set, Error, class instance... reaches objects this walk does not see, which a plain subtree may share.
       shared = true;
@@ -186,10 +197,10 @@ function jsonPlain(value: unknown): Set<object> {
     return ok;
   };
   const toJSON = (o: object) => "toJSON" in o;
-  if (toJSON(Object.prototype) || toJSON(Array.prototype)) return plain;
+  if (toJSON(Object.prototype) || toJSON(Array.prototype)) return { plain, once: false };
   scan(value, 0);
   if (shared) plain.clear();
-  return plain;
+  return { plain, once: !shared && !buffersShared };
 }
 
 /** Values that cross without any object inside them. */
@@ -227,11 +238,39 @@ export function encodeForGuest(value: unknown, functions: FunctionTable): Tape {
   if (value instanceof Tape) return value;
   const primitive = encodePrimitive(value);
   if (primitive !== undefined) return new Tape(primitive, []);
-  const plain = typeof value === "object" && value !== null ? jsonPlain(value) : NOTHING_PLAIN;
-  const ids = new Map<object, number>();
+  const plain = typeof value === "object" && value !== null ? jsonPlain(value).plain : NOTHING_PLAIN;
+  return encodeWith(value, functions, plain, { bytes: MAX_PROBE_BYTES }, 0);
+}
+
+/** Where a part of a value is: the value itself, and how many objects of the whole hold it. */
+interface Part {
+  value: unknown;
+  depth: number;
+}
+
+/**
+ * The parts of `whole` (all it holds beside them are the objects around them), each as a tape of its own, in order,
+ * when no object is reached twice in `whole`: each part then decodes apart to what decoding `whole` gives it (a
+ * shared object keeps its identity within one tape only); else `whole` as one tape. Either way the getters called,
+ * the functions numbered and the errors are those of encoding `whole`.
+ */
+export function encodeParts(whole: object, parts: readonly Part[], functions: FunctionTable): Tape | Tape[] {
+  const { plain, once } = jsonPlain(whole);
   const probeBudget = { bytes: MAX_PROBE_BYTES };
+  if (!once) return encodeWith(whole, functions, plain, probeBudget, 0);
+  return parts.map((part) => encodeWith(part.value, functions, plain, probeBudget, part.depth));
+}
+
+/** `value`, `depth` objects deep in what is encoded, as a tape: `plain` its JSON subtrees (see `jsonPlain`). */
+function encodeWith(
+  value: unknown,
+  functions: FunctionTable,
+  plain: ReadonlySet<object>,
+  probeBudget: { bytes: number },
+  depth: number,
+): Tape {
+  const ids = new Map<object, number>();
   const side: SideItem[] = [];
-  let depth = 0;
   const toSide = (item: SideItem) => side.push(item) - 1;
   const pairs = (list: [unknown, unknown][]) => list.map(([k, v]) => `${enc(k)},${enc(v)}`).join(",");
 

@@ -160,5 +160,29 @@ export function importsSuite(runCode: RunCode): void {
       const source = "import cfg from 'cfg';\nexport default cfg";
       expect(await ok(runCode, source, { imports: { cfg: { default: { a: [1] } } } })).toEqual({ a: [1] });
     });
+
+    it("an object two imports, or an import and a global, hold is one object in the guest", async () => {
+      const shared = { n: 1 };
+      const buffer = new ArrayBuffer(4);
+      const source = `import { o as a, bytes } from 'a';
+        import { o as b, words } from 'b';
+        export default [a === b, a === g, bytes.buffer === words.buffer, typeof (await import('b')).o]`;
+      const options = {
+        globals: { g: shared },
+        imports: { a: { o: shared, bytes: new Uint8Array(buffer) }, b: { o: shared, words: new Uint16Array(buffer) } },
+      };
+      expect(await ok(runCode, source, options)).toEqual([true, true, true, "object"]);
+    });
+
+    it("imports hold the same functions wherever they are named: one stand-in each", async () => {
+      const f = () => 1;
+      const source =
+        "import { f as a } from 'a';\nconst { f: b } = await import('b');\nexport default [a === b, a === g, a()]";
+      expect(await ok(runCode, source, { globals: { g: f }, imports: { a: { f }, b: { f } } })).toEqual([
+        true,
+        true,
+        1,
+      ]);
+    });
   });
 }

@@ -292,3 +292,67 @@ describe("failed imports the host keeps for the run", () => {
     expect(result.fuelUsed).toBeLessThan(20_000_000);
   });
 });
+
+describe("imports the code never loads", () => {
+  // Four host functions, as a tenant's `kv` service puts into every run.
+  const service = () => ({ get: () => 1, set: () => {}, list: () => [], delete: () => true });
+  const fuelOf = async (source: string, imports: Record<string, Record<string, unknown>>) => {
+    const result = await frozen(source, { ...js, imports });
+    expect(result.status).toBe("success");
+    return result.fuelUsed;
+  };
+
+  it("cost a run no fuel: the same as none, to the unit", async () => {
+    // Before: each run with the import spent the decoding of its four functions (a few thousand units more).
+    const trivial = "export default 1";
+    const none = await fuelOf(trivial, {});
+    expect(await fuelOf(trivial, { kv: service() })).toBe(none);
+    expect(await fuelOf(trivial, { kv: service(), other: service() })).toBe(none);
+    const branch = "if (globalThis.never) await import('kv');\nexport default 1";
+    expect(await fuelOf(branch, { kv: service() })).toBe(await fuelOf(branch, {}));
+  });
+
+  it("beside one it loads cost nothing either; the one it loads is charged when it loads, the same every run", async () => {
+    const source = "import { get } from 'kv';\nexport default get()";
+    const used = await fuelOf(source, { kv: service() });
+    expect(await fuelOf(source, { kv: service(), other: service(), more: service() })).toBe(used);
+    expect(await fuelOf(source, { kv: service() })).toBe(used);
+    const dynamic = "const { get } = await import('kv');\nexport default get()";
+    const loaded = await fuelOf(dynamic, { kv: service() });
+    expect(await fuelOf(dynamic, { kv: service(), other: service() })).toBe(loaded);
+    // Importing it twice decodes it once: the module is the engine's after its first load.
+    const twice = "await import('kv');\nconst { get } = await import('kv');\nexport default get()";
+    expect(await fuelOf(twice, { kv: service() })).toBeLessThan(2 * (loaded as number));
+    expect(loaded).toBeGreaterThan((await fuelOf("export default 1", {})) as number);
+  });
+
+  it("nor memory: an import larger than the run's memory fails only a run that loads it, as before", async () => {
+    // Before: every run given it ran out of memory decoding it, whether its code imported it or not.
+    const roomy = sandbox({
+      clock: () => 0,
+      safetyCap: { fuel: 10 * FUEL, cpuTimeMs: 1e12 },
+      pool: new InstancePool(),
+    });
+    const big = { s: "x".repeat(6 * 1024 * 1024) };
+    const options = { ...js, imports: { big }, memoryLimitBytes: 8 * 1024 * 1024 };
+    expect(outcome(await roomy("export default 1", options))).toEqual({ status: "success", result: 1 });
+    const loaded = "const { s } = await import('big');\nexport default s.length";
+    expect(outcome(await roomy(loaded, options))).toEqual({
+      status: "memory",
+      error: `MemoryError: The sandbox ran out of memory (memoryLimitBytes: ${8 * 1024 * 1024})`,
+    });
+  });
+
+  it("an import whose crossing the run cannot pay for stops it on its fuel, nothing decoded", async () => {
+    const CAP = 1_000_000;
+    const capped = sandbox({ clock: () => 0, safetyCap: { fuel: CAP, cpuTimeMs: 1e12 }, pool: new InstancePool() });
+    const source = "let r;\ntry { r = (await import('big')).s.length; } catch (e) { r = String(e); }\nexport default r";
+    const result = await capped(source, { ...js, imports: { big: { s: "x".repeat(1e6) } } });
+    expect(outcome(result)).toEqual({
+      status: "terminated",
+      error: `TerminatedError: Execution stopped by the safety cap after ${CAP} units of fuel`,
+    });
+    // Before: charged at the run's start and decoded past the cap and its grace, 3,108,582 units.
+    expect(result.fuelUsed).toBeLessThan(CAP);
+  });
+});
