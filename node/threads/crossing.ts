@@ -42,6 +42,19 @@ export class Crossing {
     return this.cross(encodeForGuest(value, this.#functions));
   }
 
+  /**
+   * An answer as another run's crossing encoded it (node/threads/host-call-record.ts), `functions` the ones its
+   * encoding numbered; `undefined` when this run's table would number them otherwise.
+   */
+  encoded(
+    encoded: Tape,
+    functions: readonly ((...args: unknown[]) => unknown)[],
+  ): Tape<ArrayBuffer | number> | undefined {
+    const first = this.#functions.size;
+    for (const [i, fn] of functions.entries()) if (this.#functions.idOf(fn) !== first + i) return undefined;
+    return this.cross(encoded);
+  }
+
   /** A thrown value as the core hands it to the guest: itself when it can cross, else its string. */
   encodeThrown(error: unknown): Tape<ArrayBuffer | number> {
     try {

@@ -4,10 +4,10 @@
  * guest made. The attempt's table numbers the caller's functions as the run's does (the functions a call returns to
  * the guest included, in the order the guest got them, as the re-run numbers them), and the guest's calls go through
  * recorders; the re-run's first calls are checked against the record, function and arguments, and answered with what
- * the attempt's guest got.
+ * the attempt's guest got: an object as its encoding crossed then, so neither a change the host made to it since nor
+ * a getter read again reaches the re-run.
  * @module
  */
-import { types } from "node:util";
 import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-port.js";
 
 type HostFunction = (...args: unknown[]) => unknown;
@@ -16,17 +16,22 @@ type HostFunction = (...args: unknown[]) => unknown;
 export const UNREPEATED = "The run did not repeat on a worker thread what it did on the caller's thread";
 
 /**
- * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got; for an
- * answer encoded for the guest and not copied (see {@link keepAnswer}), also its encoding as the guest got it (the host
- * may change an object it returned before the re-run reaches the call).
+ * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got: a
+ * primitive, a promise or a throw as the host gave it, an object as its encoding crossed to the guest (the host may
+ * change the object, or its getters answer otherwise, before the re-run reaches the call).
  */
 interface RecordedCall {
   fn: number;
   args: Arguments;
-  outcome: { returned: unknown } | { thrown: unknown };
-  answered?: Arguments;
-  /** Whether the answer is a copy kept as the guest got it. */
-  copied?: boolean;
+  outcome: { returned: unknown } | { thrown: unknown } | { encoded: EncodedAnswer };
+  /** How many functions the table numbered before the call: those its answer's encoding numbered come next. */
+  numbered: number;
+}
+
+/** An answer as it crossed to the guest, and the functions its encoding numbered (first to last). */
+interface EncodedAnswer {
+  tape: Tape;
+  functions: HostFunction[];
 }
 
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
@@ -55,7 +60,12 @@ export class HostCallRecord extends FunctionTable {
 
   override answered(answer: Tape): void {
     const call = this.calls.at(-1);
-    if (call !== undefined && !call.copied) call.answered = keptOf(answer);
+    if (call === undefined) return;
+    const functions: HostFunction[] = [];
+    for (let id = call.numbered; id < this.size; id++) functions.push(this.get(id) as HostFunction);
+    // Its buffers copied: the host may write to them after.
+    const side = answer.side.map((item) => (item.kind === "buffer" ? { ...item, bytes: item.bytes.slice() } : item));
+    call.outcome = { encoded: { tape: { tape: answer.tape, side }, functions } };
   }
 
   override callee(id: number): HostFunction | undefined {
@@ -69,13 +79,17 @@ export class HostCallRecord extends FunctionTable {
   #recorderOf(fn: HostFunction, id: number): HostFunction {
     return (...args) => {
       // Kept before the call: the host may change what it was given.
-      const call: RecordedCall = { fn: id, args: argumentsOf(args), outcome: { returned: undefined } };
+      const call: RecordedCall = {
+        fn: id,
+        args: argumentsOf(args),
+        outcome: { returned: undefined },
+        numbered: this.size,
+      };
       this.calls.push(call);
       try {
         const returned = this.#calling(() => Reflect.apply(fn, undefined, args));
         call.outcome = { returned };
         if (returned instanceof Promise) this.settling.watch(this.calls.length - 1, returned);
-        else if (!isPrimitive(returned) && typeof returned !== "function") keepAnswer(call, returned);
         return returned;
       } catch (thrown) {
         call.outcome = { thrown };
@@ -83,17 +97,6 @@ export class HostCallRecord extends FunctionTable {
       }
     };
   }
-}
-
-/**
- * A recorded call's outcome for the re-run; with `check` when the answer is the host's own object, not a copy: whether
- * its encoding for the re-run's guest is what the attempt's guest got.
- */
-type ReplayedOutcome = RecordedCall["outcome"] & { check?: (tape: string, buffers: ArrayBuffer[]) => boolean };
-
-/** What the host changed between the attempt and its re-run. */
-export function changedAnswer(call: number): string {
-  return `${UNREPEATED}: what the host returned to its call ${call} changed since; the host was not called again`;
 }
 
 /**
@@ -110,11 +113,6 @@ export class Replay {
     this.#settling = settling;
   }
 
-  /** How many of the recorded calls were answered. */
-  get answered(): number {
-    return this.#next;
-  }
-
   /** Whether recorded calls are left to answer. */
   get pending(): boolean {
     return this.#next < this.#calls.length;
@@ -124,7 +122,7 @@ export class Replay {
    * The recorded outcome of the re-run's next call, function `fn` with `args`; a message saying how the re-run went
    * its own way when it is not the call recorded. Each answer is dropped from the record once given.
    */
-  answer(fn: number, args: unknown[]): ReplayedOutcome | { mismatch: string } {
+  answer(fn: number, args: unknown[]): RecordedCall["outcome"] | { mismatch: string } {
     const at = this.#next++;
     const call = this.#calls[at] as RecordedCall;
     this.#calls[at] = undefined;
@@ -135,12 +133,10 @@ export class Replay {
           "or with other arguments; the host was not called again",
       };
     }
-    const { outcome, answered } = call;
-    if ("returned" in outcome && outcome.returned instanceof Promise) return { returned: this.#settling.gate(at) };
-    if (answered === undefined) return outcome;
-    const check = (tape: string, buffers: ArrayBuffer[]) =>
-      sameArguments(answered, { tape, buffers: buffers.map((buffer) => new Uint8Array(buffer)) });
-    return { ...outcome, check };
+    const { outcome } = call;
+    return "returned" in outcome && outcome.returned instanceof Promise
+      ? { returned: this.#settling.gate(at) }
+      : outcome;
   }
 }
 
@@ -194,62 +190,18 @@ class SettleOrder {
   }
 }
 
-/**
- * Keeps what `call` returned as the guest got it, when reading it again runs none of the host's code (plain data:
- * no getter, proxy or function in it): a copy the re-run is answered with, when the copy crosses to the guest as the
- * answer did, else the answer's encoding, which the re-run's answer must still equal. An answer that is more than
- * plain data is read again by the re-run's crossing, as it would be by a run on a worker.
- */
-function keepAnswer(call: RecordedCall, returned: unknown): void {
-  if (!isPlainData(returned, new Set())) return;
-  let copy: unknown;
-  try {
-    copy = structuredClone(returned);
-  } catch {
-    return;
-  }
-  if (!sameArguments(argumentsOf([returned]), argumentsOf([copy]))) return;
-  call.outcome = { returned: copy };
-  call.copied = true;
-}
-
-/** Whether reading `value` whole (its own properties, entries and elements) runs none of the host's code. */
-function isPlainData(value: unknown, seen: Set<object>): boolean {
-  if (isPrimitive(value)) return true;
-  if (typeof value === "function" || types.isProxy(value)) return false;
-  const object = value as object;
-  if (seen.has(object)) return true;
-  seen.add(object);
-  if (ArrayBuffer.isView(object) || types.isAnyArrayBuffer(object) || types.isDate(object)) return true;
-  if (types.isMap(object) || types.isSet(object)) {
-    const entries = types.isMap(object)
-      ? [...Map.prototype.entries.call(object)].flat()
-      : [...Set.prototype.values.call(object)];
-    if (!entries.every((entry) => isPlainData(entry, seen))) return false;
-  }
-  for (const key of Reflect.ownKeys(object)) {
-    const property = Reflect.getOwnPropertyDescriptor(object, key) as PropertyDescriptor;
-    if (!("value" in property) || !isPlainData(property.value, seen)) return false;
-  }
-  return true;
-}
-
 /** `args` as the record keeps them: primitives as they are; anything more encoded, its buffers copied. */
 function argumentsOf(args: unknown[]): Arguments {
   if (args.every(isPrimitive)) return { primitives: args };
   try {
-    return keptOf(encodeForGuest(args, new FunctionTable()));
+    const encoded = encodeForGuest(args, new FunctionTable());
+    const buffers: Uint8Array[] = [];
+    for (const item of encoded.side) if (item.kind === "buffer") buffers.push(item.bytes.slice());
+    return { tape: encoded.tape, buffers };
   } catch (error) {
     // What the host's encoder refuses (a guest promise's value, say) compares by the refusal.
     return { tape: `refused: ${String(error)}`, buffers: [] };
   }
-}
-
-/** An encoding as the record keeps it: its text, and copies of its buffers. */
-function keptOf(encoded: Tape): Arguments {
-  const buffers: Uint8Array[] = [];
-  for (const item of encoded.side) if (item.kind === "buffer") buffers.push(item.bytes.slice());
-  return { tape: encoded.tape, buffers };
 }
 
 function isPrimitive(value: unknown): boolean {

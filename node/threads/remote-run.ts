@@ -27,7 +27,7 @@ import {
 } from "../../src/core/runner-port.js";
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
-import { changedAnswer, type Replay, UNREPEATED } from "./host-call-record.js";
+import { type Replay, UNREPEATED } from "./host-call-record.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
@@ -366,25 +366,27 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     const replay = this.#replay as Replay;
     const answer = replay.answer(fn, args);
     if (!replay.pending) this.#replay = undefined;
-    if ("mismatch" in answer) {
-      this.stop();
-      this.#end(internalFailure(answer.mismatch));
-      return { fault: answer.mismatch };
-    }
+    if ("mismatch" in answer) return this.#diverged(answer.mismatch);
     const crossing = this.#crossing;
     if ("thrown" in answer) return { ok: false, value: crossing.encodeThrown(answer.thrown) };
-    let value: ReturnType<Crossing["encode"]>;
+    if ("encoded" in answer) {
+      const value = crossing.encoded(answer.encoded.tape, answer.encoded.functions);
+      return value === undefined
+        ? this.#diverged(`${UNREPEATED}: the functions of a host call's answer were numbered otherwise`)
+        : { ok: true, value };
+    }
     try {
-      value = crossing.encode(answer.returned);
+      return { ok: true, value: crossing.encode(answer.returned) };
     } catch (error) {
       return { ok: false, value: crossing.encodeThrown(error) };
     }
-    const buffers = value.side.filter((item): item is ArrayBuffer => typeof item !== "number");
-    if (answer.check === undefined || answer.check(value.tape, buffers)) return { ok: true, value };
-    const mismatch = changedAnswer(replay.answered);
+  }
+
+  /** Ends the run that went its own way in its replay, saying how; the host is not called. */
+  #diverged(message: string): CallOutcome {
     this.stop();
-    this.#end(internalFailure(mismatch));
-    return { fault: mismatch };
+    this.#end(internalFailure(message));
+    return { fault: message };
   }
 
   /** Checks when the guest's work could have outlasted the cap plus the margin, and again until the run is over. */
