@@ -484,17 +484,15 @@ export function fetchSuite(options: ConformanceOptions): void {
     it("gives the guest a response's head and body as the platform answered them, whatever JSON escapes in them", async () => {
       const statusText = 'Odd "one" \\ [x], {y}: z';
       const quoted = '"a", \\b\\ [1]: {2}';
+      const headers = [
+        ["X-Quote", quoted],
+        ["set-cookie", "a=1"],
+        ["set-cookie", 'b="2"'],
+      ];
+      // A browser's Response drops set-cookie headers: the guest gets what the platform's Response holds.
+      const platform = new Headers(new Response(null, { headers }).headers);
       const { fetch } = network({
-        "/odd": () =>
-          new Response(new Uint8Array([0, 255, 34, 92]), {
-            status: 299,
-            statusText,
-            headers: [
-              ["X-Quote", quoted],
-              ["set-cookie", "a=1"],
-              ["set-cookie", 'b="2"'],
-            ],
-          }),
+        "/odd": () => new Response(new Uint8Array([0, 255, 34, 92]), { status: 299, statusText, headers }),
         "/none": () => new Response(null, { status: 204, statusText: "Nothing" }),
       });
       const source = `const odd = await fetch("${API}/odd?q=%22#frag");
@@ -508,12 +506,8 @@ export function fetchSuite(options: ConformanceOptions): void {
         statusText,
         `${API}/odd?q=%22`,
         false,
-        [
-          ["set-cookie", "a=1"],
-          ["set-cookie", 'b="2"'],
-          ["x-quote", quoted],
-        ],
-        ["a=1", 'b="2"'],
+        [...platform],
+        platform.getSetCookie(),
         [0, 255, 34, 92],
         204,
         "Nothing",
