@@ -484,7 +484,7 @@ export function fetchSuite(options: ConformanceOptions): void {
     it("gives the guest a response's head and body as the platform answered them, whatever JSON escapes in them", async () => {
       const statusText = 'Odd "one" \\ [x], {y}: z';
       const quoted = '"a", \\b\\ [1]: {2}';
-      const headers = [
+      const headers: [string, string][] = [
         ["X-Quote", quoted],
         ["set-cookie", "a=1"],
         ["set-cookie", 'b="2"'],
