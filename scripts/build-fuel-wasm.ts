@@ -27,6 +27,8 @@
  * fuel follows CPU across natives (a bytecode dispatch, a regex backtracking step, a BigInt limb) far closer than one
  * unit per iteration did; a branch back weighs its own path, so a dispatch loop's cheap handler costs less than its
  * dear one.
+ * The engine's wasm then carries what the core's probe finds of it ({@link withProbeFacts}), so that no process probes
+ * it again.
  * The output is deterministic: `npm run build:wasm` rewrites wasm/quickjs-fuel.wasm and wasm/swc-fuel.wasm, and a
  * test checks the committed files equal a rebuild.
  * @module
@@ -37,6 +39,7 @@ import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
 import { METER, STACK_MARK } from "../src/core/engine.js";
+import { PROBE_SECTION, probeFacts } from "../src/core/instance.js";
 
 /** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
 const MOVED_COST = 1;
@@ -709,7 +712,43 @@ export function pinnedSwc(): Uint8Array {
   return swcPackage().wasm;
 }
 
+/**
+ * `engine` with what the core's probe finds of it (its memory layout and how its objects are read: see
+ * src/core/instance.ts) pinned in a custom section, {@link PROBE_SECTION}; the build fails where the probe finds less.
+ */
+export async function withProbeFacts(engine: Uint8Array): Promise<Uint8Array> {
+  const facts = await probeFacts(new WebAssembly.Module(engine as BufferSource));
+  if (facts === undefined)
+    throw new Error("build-fuel-wasm: the core's probe does not find all it needs of the engine");
+  const { breakAt, stackTop, toJSON } = facts;
+  return withCustomSection(engine, PROBE_SECTION, JSON.stringify({ breakAt, stackTop, toJSON }));
+}
+
+/** `wasm` with a custom section `name` holding `text` appended. */
+export function withCustomSection(wasm: Uint8Array, name: string, text: string): Uint8Array {
+  const encoder = new TextEncoder();
+  const nameBytes = encoder.encode(name);
+  const content = [...leb128(nameBytes.length), ...nameBytes, ...encoder.encode(text)];
+  const section = [0, ...leb128(content.length), ...content];
+  const out = new Uint8Array(wasm.length + section.length);
+  out.set(wasm);
+  out.set(section, wasm.length);
+  return out;
+}
+
+/** `value` as unsigned LEB128, as wasm encodes sizes. */
+function leb128(value: number): number[] {
+  const bytes: number[] = [];
+  let rest = value;
+  do {
+    const low = rest & 0x7f;
+    rest >>>= 7;
+    bytes.push(rest === 0 ? low : low | 0x80);
+  } while (rest !== 0);
+  return bytes;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync("wasm/quickjs-fuel.wasm", markStackLow(meterWasm(pinnedEngine())));
+  writeFileSync("wasm/quickjs-fuel.wasm", await withProbeFacts(markStackLow(meterWasm(pinnedEngine()))));
   writeFileSync("wasm/swc-fuel.wasm", meterWasm(pinnedSwc()));
 }

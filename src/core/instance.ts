@@ -159,13 +159,23 @@ export interface MemoryLayout {
   stackTop: number;
 }
 
-/** What a compiled module's engine is found to be, probed once on a throwaway instance. */
+/** What a compiled module's engine is found to be: probed once on a throwaway instance, or as its build pinned it. */
 interface ModuleProbe {
   /** `undefined`: not found or not as above, never restore. */
   layout: MemoryLayout | undefined;
   /** `undefined`: its objects are not as plain-data.ts reads them. */
   plain: PlainFacts | undefined;
+  /** Read from the module's {@link PROBE_SECTION} rather than probed. */
+  pinned: boolean;
 }
+
+/**
+ * The custom section where scripts/build-fuel-wasm.ts pins what the probe finds of the engine it builds, as JSON
+ * `{ breakAt, stackTop, toJSON }`: a fresh process's first boot then makes no throwaway instance (~5 ms of the main
+ * thread's CPU, and a 16 MiB memory). The facts are the build's: a test checks the committed wasm's against a probe,
+ * and an instance whose stack pointer at rest is not the pinned top gets its module probed instead.
+ */
+export const PROBE_SECTION = "runcode.probe";
 
 const probes = new WeakMap<object, Promise<ModuleProbe>>();
 const VARIANT_KEY = {};
@@ -174,14 +184,44 @@ function probeModule(wasm: WebAssembly.Module | undefined): Promise<ModuleProbe>
   const key = wasm ?? VARIANT_KEY;
   let probe = probes.get(key);
   if (probe === undefined) {
-    probe = newInstance(wasm, 2 * PROBE_BYTES).then((instance) => ({
-      // The layout first: it is measured on the instance's untouched allocator.
-      layout: measureLayout(instance),
-      plain: plainFactsOf(instance.quickjs, instance.memory),
-    }));
+    const pinned = wasm === undefined ? undefined : pinnedProbe(wasm);
+    probe = pinned === undefined ? probed(wasm) : Promise.resolve(pinned);
     probes.set(key, probe);
   }
   return probe;
+}
+
+/** Probes `wasm` on a throwaway instance. */
+async function probed(wasm: WebAssembly.Module | undefined): Promise<ModuleProbe> {
+  const instance = await newInstance(wasm, 2 * PROBE_BYTES);
+  // The layout first: it is measured on the instance's untouched allocator.
+  return { layout: measureLayout(instance), plain: plainFactsOf(instance.quickjs, instance.memory), pinned: false };
+}
+
+/** What `wasm`'s {@link PROBE_SECTION} pins; `undefined` where it has none, or none of that shape. */
+function pinnedProbe(wasm: WebAssembly.Module): ModuleProbe | undefined {
+  const sections = WebAssembly.Module.customSections(wasm, PROBE_SECTION);
+  if (sections.length !== 1) return undefined;
+  let facts: unknown;
+  try {
+    facts = JSON.parse(new TextDecoder().decode(sections[0]));
+  } catch {
+    return undefined;
+  }
+  const { breakAt, stackTop, toJSON } = (facts ?? {}) as Record<string, unknown>;
+  const whole = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+  if (!whole(breakAt) || !whole(stackTop) || !whole(toJSON) || breakAt % 4 !== 0 || breakAt >= stackTop)
+    return undefined;
+  return { layout: { breakAt, stackTop }, plain: { toJSON }, pinned: true };
+}
+
+/**
+ * The facts of `wasm` that {@link PROBE_SECTION} pins, found by its probe on a throwaway instance (the build's, which
+ * requires them all); `undefined` where the probe finds any of them missing.
+ */
+export async function probeFacts(wasm: WebAssembly.Module): Promise<(MemoryLayout & PlainFacts) | undefined> {
+  const { layout, plain } = await probed(wasm);
+  return layout === undefined || plain === undefined ? undefined : { ...layout, ...plain };
 }
 
 /** The {@link MemoryLayout} of `wasm`, probed once. */
@@ -367,8 +407,16 @@ export class BootedInstance {
     restorable: boolean,
     boot: Boot = PLAIN_BOOT,
   ): Promise<BootedInstance> {
-    const { layout, plain } = await probeModule(wasm);
-    const booted = new BootedInstance(wasm, await newInstance(wasm, heapLimitBytes), boot, plain);
+    let { layout, plain, pinned } = await probeModule(wasm);
+    const instance = await newInstance(wasm, heapLimitBytes);
+    // The stack pointer at rest, where the engine exports it, checks pinned facts against the engine they are for.
+    const pointer = instance.stack?.pointer.value;
+    if (wasm !== undefined && pinned && pointer !== undefined && pointer !== layout?.stackTop) {
+      const probe = probed(wasm);
+      probes.set(wasm, probe);
+      ({ layout, plain } = await probe);
+    }
+    const booted = new BootedInstance(wasm, instance, boot, plain);
     booted.#complete();
     if (layout === undefined) return booted;
     booted.#stackTop = layout.stackTop;

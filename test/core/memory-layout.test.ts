@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { C_STACK_BYTES, memoryLayout } from "../../src/core/instance.js";
+import { withCustomSection } from "../../scripts/build-fuel-wasm.js";
+import { BootedInstance, C_STACK_BYTES, memoryLayout, PROBE_SECTION, probeFacts } from "../../src/core/instance.js";
 
 /** LEB128 readers over the wasm's bytes. */
 function reader(bytes: Uint8Array) {
@@ -73,9 +74,29 @@ function buildFacts(bytes: Uint8Array): { stackPointer: number; dataEnd: number 
   return { stackPointer, dataEnd };
 }
 
+const committed = new Uint8Array(readFileSync(new URL("../../wasm/quickjs-fuel.wasm", import.meta.url)));
+
+/** `bytes` without their custom sections named {@link PROBE_SECTION}. */
+function withoutProbeSection(bytes: Uint8Array): Uint8Array {
+  const read = reader(bytes);
+  const kept: Uint8Array[] = [bytes.subarray(0, 8)];
+  read.at = 8;
+  while (read.at < bytes.length) {
+    const start = read.at;
+    const id = bytes[read.at++] as number;
+    const length = read.unsigned();
+    const end = read.at + length;
+    const nameLength = id === 0 ? read.unsigned() : 0;
+    const name = new TextDecoder().decode(bytes.subarray(read.at, read.at + nameLength));
+    if (id !== 0 || name !== PROBE_SECTION) kept.push(bytes.subarray(start, end));
+    read.at = end;
+  }
+  return new Uint8Array(Buffer.concat(kept));
+}
+
 describe("the engine's memory layout", () => {
   it("has its C stack of C_STACK_BYTES right below where the stack pointer starts, above static data", async () => {
-    const bytes = new Uint8Array(readFileSync(new URL("../../wasm/quickjs-fuel.wasm", import.meta.url)));
+    const bytes = committed;
     const { stackPointer, dataEnd } = buildFacts(bytes);
     const layout = await memoryLayout(await WebAssembly.compile(bytes));
     expect(layout?.stackTop).toBe(stackPointer);
@@ -84,5 +105,50 @@ describe("the engine's memory layout", () => {
     expect(dataEnd).toBeLessThanOrEqual(low);
     expect(layout?.breakAt).toBeLessThan(low);
     expect(low - dataEnd).toBeLessThan(64 * 1024);
+  });
+});
+
+describe("the probe's findings pinned in the engine's wasm", () => {
+  const bare = withoutProbeSection(committed);
+  const pinning = (facts: unknown) => withCustomSection(bare, PROBE_SECTION, JSON.stringify(facts));
+  const layoutOf = async (bytes: Uint8Array) => memoryLayout(await WebAssembly.compile(bytes as BufferSource));
+  const truth = { breakAt: 86_864, stackTop: 5_333_088, toJSON: 158 };
+
+  it("are what the probe finds of it, in one section", async () => {
+    const sections = WebAssembly.Module.customSections(new WebAssembly.Module(committed), PROBE_SECTION);
+    expect(sections.length).toBe(1);
+    const pinned = JSON.parse(new TextDecoder().decode(sections[0]));
+    expect(pinned).toEqual(truth);
+    expect(await probeFacts(await WebAssembly.compile(committed))).toEqual(truth);
+    expect(await probeFacts(await WebAssembly.compile(bare as BufferSource))).toEqual(truth);
+  });
+
+  it("are taken as pinned, without a probe", async () => {
+    // A break no probe finds there: only the section says so.
+    expect(await layoutOf(pinning({ ...truth, breakAt: 4 }))).toEqual({ breakAt: 4, stackTop: truth.stackTop });
+  });
+
+  it.each([
+    ["none", bare],
+    ["not JSON", withCustomSection(bare, PROBE_SECTION, "{breakAt: 4")],
+    ["null", pinning(null)],
+    ["missing a fact", pinning({ breakAt: 4, stackTop: truth.stackTop })],
+    ["a string", pinning({ ...truth, breakAt: "4" })],
+    ["negative", pinning({ ...truth, toJSON: -1 })],
+    ["fractional", pinning({ ...truth, stackTop: truth.stackTop + 0.5 })],
+    ["a break not on a word", pinning({ ...truth, breakAt: 6 })],
+    ["a break above the stack's top", pinning({ ...truth, breakAt: truth.stackTop })],
+    ["there twice", withCustomSection(pinning({ ...truth, breakAt: 4 }), PROBE_SECTION, JSON.stringify(truth))],
+  ])("are probed for when the section is %s", async (_, bytes) => {
+    expect(await layoutOf(bytes)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop });
+  });
+
+  it("are probed for again when the engine's stack pointer at rest is not the pinned top", async () => {
+    const module = await WebAssembly.compile(pinning({ ...truth, stackTop: truth.stackTop + 16 }) as BufferSource);
+    expect(await memoryLayout(module)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop + 16 });
+    const booted = await BootedInstance.boot(module, 16 * 1024 * 1024, true);
+    expect(await memoryLayout(module)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop });
+    expect(booted.release(true)).toBe(true);
+    expect(booted.restore()).toBe(true);
   });
 });
