@@ -173,7 +173,7 @@ interface ModuleProbe {
  * The custom section where scripts/build-fuel-wasm.ts pins what the probe finds of the engine it builds, as JSON
  * `{ breakAt, stackTop, toJSON }`: a fresh process's first boot then makes no throwaway instance (~5 ms of the main
  * thread's CPU, and a 16 MiB memory). The facts are the build's: a test checks the committed wasm's against a probe,
- * and an instance whose stack pointer at rest is not the pinned top gets its module probed instead.
+ * and a boot whose fresh instance is not as they say ({@link atRestAsPinned}) probes its module instead.
  */
 export const PROBE_SECTION = "runcode.probe";
 
@@ -213,6 +213,16 @@ function pinnedProbe(wasm: WebAssembly.Module): ModuleProbe | undefined {
   if (!whole(breakAt) || !whole(stackTop) || !whole(toJSON) || breakAt % 4 !== 0 || breakAt >= stackTop)
     return undefined;
   return { layout: { breakAt, stackTop }, plain: { toJSON }, pinned: true };
+}
+
+/**
+ * Whether a fresh `instance` is as its module's pinned `layout` says: its stack pointer (where the engine exports it)
+ * at the pinned top, and the word at the pinned break an address above it within the memory, as the probe requires.
+ */
+function atRestAsPinned({ stack, memory }: Instance, layout: MemoryLayout | undefined): boolean {
+  if (layout === undefined || stack === undefined || stack.pointer.value !== layout.stackTop) return false;
+  const heapEnd = new Int32Array(memory.buffer, layout.breakAt, 1)[0] as number;
+  return heapEnd >= layout.stackTop && heapEnd <= memory.buffer.byteLength;
 }
 
 /**
@@ -409,9 +419,7 @@ export class BootedInstance {
   ): Promise<BootedInstance> {
     let { layout, plain, pinned } = await probeModule(wasm);
     const instance = await newInstance(wasm, heapLimitBytes);
-    // The stack pointer at rest, where the engine exports it, checks pinned facts against the engine they are for.
-    const pointer = instance.stack?.pointer.value;
-    if (wasm !== undefined && pinned && pointer !== undefined && pointer !== layout?.stackTop) {
+    if (wasm !== undefined && pinned && !atRestAsPinned(instance, layout)) {
       const probe = probed(wasm);
       probes.set(wasm, probe);
       ({ layout, plain } = await probe);

@@ -143,9 +143,13 @@ describe("the probe's findings pinned in the engine's wasm", () => {
     expect(await layoutOf(bytes)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop });
   });
 
-  it("are probed for again when the engine's stack pointer at rest is not the pinned top", async () => {
-    const module = await WebAssembly.compile(pinning({ ...truth, stackTop: truth.stackTop + 16 }) as BufferSource);
-    expect(await memoryLayout(module)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop + 16 });
+  it.each([
+    ["the stack pointer at rest is not the pinned top", { ...truth, stackTop: truth.stackTop + 16 }],
+    ["the word at the pinned break is no address above the stack", { ...truth, breakAt: 4 }],
+  ])("are probed for again by a boot where %s", async (_, facts) => {
+    const module = await WebAssembly.compile(pinning(facts) as BufferSource);
+    const { toJSON: _toJSON, ...pinned } = facts;
+    expect(await memoryLayout(module)).toEqual(pinned);
     const booted = await BootedInstance.boot(module, 16 * 1024 * 1024, true);
     expect(await memoryLayout(module)).toEqual({ breakAt: truth.breakAt, stackTop: truth.stackTop });
     expect(booted.release(true)).toBe(true);
