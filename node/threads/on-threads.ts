@@ -1,10 +1,10 @@
 /**
  * The door to the worker threads' machinery (remote-run.ts, the pool, `node:worker_threads`), loaded when a run first
  * needs a worker rather than with the entry: on the default path a run that stays on the caller's thread never does,
- * and importing it took ~7 ms of the main thread's CPU, a twentieth of a fresh process's first result
- * (docs/performance.md, "The floor: cold start"). A run that needs a worker before the machinery is loaded waits for
- * it, in the order the runs came; its stop and its orphaning hold as they do on a run waiting for a worker, and the
- * queue's bound as well ({@link MAX_QUEUED_RUNS} and the {@link MAX_THREADS} the pool would take at once).
+ * and importing it took 4-7 ms of the main thread's CPU, a tenth of the entry's import (docs/performance.md, "The
+ * floor: cold start"). A run that needs a worker before the machinery is loaded waits for it, in the order the runs
+ * came; its stop and its orphaning hold as they do on a run waiting for a worker, and the queue's bound as well
+ * ({@link MAX_QUEUED_RUNS} and the {@link MAX_THREADS} the pool would take at once).
  * @module
  */
 import {
