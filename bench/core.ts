@@ -78,9 +78,10 @@ const ROUNDS = 8;
 const rows = await interleave(all, ROUNDS);
 const p50 = (c: Case) => (rows.get(c) as Summary).p50;
 
-// A fresh process, from importing the package to its first result: a trivial JavaScript module (and how long the
-// second run after it takes), or the first TypeScript program; the raw engine's import to its first trivial result.
-const nodeEntry = JSON.stringify(fileURLToPath(new URL("../node/index.js", import.meta.url)));
+// A fresh process, from importing the package (its Node entry as bundled: scripts/bundle-node.mjs) to its first
+// result: a trivial JavaScript module (and how long the second run after it takes), or the first TypeScript program;
+// the raw engine's import to its first trivial result.
+const nodeEntry = JSON.stringify(fileURLToPath(new URL("../bundle/index.js", import.meta.url)));
 const freshScripts = {
   javascript: `const started = performance.now();
 const { createSandbox } = await import(${nodeEntry});

@@ -31,7 +31,7 @@ export default defineConfig({
   projects: [{ name: "chromium", use: { launchOptions: chromiumLaunch } }],
   webServer: {
     command: [
-      `node dist/node/cli.js packages add dayjs nanoid --lock ${LOCK}`,
+      `node dist/bundle/cli.js packages add dayjs nanoid --lock ${LOCK}`,
       `RUNCODE_PACKAGES=${LOCK} npx vite build`,
       `npx wrangler dev --ip 127.0.0.1 --port ${PORT} --persist-to .wrangler/e2e-packages-state ${VARS.map((v) => `--var '${v}'`).join(" ")}`,
     ].join(" && "),

@@ -27,8 +27,15 @@ import { createThreadedSandbox } from "./threads/sandbox.js";
 
 export * from "../src/index.js";
 export { SLICE_CALLS, SLICE_FUEL } from "./threads/in-thread-first.js";
-export { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS } from "./threads/pool.js";
-export { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./threads/remote-run.js";
+export {
+  CPU_SLOTS,
+  CPU_WAIT_MS,
+  MAX_NESTING_DEPTH,
+  MAX_QUEUED_RUNS,
+  MAX_THREADS,
+  STOP_GRACE_MS,
+  WATCHDOG_MARGIN_MS,
+} from "./threads/limits.js";
 
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = readWasm;

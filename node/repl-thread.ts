@@ -8,6 +8,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { CodeExecutionLog, CodeExecutionResult, FetchOptions } from "../src/core/types.js";
+import { builtFile } from "./built-files.js";
 
 /** The session's settings, data only: what crosses to the worker. */
 interface ReplSessionSettings {
@@ -47,9 +48,7 @@ export interface ReplWorkerData {
   interrupt: SharedArrayBuffer;
 }
 
-const WORKER_SCRIPT = import.meta.url.endsWith(".ts")
-  ? new URL("../dist/node/repl-worker.js", import.meta.url)
-  : new URL("./repl-worker.js", import.meta.url);
+const WORKER_SCRIPT = builtFile("repl-worker.js");
 
 /** The REPL's handle on its session's thread. */
 export class ReplThread {

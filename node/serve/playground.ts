@@ -9,9 +9,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { Hono } from "hono";
+import { builtFile } from "../built-files.js";
 
-/** dist/web, beside this module's dist/node/serve. */
-const PLAYGROUND_ROOT = fileURLToPath(new URL("../../web/", import.meta.url));
+/** dist/web, beside the Node entry's directory. */
+const PLAYGROUND_ROOT = fileURLToPath(builtFile("../web/"));
 
 /** The files under `root` as the app's fallback; `undefined` when the playground is not built there. */
 export function playgroundFiles(root = PLAYGROUND_ROOT): ((request: Request) => Promise<Response>) | undefined {

@@ -32,6 +32,7 @@ import type {
   EngineSessionOptions,
   SessionEngine,
 } from "../../src/host/sessions/engine.js";
+import { builtFile } from "../built-files.js";
 import {
   type CodeExecution,
   type CodeExecutionError,
@@ -42,7 +43,7 @@ import {
   SessionError,
   type SessionErrorCode,
 } from "../index.js";
-import { WORKER_STACK_MB, workerScript } from "../threads/thread.js";
+import { WORKER_STACK_MB } from "../threads/thread.js";
 import {
   type CrossedError,
   type CrossingOptions,
@@ -61,7 +62,7 @@ export const MAX_HOST_CALLS_PER_SESSION = 256;
 /** How long past a cell's `timeoutMs` the host ends it, if the worker's own timer has not (its event loop held). */
 const TIMEOUT_GRACE_MS = 50;
 
-const SCRIPT = workerScript("session-threads/worker.js");
+const SCRIPT = builtFile("session-threads/worker.js");
 /** Sandbox settings that are functions of this thread (or objects of it): they cannot cross to a worker. */
 const UNCROSSABLE = ["clock", "interrupted", "onLog", "transpiler", "pool"] as const;
 const CELL_OPTIONS = new Set(["language", "timeoutMs", "signal", "filename", "report", "onLog"]);

@@ -1,15 +1,15 @@
 /**
  * Node's default path (`threads: "auto"`): each run starts on the caller's thread with a slice of fuel, and stays
  * there if it ends within it; a run that would go on past the slice, or do what the caller could observe, is handed
- * to a worker thread (remote-run.ts) and run there again from the start. The slice is the run's safety cap lowered to
- * {@link SLICE_FUEL}, so the engine's meter ends it where clocks stand still, and a timer the slice cannot pay for
- * stops it before it waits. The attempt calls the caller's synchronous host functions for real, and records what its
- * guest got from them (host-call-record.ts) and every other input a second run could read differently (its
- * `Math.random` seed, clocks and random bytes: core/recording.ts); the re-run on the worker is fed the record, so
- * its guest takes the same path, and its first calls are answered from the record rather than by the host: each host
- * function is called once per call the guest made. The slice counts the engine's own work, not the fees of its first
- * {@link SLICE_CALLS} calls (up to the run's own cap): the caller's thread serves a worker's synchronous calls too,
- * and at a greater cost each.
+ * to a worker thread (remote-run.ts, loaded only then: on-threads.ts) and run there again from the start. The slice
+ * is the run's safety cap lowered to {@link SLICE_FUEL}, so the engine's meter ends it where clocks stand still, and
+ * a timer the slice cannot pay for stops it before it waits. The attempt calls the caller's synchronous host
+ * functions for real, and records what its guest got from them (host-call-record.ts) and every other input a second
+ * run could read differently (its `Math.random` seed, clocks and random bytes: core/recording.ts); the re-run on the
+ * worker is fed the record, so its guest takes the same path, and its first calls are answered from the record rather
+ * than by the host: each host function is called once per call the guest made. The slice counts the engine's own
+ * work, not the fees of its first {@link SLICE_CALLS} calls (up to the run's own cap): the caller's thread serves a
+ * worker's synchronous calls too, and at a greater cost each.
  * What the attempt cannot record ends it: its `report` sink and `onLog` listener are stand-ins that end it instead
  * of being called (the worker's run calls them), and so does a wait for what the host settles (a host promise,
  * `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
@@ -40,9 +40,9 @@ import {
 } from "../../src/core/runner-port.js";
 import { AttemptTurns } from "./attempt-turns.js";
 import { HostCallRecord, Replay } from "./host-call-record.js";
-import { hostCaller, type Nested } from "./pool.js";
+import { onThreads, threadsCaller } from "./on-threads.js";
+import type { Nested } from "./pool.js";
 import { readyInstance } from "./ready-instance.js";
-import { onThreads } from "./remote-run.js";
 
 /**
  * Fuel a run may spend on the caller's thread before it goes to a worker: what the engine's own loops do in 1.3-1.8 ms
@@ -69,7 +69,7 @@ export function inThreadFirst(inThread: Runner): Runner {
   return (context, request, channel) => {
     // Runs nested in a threaded run's host calls stay with it (their pool's rules), and a run whose guest would wait
     // for the host's promises or make requests goes where it can wait without holding others' attempts.
-    if (hostCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
+    if (threadsCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
       return onThreads(context, request, channel);
     }
     // A run started by a host function an attempt calls goes to a worker too, and ends with the run that started it.

@@ -26,23 +26,9 @@
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { availableParallelism } from "node:os";
+import { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS, queueFull } from "./limits.js";
 import type { WarmInstance } from "./protocol.js";
 import { Thread } from "./thread.js";
-
-/**
- * Worker threads for unrelated runs (nested runs have up to {@link MAX_THREADS} + {@link MAX_NESTING_DEPTH} - 1
- * more); each holds one run's wasm instance (16 MiB of linear memory and up) while it is warm.
- */
-export const MAX_THREADS = 8;
-/** Runs that may wait for a worker, unrelated and nested runs each; past it `runCode` throws a `RangeError`. */
-export const MAX_QUEUED_RUNS = 1_000;
-/** How deep runs may nest through host functions; a run deeper makes `runCode` throw a `RangeError`. */
-export const MAX_NESTING_DEPTH = 8;
-/** Workers doing guest work at once past which an unrelated run waits a moment for one (see the module comment). */
-export const CPU_SLOTS = availableParallelism();
-/** How long without a worker coming free before a waiting run takes another worker past {@link CPU_SLOTS}. */
-export const CPU_WAIT_MS = 5;
 
 /** Most workers alive at once: those of unrelated runs, the first level of nested runs, the deeper ones. */
 const MAX_WORKERS = 2 * MAX_THREADS + MAX_NESTING_DEPTH - 1;
@@ -142,11 +128,7 @@ class ThreadPool {
     }
     if (waiting > MAX_QUEUED_RUNS + free && this.#queue.includes(run)) {
       this.withdraw(run);
-      throw new RangeError(
-        nested
-          ? `runCode: ${MAX_QUEUED_RUNS} nested runs are already waiting for the workers of nested runs: await some before starting more`
-          : `runCode: ${MAX_QUEUED_RUNS} runs are already waiting for the ${MAX_THREADS} worker threads: await some before starting more`,
-      );
+      throw queueFull(nested);
     }
   }
 

@@ -28,22 +28,10 @@ import {
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import { type Replay, UNREPEATED } from "./host-call-record.js";
+import { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./limits.js";
 import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
-
-/**
- * How long a stopped run's worker may take to end it on its own (its next interrupt poll) before the worker itself
- * is ended: guest work of any kind stops within this plus the worker's termination, under 50 ms.
- */
-export const STOP_GRACE_MS = 20;
-/**
- * How far past `safetyCap.cpuTimeMs` a worker's guest work may go before the watchdog ends the worker. The metered
- * engine stops itself at its next fuel refill and keeps its worker; the watchdog is the backstop for an engine without
- * the meter, and its margin leaves room for a loaded machine holding the worker off the CPU (a narrower one ended
- * workers that were about to stop on their own).
- */
-export const WATCHDOG_MARGIN_MS = 250;
 
 /** What a run attempted on the caller's thread hands to its re-run (in-thread-first.ts). */
 interface Attempted {

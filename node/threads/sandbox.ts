@@ -15,7 +15,7 @@ import {
   type TranspilerPort,
 } from "../../src/core/runner-port.js";
 import { inThreadFirst } from "./in-thread-first.js";
-import { onThreads } from "./remote-run.js";
+import { onThreads } from "./on-threads.js";
 
 /**
  * Settings of the caller's thread: functions a worker cannot call while guest code runs, and the transpiler and pool,

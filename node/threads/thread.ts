@@ -9,6 +9,7 @@
 import { availableParallelism } from "node:os";
 import { MessageChannel, Worker } from "node:worker_threads";
 import type { ThreadSettings } from "../../src/core/runner-port.js";
+import { builtFile } from "../built-files.js";
 import { CallChannel } from "./call-channel.js";
 import {
   type Call,
@@ -43,17 +44,7 @@ const SERVE_SLICE_MS = 2;
  */
 export const WORKER_STACK_MB = (984 + 192) / 1024;
 
-/**
- * A worker's script, by its path in node/ (`threads/worker.js`): the build's JavaScript, also when this module runs
- * from its TypeScript source (the tests), since worker threads cannot load TypeScript.
- */
-export function workerScript(path: string): URL {
-  return import.meta.url.endsWith(".ts")
-    ? new URL(`../../dist/node/${path}`, import.meta.url)
-    : new URL(`../${path}`, import.meta.url);
-}
-
-const WORKER_SCRIPT = workerScript("threads/worker.js");
+const WORKER_SCRIPT = builtFile("threads/worker.js");
 
 /** Numbers of the compiled wasm modules, so a worker receives each one once. */
 const moduleIds = new WeakMap<WebAssembly.Module, number>();

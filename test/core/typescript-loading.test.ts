@@ -10,7 +10,7 @@ import { loadSwc } from "../../node/swc.js";
 import type { FuelAccount } from "../../src/core/ports.js";
 import { Transpiler } from "../../src/core/transpile.js";
 
-const ENTRY = fileURLToPath(new URL("../../dist/node/index.js", import.meta.url));
+const ENTRY = fileURLToPath(new URL("../../dist/bundle/index.js", import.meta.url));
 
 /** Runs `source` as the first TypeScript run of a new process: its status, result or error, and whether the compiler loaded. */
 function firstRun(source: string) {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CodeBlock, docBlocks, FLAGS, javascriptOf, PROGRAM_LANGUAGES, statedOutput } from "./code-blocks.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CLI = join(ROOT, "dist/node/cli.js");
+const CLI = join(ROOT, "dist/bundle/cli.js");
 /** Generous: a cold process on a loaded machine; only a hang should reach it. */
 const BLOCK_TIMEOUT_MS = 120_000;
 

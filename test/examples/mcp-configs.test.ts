@@ -16,7 +16,7 @@ import { createHost } from "../../src/host/index.js";
 import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 
-const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli.js", import.meta.url));
 const config = (name: string) =>
   JSON.parse(readFileSync(new URL(`../../examples/mcp/${name}`, import.meta.url), "utf8")) as {
     mcpServers: { runcode: { command?: string; args?: string[]; url?: string; headers?: Record<string, string> } };
@@ -44,7 +44,7 @@ describe("examples/mcp", () => {
   it("stdio.json starts `runcode mcp`, which serves run_code", async () => {
     const { command, args } = config("stdio.json").mcpServers.runcode;
     expect({ command, args }).toEqual({ command: "npx", args: ["runcode", "mcp"] });
-    // `npx runcode` runs the installed package's bin, dist/node/cli.js, with the arguments after the package name.
+    // `npx runcode` runs the installed package's bin, dist/bundle/cli.js, with the arguments after the package name.
     const client = new Client({ name: "example", version: "1.0.0" });
     clients.push(client);
     await client.connect(

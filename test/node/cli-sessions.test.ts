@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 
-const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-cli-sessions-"));
 afterAll(() => rmSync(dir, { recursive: true }));
 

@@ -10,7 +10,7 @@ import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
 
-const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-cli-"));
 afterAll(() => rmSync(dir, { recursive: true }));
 

@@ -22,7 +22,7 @@ import type { JsonValue } from "../../src/values/json.js";
 import { fromWire } from "../../src/values/wire.js";
 import { outcome } from "../security/helpers.js";
 
-const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-packages-"));
 afterAll(() => rmSync(dir, { recursive: true }));
 const js = { language: "javascript" } as const;

@@ -24,7 +24,7 @@ import { fromWire } from "../../src/values/wire.js";
 import { startServer } from "../fetch/server.js";
 import { processRecord } from "../host/processes/records.js";
 
-const CLI = fileURLToPath(new URL("../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli.js", import.meta.url));
 const WEB = fileURLToPath(new URL("../../dist/web/", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "runcode-serve-"));
 const children = new Set<ChildProcess>();

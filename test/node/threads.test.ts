@@ -566,7 +566,7 @@ describe("the environment module in Node", () => {
 
 describe("the process", () => {
   it("exits by itself once its runs are over: nothing of runcode's, workers or timers, holds it", () => {
-    const entry = fileURLToPath(new URL("../../dist/node/index.js", import.meta.url));
+    const entry = fileURLToPath(new URL("../../dist/bundle/index.js", import.meta.url));
     const script = `const { createSandbox } = await import(${JSON.stringify(entry)});
 const threaded = createSandbox();
 const inThread = createSandbox({ threads: false });

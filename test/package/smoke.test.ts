@@ -88,7 +88,7 @@ console.log(JSON.stringify([created.status, stdout]));`,
     const server = spawn(
       process.execPath,
       [
-        join(dir, "node_modules/runcode/dist/node/cli.js"),
+        join(dir, "node_modules/runcode/dist/bundle/cli.js"),
         "serve",
         "--port",
         "0",

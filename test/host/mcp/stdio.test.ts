@@ -15,7 +15,7 @@ import { fromWire } from "../../../src/values/wire.js";
 import { startServer } from "../../fetch/server.js";
 import { serveCalcOverHttp } from "./fixtures/calc-server.mjs";
 
-const CLI = fileURLToPath(new URL("../../../dist/node/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../../dist/bundle/cli.js", import.meta.url));
 
 describe("runcode mcp (stdio)", () => {
   const client = new Client({ name: "test", version: "1.0.0" });
