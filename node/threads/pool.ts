@@ -27,6 +27,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { availableParallelism } from "node:os";
+import type { Ending } from "../../src/core/runner-port.js";
 import type { WarmInstance } from "./protocol.js";
 import { Thread } from "./thread.js";
 
@@ -61,6 +62,7 @@ export interface Caller {
 
 /** A nested run as its caller ends it. */
 export interface Nested {
+  readonly ended: Promise<Ending>;
   /** Ends the run as `terminated`: the run that started it is over. */
   orphan(): void;
 }

@@ -111,7 +111,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   /** Whether the run is over (`ended` resolved), or stopped by its caller. */
   #over = false;
   /** The run whose host function started this one, if any. */
-  readonly #caller: RemoteRun | undefined;
+  readonly #caller: Caller | undefined;
   /** Runs this one's host functions started that are not over: they end with it. */
   readonly #nested = new Set<RemoteRun>();
   #fuelUsed: number | undefined;
@@ -132,8 +132,8 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
 
   /** Throws a `RangeError` when the queue is full or runs nest too deep. */
   constructor(context: RunContext, request: PreparedRun, channel: RunChannel, attempted?: Attempted) {
-    // Only runs of this module call host functions here.
-    const caller = hostCaller() as RemoteRun | undefined;
+    // Runs of this module, and attempts on the caller's thread (in-thread-first.ts), call host functions here.
+    const caller = hostCaller();
     this.depth = caller === undefined ? 0 : caller.depth + 1;
     this.root = caller?.root ?? this;
     this.tenant = request.tenant;
@@ -190,7 +190,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   #end(ending: Ending): void {
     this.#replay = undefined;
     this.#resolve(ending);
-    if (this.#caller !== undefined) this.#caller.#nested.delete(this);
+    if (this.#caller instanceof RemoteRun) this.#caller.#nested.delete(this);
     this.#orphanNested();
   }
 

@@ -538,6 +538,27 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(3);
   });
 
+  it("nests a run a host function starts after its own await, as on threads: a guest recursing through it meets the depth limit", async () => {
+    // Before, such a run was a root of its own: 9,639 levels in 4 s filled the workers' queue, and another caller's
+    // run past its slice failed with its RangeError.
+    let levels = 0;
+    const deeper = async () => {
+      await null;
+      levels++;
+      const { status, result, error } = await auto.runCode("export default await deeper();", {
+        ...JS,
+        globals: { deeper },
+      });
+      return status === "success" ? result : error?.message;
+    };
+    expect(await auto.runCode("export default await deeper();", { ...JS, globals: { deeper } })).toMatchObject({
+      status: "success",
+      result: "runCode: runs nest at most 8 deep through host functions; this one would be 9 deep",
+    });
+    expect(levels).toBe(9);
+    expect(await auto.runCode("for (;;) {}", { ...JS, timeoutMs: 50 })).toMatchObject({ status: "terminated" });
+  });
+
   it("hands the host its own functions back, as in-thread", async () => {
     const runs = runsOnWorkers();
     const mine = () => 1;
