@@ -1,11 +1,12 @@
 /**
  * The host calls of a run attempted on the caller's thread (in-thread-first.ts), recorded so that its re-run on a
  * worker is answered from the record instead of calling the host again: each host function is called once per call the
- * guest made. The attempt's table numbers the caller's functions as the run's does (the functions a call returns to
- * the guest included, in the order the guest got them, as the re-run numbers them), and the guest's calls go through
+ * guest made. The attempt's table numbers the caller's functions as the run's does, and the guest's calls go through
  * recorders; the re-run's first calls are checked against the record, function and arguments, and answered with what
- * the attempt's guest got: an object as its encoding crossed then, so neither a change the host made to it since nor
- * a getter read again reaches the re-run.
+ * the attempt's guest got: an object as its encoding crossed then, or the error its encoding threw, so neither a change
+ * the host made to it since nor a getter read again reaches the re-run. Before each answer the re-run's table numbers
+ * the functions the attempt's had numbered by then (those a call answered, those a promise settled with), in the same
+ * order, so that an answer names each function as the attempt's guest knew it.
  * @module
  */
 import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-port.js";
@@ -23,15 +24,12 @@ export const UNREPEATED = "The run did not repeat on a worker thread what it did
 interface RecordedCall {
   fn: number;
   args: Arguments;
-  outcome: { returned: unknown } | { thrown: unknown } | { encoded: EncodedAnswer };
-  /** How many functions the table numbered before the call: those its answer's encoding numbered come next. */
+  outcome: { returned: unknown } | { thrown: unknown } | { encoded: Tape };
+  /**
+   * How many functions the table had numbered when the guest got the call's answer (as the record keeps it): the
+   * re-run's table numbers them first, alike.
+   */
   numbered: number;
-}
-
-/** An answer as it crossed to the guest, and the functions its encoding numbered (first to last). */
-interface EncodedAnswer {
-  tape: Tape;
-  functions: HostFunction[];
 }
 
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
@@ -61,11 +59,18 @@ export class HostCallRecord extends FunctionTable {
   override answered(answer: Tape): void {
     const call = this.calls.at(-1);
     if (call === undefined) return;
-    const functions: HostFunction[] = [];
-    for (let id = call.numbered; id < this.size; id++) functions.push(this.get(id) as HostFunction);
     // Its buffers copied: the host may write to them after.
     const side = answer.side.map((item) => (item.kind === "buffer" ? { ...item, bytes: item.bytes.slice() } : item));
-    call.outcome = { encoded: { tape: { tape: answer.tape, side }, functions } };
+    call.outcome = { encoded: { tape: answer.tape, side } };
+    call.numbered = this.size;
+  }
+
+  /** The answer could not cross: the guest got the error its encoding threw, not the value (see the module comment). */
+  override refused(error: unknown): void {
+    const call = this.calls.at(-1);
+    if (call === undefined) return;
+    call.outcome = { thrown: error };
+    call.numbered = this.size;
   }
 
   override callee(id: number): HostFunction | undefined {
@@ -104,13 +109,16 @@ export class HostCallRecord extends FunctionTable {
  * checked, until the record is spent.
  */
 export class Replay {
+  /** The attempt's table, as it numbered the functions (see {@link answer}). */
+  readonly numbering: FunctionTable;
   readonly #calls: (RecordedCall | undefined)[];
   readonly #settling: SettleOrder;
   #next = 0;
 
-  constructor({ calls, settling }: HostCallRecord) {
-    this.#calls = calls;
-    this.#settling = settling;
+  constructor(record: HostCallRecord) {
+    this.numbering = record;
+    this.#calls = record.calls;
+    this.#settling = record.settling;
   }
 
   /** Whether recorded calls are left to answer. */
@@ -119,10 +127,14 @@ export class Replay {
   }
 
   /**
-   * The recorded outcome of the re-run's next call, function `fn` with `args`; a message saying how the re-run went
-   * its own way when it is not the call recorded. Each answer is dropped from the record once given.
+   * The recorded outcome of the re-run's next call, function `fn` with `args`, and how many functions of
+   * {@link numbering} the re-run's table must number alike before it answers; a message saying how the re-run went its
+   * own way when it is not the call recorded. Each answer is dropped from the record once given.
    */
-  answer(fn: number, args: unknown[]): RecordedCall["outcome"] | { mismatch: string } {
+  answer(
+    fn: number,
+    args: unknown[],
+  ): { outcome: RecordedCall["outcome"]; numbered: number } | { mismatch: string } {
     const at = this.#next++;
     const call = this.#calls[at] as RecordedCall;
     this.#calls[at] = undefined;
@@ -133,10 +145,11 @@ export class Replay {
           "or with other arguments; the host was not called again",
       };
     }
-    const { outcome } = call;
-    return "returned" in outcome && outcome.returned instanceof Promise
-      ? { returned: this.#settling.gate(at) }
-      : outcome;
+    const { outcome, numbered } = call;
+    if ("returned" in outcome && outcome.returned instanceof Promise) {
+      return { outcome: { returned: this.#settling.gate(at) }, numbered };
+    }
+    return { outcome, numbered };
   }
 }
 

@@ -368,15 +368,15 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     if (!replay.pending) this.#replay = undefined;
     if ("mismatch" in answer) return this.#diverged(answer.mismatch);
     const crossing = this.#crossing;
-    if ("thrown" in answer) return { ok: false, value: crossing.encodeThrown(answer.thrown) };
-    if ("encoded" in answer) {
-      const value = crossing.encoded(answer.encoded.tape, answer.encoded.functions);
-      return value === undefined
-        ? this.#diverged(`${UNREPEATED}: the functions of a host call's answer were numbered otherwise`)
-        : { ok: true, value };
+    // The answer names functions as the attempt's table numbered them by then: this run's numbers them alike first.
+    if (!crossing.numberedAs(replay.numbering, answer.numbered)) {
+      return this.#diverged(`${UNREPEATED}: the functions of a host call's answer were numbered otherwise`);
     }
+    const { outcome } = answer;
+    if ("thrown" in outcome) return { ok: false, value: crossing.encodeThrown(outcome.thrown) };
+    if ("encoded" in outcome) return { ok: true, value: crossing.cross(outcome.encoded) };
     try {
-      return { ok: true, value: crossing.encode(answer.returned) };
+      return { ok: true, value: crossing.encode(outcome.returned) };
     } catch (error) {
       return { ok: false, value: crossing.encodeThrown(error) };
     }

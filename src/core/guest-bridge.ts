@@ -408,6 +408,7 @@ export class GuestBridge {
     try {
       encoded = encodeForGuest(returned, this.#run.functions);
     } catch (error) {
+      this.#run.functions.refused(error);
       return { error: this.#guestError(error) };
     }
     this.#run.functions.answered(encoded);

@@ -38,6 +38,12 @@ export class FunctionTable {
    */
   answered(_answer: Tape): void {}
 
+  /**
+   * Told that what a call of a function of the table returned could not cross: its encoding threw `error`, which the
+   * guest gets instead (a recording table keeps that, not the value: see node/threads/host-call-record.ts).
+   */
+  refused(_error: unknown): void {}
+
   /** How many functions are numbered. */
   get size(): number {
     return this.#functions.length;

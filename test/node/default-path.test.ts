@@ -411,6 +411,45 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(2);
   });
 
+  it("answers the re-run with the error an answer's crossing threw, its getter not read again, as threads would", async () => {
+    // Before, the re-run's crossing read the getter again: the host ran it twice and the run's result was its second
+    // answer, which no path gives.
+    const runs = runsOnWorkers();
+    let reads = 0;
+    const globals = {
+      get: () => ({
+        get x() {
+          if (++reads === 1) throw new Error("not yet");
+          return reads;
+        },
+      }),
+    };
+    const source = `let x; try { x = get().x; } catch (error) { x = error.message; } ${SPEND} export default x;`;
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ status: "success", result: "not yet" });
+    expect(reads).toBe(1);
+    expect(runs()).toBe(1);
+  });
+
+  it("numbers the functions of an answer as the attempt did, or fails: a guest never calls one function for another", async () => {
+    // The attempt's guest got `other` as function 2; its re-run's table numbered `fn`, of a promise settled meanwhile,
+    // first. Before, the check passed and the guest's `other()` called `fn`.
+    const fn = () => "fn";
+    const other = () => "other";
+    const globals = { later: () => Promise.resolve({ fn }), make: () => other };
+    const source = `later().then(() => {}); let first = 0; for (let i = 0; i < 5000; i++) first += i;
+      const h = make(); ${SPEND} export default h();`;
+    const threaded = await createSandbox({ threads: true }).runCode(source, { ...JS, globals });
+    expect(threaded).toMatchObject({ status: "success", result: "other" });
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({
+      status: "error",
+      error: {
+        name: "InternalError",
+        message:
+          "The run did not repeat on a worker thread what it did on the caller's thread: the functions of a host call's answer were numbered otherwise",
+      },
+    });
+  });
+
   it("calls each host function once per guest call when a timer wait hands the run over after calls", async () => {
     const web = createSandbox({ webApis: true });
     const runs = runsOnWorkers();
