@@ -180,10 +180,11 @@ class Attempted implements StartedRun, Nesting, Caller {
   }
 
   /**
-   * Calls `call` as this attempt's host call: runs it starts, then or after its awaits, are this run's, not the
-   * attempt's (see {@link nest} and {@link adopt}), so that they go on when the run goes on to a worker.
+   * Calls `call` as this attempt's host call: runs it starts are this run's, not the attempt's (see {@link nest} and
+   * {@link adopt}), so that they go on when the run goes on to a worker. (Runs it starts after its awaits are this
+   * run's too: the attempt runs as its host calls, see {@link attempt}.)
    */
-  readonly #calling = <T>(call: () => T): T => asHostCall(this, () => callingAs(this, call));
+  readonly #calling = <T>(call: () => T): T => callingAs(this, call);
 
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
@@ -212,16 +213,20 @@ class Attempted implements StartedRun, Nesting, Caller {
       calls: new HostCallRecord(request.functions, this.#calling),
       recording: Recording.attempt(this.#endAttempt, fuel, SLICE_CALLS),
     };
-    const attempt = this.#inThread(
-      { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
-      {
-        ...request,
-        functions: record.calls,
-        recording: record.recording,
-        report: request.report && this.#reportStandIn,
-        onLog: request.onLog && this.#standIn,
-      },
-      { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
+    // Made as this run's host call (the pool's async context, which the run's every step and host call inherits), so a
+    // run its host functions start, then or after their awaits, is nested in this one, as on threads.
+    const attempt = asHostCall(this, () =>
+      this.#inThread(
+        { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
+        {
+          ...request,
+          functions: record.calls,
+          recording: record.recording,
+          report: request.report && this.#reportStandIn,
+          onLog: request.onLog && this.#standIn,
+        },
+        { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
+      ),
     );
     this.#run = attempt;
     const ending = await attempt.ended;
