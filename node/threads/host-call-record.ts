@@ -3,8 +3,8 @@
  * worker is answered from the record instead of calling the host again: each host function is called once per call the
  * guest made. The attempt's table numbers the caller's functions as the run's does, and the guest's calls go through
  * recorders; the re-run's first calls are checked against the record, function and arguments, and answered with what
- * the attempt's guest got: an object as its encoding crossed then, or the error its encoding threw, so neither a change
- * the host made to it since nor a getter read again reaches the re-run. Before each answer the re-run's table numbers
+ * the attempt's guest got: an object, or an error the call threw or its answer's crossing did, as its encoding crossed
+ * then, so neither a change the host made to it since nor a getter read again reaches the re-run. Before each answer the re-run's table numbers
  * the functions the attempt's had numbered by then (those a call answered, those a promise settled with), in the same
  * order, so that an answer names each function as the attempt's guest knew it.
  * @module
@@ -18,13 +18,14 @@ export const UNREPEATED = "The run did not repeat on a worker thread what it did
 
 /**
  * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got: a
- * primitive, a promise or a throw as the host gave it, an object as its encoding crossed to the guest (the host may
- * change the object, or its getters answer otherwise, before the re-run reaches the call).
+ * primitive or a promise as the host gave it; an object, or an error (`ok` false), as its encoding crossed to the guest
+ * (the host may change the object, or its getters answer otherwise, before the re-run reaches the call); `thrown` only
+ * until the error's encoding is told.
  */
 interface RecordedCall {
   fn: number;
   args: Arguments;
-  outcome: { returned: unknown } | { thrown: unknown } | { encoded: Tape };
+  outcome: { returned: unknown } | { thrown: unknown } | { encoded: Tape; ok: boolean };
   /**
    * How many functions the table had numbered when the guest got the call's answer (as the record keeps it): the
    * re-run's table numbers them first, alike.
@@ -48,6 +49,8 @@ export class HostCallRecord extends FunctionTable {
   readonly #recorders: HostFunction[] = [];
   /** Calls a function for the guest (as the attempt's: see `Attempted` in in-thread-first.ts). */
   readonly #calling: <T>(call: () => T) => T;
+  /** The call whose answer crosses next, when it is not a primitive or a promise (see {@link answered}, {@link threw}). */
+  #answering: RecordedCall | undefined;
 
   /** Numbers `functions` as `functions` numbers them; each call made through `calling`. */
   constructor(functions: FunctionTable, calling: <T>(call: () => T) => T) {
@@ -57,19 +60,22 @@ export class HostCallRecord extends FunctionTable {
   }
 
   override answered(answer: Tape): void {
-    const call = this.calls.at(-1);
+    this.#crossed(answer, true);
+  }
+
+  /** The call threw, or its answer could not cross: the guest got the error as it crossed (see the module comment). */
+  override threw(error: Tape): void {
+    this.#crossed(error, false);
+  }
+
+  /** Keeps what the guest got of the call {@link #answering}; nothing for others (a sink's, a log listener's). */
+  #crossed(answer: Tape, ok: boolean): void {
+    const call = this.#answering;
+    this.#answering = undefined;
     if (call === undefined) return;
     // Its buffers copied: the host may write to them after.
     const side = answer.side.map((item) => (item.kind === "buffer" ? { ...item, bytes: item.bytes.slice() } : item));
-    call.outcome = { encoded: { tape: answer.tape, side } };
-    call.numbered = this.size;
-  }
-
-  /** The answer could not cross: the guest got the error its encoding threw, not the value (see the module comment). */
-  override refused(error: unknown): void {
-    const call = this.calls.at(-1);
-    if (call === undefined) return;
-    call.outcome = { thrown: error };
+    call.outcome = { encoded: { tape: answer.tape, side }, ok };
     call.numbered = this.size;
   }
 
@@ -91,13 +97,16 @@ export class HostCallRecord extends FunctionTable {
         numbered: this.size,
       };
       this.calls.push(call);
+      this.#answering = undefined;
       try {
         const returned = this.#calling(() => Reflect.apply(fn, undefined, args));
         call.outcome = { returned };
         if (returned instanceof Promise) this.settling.watch(this.calls.length - 1, returned);
+        else if (!isPrimitive(returned)) this.#answering = call;
         return returned;
       } catch (thrown) {
         call.outcome = { thrown };
+        this.#answering = call;
         throw thrown;
       }
     };
@@ -131,10 +140,7 @@ export class Replay {
    * {@link numbering} the re-run's table must number alike before it answers; a message saying how the re-run went its
    * own way when it is not the call recorded. Each answer is dropped from the record once given.
    */
-  answer(
-    fn: number,
-    args: unknown[],
-  ): { outcome: RecordedCall["outcome"]; numbered: number } | { mismatch: string } {
+  answer(fn: number, args: unknown[]): { outcome: RecordedCall["outcome"]; numbered: number } | { mismatch: string } {
     const at = this.#next++;
     const call = this.#calls[at] as RecordedCall;
     this.#calls[at] = undefined;

@@ -374,7 +374,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     }
     const { outcome } = answer;
     if ("thrown" in outcome) return { ok: false, value: crossing.encodeThrown(outcome.thrown) };
-    if ("encoded" in outcome) return { ok: true, value: crossing.cross(outcome.encoded) };
+    if ("encoded" in outcome) return { ok: outcome.ok, value: crossing.cross(outcome.encoded) };
     try {
       return { ok: true, value: crossing.encode(outcome.returned) };
     } catch (error) {

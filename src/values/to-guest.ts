@@ -39,10 +39,10 @@ export class FunctionTable {
   answered(_answer: Tape): void {}
 
   /**
-   * Told that what a call of a function of the table returned could not cross: its encoding threw `error`, which the
-   * guest gets instead (a recording table keeps that, not the value: see node/threads/host-call-record.ts).
+   * Told that a call of a function of the table answered the guest with an error instead (it threw, or what it returned
+   * could not cross), as the error crossed (a table that records its calls keeps it: see node/threads/host-call-record.ts).
    */
-  refused(_error: unknown): void {}
+  threw(_error: Tape): void {}
 
   /** How many functions are numbered. */
   get size(): number {

@@ -411,7 +411,7 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(2);
   });
 
-  it("answers the re-run with the error an answer's crossing threw, its getter not read again, as threads would", async () => {
+  it("answers the re-run with the error a call threw, or its answer's crossing did, as it crossed: no getter read again", async () => {
     // Before, the re-run's crossing read the getter again: the host ran it twice and the run's result was its second
     // answer, which no path gives.
     const runs = runsOnWorkers();
@@ -427,7 +427,22 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     const source = `let x; try { x = get().x; } catch (error) { x = error.message; } ${SPEND} export default x;`;
     expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ status: "success", result: "not yet" });
     expect(reads).toBe(1);
-    expect(runs()).toBe(1);
+    // So with a value the host function threw: the re-run's guest gets it as it crossed, its getter read once.
+    let thrown = 0;
+    const fail = () => {
+      throw {
+        get message() {
+          return `read ${++thrown}`;
+        },
+      };
+    };
+    const throws = `let m; try { fail(); } catch (error) { m = error.message; } ${SPEND} export default m;`;
+    expect(await auto.runCode(throws, { ...JS, globals: { fail } })).toMatchObject({
+      status: "success",
+      result: "read 1",
+    });
+    expect(thrown).toBe(1);
+    expect(runs()).toBe(2);
   });
 
   it("numbers the functions of an answer as the attempt did, or fails: a guest never calls one function for another", async () => {
