@@ -1,6 +1,6 @@
 /**
  * Bundles the package's Node entries, as tsc compiled them to dist/node/, into dist/bundle/, which package.json's
- * `exports` and `bin` name: `runcode` (index.js), `runcode/environment` (environment.js), the CLI (cli.js) and the
+ * `exports` and `bin` name: `runcode` (index.js), `runcode/environment` (environment.js), `runcode/host` (host.js), the CLI (cli.js) and the
  * worker threads' scripts at the paths they have in dist/node/, with the modules two of them share in chunks beside
  * them (each module in one file only: one core, one `SessionError` class, one pool of workers, one of instances). A
  * fresh process so loads a few files rather than ~60 modules, which took ~40% of its first result's CPU
@@ -22,6 +22,8 @@ const ENTRIES = {
   "threads/worker": "threads/worker.js",
   "session-threads/worker": "session-threads/worker.js",
   "repl-worker": "repl-worker.js",
+  // `runcode/host` in Node: with the entries above, so that a process importing both has one core, not two.
+  host: "../src/host/index.js",
 };
 /** Modules whose code must stay at the bundle's top level (see node/built-files.ts). */
 const TOP_LEVEL = [`${FROM}/built-files.js`];

@@ -15,6 +15,8 @@ export class Crossing {
   readonly #functions: FunctionTable;
   readonly #sendSettle: SendSettle;
   #nextKey = 0;
+  /** How many of this run's functions are known numbered as another run's table numbers them (see numberedAs). */
+  #alike = 0;
   /** Host promises standing for the guest's promises, by the guest's numbers. */
   readonly #guestPromises = new Map<number, { resolve(value: unknown): void; reject(reason: unknown): void }>();
 
@@ -43,16 +45,17 @@ export class Crossing {
   }
 
   /**
-   * An answer as another run's crossing encoded it (node/threads/host-call-record.ts), `functions` the ones its
-   * encoding numbered; `undefined` when this run's table would number them otherwise.
+   * Numbers the first `count` functions of `table`, another run's (node/threads/host-call-record.ts), as it numbered
+   * them, so that a tape encoded with it names the same functions here; `false` when this run's table numbered
+   * others.
    */
-  encoded(
-    encoded: Tape,
-    functions: readonly ((...args: unknown[]) => unknown)[],
-  ): Tape<ArrayBuffer | number> | undefined {
-    const first = this.#functions.size;
-    for (const [i, fn] of functions.entries()) if (this.#functions.idOf(fn) !== first + i) return undefined;
-    return this.cross(encoded);
+  numberedAs(table: FunctionTable, count: number): boolean {
+    for (let id = this.#alike; id < count; id++) {
+      const fn = table.get(id);
+      if (fn === undefined || this.#functions.idOf(fn) !== id) return false;
+    }
+    this.#alike = Math.max(this.#alike, count);
+    return true;
   }
 
   /** A thrown value as the core hands it to the guest: itself when it can cross, else its string. */

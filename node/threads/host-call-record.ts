@@ -1,11 +1,12 @@
 /**
  * The host calls of a run attempted on the caller's thread (in-thread-first.ts), recorded so that its re-run on a
  * worker is answered from the record instead of calling the host again: each host function is called once per call the
- * guest made. The attempt's table numbers the caller's functions as the run's does (the functions a call returns to
- * the guest included, in the order the guest got them, as the re-run numbers them), and the guest's calls go through
+ * guest made. The attempt's table numbers the caller's functions as the run's does, and the guest's calls go through
  * recorders; the re-run's first calls are checked against the record, function and arguments, and answered with what
- * the attempt's guest got: an object as its encoding crossed then, so neither a change the host made to it since nor
- * a getter read again reaches the re-run.
+ * the attempt's guest got: an object, or an error the call threw or its answer's crossing did, as its encoding crossed
+ * then, so neither a change the host made to it since nor a getter read again reaches the re-run. Before each answer the re-run's table numbers
+ * the functions the attempt's had numbered by then (those a call answered, those a promise settled with), in the same
+ * order, so that an answer names each function as the attempt's guest knew it.
  * @module
  */
 import { encodeForGuest, FunctionTable, type Tape } from "../../src/core/runner-port.js";
@@ -17,21 +18,19 @@ export const UNREPEATED = "The run did not repeat on a worker thread what it did
 
 /**
  * One call: the function's number, its arguments as {@link argumentsOf} keeps them, and what the guest got: a
- * primitive, a promise or a throw as the host gave it, an object as its encoding crossed to the guest (the host may
- * change the object, or its getters answer otherwise, before the re-run reaches the call).
+ * primitive or a promise as the host gave it; an object, or an error (`ok` false), as its encoding crossed to the guest
+ * (the host may change the object, or its getters answer otherwise, before the re-run reaches the call); `thrown` only
+ * until the error's encoding is told.
  */
 interface RecordedCall {
   fn: number;
   args: Arguments;
-  outcome: { returned: unknown } | { thrown: unknown } | { encoded: EncodedAnswer };
-  /** How many functions the table numbered before the call: those its answer's encoding numbered come next. */
+  outcome: { returned: unknown } | { thrown: unknown } | { encoded: Tape; ok: boolean };
+  /**
+   * How many functions the table had numbered when the guest got the call's answer (as the record keeps it): the
+   * re-run's table numbers them first, alike.
+   */
   numbered: number;
-}
-
-/** An answer as it crossed to the guest, and the functions its encoding numbered (first to last). */
-interface EncodedAnswer {
-  tape: Tape;
-  functions: HostFunction[];
 }
 
 /** Arguments as the record keeps them: primitives as they are, anything more encoded (see {@link argumentsOf}). */
@@ -50,6 +49,8 @@ export class HostCallRecord extends FunctionTable {
   readonly #recorders: HostFunction[] = [];
   /** Calls a function for the guest (as the attempt's: see `Attempted` in in-thread-first.ts). */
   readonly #calling: <T>(call: () => T) => T;
+  /** The call whose answer crosses next, when it is not a primitive or a promise (see {@link answered}, {@link threw}). */
+  #answering: RecordedCall | undefined;
 
   /** Numbers `functions` as `functions` numbers them; each call made through `calling`. */
   constructor(functions: FunctionTable, calling: <T>(call: () => T) => T) {
@@ -59,13 +60,23 @@ export class HostCallRecord extends FunctionTable {
   }
 
   override answered(answer: Tape): void {
-    const call = this.calls.at(-1);
+    this.#crossed(answer, true);
+  }
+
+  /** The call threw, or its answer could not cross: the guest got the error as it crossed (see the module comment). */
+  override threw(error: Tape): void {
+    this.#crossed(error, false);
+  }
+
+  /** Keeps what the guest got of the call {@link #answering}; nothing for others (a sink's, a log listener's). */
+  #crossed(answer: Tape, ok: boolean): void {
+    const call = this.#answering;
+    this.#answering = undefined;
     if (call === undefined) return;
-    const functions: HostFunction[] = [];
-    for (let id = call.numbered; id < this.size; id++) functions.push(this.get(id) as HostFunction);
     // Its buffers copied: the host may write to them after.
     const side = answer.side.map((item) => (item.kind === "buffer" ? { ...item, bytes: item.bytes.slice() } : item));
-    call.outcome = { encoded: { tape: { tape: answer.tape, side }, functions } };
+    call.outcome = { encoded: { tape: answer.tape, side }, ok };
+    call.numbered = this.size;
   }
 
   override callee(id: number): HostFunction | undefined {
@@ -86,13 +97,16 @@ export class HostCallRecord extends FunctionTable {
         numbered: this.size,
       };
       this.calls.push(call);
+      this.#answering = undefined;
       try {
         const returned = this.#calling(() => Reflect.apply(fn, undefined, args));
         call.outcome = { returned };
         if (returned instanceof Promise) this.settling.watch(this.calls.length - 1, returned);
+        else if (!isPrimitive(returned)) this.#answering = call;
         return returned;
       } catch (thrown) {
         call.outcome = { thrown };
+        this.#answering = call;
         throw thrown;
       }
     };
@@ -104,13 +118,16 @@ export class HostCallRecord extends FunctionTable {
  * checked, until the record is spent.
  */
 export class Replay {
+  /** The attempt's table, as it numbered the functions (see {@link answer}). */
+  readonly numbering: FunctionTable;
   readonly #calls: (RecordedCall | undefined)[];
   readonly #settling: SettleOrder;
   #next = 0;
 
-  constructor({ calls, settling }: HostCallRecord) {
-    this.#calls = calls;
-    this.#settling = settling;
+  constructor(record: HostCallRecord) {
+    this.numbering = record;
+    this.#calls = record.calls;
+    this.#settling = record.settling;
   }
 
   /** Whether recorded calls are left to answer. */
@@ -119,10 +136,11 @@ export class Replay {
   }
 
   /**
-   * The recorded outcome of the re-run's next call, function `fn` with `args`; a message saying how the re-run went
-   * its own way when it is not the call recorded. Each answer is dropped from the record once given.
+   * The recorded outcome of the re-run's next call, function `fn` with `args`, and how many functions of
+   * {@link numbering} the re-run's table must number alike before it answers; a message saying how the re-run went its
+   * own way when it is not the call recorded. Each answer is dropped from the record once given.
    */
-  answer(fn: number, args: unknown[]): RecordedCall["outcome"] | { mismatch: string } {
+  answer(fn: number, args: unknown[]): { outcome: RecordedCall["outcome"]; numbered: number } | { mismatch: string } {
     const at = this.#next++;
     const call = this.#calls[at] as RecordedCall;
     this.#calls[at] = undefined;
@@ -133,10 +151,11 @@ export class Replay {
           "or with other arguments; the host was not called again",
       };
     }
-    const { outcome } = call;
-    return "returned" in outcome && outcome.returned instanceof Promise
-      ? { returned: this.#settling.gate(at) }
-      : outcome;
+    const { outcome, numbered } = call;
+    if ("returned" in outcome && outcome.returned instanceof Promise) {
+      return { outcome: { returned: this.#settling.gate(at) }, numbered };
+    }
+    return { outcome, numbered };
   }
 }
 

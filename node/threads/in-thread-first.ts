@@ -40,8 +40,8 @@ import {
 } from "../../src/core/runner-port.js";
 import { AttemptTurns } from "./attempt-turns.js";
 import { HostCallRecord, Replay } from "./host-call-record.js";
-import { onThreads, threadsCaller } from "./on-threads.js";
-import type { Nested } from "./pool.js";
+import { asHostCall, type Caller, hostCaller, type Nested } from "./host-calls.js";
+import { onThreads } from "./on-threads.js";
 import { readyInstance } from "./ready-instance.js";
 
 /**
@@ -67,14 +67,12 @@ const HANDED_OVER: CodeExecutionError = {
 /** Runs each run as {@link SLICE_FUEL} and the module comment say: `inThread` is the core's runner of the caller's thread. */
 export function inThreadFirst(inThread: Runner): Runner {
   return (context, request, channel) => {
-    // Runs nested in a threaded run's host calls stay with it (their pool's rules), and a run whose guest would wait
-    // for the host's promises or make requests goes where it can wait without holding others' attempts.
-    if (threadsCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
+    // Runs nested in a run's host calls (an attempt's too, also after the host function's own awaits) go to a worker,
+    // where their pool's rules bound them and they end with that run, and a run whose guest would wait for the host's
+    // promises or make requests goes where it can wait without holding others' attempts.
+    if (hostCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
       return onThreads(context, request, channel);
     }
-    // A run started by a host function an attempt calls goes to a worker too, and ends with the run that started it.
-    const parent = calling;
-    if (parent !== undefined) return parent.adopt(onThreads(context, request, channel));
     // A run whose own cap is within the slice can never hold the caller's thread longer: it runs there whole.
     if (runSafetyCap(context.safetyCap, request.options.timeoutMs).fuel <= SLICE_FUEL) {
       return inThread(context, request, channel);
@@ -91,9 +89,6 @@ function holdsPromises({ values, imports = [], args }: PreparedRun): boolean {
   return [values, ...imports, args].some((tape) => tape.side.some(promise));
 }
 
-/** The attempt whose host function the caller's thread is calling, if any. */
-let calling: Attempted | undefined;
-
 /** The caller's thread's turns between attempts. */
 const turns = new AttemptTurns<Attempted>();
 /** Gives the caller's thread to the next attempt after a turn of its event loop (see {@link AttemptTurns.next}). */
@@ -108,8 +103,13 @@ interface AttemptRecord {
   recording: Recording;
 }
 
-/** A run attempted on the caller's thread, then, if need be, run on a worker. */
-class Attempted implements StartedRun, Nesting {
+/**
+ * A run attempted on the caller's thread, then, if need be, run on a worker. Its host functions are called as a
+ * root run's (a {@link Caller} at depth 0): the runs they start are nested in it, as a threaded run's are.
+ */
+class Attempted implements StartedRun, Nesting, Caller {
+  readonly depth = 0;
+  readonly root = this;
   readonly ended: Promise<Ending>;
   readonly #context: RunContext;
   readonly #request: PreparedRun;
@@ -175,24 +175,16 @@ class Attempted implements StartedRun, Nesting {
   }
 
   /** Ends `run`, started on a worker by one of this run's host functions, with this run. */
-  adopt(run: StartedRun & Nested): StartedRun {
-    if (!this.nest({ ended: run.ended, stop: () => run.orphan() })) run.orphan();
-    return run;
+  adopt(run: Nested): boolean {
+    return this.nest({ ended: run.ended, stop: () => run.orphan() });
   }
 
   /**
    * Calls `call` as this attempt's host call: runs it starts are this run's, not the attempt's (see {@link nest} and
-   * {@link adopt}), so that they go on when the run goes on to a worker.
+   * {@link adopt}), so that they go on when the run goes on to a worker. (Runs it starts after its awaits are this
+   * run's too: the attempt runs as its host calls, see {@link attempt}.)
    */
-  readonly #calling = <T>(call: () => T): T => {
-    const outer = calling;
-    calling = this;
-    try {
-      return callingAs(this, call);
-    } finally {
-      calling = outer;
-    }
-  };
+  readonly #calling = <T>(call: () => T): T => callingAs(this, call);
 
   /** Stops the run; stopped during its attempt, it settles with the reports made so far, as in-thread. */
   stop(error: CodeExecutionError): void {
@@ -221,16 +213,20 @@ class Attempted implements StartedRun, Nesting {
       calls: new HostCallRecord(request.functions, this.#calling),
       recording: Recording.attempt(this.#endAttempt, fuel, SLICE_CALLS),
     };
-    const attempt = this.#inThread(
-      { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
-      {
-        ...request,
-        functions: record.calls,
-        recording: record.recording,
-        report: request.report && this.#reportStandIn,
-        onLog: request.onLog && this.#standIn,
-      },
-      { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
+    // Made as this run's host call (the pool's async context, which the run's every step and host call inherits), so a
+    // run its host functions start, then or after their awaits, is nested in this one, as on threads.
+    const attempt = asHostCall(this, () =>
+      this.#inThread(
+        { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
+        {
+          ...request,
+          functions: record.calls,
+          recording: record.recording,
+          report: request.report && this.#reportStandIn,
+          onLog: request.onLog && this.#standIn,
+        },
+        { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
+      ),
     );
     this.#run = attempt;
     const ending = await attempt.ended;

@@ -17,8 +17,8 @@ import {
   type RunContext,
   type StartedRun,
 } from "../../src/core/runner-port.js";
+import type { Nested } from "./host-calls.js";
 import { MAX_QUEUED_RUNS, MAX_THREADS, queueFull } from "./limits.js";
-import type { Caller, Nested } from "./pool.js";
 
 type RemoteRunModule = typeof import("./remote-run.js");
 /** What a run handed over from the caller's thread gives its re-run (remote-run.ts). */
@@ -27,25 +27,17 @@ type Attempted = Parameters<RemoteRunModule["onThreads"]>[3];
 type RemoteRun = StartedRun & Nested;
 
 /** The machinery, once loaded. */
-let loaded: { onThreads: RemoteRunModule["onThreads"]; hostCaller: () => Caller | undefined } | undefined;
+let loaded: { onThreads: RemoteRunModule["onThreads"] } | undefined;
 let loading: Promise<void> | undefined;
 /** Runs waiting for the machinery, not stopped: what the pool's queue would hold. */
 let waiting = 0;
 
 /** Loads the machinery, once. */
 function load(): Promise<void> {
-  loading ??= Promise.all([import("./remote-run.js"), import("./pool.js")]).then(([remote, pool]) => {
-    loaded = { onThreads: remote.onThreads, hostCaller: pool.hostCaller };
+  loading ??= import("./remote-run.js").then((remote) => {
+    loaded = { onThreads: remote.onThreads };
   });
   return loading;
-}
-
-/**
- * The run on a thread whose host function starts a run here, as pool.ts's `hostCaller` tells it; `undefined` while
- * the machinery is not loaded, since no run has been on a worker then.
- */
-export function threadsCaller(): Caller | undefined {
-  return loaded?.hostCaller();
 }
 
 /**

@@ -22,57 +22,15 @@
  * another root's; deeper runs share {@link MAX_NESTING_DEPTH} - 1 more, of which runs nested `d` deep or less hold
  * fewer than `d - 1`, and the deepest waiting run goes first. A deeper run can then always get a worker, so a chain
  * of nested runs always ends. Idle workers beyond {@link MAX_THREADS} are ended once no nested run holds or waits
- * for one. A nested run never outlives its parent: the parent's end ends it (see `Caller.adopt`).
+ * for one. A nested run never outlives its parent: the parent's end ends it (see `Caller.adopt` in host-calls.ts).
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { CPU_SLOTS, CPU_WAIT_MS, MAX_NESTING_DEPTH, MAX_QUEUED_RUNS, MAX_THREADS, queueFull } from "./limits.js";
 import type { WarmInstance } from "./protocol.js";
 import { Thread } from "./thread.js";
 
 /** Most workers alive at once: those of unrelated runs, the first level of nested runs, the deeper ones. */
 const MAX_WORKERS = 2 * MAX_THREADS + MAX_NESTING_DEPTH - 1;
-
-/** A run on a thread as the runs its host functions start see it. */
-export interface Caller {
-  readonly depth: number;
-  /** The run at depth 0 of its chain (itself at depth 0): its nested runs share one claim on the workers. */
-  readonly root: object;
-  /**
-   * Takes `nested`, started by one of its host functions, as its own: the caller's end (whatever ends it) ends
-   * `nested`. `false` when the caller is already over: `nested` must not run.
-   */
-  adopt(nested: Nested): boolean;
-}
-
-/** A nested run as its caller ends it. */
-export interface Nested {
-  /** Ends the run as `terminated`: the run that started it is over. */
-  orphan(): void;
-}
-
-/** The run whose host function is being called on this thread. */
-const hostCalls = new AsyncLocalStorage<Caller>();
-
-/** Calls `fn` as a host function of `caller`: runs it starts are nested one level deeper, under the same root. */
-export function asHostCall<T>(caller: Caller, fn: () => T): T {
-  return hostCalls.run(caller, fn);
-}
-
-/**
- * The run whose host function starts a run here, `undefined` outside host calls. Throws a `RangeError` when the run
- * started would nest past {@link MAX_NESTING_DEPTH}.
- */
-export function hostCaller(): Caller | undefined {
-  const caller = hostCalls.getStore();
-  const depth = caller === undefined ? 0 : caller.depth + 1;
-  if (depth > MAX_NESTING_DEPTH) {
-    throw new RangeError(
-      `runCode: runs nest at most ${MAX_NESTING_DEPTH} deep through host functions; this one would be ${depth} deep`,
-    );
-  }
-  return caller;
-}
 
 /** A run waiting for a thread. */
 export interface Waiting {

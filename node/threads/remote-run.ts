@@ -28,8 +28,9 @@ import {
 import { swcModule } from "../swc.js";
 import { Crossing } from "./crossing.js";
 import { type Replay, UNREPEATED } from "./host-call-record.js";
+import { asHostCall, type Caller, hostCaller, type Nested } from "./host-calls.js";
 import { STOP_GRACE_MS, WATCHDOG_MARGIN_MS } from "./limits.js";
-import { asHostCall, type Caller, hostCaller, type Nested, threadPool, type Waiting } from "./pool.js";
+import { threadPool, type Waiting } from "./pool.js";
 import type { Call, CallOutcome, FromWorker, Settlement, ToWorker } from "./protocol.js";
 import type { Holder, Thread } from "./thread.js";
 
@@ -99,7 +100,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   /** Whether the run is over (`ended` resolved), or stopped by its caller. */
   #over = false;
   /** The run whose host function started this one, if any. */
-  readonly #caller: RemoteRun | undefined;
+  readonly #caller: Caller | undefined;
   /** Runs this one's host functions started that are not over: they end with it. */
   readonly #nested = new Set<RemoteRun>();
   #fuelUsed: number | undefined;
@@ -120,8 +121,8 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
 
   /** Throws a `RangeError` when the queue is full or runs nest too deep. */
   constructor(context: RunContext, request: PreparedRun, channel: RunChannel, attempted?: Attempted) {
-    // Only runs of this module call host functions here.
-    const caller = hostCaller() as RemoteRun | undefined;
+    // Runs of this module, and attempts on the caller's thread (in-thread-first.ts), call host functions here.
+    const caller = hostCaller();
     this.depth = caller === undefined ? 0 : caller.depth + 1;
     this.root = caller?.root ?? this;
     this.tenant = request.tenant;
@@ -178,7 +179,7 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
   #end(ending: Ending): void {
     this.#replay = undefined;
     this.#resolve(ending);
-    if (this.#caller !== undefined) this.#caller.#nested.delete(this);
+    if (this.#caller instanceof RemoteRun) this.#caller.#nested.delete(this);
     this.#orphanNested();
   }
 
@@ -356,15 +357,15 @@ class RemoteRun implements StartedRun, Waiting, Holder, Caller, Nested {
     if (!replay.pending) this.#replay = undefined;
     if ("mismatch" in answer) return this.#diverged(answer.mismatch);
     const crossing = this.#crossing;
-    if ("thrown" in answer) return { ok: false, value: crossing.encodeThrown(answer.thrown) };
-    if ("encoded" in answer) {
-      const value = crossing.encoded(answer.encoded.tape, answer.encoded.functions);
-      return value === undefined
-        ? this.#diverged(`${UNREPEATED}: the functions of a host call's answer were numbered otherwise`)
-        : { ok: true, value };
+    // The answer names functions as the attempt's table numbered them by then: this run's numbers them alike first.
+    if (!crossing.numberedAs(replay.numbering, answer.numbered)) {
+      return this.#diverged(`${UNREPEATED}: the functions of a host call's answer were numbered otherwise`);
     }
+    const { outcome } = answer;
+    if ("thrown" in outcome) return { ok: false, value: crossing.encodeThrown(outcome.thrown) };
+    if ("encoded" in outcome) return { ok: outcome.ok, value: crossing.cross(outcome.encoded) };
     try {
-      return { ok: true, value: crossing.encode(answer.returned) };
+      return { ok: true, value: crossing.encode(outcome.returned) };
     } catch (error) {
       return { ok: false, value: crossing.encodeThrown(error) };
     }

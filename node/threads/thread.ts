@@ -52,9 +52,9 @@ let nextModule = 0;
 
 /** What a run on a thread hears from it. */
 export interface Holder {
-  /** How deep the run is nested (see `hostCaller` in pool.ts). */
+  /** How deep the run is nested (see `hostCaller` in host-calls.ts). */
   readonly depth: number;
-  /** See `Caller.root` in pool.ts. */
+  /** See `Caller.root` in host-calls.ts. */
   readonly root: object;
   /** See `Waiting.tenant` in pool.ts. */
   readonly tenant: string | undefined;

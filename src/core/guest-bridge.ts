@@ -408,7 +408,7 @@ export class GuestBridge {
     try {
       encoded = encodeForGuest(returned, this.#run.functions);
     } catch (error) {
-      return { error: this.#guestError(error) };
+      return { error: this.#answeredError(error) };
     }
     this.#run.functions.answered(encoded);
     return this.toGuestResult(encoded);
@@ -419,10 +419,20 @@ export class GuestBridge {
     try {
       return { returned: Reflect.apply(fn, undefined, args) };
     } catch (error) {
-      if (!isBridged(fn)) return { error: this.#guestError(error) };
-      if (error instanceof Thrown) return { error: this.#guestError(error.value) };
+      if (!isBridged(fn)) return { error: this.#answeredError(error) };
+      if (error instanceof Thrown) return { error: this.#answeredError(error.value) };
       throw error;
     }
+  }
+
+  /**
+   * {@link #guestError} of a host function's call that threw `error`, or whose answer could not cross; the run's table
+   * is told the error as it crossed.
+   */
+  #answeredError(error: unknown): QuickJSHandle {
+    const tape = this.#errorTape(error);
+    this.#run.functions.threw(tape);
+    return this.toGuest(tape);
   }
 
   /** Host value that was thrown -> the guest error the guest sees: name and message, never the host stack. */

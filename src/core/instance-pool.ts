@@ -9,13 +9,13 @@
  * is booted in the background: on Workers, work left after a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
- * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link MAX_IDLE_BYTES} and
+ * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link IDLE_BYTES_PER_INSTANCE} each and
  * {@link InstancePool.limitMemory}), so
  * concurrent runs find restored instances rather than each booting one; once fewer runs are in flight, for
  * {@link DEMAND_WINDOW_MS} to twice that, the instances they no longer need are dropped.
  * @module
  */
-import { linearMemoryBytes } from "./engine.js";
+import { linearMemoryBytes, memoryHolding } from "./engine.js";
 import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
 import type { InstancePoolPort } from "./ports.js";
 
@@ -24,10 +24,12 @@ export const MIN_IDLE_INSTANCES = 4;
 /** Most idle instances kept, however many runs were in flight, across modules and memory sizes. */
 export const MAX_IDLE_INSTANCES = 32;
 /**
- * Most linear memory the idle instances hold together: what {@link MAX_IDLE_INSTANCES} held as booted (16 MiB each),
- * so instances a run grew (up to 64 MiB each) take the room of several, never more in all.
+ * The linear memory of an instance as booted: the idle instances hold together at most this much for each instance the
+ * pool wants idle (see `#wanted`), so instances a run grew (up to 64 MiB each) take the room of several, and the pool
+ * never holds more than as many booted instances did, whatever the demand (a worker thread's pool wants
+ * {@link MIN_IDLE_INSTANCES}).
  */
-export const MAX_IDLE_BYTES = MAX_IDLE_INSTANCES * 16 * 1024 * 1024;
+export const IDLE_BYTES_PER_INSTANCE = memoryHolding(0);
 /** How long the pool remembers how many runs were in flight at once: between this and twice this. */
 export const DEMAND_WINDOW_MS = 10_000;
 
@@ -187,11 +189,14 @@ export class InstancePool implements InstancePoolPort {
     return Math.min(MAX_IDLE_INSTANCES, Math.max(MIN_IDLE_INSTANCES, demand));
   }
 
-  /** Drops the least recently used idle instances past the demand, {@link MAX_IDLE_BYTES} or the memory cap. */
+  /**
+   * Drops the least recently used idle instances past the demand, {@link IDLE_BYTES_PER_INSTANCE} for each instance
+   * it wants, or the memory cap.
+   */
   #trim(): void {
     const wanted = this.#wanted();
     let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
-    const over = () => idleBytes > MAX_IDLE_BYTES || this.#lentBytes + idleBytes > this.#memoryCap;
+    const over = () => idleBytes > wanted * IDLE_BYTES_PER_INSTANCE || this.#lentBytes + idleBytes > this.#memoryCap;
     while (this.#idle.length > wanted || (this.#idle.length > 0 && over())) {
       const dropped = this.#idle.shift() as BootedInstance;
       this.#unrestored.delete(dropped);

@@ -38,6 +38,12 @@ export class FunctionTable {
    */
   answered(_answer: Tape): void {}
 
+  /**
+   * Told that a call of a function of the table answered the guest with an error instead (it threw, or what it returned
+   * could not cross), as the error crossed (a table that records its calls keeps it: see node/threads/host-call-record.ts).
+   */
+  threw(_error: Tape): void {}
+
   /** How many functions are numbered. */
   get size(): number {
     return this.#functions.length;

@@ -8,7 +8,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
-import { DEMAND_WINDOW_MS, InstancePool, MAX_IDLE_BYTES, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
+import {
+  DEMAND_WINDOW_MS,
+  IDLE_BYTES_PER_INSTANCE,
+  InstancePool,
+  MIN_IDLE_INSTANCES,
+} from "../../src/core/instance-pool.js";
 import { createSandbox } from "../../src/core/sandbox.js";
 
 const MiB = 1024 * 1024;
@@ -39,23 +44,40 @@ describe("the instance pool's memory bound", () => {
     expect(pool.idle).toBe(2);
   });
 
-  it("keeps instances a run grew within MAX_IDLE_BYTES together, the least recently used going first", async () => {
+  /** Grows `booted`'s memory to `bytes`, as a run that needed it would. */
+  const grow = (booted: BootedInstance, bytes: number) => {
+    const { memory } = booted.instance;
+    memory.grow((bytes - memory.buffer.byteLength) / 65_536);
+  };
+
+  it("keeps instances a run grew within 16 MiB for each instance it wants idle, the least recently used going first", async () => {
     const pool = new InstancePool();
     const module = await wasm();
     pool.give(await pool.take(module, 100 * MiB, true), true);
-    // Twelve runs in flight at once, each growing its memory to 48 MiB (as a run that needed it would): twelve are
-    // wanted idle, but only ten fit in MAX_IDLE_BYTES (512 MiB).
+    // Twelve runs in flight at once, each growing its memory to 48 MiB: the pool wants one more idle instance for
+    // each given back (12 once all are: 192 MiB), so the last four given back are kept.
     const taken = await Promise.all(Array.from({ length: 12 }, () => pool.take(module, 100 * MiB, true)));
-    for (const booted of taken) {
-      const { memory } = booted.instance;
-      memory.grow((48 * MiB - memory.buffer.byteLength) / 65_536);
-    }
+    for (const booted of taken) grow(booted, 48 * MiB);
     for (const booted of taken) pool.give(booted, true);
-    expect(MAX_IDLE_BYTES).toBe(512 * MiB);
-    expect(pool.idle).toBe(10);
-    const again = await Promise.all(Array.from({ length: 10 }, () => pool.take(module, 100 * MiB, true)));
-    expect(again.every((booted) => taken.slice(2).includes(booted))).toBe(true);
+    expect(IDLE_BYTES_PER_INSTANCE).toBe(16 * MiB);
+    expect(pool.idle).toBe(4);
+    const again = await Promise.all(Array.from({ length: 4 }, () => pool.take(module, 100 * MiB, true)));
+    expect(again.every((booted) => taken.slice(8).includes(booted))).toBe(true);
     for (const booted of again) pool.give(booted, true);
+  });
+
+  it("keeps one instance grown to 64 MiB where it wants four idle (runs one at a time, as on a worker thread)", async () => {
+    // Before, 512 MiB bounded every pool: four runs of other caps, each growing its memory to 64 MiB, left 256 MiB
+    // idle in a pool whose booted instances held 64 MiB, on each of the worker threads.
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 64 * MiB, true), true);
+    for (const cap of [61, 62, 63, 64]) {
+      const booted = await pool.take(module, cap * MiB, true);
+      grow(booted, 64 * MiB);
+      pool.give(booted, true);
+    }
+    expect(pool.idle).toBe(1);
   });
 });
 

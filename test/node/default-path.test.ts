@@ -411,6 +411,60 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     expect(runs()).toBe(2);
   });
 
+  it("answers the re-run with the error a call threw, or its answer's crossing did, as it crossed: no getter read again", async () => {
+    // Before, the re-run's crossing read the getter again: the host ran it twice and the run's result was its second
+    // answer, which no path gives.
+    const runs = runsOnWorkers();
+    let reads = 0;
+    const globals = {
+      get: () => ({
+        get x() {
+          if (++reads === 1) throw new Error("not yet");
+          return reads;
+        },
+      }),
+    };
+    const source = `let x; try { x = get().x; } catch (error) { x = error.message; } ${SPEND} export default x;`;
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({ status: "success", result: "not yet" });
+    expect(reads).toBe(1);
+    // So with a value the host function threw: the re-run's guest gets it as it crossed, its getter read once.
+    let thrown = 0;
+    const fail = () => {
+      throw {
+        get message() {
+          return `read ${++thrown}`;
+        },
+      };
+    };
+    const throws = `let m; try { fail(); } catch (error) { m = error.message; } ${SPEND} export default m;`;
+    expect(await auto.runCode(throws, { ...JS, globals: { fail } })).toMatchObject({
+      status: "success",
+      result: "read 1",
+    });
+    expect(thrown).toBe(1);
+    expect(runs()).toBe(2);
+  });
+
+  it("numbers the functions of an answer as the attempt did, or fails: a guest never calls one function for another", async () => {
+    // The attempt's guest got `other` as function 2; its re-run's table numbered `fn`, of a promise settled meanwhile,
+    // first. Before, the check passed and the guest's `other()` called `fn`.
+    const fn = () => "fn";
+    const other = () => "other";
+    const globals = { later: () => Promise.resolve({ fn }), make: () => other };
+    const source = `later().then(() => {}); let first = 0; for (let i = 0; i < 5000; i++) first += i;
+      const h = make(); ${SPEND} export default h();`;
+    const threaded = await createSandbox({ threads: true }).runCode(source, { ...JS, globals });
+    expect(threaded).toMatchObject({ status: "success", result: "other" });
+    expect(await auto.runCode(source, { ...JS, globals })).toMatchObject({
+      status: "error",
+      error: {
+        name: "InternalError",
+        message:
+          "The run did not repeat on a worker thread what it did on the caller's thread: the functions of a host call's answer were numbered otherwise",
+      },
+    });
+  });
+
   it("calls each host function once per guest call when a timer wait hands the run over after calls", async () => {
     const web = createSandbox({ webApis: true });
     const runs = runsOnWorkers();
@@ -536,6 +590,27 @@ describe("the default path's attempt calls the host, and its run on a worker rep
     });
     // The nested runs, and the run that awaited one, handed over at its wait.
     expect(runs()).toBe(3);
+  });
+
+  it("nests a run a host function starts after its own await, as on threads: a guest recursing through it meets the depth limit", async () => {
+    // Before, such a run was a root of its own: 9,639 levels in 4 s filled the workers' queue, and another caller's
+    // run past its slice failed with its RangeError.
+    let levels = 0;
+    const deeper = async () => {
+      await null;
+      levels++;
+      const { status, result, error } = await auto.runCode("export default await deeper();", {
+        ...JS,
+        globals: { deeper },
+      });
+      return status === "success" ? result : error?.message;
+    };
+    expect(await auto.runCode("export default await deeper();", { ...JS, globals: { deeper } })).toMatchObject({
+      status: "success",
+      result: "runCode: runs nest at most 8 deep through host functions; this one would be 9 deep",
+    });
+    expect(levels).toBe(9);
+    expect(await auto.runCode("for (;;) {}", { ...JS, timeoutMs: 50 })).toMatchObject({ status: "terminated" });
   });
 
   it("hands the host its own functions back, as in-thread", async () => {
