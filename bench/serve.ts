@@ -6,7 +6,8 @@
  * API key, as deployed, with room in the tenant's rate, slots and CPU for the whole load. `-- --serve-only` measures
  * `runcode serve` alone; `--port` and `--edge-port` move them (8792, 8790). For `runcode serve` it also prints the
  * CPU its process (every thread) spent per request of each kind (Linux), which a machine loaded by other work inflates
- * far less than it does the rates. Bounded in count and time.
+ * far less than it does the rates, and the CPU the load itself (this process, which shares the cores) spent per
+ * request. Bounded in count and time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -101,12 +102,23 @@ async function measure(host: Host) {
     const { postRun, listOne, fullProcess, listed } = requests(base, AUTH);
     for (let i = 0; i < 50; i++) await postRun();
     for (let i = 0; i < 5; i++) await fullProcess();
-    /** `load(...)` with the server's CPU per request meanwhile (`NaN` when its CPU is not its own). */
+    /**
+     * `load(...)` with the server's CPU per request meanwhile (`NaN` when its CPU is not its own), and this process's
+     * (the load's, which shares the cores).
+     */
     const timed = async (label: string, ...args: Parameters<typeof load>) => {
       const cpu = () => (host.ownCpu && server.pid !== undefined ? cpuMsOf(server.pid) : Number.NaN);
       const before = cpu();
+      const loadBefore = process.cpuUsage();
       const result = await load(...args);
-      return { label, ...result, cpuMsPerRequest: (cpu() - before) / result.times.length };
+      const { user, system } = process.cpuUsage(loadBefore);
+      const count = result.times.length;
+      return {
+        label,
+        ...result,
+        cpuMsPerRequest: (cpu() - before) / count,
+        loadCpuMsPerRequest: (user + system) / 1000 / count,
+      };
     };
     const loads = [
       await timed("GET /processes?limit=1 (the floor), 1 connection", SERIAL_REQUESTS, 1, listOne),
@@ -122,7 +134,11 @@ async function measure(host: Host) {
     ];
     const rows: Summary[] = loads.map(({ label, times, perSecond }) => ({ ...summarize(label, times), perSecond }));
     const failed = loads.reduce((sum, { failures }) => sum + failures, 0);
-    const cpu = loads.map(({ label, cpuMsPerRequest }) => ({ label, cpuMsPerRequest }));
+    const cpu = loads.map(({ label, cpuMsPerRequest, loadCpuMsPerRequest }) => ({
+      label,
+      cpuMsPerRequest,
+      loadCpuMsPerRequest,
+    }));
     return { rows, cpu, failed, lost: 5 + (loads[4]?.times.length ?? 0) - (await listed()) };
   } finally {
     if (server.pid !== undefined) process.kill(-server.pid, "SIGTERM");
@@ -141,12 +157,14 @@ for (const host of flags["serve-only"] ? hosts.slice(0, 1) : hosts) {
   results.push(result);
   console.log(`\n${host.label}: ${result.failed} requests failed or non-2xx, ${result.lost} process records lost`);
   printTable(result.rows);
-  for (const { label, cpuMsPerRequest } of result.cpu) {
-    if (Number.isNaN(cpuMsPerRequest)) continue;
-    const most = (availableParallelism() * 1000) / cpuMsPerRequest;
-    console.log(
-      `${`server CPU ms per request: ${label}`.padEnd(96)} ${cpuMsPerRequest.toFixed(3)} (at most ${most.toFixed(0)}/s on ${availableParallelism()} cores)`,
-    );
+  for (const { label, cpuMsPerRequest, loadCpuMsPerRequest } of result.cpu) {
+    if (!Number.isNaN(cpuMsPerRequest)) {
+      const most = (availableParallelism() * 1000) / cpuMsPerRequest;
+      console.log(
+        `${`server CPU ms per request: ${label}`.padEnd(96)} ${cpuMsPerRequest.toFixed(3)} (at most ${most.toFixed(0)}/s on ${availableParallelism()} cores)`,
+      );
+    }
+    console.log(`${`the load's CPU ms per request: ${label}`.padEnd(96)} ${loadCpuMsPerRequest.toFixed(3)}`);
   }
   for (const [run, floor, connections] of [
     [1, 0, 1],

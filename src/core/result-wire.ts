@@ -12,8 +12,37 @@ import type { CodeExecutionResult } from "./types.js";
 
 /** The result's wire text, or that of a `memory` result in its place when the text would pass `maxLength`. */
 export function resultWireText(result: CodeExecutionResult, maxLength: number): string {
+  const flat = flatText(result);
+  if (flat !== undefined && flat.length <= maxLength) return flat;
   return encodeWithin(result, maxLength, toWireText);
 }
+
+/** A value the wire encoding writes as JSON does: a string, a boolean, `null` or a finite number other than `-0`. */
+const asInJson = (value: unknown): boolean =>
+  typeof value === "string" ||
+  typeof value === "boolean" ||
+  value === null ||
+  (typeof value === "number" && Number.isFinite(value) && !Object.is(value, -0));
+
+/**
+ * The text of a result whose fields are all such values, but for no reports and no logs, as a short run leaves (its
+ * wire text is then its JSON text); `undefined` for any other. The general encoder first scans the result for shared
+ * objects and measures every node, which was most of what writing a trivial `/run`'s answer cost.
+ */
+function flatText(result: CodeExecutionResult): string | undefined {
+  if (Object.getPrototypeOf(result) !== Object.prototype) return undefined;
+  for (const key of Object.keys(result)) {
+    if (key.startsWith("$")) return undefined;
+    const value = (result as unknown as Record<string, unknown>)[key];
+    if (asInJson(value)) continue;
+    if ((key === "reports" || key === "logs") && isEmptyList(value)) continue;
+    return undefined;
+  }
+  return JSON.stringify(result);
+}
+
+const isEmptyList = (value: unknown): boolean =>
+  Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype && Object.keys(value).length === 0;
 
 /** The result's wire encoding as JSON data, or a `memory` result's when its text would pass `maxLength`. */
 export function resultWire(result: CodeExecutionResult, maxLength: number): JsonValue {
