@@ -122,6 +122,24 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       });
     });
 
+    it("sends a request without a body as it is, whether or not its URL and header values hold what JSON escapes", async () => {
+      const source = `const sent = [];
+        for (const [path, headers] of [
+          ["/echo/plain?q=1", { "x-a": "plain", "x-b": "two words" }],
+          ["/echo/escaped?q=a\\\\b", { "x-a": 'say "hi" \\\\ there', "x-t": "a\\tb" }],
+          ["/echo/none", undefined],
+        ]) {
+          const { method, path: at, headers: got, body } = await (await fetch(A + path, { headers })).json();
+          sent.push([method, at, got["x-a"] ?? null, got["x-b"] ?? null, got["x-t"] ?? null, body]);
+        }
+        export default sent;`;
+      expect(await result(sandbox(), source)).toEqual([
+        ["GET", "/echo/plain?q=1", "plain", "two words", null, ""],
+        ["GET", "/echo/escaped?q=a\\b", 'say "hi" \\ there', null, "a\tb", ""],
+        ["GET", "/echo/none", null, null, null, ""],
+      ]);
+    });
+
     it("sends a FormData as multipart/form-data the server parses into its fields and files", async () => {
       const path = own("/echo/form");
       const source = `const form = new FormData();
