@@ -12,10 +12,11 @@
  * and at a greater cost each.
  * What the attempt cannot record ends it: its `report` sink, `onLog` listener and the platform's `fetch` are
  * stand-ins that end it instead of being called (the worker's run calls them: a request is sent once), and so does a
- * wait for what the host settles (a host promise, `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
- * with it. The attempt's reports and logs are the caller's as it makes them (its host
- * functions may read the reports), and the re-run's same first ones are not kept again. Attempts take turns, one at
- * a time, each after a turn of the caller's event loop, round robin by tenant (attempt-turns.ts): runs at once
+ * wait for what the host settles (a host promise, `crypto.subtle`), whose order a re-run could not repeat. A run its
+ * host functions start goes to a worker and ends with it. The attempt's reports and logs are the caller's as it
+ * makes them (its host functions may read the reports), and the re-run's same first ones are not kept again.
+ * Attempts take turns, one at a time, each after a turn of the caller's event loop, round robin by tenant
+ * (attempt-turns.ts): runs at once
  * neither hold the loop longer than a slice each nor take an instance each, and one tenant's backlog does not hold up
  * another's. A run handed over tells what its attempt spent as its result's `fuelRedone`, the work its host charges
  * besides `fuelUsed`.
@@ -68,7 +69,8 @@ const HANDED_OVER: CodeExecutionError = {
 export function inThreadFirst(inThread: Runner): Runner {
   return (context, request, channel) => {
     // Runs nested in a threaded run's host calls stay with it (their pool's rules), and a run whose guest would wait
-    // for the host's promises or make requests goes where it can wait without holding others' attempts.
+    // for the host's promises, or make requests (see namesFetch), goes where it can wait without holding others'
+    // attempts.
     if (hostCaller() !== undefined || holdsPromises(request) || (context.fetch !== undefined && namesFetch(request))) {
       return onThreads(context, request, channel);
     }
