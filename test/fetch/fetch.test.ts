@@ -464,7 +464,7 @@ describe("settings", () => {
 describe("fetch(url) and text(), on their short paths", () => {
   const origin = "https://api.example.com";
   /** A sandbox whose injected fetch answers each request with `body` and keeps what it was asked. */
-  const answering = (body: Uint8Array) => {
+  const answering = (body: Uint8Array<ArrayBuffer>) => {
     const asked: { url: string; method: string; headers: [string, string][]; redirect: string }[] = [];
     const fetch = async (url: string, init: RequestInit) => {
       asked.push({
@@ -478,11 +478,13 @@ describe("fetch(url) and text(), on their short paths", () => {
     const { runCode } = createSandbox({ threads: false, webApis: true, fetch: { allow: [origin], fetch } });
     return { runCode, asked };
   };
-  const bytes = (...parts: (string | number[])[]) =>
-    Buffer.concat(parts.map((part) => (typeof part === "string" ? Buffer.from(part) : Buffer.from(part))));
+  const bytes = (...parts: (string | number[])[]): Uint8Array<ArrayBuffer> =>
+    new Uint8Array(
+      Buffer.concat(parts.map((part) => (typeof part === "string" ? Buffer.from(part) : Buffer.from(part)))),
+    );
 
   it("decodes a body as the Encoding standard's UTF-8 decode, on either side of the ASCII path's 8,192 bytes", async () => {
-    const cases: [Uint8Array, string][] = [
+    const cases: [Uint8Array<ArrayBuffer>, string][] = [
       [bytes(""), ""],
       [bytes('{"ok":true}'), '{"ok":true}'],
       [bytes([0xef, 0xbb, 0xbf], "bom"), "bom"],
