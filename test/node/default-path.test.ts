@@ -659,6 +659,15 @@ describe("the default path of a sandbox with fetch", () => {
     expect(runs()).toBe(1);
   });
 
+  it("stops a run handed over at its unnamed fetch while the worker's request is in flight: one request, aborted", async () => {
+    const run = sandbox().runCode(`await ${unnamed}(A + "/hang/handed");`, { ...JS, globals: { A: server.origin } });
+    await server.arrived("/hang/handed");
+    run.terminate("enough");
+    expect(await run).toMatchObject({ status: "terminated", fuelRedone: expect.any(Number) });
+    await server.dropped("/hang/handed");
+    expect(requests("/hang/handed")).toBe(1);
+  });
+
   it("hands over a run whose unnamed fetch the host refuses, which it refuses again on the worker, nothing sent", async () => {
     const result = await sandbox().runCode(
       `export default await ${unnamed}("https://off.example/x").then(() => "sent", (e) => [e.name, e.message]);`,
