@@ -10,9 +10,9 @@
  * than by the host: each host function is called once per call the guest made. The slice counts the engine's own
  * work, not the fees of its first {@link SLICE_CALLS} calls (up to the run's own cap): the caller's thread serves a
  * worker's synchronous calls too, and at a greater cost each.
- * What the attempt cannot record ends it: its `report` sink and `onLog` listener are stand-ins that end it instead
- * of being called (the worker's run calls them), and so does a wait for what the host settles (a host promise,
- * `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
+ * What the attempt cannot record ends it: its `report` sink, `onLog` listener and the platform's `fetch` are
+ * stand-ins that end it instead of being called (the worker's run calls them: a request is sent once), and so does a
+ * wait for what the host settles (a host promise, `crypto.subtle`), whose order a re-run could not repeat. A run its host functions start goes to a worker and ends
  * with it. The attempt's reports and logs are the caller's as it makes them (its host
  * functions may read the reports), and the re-run's same first ones are not kept again. Attempts take turns, one at
  * a time, each after a turn of the caller's event loop, round robin by tenant (attempt-turns.ts): runs at once
@@ -69,8 +69,8 @@ export function inThreadFirst(inThread: Runner): Runner {
   return (context, request, channel) => {
     // Runs nested in a run's host calls (an attempt's too, also after the host function's own awaits) go to a worker,
     // where their pool's rules bound them and they end with that run, and a run whose guest would wait for the host's
-    // promises or make requests goes where it can wait without holding others' attempts.
-    if (hostCaller() !== undefined || context.fetch !== undefined || holdsPromises(request)) {
+    // promises, or make requests (see namesFetch), goes where it can wait without holding others' attempts.
+    if (hostCaller() !== undefined || holdsPromises(request) || (context.fetch !== undefined && namesFetch(request))) {
       return onThreads(context, request, channel);
     }
     // A run whose own cap is within the slice can never hold the caller's thread longer: it runs there whole.
@@ -87,6 +87,15 @@ export function inThreadFirst(inThread: Runner): Runner {
 function holdsPromises({ values, imports = [], args }: PreparedRun): boolean {
   const promise = (item: Tape["side"][number]) => item.kind === "promise";
   return [values, ...imports, args].some((tape) => tape.side.some(promise));
+}
+
+/**
+ * Whether a run's code names `fetch`: it likely makes requests, which its attempt could not (see `#fetchStandIn`), so
+ * it goes to a worker at once rather than after an attempt. Only a choice of path: a run of a sandbox with `fetch`
+ * that reaches it without naming it is attempted, and its attempt ends before a request is sent.
+ */
+function namesFetch({ source, options }: PreparedRun): boolean {
+  return source.includes("fetch") || Object.values(options.modules).some((module) => module.includes("fetch"));
 }
 
 /** The caller's thread's turns between attempts. */
@@ -217,7 +226,11 @@ class Attempted implements StartedRun, Nesting, Caller {
     // run its host functions start, then or after their awaits, is nested in this one, as on threads.
     const attempt = asHostCall(this, () =>
       this.#inThread(
-        { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
+        {
+          ...context,
+          safetyCap: { cpuTimeMs, fuel: SLICE_FUEL },
+          fetch: context.fetch && { ...context.fetch, transport: this.#fetchStandIn },
+        },
         {
           ...request,
           functions: record.calls,
@@ -270,6 +283,15 @@ class Attempted implements StartedRun, Nesting, Caller {
     this.#listened = true;
     this.#endAttempt();
     throw new Error(HANDED_OVER.message);
+  };
+
+  /**
+   * Ends the attempt where its guest's request would be sent, in place of the platform's fetch: after the host's
+   * checks, before any byte leaves. A request is made by the run on the worker only, so never twice.
+   */
+  readonly #fetchStandIn = (): Promise<Response> => {
+    this.#endAttempt();
+    return Promise.reject(new Error(HANDED_OVER.message));
   };
 
   /** As {@link #standIn}, in place of the `report` sink. */

@@ -122,6 +122,24 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       });
     });
 
+    it("sends a request without a body as it is, whether or not its URL and header values hold what JSON escapes", async () => {
+      const source = `const sent = [];
+        for (const [path, headers] of [
+          ["/echo/plain?q=1", { "x-a": "plain", "x-b": "two words" }],
+          ["/echo/escaped?q=a\\\\b", { "x-a": 'say "hi" \\\\ there', "x-t": "a\\tb" }],
+          ["/echo/none", undefined],
+        ]) {
+          const { method, path: at, headers: got, body } = await (await fetch(A + path, { headers })).json();
+          sent.push([method, at, got["x-a"] ?? null, got["x-b"] ?? null, got["x-t"] ?? null, body]);
+        }
+        export default sent;`;
+      expect(await result(sandbox(), source)).toEqual([
+        ["GET", "/echo/plain?q=1", "plain", "two words", null, ""],
+        ["GET", "/echo/escaped?q=a\\b", 'say "hi" \\ there', null, "a\tb", ""],
+        ["GET", "/echo/none", null, null, null, ""],
+      ]);
+    });
+
     it("sends a FormData as multipart/form-data the server parses into its fields and files", async () => {
       const path = own("/echo/form");
       const source = `const form = new FormData();
@@ -440,5 +458,70 @@ describe("settings", () => {
     expect(() => createSandbox({ webApis: true, fetch: { allow, fetch: globalThis.fetch } })).toThrow(
       new TypeError("createSandbox: fetch.fetch cannot cross to a worker thread; pass threads: false to use it"),
     );
+  });
+});
+
+describe("fetch(url) and text(), on their short paths", () => {
+  const origin = "https://api.example.com";
+  /** A sandbox whose injected fetch answers each request with `body` and keeps what it was asked. */
+  const answering = (body: Uint8Array<ArrayBuffer>) => {
+    const asked: { url: string; method: string; headers: [string, string][]; redirect: string }[] = [];
+    const fetch = async (url: string, init: RequestInit) => {
+      asked.push({
+        url,
+        method: init.method as string,
+        headers: init.headers as [string, string][],
+        redirect: init.redirect as string,
+      });
+      return new Response(body, { headers: { "content-type": "text/plain" } });
+    };
+    const { runCode } = createSandbox({ threads: false, webApis: true, fetch: { allow: [origin], fetch } });
+    return { runCode, asked };
+  };
+  const bytes = (...parts: (string | number[])[]): Uint8Array<ArrayBuffer> =>
+    new Uint8Array(
+      Buffer.concat(parts.map((part) => (typeof part === "string" ? Buffer.from(part) : Buffer.from(part)))),
+    );
+
+  it("decodes a body as the Encoding standard's UTF-8 decode, on either side of the ASCII path's 8,192 bytes", async () => {
+    const cases: [Uint8Array<ArrayBuffer>, string][] = [
+      [bytes(""), ""],
+      [bytes('{"ok":true}'), '{"ok":true}'],
+      [bytes([0xef, 0xbb, 0xbf], "bom"), "bom"],
+      [bytes("h", [0xc3, 0xa9], "llo"), "héllo"],
+      [bytes("a", [0x80], "b"), "a\ufffdb"],
+      [bytes("x".repeat(8192)), "x".repeat(8192)],
+      [bytes("x".repeat(8193)), "x".repeat(8193)],
+      [bytes("x".repeat(8191), [0xc3, 0xa9]), `${"x".repeat(8191)}é`],
+    ];
+    for (const [body, text] of cases) {
+      const { runCode } = answering(body);
+      const r = await runCode(`export default await (await fetch("${origin}/t")).text();`);
+      expect([r.error, r.result]).toEqual([undefined, text]);
+    }
+  });
+
+  it("sends for fetch(url) what it sends for fetch(new Request(url)), and refuses the same URLs alike", async () => {
+    const { runCode, asked } = answering(bytes("{}"));
+    const source = `const url = "${origin}/p?q=1";
+      const [a, b] = [await fetch(url), await fetch(new Request(url))];
+      const refusals = [];
+      for (const bad of ["/relative", "https://u:p@api.example.com/", "http://[::1"]) {
+        refusals.push(await fetch(bad).then(() => "fulfilled", (e) => [e.name, e.message]));
+        refusals.push(await fetch(new Request("${origin}/")).then(() => new Request(bad)).then(() => "made", (e) => [e.name, e.message]));
+      }
+      export default { a: [a.status, a.url, a.type, a.redirected, [...a.headers]], b: [b.status, b.url, b.type, b.redirected, [...b.headers]], refusals };`;
+    const r = await runCode(source);
+    expect(r.error).toBeUndefined();
+    const { a, b, refusals } = r.result as { a: unknown; b: unknown; refusals: unknown[] };
+    expect(a).toEqual([200, `${origin}/p?q=1`, "basic", false, [["content-type", "text/plain"]]]);
+    expect(b).toEqual(a);
+    expect(asked[0]).toEqual({ url: `${origin}/p?q=1`, method: "GET", headers: [], redirect: "manual" });
+    expect(asked[1]).toEqual(asked[0]);
+    for (let i = 0; i < refusals.length; i += 2) expect(refusals[i]).toEqual(refusals[i + 1]);
+    expect(refusals[2]).toEqual([
+      "TypeError",
+      "Request: a URL with credentials (https://api.example.com) is refused: send them in a header",
+    ]);
   });
 });

@@ -6,7 +6,7 @@
  * default-path.conformance.test.ts.
  */
 import { Worker } from "node:worker_threads";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createSandbox, SLICE_CALLS, SLICE_FUEL, THREADS_BY_DEFAULT } from "../../node/index.js";
 import { MAX_WAITING_ATTEMPTS } from "../../node/threads/attempt-turns.js";
 import { Replay } from "../../node/threads/host-call-record.js";
@@ -14,6 +14,7 @@ import type { ToWorker } from "../../node/threads/protocol.js";
 import { HOST_CALL_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
+import { type LoopbackServer, startServer } from "../fetch/server.js";
 
 const JS = { language: "javascript" } as const;
 const auto = createSandbox();
@@ -663,5 +664,93 @@ describe("the default path's attempt calls the host, and its run on a worker rep
       },
     });
     expect(calls).toEqual([[[1], "attempt"]]);
+  });
+});
+
+describe("the default path of a sandbox with fetch", () => {
+  let server: LoopbackServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+  const sandbox = () => createSandbox({ webApis: true, fetch: { allow: [server.origin] } });
+  const requests = (path: string) => server.received.filter((r) => r.path === path).length;
+  /** `fetch` reached without its name in the code. */
+  const unnamed = 'globalThis["fe" + "tch"]';
+
+  it("keeps a run that does not name fetch on the caller's thread", async () => {
+    const runs = runsOnWorkers();
+    const result = await sandbox().runCode("export default typeof Response;", JS);
+    expect(comparable(result)).toEqual({
+      status: "success",
+      result: "function",
+      reports: [],
+      logs: [],
+      memoryUsedBytes: expect.any(Number),
+      fuelUsed: expect.any(Number),
+    });
+    expect(runs()).toBe(0);
+  });
+
+  it("sends a run that names fetch, in its code or a module's, to a worker at once", async () => {
+    const runs = runsOnWorkers();
+    const named = await sandbox().runCode(`export default (await fetch(A + "/echo/named")).status;`, {
+      ...JS,
+      globals: { A: server.origin },
+    });
+    expect(named).toMatchObject({ status: "success", result: 200 });
+    expect(named.fuelRedone).toBeUndefined();
+    const moduled = await sandbox().runCode(`import { get } from "./get.js"; export default await get(A);`, {
+      ...JS,
+      globals: { A: server.origin },
+      modules: { "./get.js": 'export const get = async (a) => (await fetch(a + "/echo/moduled")).status;' },
+    });
+    expect(moduled).toMatchObject({ status: "success", result: 200 });
+    expect(moduled.fuelRedone).toBeUndefined();
+    expect(runs()).toBe(2);
+    expect([requests("/echo/named"), requests("/echo/moduled")]).toEqual([1, 1]);
+  });
+
+  it("ends the attempt of a run that reaches fetch unnamed before its request is sent: each request and host call made once", async () => {
+    const runs = runsOnWorkers();
+    const calls: string[] = [];
+    const source = `const before = f("before");
+      let caught = "no";
+      try {
+        const res = await ${unnamed}(A + "/echo/unnamed");
+        caught = (await res.json()).path;
+      } catch (e) {
+        f("caught " + e.message);
+      }
+      export default [before, caught, f("after")];`;
+    const result = await sandbox().runCode(source, {
+      ...JS,
+      globals: { A: server.origin, f: (what: string) => calls.push(what) },
+    });
+    expect(result).toMatchObject({ status: "success", result: [1, "/echo/unnamed", 2] });
+    expect(result.fuelRedone).toEqual(expect.any(Number));
+    expect(calls).toEqual(["before", "after"]);
+    expect(requests("/echo/unnamed")).toBe(1);
+    expect(runs()).toBe(1);
+  });
+
+  it("stops a run handed over at its unnamed fetch while the worker's request is in flight: one request, aborted", async () => {
+    const run = sandbox().runCode(`await ${unnamed}(A + "/hang/handed");`, { ...JS, globals: { A: server.origin } });
+    await server.arrived("/hang/handed");
+    run.terminate("enough");
+    expect(await run).toMatchObject({ status: "terminated", fuelRedone: expect.any(Number) });
+    await server.dropped("/hang/handed");
+    expect(requests("/hang/handed")).toBe(1);
+  });
+
+  it("hands over a run whose unnamed fetch the host refuses, which it refuses again on the worker, nothing sent", async () => {
+    const result = await sandbox().runCode(
+      `export default await ${unnamed}("https://off.example/x").then(() => "sent", (e) => [e.name, e.message]);`,
+      JS,
+    );
+    expect(result).toMatchObject({
+      status: "success",
+      result: ["TypeError", "fetch: https://off.example is not on the sandbox's allow list"],
+    });
   });
 });
