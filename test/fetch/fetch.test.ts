@@ -357,7 +357,10 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
     });
 
     it("the end of the run aborts the requests it left in flight", async () => {
-      expect(await result(sandbox(), `fetch(A + "${own("/hang/left")}").catch(() => {});\nexport default 1;`)).toBe(1);
+      // The run ends once the server has the request, so that it is in flight then, however loaded the machine.
+      const source = `fetch(A + "${own("/hang/left")}").catch(() => {});\nawait arrived();\nexport default 1;`;
+      const arrived = () => a.arrived(own("/hang/left"));
+      expect(await result(sandbox(), source, { arrived })).toBe(1);
       await a.dropped(own("/hang/left"));
     });
 
