@@ -5,8 +5,9 @@
  * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
  * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
  * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
- * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). Nothing
- * is booted in the background: on Workers, work left after a response may never run.
+ * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). A run
+ * takes the idle instance whose memory grew the most, and the pool drops those that grew the least first. Nothing is
+ * booted in the background: on Workers, work left after a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
  * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link MAX_IDLE_BYTES} and
@@ -16,20 +17,27 @@
  * @module
  */
 import { linearMemoryBytes } from "./engine.js";
-import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
+import { type Boot, BootedInstance, MAX_KEPT_MEMORY_BYTES, PLAIN_BOOT } from "./instance.js";
 import type { InstancePoolPort } from "./ports.js";
 
 /** Idle instances kept whatever the load (the least recently used goes first past the pool's bound). */
 export const MIN_IDLE_INSTANCES = 4;
 /** Most idle instances kept, however many runs were in flight, across modules and memory sizes. */
 export const MAX_IDLE_INSTANCES = 32;
+/** The linear memory of an instance as booted with the default memory limit. */
+const BOOTED_BYTES = 16 * 1024 * 1024;
 /**
- * Most linear memory the idle instances hold together: what {@link MAX_IDLE_INSTANCES} held as booted (16 MiB each),
- * so instances a run grew (up to 64 MiB each) take the room of several, never more in all.
+ * Most linear memory the idle instances hold together: what {@link MAX_IDLE_INSTANCES} held as booted, and room for one
+ * of them grown as far as an instance is kept ({@link MAX_KEPT_MEMORY_BYTES}); more instances a run grew take the
+ * room of several. Without that room a burst of as many runs as can be idle, beside one grown instance, dropped an
+ * instance every burst and booted one in the next.
  */
-export const MAX_IDLE_BYTES = MAX_IDLE_INSTANCES * 16 * 1024 * 1024;
+export const MAX_IDLE_BYTES = MAX_IDLE_INSTANCES * BOOTED_BYTES + (MAX_KEPT_MEMORY_BYTES - BOOTED_BYTES);
 /** How long the pool remembers how many runs were in flight at once: between this and twice this. */
 export const DEMAND_WINDOW_MS = 10_000;
+
+/** The bytes of an instance's linear memory now: as booted, or as a run grew it. */
+const lengthOf = (booted: BootedInstance): number => booted.instance.memory.buffer.byteLength;
 
 /** Settings of an {@link InstancePool}. */
 interface InstancePoolOptions {
@@ -146,18 +154,27 @@ export class InstancePool implements InstancePoolPort {
     );
   }
 
-  /** The idle instance fit for the run, restored; the most recently used first, its memory the likeliest in cache. */
+  /**
+   * The idle instance fit for the run, restored: of those, the one whose memory grew the most, then the most recently
+   * used (its memory the likeliest in cache). A grown memory costs a run nothing more to restore (the restore reaches
+   * only as far as the run's heap did), and a run that needs the room skips the growth and its fresh pages, as it
+   * would on the raw engine, whose memory stays grown; a run given a smaller one grew it again.
+   */
   #idleFor(wasm: WebAssembly.Module | undefined, bytes: number, boot: Boot): BootedInstance | undefined {
-    for (let index = this.#idle.length - 1; index >= 0; index--) {
-      const idle = this.#idle[index] as BootedInstance;
-      if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
-      if (!this.#unrestored.has(idle) || this.#restore(idle)) {
-        this.#idle.splice(this.#idle.indexOf(idle), 1);
-        return idle;
+    for (;;) {
+      let chosen: BootedInstance | undefined;
+      for (let index = this.#idle.length - 1; index >= 0; index--) {
+        const idle = this.#idle[index] as BootedInstance;
+        if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
+        if (chosen === undefined || lengthOf(idle) > lengthOf(chosen)) chosen = idle;
       }
-      // #restore dropped it: the indices below are unchanged.
+      if (chosen === undefined) return undefined;
+      // #restore drops an instance it cannot restore: then look again.
+      if (!this.#unrestored.has(chosen) || this.#restore(chosen)) {
+        this.#idle.splice(this.#idle.indexOf(chosen), 1);
+        return chosen;
+      }
     }
-    return undefined;
   }
 
   /** Restores an idle instance given back unrestored, or drops it; whether it is still idle. */
@@ -187,15 +204,22 @@ export class InstancePool implements InstancePoolPort {
     return Math.min(MAX_IDLE_INSTANCES, Math.max(MIN_IDLE_INSTANCES, demand));
   }
 
-  /** Drops the least recently used idle instances past the demand, {@link MAX_IDLE_BYTES} or the memory cap. */
+  /**
+   * Drops idle instances past the demand, {@link MAX_IDLE_BYTES} or the memory cap: those at the smallest memory first
+   * (a grown one spares a run that needs the room its growth, see {@link #idleFor}), the least recently used of them
+   * first.
+   */
   #trim(): void {
     const wanted = this.#wanted();
-    let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
+    let idleBytes = this.#idle.reduce((sum, idle) => sum + lengthOf(idle), 0);
     const over = () => idleBytes > MAX_IDLE_BYTES || this.#lentBytes + idleBytes > this.#memoryCap;
     while (this.#idle.length > wanted || (this.#idle.length > 0 && over())) {
-      const dropped = this.#idle.shift() as BootedInstance;
+      let index = 0;
+      for (let at = 1; at < this.#idle.length; at++)
+        if (lengthOf(this.#idle[at] as BootedInstance) < lengthOf(this.#idle[index] as BootedInstance)) index = at;
+      const [dropped] = this.#idle.splice(index, 1) as [BootedInstance];
       this.#unrestored.delete(dropped);
-      idleBytes -= dropped.instance.memory.buffer.byteLength;
+      idleBytes -= lengthOf(dropped);
     }
   }
 

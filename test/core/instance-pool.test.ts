@@ -8,7 +8,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
 import type { BootedInstance } from "../../src/core/instance.js";
-import { DEMAND_WINDOW_MS, InstancePool, MAX_IDLE_BYTES, MIN_IDLE_INSTANCES } from "../../src/core/instance-pool.js";
+import {
+  DEMAND_WINDOW_MS,
+  InstancePool,
+  MAX_IDLE_BYTES,
+  MAX_IDLE_INSTANCES,
+  MIN_IDLE_INSTANCES,
+} from "../../src/core/instance-pool.js";
 import { createSandbox } from "../../src/core/sandbox.js";
 
 const MiB = 1024 * 1024;
@@ -44,20 +50,48 @@ describe("the instance pool's memory bound", () => {
     const module = await wasm();
     pool.give(await pool.take(module, 100 * MiB, true), true);
     // Twelve runs in flight at once, each growing its memory to 48 MiB (as a run that needed it would): twelve are
-    // wanted idle, but only ten fit in MAX_IDLE_BYTES (512 MiB).
+    // wanted idle, but only eleven fit in MAX_IDLE_BYTES (560 MiB).
     const taken = await Promise.all(Array.from({ length: 12 }, () => pool.take(module, 100 * MiB, true)));
-    for (const booted of taken) {
-      const { memory } = booted.instance;
-      memory.grow((48 * MiB - memory.buffer.byteLength) / 65_536);
-    }
+    for (const booted of taken) grow(booted, 48 * MiB);
     for (const booted of taken) pool.give(booted, true);
-    expect(MAX_IDLE_BYTES).toBe(512 * MiB);
-    expect(pool.idle).toBe(10);
-    const again = await Promise.all(Array.from({ length: 10 }, () => pool.take(module, 100 * MiB, true)));
-    expect(again.every((booted) => taken.slice(2).includes(booted))).toBe(true);
+    expect(MAX_IDLE_BYTES).toBe(560 * MiB);
+    expect(pool.idle).toBe(11);
+    const again = await Promise.all(Array.from({ length: 11 }, () => pool.take(module, 100 * MiB, true)));
+    expect(again.every((booted) => taken.slice(1).includes(booted))).toBe(true);
     for (const booted of again) pool.give(booted, true);
   });
+
+  it("lends the instance whose memory grew the most, and drops it last", async () => {
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 100 * MiB, true), true);
+    // As many runs at once as can be idle, the first given back having grown its memory as far as the pool keeps it.
+    const taken = await Promise.all(
+      Array.from({ length: MAX_IDLE_INSTANCES }, () => pool.take(module, 100 * MiB, true)),
+    );
+    const [grown] = taken as [BootedInstance];
+    grow(grown, 64 * MiB);
+    for (const booted of taken) pool.give(booted, true);
+    // All of them stay idle: the next burst boots none.
+    expect(pool.idle).toBe(MAX_IDLE_INSTANCES);
+    // The least recently given back, but the most grown: the next run skips the growth.
+    const next = await pool.take(module, 100 * MiB, true);
+    expect(next === grown).toBe(true);
+    pool.give(next, true);
+    // Past the memory cap the instances at their booted size go first, however recently used.
+    pool.limitMemory(64 * MiB + 16 * MiB);
+    expect(pool.idle).toBe(2);
+    const kept = await Promise.all([pool.take(module, 100 * MiB, true), pool.take(module, 100 * MiB, true)]);
+    expect(kept[0] === grown).toBe(true);
+    expect(kept[1] === taken[MAX_IDLE_INSTANCES - 1]).toBe(true);
+  });
 });
+
+/** Grows an instance's memory to `bytes`, as a run that needed it would. */
+function grow(booted: BootedInstance, bytes: number): void {
+  const { memory } = booted.instance;
+  memory.grow((bytes - memory.buffer.byteLength) / 65_536);
+}
 
 /** Takes `count` instances at once (12 MiB caps), as that many concurrent runs would. */
 async function takeAtOnce(pool: InstancePool, count: number): Promise<BootedInstance[]> {
