@@ -9,6 +9,7 @@ import binaryen from "binaryen";
 import { describe, expect, it } from "vitest";
 import { markStackLow, meterWasm, pinnedEngine, pinnedSwc } from "../../scripts/build-fuel-wasm.js";
 import { METER, STACK_MARK } from "../../src/core/engine.js";
+import { C_STACK_BYTES } from "../../src/core/instance.js";
 
 const stackExports = [
   { name: STACK_MARK.low, kind: "global" },
@@ -158,6 +159,41 @@ describe("the engine's stack mark", () => {
     // The setter the host's own calls use moves it too.
     (exports.set as (at: number) => void)(1000);
     expect(low.value).toBe(1000);
+  });
+
+  it("leaves unmarked a write that gives a frame back, and marks one that goes below the pointer the frame took", () => {
+    // The stack as the engine's: its top C_STACK_BYTES above its bottom, here at 4096.
+    const top = C_STACK_BYTES + 4096;
+    const pages = Math.ceil(top / 65_536);
+    const module = binaryen.parseText(`(module (memory ${pages}) (global $sp (mut i32) (i32.const ${top}))
+      (func (export "get") (result i32) (global.get $sp))
+      (func (export "set") (param i32) (global.set $sp (local.get 0)))
+      (func $deep (export "deep") (param $n i32) (local $frame i32)
+        (global.set $sp (local.tee $frame (i32.sub (global.get $sp) (i32.const 32))))
+        (if (local.get $n) (then (call $deep (i32.sub (local.get $n) (i32.const 1)))))
+        (global.set $sp (i32.add (local.get $frame) (i32.const 32))))
+      (func (export "lower") (local $frame i32)
+        (local.set $frame (i32.sub (global.get $sp) (i32.const 32)))
+        (global.set $sp (i32.add (local.get $frame) (i32.const 16)))))`);
+    const bytes = module.emitBinary();
+    module.dispose();
+    const output = markStackLow(bytes);
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(output as BufferSource), {});
+    const low = exports[STACK_MARK.low] as WebAssembly.Global;
+    const pointer = exports[STACK_MARK.pointer] as WebAssembly.Global;
+    (exports.deep as (n: number) => void)(3);
+    expect([low.value, pointer.value]).toEqual([top - 4 * 32, top]);
+    // `frame + 16` with `frame = sp - 32` lowers the pointer: marked.
+    (exports.lower as () => void)();
+    expect([low.value, pointer.value]).toEqual([top - 4 * 32, top - 16]);
+    low.value = top;
+    (exports.lower as () => void)();
+    expect([low.value, pointer.value]).toEqual([top - 32, top - 32]);
+    // Three writes marked (the setter's, the prologue's, `lower`'s): the epilogue's is not.
+    const text = binaryen.readBinary(output);
+    const mark = binaryen.getExportInfo(text.getExport(STACK_MARK.low)).value;
+    expect(text.emitText().split(`(global.set $${mark}`).length - 1).toBe(3);
+    text.dispose();
   });
 
   it("fails the build where no stack pointer is found", () => {
