@@ -15,8 +15,10 @@
  *   of the functions that break every cycle of direct calls (each that calls itself, and the largest of any cycle the
  *   others leave), and of those whose entry costs more than a unit: its code up to its first charge point. Any other
  *   function is paid for by its callers' charges: a call costs them its callee's expected cost, so a chain of small
- *   functions is one charge where it was one a function. Every recursion passes an entry that charges, and every
- *   iteration past a loop's first a branch back;
+ *   functions is one charge where it was one a function. An exported function the engine also calls directly (the
+ *   allocator's `malloc`) charges the host's calls in a wrapper of its export and is paid at its direct calls, its
+ *   entry's whole units (so its work costs what it did in one charge where there were two). Every recursion passes an
+ *   entry that charges, and every iteration past a loop's first a branch back;
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
@@ -484,18 +486,31 @@ export function meterWasm(original: Uint8Array): Uint8Array {
   // so do the functions that break every cycle of direct calls: every recursion charges. Any other function is paid
   // for at its call sites, by its callers' charges, like a leaf.
   const entered = cycleBreakers(shapes);
-  for (let i = 0; i < module.getNumExports(); i++) {
-    const info = binaryen.getExportInfo(module.getExportByIndex(i));
-    if (info.kind === binaryen.ExternalFunction) entered.add(info.value);
-  }
   for (let i = 0; i < module.getNumElementSegments(); i++)
     for (const name of binaryen.getElementSegmentInfo(module.getElementSegmentByIndex(i)).data) entered.add(name);
   const start = module.getStart();
   if (start !== 0) entered.add(binaryen.getFunctionInfo(start).name);
+  // An exported function that the engine also calls directly (the allocator's `malloc`, called for every object) is
+  // paid for at its direct calls like any other, and its export goes through a wrapper that charges what its entry
+  // would: the host's calls pay as before, the engine's make one charge where they made two. Any other is entered.
+  const exports = new Map<string, string[]>();
+  for (let i = 0; i < module.getNumExports(); i++) {
+    const info = binaryen.getExportInfo(module.getExportByIndex(i));
+    if (info.kind === binaryen.ExternalFunction)
+      exports.set(info.value, [...(exports.get(info.value) ?? []), info.name]);
+  }
+  const called = new Set([...shapes.values()].flatMap((shape) => [...shape.callees]));
+  const wrapped = new Set<string>();
+  for (const name of exports.keys())
+    if (!entered.has(name) && called.has(name) && shapes.has(name) && !leaves.has(name)) wrapped.add(name);
+    else entered.add(name);
 
+  // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
+  const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
   // What a call costs its caller's charge: the whole entry of a function its callers pay for (memoized: no cycles).
   // One whose entry costs more than `MOVED_COST` charges at its entry: averaged over its callers' paths, where every
-  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done.
+  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done. A
+  // wrapped export's callers pay the whole units its entry charged, so that the engine's work costs what it did.
   const callCosts = new Map<string, number>();
   const callCost = (name: string): number => {
     const shape = shapes.get(name);
@@ -506,14 +521,31 @@ export function meterWasm(original: Uint8Array): Uint8Array {
       if (cost > MOVED_COST && !leaves.has(name)) {
         entered.add(name);
         cost = 0;
-      }
+      } else if (wrapped.has(name)) cost = weight(cost);
       callCosts.set(name, cost);
     }
     return cost;
   };
   for (const name of shapes.keys()) callCost(name);
-  // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
-  const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
+  for (const name of wrapped) {
+    // Entered after all (its entry costs more than `MOVED_COST`): its entry charges the host's calls too.
+    if (entered.has(name)) continue;
+    const { params, results } = binaryen.getFunctionInfo((shapes.get(name) as Shape).fn);
+    const args = binaryen.expandType(params).map((type, index) => module.local.get(index, type));
+    const wrapper = `${name}$export`;
+    const charged = charge(module.i32.const(callCosts.get(name) as number), args.length);
+    module.addFunction(
+      wrapper,
+      params,
+      results,
+      [i32],
+      module.block(null, [charged, module.call(name, args, results)], results),
+    );
+    for (const exportName of exports.get(name) ?? []) {
+      module.removeExport(exportName);
+      module.addFunctionExport(wrapper, exportName);
+    }
+  }
   const plans = [...shapes.values()]
     .filter((shape) => !leaves.has(shape.name))
     .map((shape) => {

@@ -42,19 +42,33 @@ describe.each([
 });
 
 describe("the meter's weights", () => {
-  /** The fuel `run(...args)` of `wat`'s function takes when metered. */
-  const spent = (wat: string) => {
+  /** `wat`'s module metered, and how many times it called the hook. */
+  const metered = (wat: string) => {
     const module = binaryen.parseText(`(module (memory 1) ${wat})`);
     const bytes = module.emitBinary();
     module.dispose();
+    const hook = { calls: 0 };
     const { exports } = new WebAssembly.Instance(new WebAssembly.Module(meterWasm(bytes) as BufferSource), {
-      [METER.module]: { [METER.hook]: () => {} },
+      [METER.module]: { [METER.hook]: () => void hook.calls++ },
     });
-    const counter = exports[METER.counter] as WebAssembly.Global;
+    return { exports, counter: exports[METER.counter] as WebAssembly.Global, hook };
+  };
+  /** The fuel `run(...args)` (or another export's) of `wat`'s function takes when metered. */
+  const spent = (wat: string, name = "run") => {
+    const { exports, counter } = metered(wat);
     return (...args: number[]) => {
       counter.value = 1e9;
-      (exports.run as (...args: number[]) => void)(...args);
+      (exports[name] as (...args: number[]) => void)(...args);
       return 1e9 - counter.value;
+    };
+  };
+  /** The charges `run(...args)` makes: from an empty counter, each calls the hook. */
+  const charges = (wat: string) => {
+    const { exports, counter, hook } = metered(wat);
+    return (...args: number[]) => {
+      counter.value = 0;
+      (exports.run as (...args: number[]) => void)(...args);
+      return hook.calls;
     };
   };
   const stores = (count: number) =>
@@ -115,6 +129,17 @@ describe("the meter's weights", () => {
     // loop, where before its entry charged 1 of its own on top of the caller's 2.
     const callee = `(func $callee (param $n i32) ${stores(4)} (loop $l (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
     expect(spent(loop("(call $callee (i32.const 1))", callee))(1000)).toBe(2 + 999 * 2);
+  });
+
+  it("charge an exported function the engine also calls at its direct calls, and the host's calls in its export", () => {
+    // Not a leaf (it loops); its entry weighs 3/8 + 4/8 = 1, which its export's wrapper charges the host's calls.
+    const callee = `(func $callee (export "callee") (param $n i32) ${stores(4)} (loop $l (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
+    const run = loop("(call $callee (i32.const 1))", callee);
+    expect(spent(run, "callee")(1)).toBe(1);
+    // The caller's loop pays the callee's whole unit at the call, 3/8 + 9/8 + 1 = 2.5, rounded to 3 an iteration: what
+    // its own 2 and the callee's entry made, in one charge where there were two.
+    expect(spent(run)(1000)).toBe(3 + 999 * 3);
+    expect(charges(run)(1000)).toBe(1 + 999);
   });
 
   it("charge every round of a cycle of direct calls, at the entry of one of its functions", () => {
