@@ -222,7 +222,8 @@ class Attempted implements StartedRun, Nesting {
       recording: Recording.attempt(this.#endAttempt, fuel, SLICE_CALLS),
     };
     const attempt = this.#inThread(
-      { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL } },
+      // A run past its slice stops here and its instance is dropped: it takes the least grown.
+      { ...context, safetyCap: { cpuTimeMs, fuel: SLICE_FUEL }, fit: "least-grown" },
       {
         ...request,
         functions: record.calls,

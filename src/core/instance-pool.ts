@@ -39,6 +39,12 @@ export const DEMAND_WINDOW_MS = 10_000;
 /** The bytes of an instance's linear memory now: as booted, or as a run grew it. */
 const lengthOf = (booted: BootedInstance): number => booted.instance.memory.buffer.byteLength;
 
+/**
+ * Which idle instance a run takes when several fit: the one whose memory grew the most (a run's default), or the least
+ * (an attempt that a stop may end, and so drop its instance: Node's default path hands a run past its slice over).
+ */
+export type InstanceFit = "most-grown" | "least-grown";
+
 /** Settings of an {@link InstancePool}. */
 interface InstancePoolOptions {
   /**
@@ -83,6 +89,7 @@ export class InstancePool implements InstancePoolPort {
     heapLimitBytes: number,
     restorable: boolean,
     boot: Boot = PLAIN_BOOT,
+    fit: InstanceFit = "most-grown",
   ): Promise<BootedInstance> {
     const bytes = linearMemoryBytes(heapLimitBytes);
     this.#lent++;
@@ -91,7 +98,7 @@ export class InstancePool implements InstancePoolPort {
     const first = this.#first;
     this.#first = false;
     if (restorable) {
-      const idle = this.#idleFor(wasm, bytes, boot);
+      const idle = this.#idleFor(wasm, bytes, boot, fit);
       if (idle !== undefined) return idle;
     }
     this.#trim();
@@ -155,18 +162,27 @@ export class InstancePool implements InstancePoolPort {
   }
 
   /**
-   * The idle instance fit for the run, restored: of those, the one whose memory grew the most, then the most recently
-   * used (its memory the likeliest in cache). A grown memory costs a run nothing more to restore (the restore reaches
-   * only as far as the run's heap did), and a run that needs the room skips the growth and its fresh pages, as it
-   * would on the raw engine, whose memory stays grown; a run given a smaller one grew it again.
+   * The idle instance fit for the run, restored: of those, the one whose memory grew the most (or the least, as `fit`
+   * says), then the most recently used (its memory the likeliest in cache). A grown memory costs a run nothing more to
+   * restore (the restore reaches only as far as the run's heap did), and a run that needs the room skips the growth
+   * and its fresh pages, as it would on the raw engine, whose memory stays grown; a run given a smaller one grew it
+   * again. A run likely to be stopped takes the least grown, so that the instance dropped after it is not the one
+   * another run grew.
    */
-  #idleFor(wasm: WebAssembly.Module | undefined, bytes: number, boot: Boot): BootedInstance | undefined {
+  #idleFor(
+    wasm: WebAssembly.Module | undefined,
+    bytes: number,
+    boot: Boot,
+    fit: InstanceFit,
+  ): BootedInstance | undefined {
+    const better = (a: BootedInstance, b: BootedInstance) =>
+      fit === "most-grown" ? lengthOf(a) > lengthOf(b) : lengthOf(a) < lengthOf(b);
     for (;;) {
       let chosen: BootedInstance | undefined;
       for (let index = this.#idle.length - 1; index >= 0; index--) {
         const idle = this.#idle[index] as BootedInstance;
         if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
-        if (chosen === undefined || lengthOf(idle) > lengthOf(chosen)) chosen = idle;
+        if (chosen === undefined || better(idle, chosen)) chosen = idle;
       }
       if (chosen === undefined) return undefined;
       // #restore drops an instance it cannot restore: then look again.

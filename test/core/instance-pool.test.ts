@@ -85,6 +85,20 @@ describe("the instance pool's memory bound", () => {
     expect(kept[0] === grown).toBe(true);
     expect(kept[1] === taken[MAX_IDLE_INSTANCES - 1]).toBe(true);
   });
+
+  it("lends a run likely to be stopped (and its instance dropped) the least grown", async () => {
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 100 * MiB, true), true);
+    const taken = await Promise.all(Array.from({ length: 2 }, () => pool.take(module, 100 * MiB, true)));
+    const [booted, grown] = taken as [BootedInstance, BootedInstance];
+    grow(grown, 32 * MiB);
+    pool.give(grown, true);
+    pool.give(booted, true);
+    const attempt = await pool.take(module, 100 * MiB, true, undefined, "least-grown");
+    expect(attempt === booted).toBe(true);
+    expect((await pool.take(module, 100 * MiB, true)) === grown).toBe(true);
+  });
 });
 
 /** Grows an instance's memory to `bytes`, as a run that needed it would. */
