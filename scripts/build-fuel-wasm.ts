@@ -15,8 +15,10 @@
  *   of the functions that break every cycle of direct calls (each that calls itself, and the largest of any cycle the
  *   others leave), and of those whose entry costs more than a unit: its code up to its first charge point. Any other
  *   function is paid for by its callers' charges: a call costs them its callee's expected cost, so a chain of small
- *   functions is one charge where it was one a function. Every recursion passes an entry that charges, and every
- *   iteration past a loop's first a branch back;
+ *   functions is one charge where it was one a function. An exported function the engine also calls directly (the
+ *   allocator's `malloc`) charges the host's calls in a wrapper of its export and is paid at its direct calls, its
+ *   entry's whole units (so its work costs what it did in one charge where there were two). Every recursion passes an
+ *   entry that charges, and every iteration past a loop's first a branch back;
  * - before each `memory.copy`/`memory.fill`: 1 per 32 bytes, so a bulk op never overshoots;
  * - at each call of a host import (clock, time zone, callbacks into the host): a flat 50; what the host then does is
  *   charged by the host.
@@ -39,7 +41,7 @@ import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
 import { METER, STACK_MARK } from "../src/core/engine.js";
-import { PROBE_SECTION, probeFacts } from "../src/core/instance.js";
+import { C_STACK_BYTES, PROBE_SECTION, probeFacts } from "../src/core/instance.js";
 
 /** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
 const MOVED_COST = 1;
@@ -486,18 +488,31 @@ export function meterWasm(original: Uint8Array): Uint8Array {
   // so do the functions that break every cycle of direct calls: every recursion charges. Any other function is paid
   // for at its call sites, by its callers' charges, like a leaf.
   const entered = cycleBreakers(shapes);
-  for (let i = 0; i < module.getNumExports(); i++) {
-    const info = binaryen.getExportInfo(module.getExportByIndex(i));
-    if (info.kind === binaryen.ExternalFunction) entered.add(info.value);
-  }
   for (let i = 0; i < module.getNumElementSegments(); i++)
     for (const name of binaryen.getElementSegmentInfo(module.getElementSegmentByIndex(i)).data) entered.add(name);
   const start = module.getStart();
   if (start !== 0) entered.add(binaryen.getFunctionInfo(start).name);
+  // An exported function that the engine also calls directly (the allocator's `malloc`, called for every object) is
+  // paid for at its direct calls like any other, and its export goes through a wrapper that charges what its entry
+  // would: the host's calls pay as before, the engine's make one charge where they made two. Any other is entered.
+  const exports = new Map<string, string[]>();
+  for (let i = 0; i < module.getNumExports(); i++) {
+    const info = binaryen.getExportInfo(module.getExportByIndex(i));
+    if (info.kind === binaryen.ExternalFunction)
+      exports.set(info.value, [...(exports.get(info.value) ?? []), info.name]);
+  }
+  const called = new Set([...shapes.values()].flatMap((shape) => [...shape.callees]));
+  const wrapped = new Set<string>();
+  for (const name of exports.keys())
+    if (!entered.has(name) && called.has(name) && shapes.has(name) && !leaves.has(name)) wrapped.add(name);
+    else entered.add(name);
 
+  // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
+  const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
   // What a call costs its caller's charge: the whole entry of a function its callers pay for (memoized: no cycles).
   // One whose entry costs more than `MOVED_COST` charges at its entry: averaged over its callers' paths, where every
-  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done.
+  // branch is taken half the time, a dear callee on a path rarely run would charge them for work seldom done. A
+  // wrapped export's callers pay the whole units its entry charged, so that the engine's work costs what it did.
   const callCosts = new Map<string, number>();
   const callCost = (name: string): number => {
     const shape = shapes.get(name);
@@ -508,14 +523,31 @@ export function meterWasm(original: Uint8Array): Uint8Array {
       if (cost > MOVED_COST && !leaves.has(name)) {
         entered.add(name);
         cost = 0;
-      }
+      } else if (wrapped.has(name)) cost = weight(cost);
       callCosts.set(name, cost);
     }
     return cost;
   };
   for (const name of shapes.keys()) callCost(name);
-  // Every charge is at least 1: a loop whose branch back charged nothing would never stop.
-  const weight = (cost: number) => Math.max(1, Math.round(COST.site + cost));
+  for (const name of wrapped) {
+    // Entered after all (its entry costs more than `MOVED_COST`): its entry charges the host's calls too.
+    if (entered.has(name)) continue;
+    const { params, results } = binaryen.getFunctionInfo((shapes.get(name) as Shape).fn);
+    const args = binaryen.expandType(params).map((type, index) => module.local.get(index, type));
+    const wrapper = `${name}$export`;
+    const charged = charge(module.i32.const(callCosts.get(name) as number), args.length);
+    module.addFunction(
+      wrapper,
+      params,
+      results,
+      [i32],
+      module.block(null, [charged, module.call(name, args, results)], results),
+    );
+    for (const exportName of exports.get(name) ?? []) {
+      module.removeExport(exportName);
+      module.addFunctionExport(wrapper, exportName);
+    }
+  }
   const plans = [...shapes.values()]
     .filter((shape) => !leaves.has(shape.name))
     .map((shape) => {
@@ -615,6 +647,9 @@ const globalName = (expr: Ref): string => (binaryen.getExpressionInfo(expr) as b
  * the pointer itself is exported as `STACK_MARK.pointer` so the host can see it is back at the top. A function that
  * never moves the pointer may still write below it, within LLVM's red zone for wasm (`STACK_MARK.redZoneBytes`): a
  * build where one reaches further, or whose stack pointer is not found, fails.
+ * A write that cannot take the pointer below a value it has had is left unmarked ({@link restoresFrame}): a
+ * function's epilogue, which gives back its frame, is half of the writes and cost the regex floor program 3-4% of its
+ * CPU.
  */
 export function markStackLow(metered: Uint8Array): Uint8Array {
   const module = readModule(metered);
@@ -622,11 +657,15 @@ export function markStackLow(metered: Uint8Array): Uint8Array {
   const pointer = stackPointerOf(module);
   const pointerAt = (expr: Ref) =>
     binaryen.getExpressionId(expr) === binaryen.GlobalGetId && globalName(expr) === pointer;
+  const top = binaryen.getExpressionInfo(binaryen.getGlobalInfo(module.getGlobal(pointer)).init) as binaryen.ConstInfo;
+  const stackBottom = (top.value as number) - C_STACK_BYTES;
   for (let i = 0; i < module.getNumFunctions(); i++) {
     const fn = module.getFunctionByIndex(i);
     const { body, name, module: imported } = binaryen.getFunctionInfo(fn);
     if (imported) continue;
     const sets: Ref[] = [];
+    /** The values each local is set to. */
+    const assigned = new Map<number, Ref[]>();
     /** The most bytes below the pointer an address `pointer - constant` reaches. */
     let below = 0;
     const stack = [body];
@@ -635,7 +674,10 @@ export function markStackLow(metered: Uint8Array): Uint8Array {
       if (expr === 0) continue;
       const id = binaryen.getExpressionId(expr);
       if (id === binaryen.GlobalSetId && globalName(expr) === pointer) sets.push(expr);
-      else if (id === binaryen.BinaryId) {
+      else if (id === binaryen.LocalSetId) {
+        const { index, value } = binaryen.getExpressionInfo(expr) as binaryen.LocalSetInfo;
+        assigned.set(index, [...(assigned.get(index) ?? []), value]);
+      } else if (id === binaryen.BinaryId) {
         const { op, left, right } = binaryen.getExpressionInfo(expr) as binaryen.BinaryInfo;
         if (op === binaryen.SubInt32 && pointerAt(left) && binaryen.getExpressionId(right) === binaryen.ConstId)
           below = Math.max(below, (binaryen.getExpressionInfo(right) as binaryen.ConstInfo).value as number);
@@ -647,9 +689,11 @@ export function markStackLow(metered: Uint8Array): Uint8Array {
       throw new Error(
         `build-fuel-wasm: function ${name} uses ${below} bytes below the stack pointer without moving it, past the red zone`,
       );
-    if (sets.length === 0) continue;
+    const frame = { params: binaryen.expandType(binaryen.getFunctionInfo(fn).params).length, assigned, stackBottom };
+    const marked = sets.filter((set) => !restoresFrame(globalSet.getValue(set), pointerAt, frame));
+    if (marked.length === 0) continue;
     const value = api._BinaryenFunctionAddVar(fn, i32);
-    for (const set of sets) {
+    for (const set of marked) {
       const lower = module.i32.lt_u(module.local.get(value, i32), module.global.get(STACK_LOW, i32));
       globalSet.setValue(
         set,
@@ -672,6 +716,41 @@ export function markStackLow(metered: Uint8Array): Uint8Array {
   const bytes = module.emitBinary();
   module.dispose();
   return bytes;
+}
+
+/** `expr` as `base` plus a constant (`base`, `base + c`, `base - c`): the constant; `undefined` for any other shape. */
+function offsetFrom(expr: Ref, base: (expr: Ref) => boolean): number | undefined {
+  if (base(expr)) return 0;
+  if (binaryen.getExpressionId(expr) !== binaryen.BinaryId) return undefined;
+  const { op, left, right } = binaryen.getExpressionInfo(expr) as binaryen.BinaryInfo;
+  if ((op !== binaryen.AddInt32 && op !== binaryen.SubInt32) || !base(left)) return undefined;
+  if (binaryen.getExpressionId(right) !== binaryen.ConstId) return undefined;
+  const constant = (binaryen.getExpressionInfo(right) as binaryen.ConstInfo).value as number;
+  return op === binaryen.AddInt32 ? constant : -constant;
+}
+
+/**
+ * Whether a value written to the stack pointer is never below the least value the pointer has had (the mark, which it
+ * then need not move): a local plus a constant `b` (an epilogue: `sp = frame + size`), the local a variable (not a
+ * parameter) set only to the pointer plus a constant `a` (the prologue's `frame = sp - size`) where `a + b >= 0`, so
+ * the value written is at least what the pointer held when the local was set. A local read before it is set is zero:
+ * the value written is then `b`, which must lie below the stack (`stackBottom`), where the host rewrites everything
+ * after a run whatever the mark. Any other write is marked.
+ */
+function restoresFrame(
+  value: Ref,
+  pointerAt: (expr: Ref) => boolean,
+  frame: { params: number; assigned: Map<number, Ref[]>; stackBottom: number },
+): boolean {
+  let local: number | undefined;
+  const b = offsetFrom(value, (expr) => {
+    if (binaryen.getExpressionId(expr) !== binaryen.LocalGetId) return false;
+    local = (binaryen.getExpressionInfo(expr) as binaryen.LocalGetInfo).index;
+    return true;
+  });
+  if (b === undefined || local === undefined || local < frame.params || b < 0 || b >= frame.stackBottom) return false;
+  const sets = frame.assigned.get(local) ?? [];
+  return sets.length > 0 && sets.every((set) => (offsetFrom(set, pointerAt) ?? Number.NEGATIVE_INFINITY) + b >= 0);
 }
 
 /**

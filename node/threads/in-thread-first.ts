@@ -226,9 +226,11 @@ class Attempted implements StartedRun, Nesting, Caller {
     // run its host functions start, then or after their awaits, is nested in this one, as on threads.
     const attempt = asHostCall(this, () =>
       this.#inThread(
+        // A run past its slice stops here and its instance is dropped: it takes the least grown.
         {
           ...context,
           safetyCap: { cpuTimeMs, fuel: SLICE_FUEL },
+          fit: "least-grown",
           fetch: context.fetch && { ...context.fetch, transport: this.#fetchStandIn },
         },
         {

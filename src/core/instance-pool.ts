@@ -5,8 +5,9 @@
  * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
  * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
  * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
- * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). Nothing
- * is booted in the background: on Workers, work left after a response may never run.
+ * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). A run
+ * takes the idle instance whose memory grew the most, and the pool drops those that grew the least first. Nothing is
+ * booted in the background: on Workers, work left after a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
  * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link IDLE_BYTES_PER_INSTANCE} each and
@@ -16,7 +17,7 @@
  * @module
  */
 import { linearMemoryBytes, memoryHolding } from "./engine.js";
-import { type Boot, BootedInstance, PLAIN_BOOT } from "./instance.js";
+import { type Boot, BootedInstance, MAX_KEPT_MEMORY_BYTES, PLAIN_BOOT } from "./instance.js";
 import type { InstancePoolPort } from "./ports.js";
 
 /** Idle instances kept whatever the load (the least recently used goes first past the pool's bound). */
@@ -24,14 +25,29 @@ export const MIN_IDLE_INSTANCES = 4;
 /** Most idle instances kept, however many runs were in flight, across modules and memory sizes. */
 export const MAX_IDLE_INSTANCES = 32;
 /**
+/**
  * The linear memory of an instance as booted: the idle instances hold together at most this much for each instance the
- * pool wants idle (see `#wanted`), so instances a run grew (up to 64 MiB each) take the room of several, and the pool
- * never holds more than as many booted instances did, whatever the demand (a worker thread's pool wants
- * {@link MIN_IDLE_INSTANCES}).
+ * pool wants idle (see `#wanted`) and {@link GROWN_ROOM_BYTES}, so instances a run grew (up to 64 MiB each) take the
+ * room of several, and the pool holds little more than as many booted instances did, whatever the demand (a worker
+ * thread's pool wants {@link MIN_IDLE_INSTANCES}).
  */
 export const IDLE_BYTES_PER_INSTANCE = memoryHolding(0);
+/**
+ * Room for one idle instance grown as far as an instance is kept ({@link MAX_KEPT_MEMORY_BYTES}): without it, a burst
+ * of as many runs as can be idle beside one grown instance dropped an instance every burst and booted one in the next.
+ */
+const GROWN_ROOM_BYTES = MAX_KEPT_MEMORY_BYTES - IDLE_BYTES_PER_INSTANCE;
 /** How long the pool remembers how many runs were in flight at once: between this and twice this. */
 export const DEMAND_WINDOW_MS = 10_000;
+
+/** The bytes of an instance's linear memory now: as booted, or as a run grew it. */
+const lengthOf = (booted: BootedInstance): number => booted.instance.memory.buffer.byteLength;
+
+/**
+ * Which idle instance a run takes when several fit: the one whose memory grew the most (a run's default), or the least
+ * (an attempt that a stop may end, and so drop its instance: Node's default path hands a run past its slice over).
+ */
+export type InstanceFit = "most-grown" | "least-grown";
 
 /** Settings of an {@link InstancePool}. */
 interface InstancePoolOptions {
@@ -77,6 +93,7 @@ export class InstancePool implements InstancePoolPort {
     heapLimitBytes: number,
     restorable: boolean,
     boot: Boot = PLAIN_BOOT,
+    fit: InstanceFit = "most-grown",
   ): Promise<BootedInstance> {
     const bytes = linearMemoryBytes(heapLimitBytes);
     this.#lent++;
@@ -85,7 +102,7 @@ export class InstancePool implements InstancePoolPort {
     const first = this.#first;
     this.#first = false;
     if (restorable) {
-      const idle = this.#idleFor(wasm, bytes, boot);
+      const idle = this.#idleFor(wasm, bytes, boot, fit);
       if (idle !== undefined) return idle;
     }
     this.#trim();
@@ -148,18 +165,36 @@ export class InstancePool implements InstancePoolPort {
     );
   }
 
-  /** The idle instance fit for the run, restored; the most recently used first, its memory the likeliest in cache. */
-  #idleFor(wasm: WebAssembly.Module | undefined, bytes: number, boot: Boot): BootedInstance | undefined {
-    for (let index = this.#idle.length - 1; index >= 0; index--) {
-      const idle = this.#idle[index] as BootedInstance;
-      if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
-      if (!this.#unrestored.has(idle) || this.#restore(idle)) {
-        this.#idle.splice(this.#idle.indexOf(idle), 1);
-        return idle;
+  /**
+   * The idle instance fit for the run, restored: of those, the one whose memory grew the most (or the least, as `fit`
+   * says), then the most recently used (its memory the likeliest in cache). A grown memory costs a run nothing more to
+   * restore (the restore reaches only as far as the run's heap did), and a run that needs the room skips the growth
+   * and its fresh pages, as it would on the raw engine, whose memory stays grown; a run given a smaller one grew it
+   * again. A run likely to be stopped takes the least grown, so that the instance dropped after it is not the one
+   * another run grew.
+   */
+  #idleFor(
+    wasm: WebAssembly.Module | undefined,
+    bytes: number,
+    boot: Boot,
+    fit: InstanceFit,
+  ): BootedInstance | undefined {
+    const better = (a: BootedInstance, b: BootedInstance) =>
+      fit === "most-grown" ? lengthOf(a) > lengthOf(b) : lengthOf(a) < lengthOf(b);
+    for (;;) {
+      let chosen: BootedInstance | undefined;
+      for (let index = this.#idle.length - 1; index >= 0; index--) {
+        const idle = this.#idle[index] as BootedInstance;
+        if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
+        if (chosen === undefined || better(idle, chosen)) chosen = idle;
       }
-      // #restore dropped it: the indices below are unchanged.
+      if (chosen === undefined) return undefined;
+      // #restore drops an instance it cannot restore: then look again.
+      if (!this.#unrestored.has(chosen) || this.#restore(chosen)) {
+        this.#idle.splice(this.#idle.indexOf(chosen), 1);
+        return chosen;
+      }
     }
-    return undefined;
   }
 
   /** Restores an idle instance given back unrestored, or drops it; whether it is still idle. */
@@ -190,17 +225,22 @@ export class InstancePool implements InstancePoolPort {
   }
 
   /**
-   * Drops the least recently used idle instances past the demand, {@link IDLE_BYTES_PER_INSTANCE} for each instance
-   * it wants, or the memory cap.
+   * Drops idle instances past the demand, {@link IDLE_BYTES_PER_INSTANCE} for each instance it wants (and
+   * {@link GROWN_ROOM_BYTES}) or the memory cap: those at the smallest memory first (a grown one spares a run that needs
+   * the room its growth, see {@link #idleFor}), the least recently used of them first.
    */
   #trim(): void {
     const wanted = this.#wanted();
-    let idleBytes = this.#idle.reduce((sum, idle) => sum + idle.instance.memory.buffer.byteLength, 0);
-    const over = () => idleBytes > wanted * IDLE_BYTES_PER_INSTANCE || this.#lentBytes + idleBytes > this.#memoryCap;
+    const bound = wanted * IDLE_BYTES_PER_INSTANCE + GROWN_ROOM_BYTES;
+    let idleBytes = this.#idle.reduce((sum, idle) => sum + lengthOf(idle), 0);
+    const over = () => idleBytes > bound || this.#lentBytes + idleBytes > this.#memoryCap;
     while (this.#idle.length > wanted || (this.#idle.length > 0 && over())) {
-      const dropped = this.#idle.shift() as BootedInstance;
+      let index = 0;
+      for (let at = 1; at < this.#idle.length; at++)
+        if (lengthOf(this.#idle[at] as BootedInstance) < lengthOf(this.#idle[index] as BootedInstance)) index = at;
+      const [dropped] = this.#idle.splice(index, 1) as [BootedInstance];
       this.#unrestored.delete(dropped);
-      idleBytes -= dropped.instance.memory.buffer.byteLength;
+      idleBytes -= lengthOf(dropped);
     }
   }
 

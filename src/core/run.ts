@@ -16,7 +16,7 @@ import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter } from "./host-fuel.js";
 import { ImportStage } from "./import-stage.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
-import type { InstancePool } from "./instance-pool.js";
+import type { InstanceFit, InstancePool } from "./instance-pool.js";
 import { Limits, runSafetyCap } from "./limits.js";
 import { INTERNALS_MODULE, Linker, type ModuleMapping } from "./linker.js";
 import { type Ending, GuestFailure, outcomeOf, Stopped } from "./outcome.js";
@@ -34,6 +34,8 @@ export interface RunContext {
   /** Whether the instance goes back to the pool restored (`false`: booted for this run only). */
   restore: boolean;
   safetyCap: SafetyCap;
+  /** Which idle instance the run takes (default: the most grown). */
+  fit?: InstanceFit;
   clock: () => number;
   /** An outside stop (see `SandboxOptions.interrupted`). */
   interrupted: () => boolean;
@@ -265,7 +267,7 @@ class Run implements StartedRun, Nesting {
       const { wasm, pool, restore, boot } = this.#context;
       const module = await wasm();
       this.#limits.check();
-      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, boot);
+      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, boot, this.#context.fit);
       this.#limits.check();
       const { ctx, core } = this.#booted;
       const bridge = this.#lend(this.#booted);

@@ -9,6 +9,7 @@ import binaryen from "binaryen";
 import { describe, expect, it } from "vitest";
 import { markStackLow, meterWasm, pinnedEngine, pinnedSwc, withProbeFacts } from "../../scripts/build-fuel-wasm.js";
 import { METER, STACK_MARK } from "../../src/core/engine.js";
+import { C_STACK_BYTES } from "../../src/core/instance.js";
 
 const stackExports = [
   { name: STACK_MARK.low, kind: "global" },
@@ -47,19 +48,33 @@ describe.each([
 });
 
 describe("the meter's weights", () => {
-  /** The fuel `run(...args)` of `wat`'s function takes when metered. */
-  const spent = (wat: string) => {
+  /** `wat`'s module metered, and how many times it called the hook. */
+  const metered = (wat: string) => {
     const module = binaryen.parseText(`(module (memory 1) ${wat})`);
     const bytes = module.emitBinary();
     module.dispose();
+    const hook = { calls: 0 };
     const { exports } = new WebAssembly.Instance(new WebAssembly.Module(meterWasm(bytes) as BufferSource), {
-      [METER.module]: { [METER.hook]: () => {} },
+      [METER.module]: { [METER.hook]: () => void hook.calls++ },
     });
-    const counter = exports[METER.counter] as WebAssembly.Global;
+    return { exports, counter: exports[METER.counter] as WebAssembly.Global, hook };
+  };
+  /** The fuel `run(...args)` (or another export's) of `wat`'s function takes when metered. */
+  const spent = (wat: string, name = "run") => {
+    const { exports, counter } = metered(wat);
     return (...args: number[]) => {
       counter.value = 1e9;
-      (exports.run as (...args: number[]) => void)(...args);
+      (exports[name] as (...args: number[]) => void)(...args);
       return 1e9 - counter.value;
+    };
+  };
+  /** The charges `run(...args)` makes: from an empty counter, each calls the hook. */
+  const charges = (wat: string) => {
+    const { exports, counter, hook } = metered(wat);
+    return (...args: number[]) => {
+      counter.value = 0;
+      (exports.run as (...args: number[]) => void)(...args);
+      return hook.calls;
     };
   };
   const stores = (count: number) =>
@@ -122,6 +137,17 @@ describe("the meter's weights", () => {
     expect(spent(loop("(call $callee (i32.const 1))", callee))(1000)).toBe(2 + 999 * 2);
   });
 
+  it("charge an exported function the engine also calls at its direct calls, and the host's calls in its export", () => {
+    // Not a leaf (it loops); its entry weighs 3/8 + 4/8 = 1, which its export's wrapper charges the host's calls.
+    const callee = `(func $callee (export "callee") (param $n i32) ${stores(4)} (loop $l (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1))))))`;
+    const run = loop("(call $callee (i32.const 1))", callee);
+    expect(spent(run, "callee")(1)).toBe(1);
+    // The caller's loop pays the callee's whole unit at the call, 3/8 + 9/8 + 1 = 2.5, rounded to 3 an iteration: what
+    // its own 2 and the callee's entry made, in one charge where there were two.
+    expect(spent(run)(1000)).toBe(3 + 999 * 3);
+    expect(charges(run)(1000)).toBe(1 + 999);
+  });
+
   it("charge every round of a cycle of direct calls, at the entry of one of its functions", () => {
     const cycle = `(func $a (param $n i32) (if (local.get $n) (then (call $b (i32.sub (local.get $n) (i32.const 1))))))
       (func $b (param $n i32) (if (local.get $n) (then (call $a (i32.sub (local.get $n) (i32.const 1))))))
@@ -164,6 +190,41 @@ describe("the engine's stack mark", () => {
     // The setter the host's own calls use moves it too.
     (exports.set as (at: number) => void)(1000);
     expect(low.value).toBe(1000);
+  });
+
+  it("leaves unmarked a write that gives a frame back, and marks one that goes below the pointer the frame took", () => {
+    // The stack as the engine's: its top C_STACK_BYTES above its bottom, here at 4096.
+    const top = C_STACK_BYTES + 4096;
+    const pages = Math.ceil(top / 65_536);
+    const module = binaryen.parseText(`(module (memory ${pages}) (global $sp (mut i32) (i32.const ${top}))
+      (func (export "get") (result i32) (global.get $sp))
+      (func (export "set") (param i32) (global.set $sp (local.get 0)))
+      (func $deep (export "deep") (param $n i32) (local $frame i32)
+        (global.set $sp (local.tee $frame (i32.sub (global.get $sp) (i32.const 32))))
+        (if (local.get $n) (then (call $deep (i32.sub (local.get $n) (i32.const 1)))))
+        (global.set $sp (i32.add (local.get $frame) (i32.const 32))))
+      (func (export "lower") (local $frame i32)
+        (local.set $frame (i32.sub (global.get $sp) (i32.const 32)))
+        (global.set $sp (i32.add (local.get $frame) (i32.const 16)))))`);
+    const bytes = module.emitBinary();
+    module.dispose();
+    const output = markStackLow(bytes);
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(output as BufferSource), {});
+    const low = exports[STACK_MARK.low] as WebAssembly.Global;
+    const pointer = exports[STACK_MARK.pointer] as WebAssembly.Global;
+    (exports.deep as (n: number) => void)(3);
+    expect([low.value, pointer.value]).toEqual([top - 4 * 32, top]);
+    // `frame + 16` with `frame = sp - 32` lowers the pointer: marked.
+    (exports.lower as () => void)();
+    expect([low.value, pointer.value]).toEqual([top - 4 * 32, top - 16]);
+    low.value = top;
+    (exports.lower as () => void)();
+    expect([low.value, pointer.value]).toEqual([top - 32, top - 32]);
+    // Three writes marked (the setter's, the prologue's, `lower`'s): the epilogue's is not.
+    const text = binaryen.readBinary(output);
+    const mark = binaryen.getExportInfo(text.getExport(STACK_MARK.low)).value;
+    expect(text.emitText().split(`(global.set $${mark}`).length - 1).toBe(3);
+    text.dispose();
   });
 
   it("fails the build where no stack pointer is found", () => {

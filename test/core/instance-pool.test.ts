@@ -12,6 +12,7 @@ import {
   DEMAND_WINDOW_MS,
   IDLE_BYTES_PER_INSTANCE,
   InstancePool,
+  MAX_IDLE_INSTANCES,
   MIN_IDLE_INSTANCES,
 } from "../../src/core/instance-pool.js";
 import { createSandbox } from "../../src/core/sandbox.js";
@@ -55,14 +56,15 @@ describe("the instance pool's memory bound", () => {
     const module = await wasm();
     pool.give(await pool.take(module, 100 * MiB, true), true);
     // Twelve runs in flight at once, each growing its memory to 48 MiB: the pool wants one more idle instance for
-    // each given back (12 once all are: 192 MiB), so the last four given back are kept.
+    // each given back (12 once all are: 192 MiB, and room for one grown to 64 MiB: 240 MiB), so the last five given
+    // back are kept.
     const taken = await Promise.all(Array.from({ length: 12 }, () => pool.take(module, 100 * MiB, true)));
     for (const booted of taken) grow(booted, 48 * MiB);
     for (const booted of taken) pool.give(booted, true);
     expect(IDLE_BYTES_PER_INSTANCE).toBe(16 * MiB);
-    expect(pool.idle).toBe(4);
-    const again = await Promise.all(Array.from({ length: 4 }, () => pool.take(module, 100 * MiB, true)));
-    expect(again.every((booted) => taken.slice(8).includes(booted))).toBe(true);
+    expect(pool.idle).toBe(5);
+    const again = await Promise.all(Array.from({ length: 5 }, () => pool.take(module, 100 * MiB, true)));
+    expect(again.every((booted) => taken.slice(7).includes(booted))).toBe(true);
     for (const booted of again) pool.give(booted, true);
   });
 
@@ -79,7 +81,52 @@ describe("the instance pool's memory bound", () => {
     }
     expect(pool.idle).toBe(1);
   });
+
+  it("lends the instance whose memory grew the most, and drops it last", async () => {
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 100 * MiB, true), true);
+    // As many runs at once as can be idle, the first given back having grown its memory as far as the pool keeps it.
+    const taken = await Promise.all(
+      Array.from({ length: MAX_IDLE_INSTANCES }, () => pool.take(module, 100 * MiB, true)),
+    );
+    const [grown] = taken as [BootedInstance];
+    grow(grown, 64 * MiB);
+    for (const booted of taken) pool.give(booted, true);
+    // All of them stay idle: the next burst boots none.
+    expect(pool.idle).toBe(MAX_IDLE_INSTANCES);
+    // The least recently given back, but the most grown: the next run skips the growth.
+    const next = await pool.take(module, 100 * MiB, true);
+    expect(next === grown).toBe(true);
+    pool.give(next, true);
+    // Past the memory cap the instances at their booted size go first, however recently used.
+    pool.limitMemory(64 * MiB + 16 * MiB);
+    expect(pool.idle).toBe(2);
+    const kept = await Promise.all([pool.take(module, 100 * MiB, true), pool.take(module, 100 * MiB, true)]);
+    expect(kept[0] === grown).toBe(true);
+    expect(kept[1] === taken[MAX_IDLE_INSTANCES - 1]).toBe(true);
+  });
+
+  it("lends a run likely to be stopped (and its instance dropped) the least grown", async () => {
+    const pool = new InstancePool();
+    const module = await wasm();
+    pool.give(await pool.take(module, 100 * MiB, true), true);
+    const taken = await Promise.all(Array.from({ length: 2 }, () => pool.take(module, 100 * MiB, true)));
+    const [booted, grown] = taken as [BootedInstance, BootedInstance];
+    grow(grown, 32 * MiB);
+    pool.give(grown, true);
+    pool.give(booted, true);
+    const attempt = await pool.take(module, 100 * MiB, true, undefined, "least-grown");
+    expect(attempt === booted).toBe(true);
+    expect((await pool.take(module, 100 * MiB, true)) === grown).toBe(true);
+  });
 });
+
+/** Grows an instance's memory to `bytes`, as a run that needed it would. */
+function grow(booted: BootedInstance, bytes: number): void {
+  const { memory } = booted.instance;
+  memory.grow((bytes - memory.buffer.byteLength) / 65_536);
+}
 
 /** Takes `count` instances at once (12 MiB caps), as that many concurrent runs would. */
 async function takeAtOnce(pool: InstancePool, count: number): Promise<BootedInstance[]> {
