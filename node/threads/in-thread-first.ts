@@ -26,6 +26,7 @@ import {
   type CodeExecutionLog,
   callingAs,
   type Ending,
+  ForwardingRun,
   type Nesting,
   ORPHANED,
   type PreparedRun,
@@ -113,10 +114,11 @@ interface AttemptRecord {
 }
 
 /**
- * A run attempted on the caller's thread, then, if need be, run on a worker. Its host functions are called as a
- * root run's (a {@link Caller} at depth 0): the runs they start are nested in it, as a threaded run's are.
+ * A run attempted on the caller's thread, then, if need be, run on a worker (its `current` run: the attempt, then the
+ * run on a worker once it is handed over). Its host functions are called as a root run's (a {@link Caller} at depth
+ * 0): the runs they start are nested in it, as a threaded run's are.
  */
-class Attempted implements StartedRun, Nesting, Caller {
+class Attempted extends ForwardingRun implements StartedRun, Nesting, Caller {
   readonly depth = 0;
   readonly root = this;
   readonly ended: Promise<Ending>;
@@ -125,8 +127,6 @@ class Attempted implements StartedRun, Nesting, Caller {
   readonly #channel: RunChannel;
   readonly #inThread: Runner;
   #resolve!: (ending: Ending) => void;
-  /** The attempt, then the run on a worker once it is handed over. */
-  #run: StartedRun | undefined;
   /**
    * Runs the attempt's host functions started that are not over, on the caller's thread or a worker, and whether this
    * run is: they end with it, not with the attempt.
@@ -146,6 +146,7 @@ class Attempted implements StartedRun, Nesting, Caller {
   #fuelRedone: number | undefined;
 
   constructor(context: RunContext, request: PreparedRun, channel: RunChannel, inThread: Runner) {
+    super();
     this.#context = context;
     this.#request = request;
     this.#channel = channel;
@@ -158,18 +159,6 @@ class Attempted implements StartedRun, Nesting, Caller {
       };
     });
     turns.take(request.tenant, this);
-  }
-
-  get logs(): readonly CodeExecutionLog[] {
-    return this.#run?.logs ?? [];
-  }
-
-  get fuelUsed(): number | undefined {
-    return this.#run?.fuelUsed;
-  }
-
-  get memoryUsedBytes(): number | undefined {
-    return this.#run?.memoryUsedBytes;
   }
 
   get fuelRedone(): number | undefined {
@@ -202,7 +191,7 @@ class Attempted implements StartedRun, Nesting, Caller {
       this.#resolve({ status: "terminated", error });
       return;
     }
-    this.#run?.stop(error);
+    this.current?.stop(error);
   }
 
   /**
@@ -243,7 +232,7 @@ class Attempted implements StartedRun, Nesting, Caller {
         { reports: this.#channel.reports, settled: () => this.#observable || this.#channel.settled() },
       ),
     );
-    this.#run = attempt;
+    this.current = attempt;
     const ending = await attempt.ended;
     next();
     if (this.#stopped !== undefined || this.#channel.settled()) return this.#resolve(ending);
@@ -269,15 +258,15 @@ class Attempted implements StartedRun, Nesting, Caller {
       this.#resolve({ status: "error", error: { name, message } });
       return;
     }
-    this.#fuelRedone = this.#run?.fuelUsed;
-    this.#run = run;
+    this.#fuelRedone = this.current?.fuelUsed;
+    this.current = run;
     void run.ended.then(this.#resolve);
   }
 
   /** Ends the attempt: the run goes on on a worker. */
   readonly #endAttempt = (): void => {
     this.#observable = true;
-    this.#run?.stop(HANDED_OVER);
+    this.current?.stop(HANDED_OVER);
   };
 
   /** Ends the attempt where the guest would reach the caller: in place of the `onLog` listener. */

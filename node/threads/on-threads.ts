@@ -8,8 +8,8 @@
  * @module
  */
 import {
-  type CodeExecutionLog,
   type Ending,
+  ForwardingRun,
   internalFailure,
   ORPHANED,
   type PreparedRun,
@@ -56,13 +56,13 @@ export function onThreads(
 }
 
 /** A run waiting for the machinery to load, then on a worker. */
-class Loading implements RemoteRun {
+class Loading extends ForwardingRun<RemoteRun> implements RemoteRun {
   readonly ended: Promise<Ending>;
   #resolve!: (ending: Ending) => void;
-  #run: RemoteRun | undefined;
   #stopped = false;
 
   constructor(start: () => RemoteRun) {
+    super();
     this.ended = new Promise((resolve) => {
       this.#resolve = resolve;
     });
@@ -72,12 +72,12 @@ class Loading implements RemoteRun {
         if (this.#stopped) return;
         waiting--;
         try {
-          this.#run = start();
+          this.current = start();
         } catch (error) {
           this.#resolve(internalFailure(error instanceof Error ? error.message : String(error)));
           return;
         }
-        void this.#run.ended.then(this.#resolve);
+        void this.current.ended.then(this.#resolve);
       },
       (error: unknown) => {
         if (this.#stopped) return;
@@ -87,21 +87,9 @@ class Loading implements RemoteRun {
     );
   }
 
-  get logs(): readonly CodeExecutionLog[] {
-    return this.#run?.logs ?? [];
-  }
-
-  get fuelUsed(): number | undefined {
-    return this.#run?.fuelUsed;
-  }
-
-  get memoryUsedBytes(): number | undefined {
-    return this.#run?.memoryUsedBytes;
-  }
-
   /** As a run's stop while it waits for a worker: it leaves the line, and never starts. */
   stop(error: Parameters<StartedRun["stop"]>[0]): void {
-    if (this.#run !== undefined) this.#run.stop(error);
+    if (this.current !== undefined) this.current.stop(error);
     else if (!this.#stopped) {
       waiting--;
       this.#stopped = true;
@@ -109,7 +97,7 @@ class Loading implements RemoteRun {
   }
 
   orphan(): void {
-    if (this.#run !== undefined) this.#run.orphan();
+    if (this.current !== undefined) this.current.orphan();
     else {
       this.stop(ORPHANED);
       this.#resolve({ status: "terminated", error: ORPHANED });

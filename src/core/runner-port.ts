@@ -9,6 +9,7 @@ export { bridged, SerializationError, Thrown } from "../values/errors.js";
 export { Tape } from "../values/tape.js";
 export { encodeForGuest, FunctionTable } from "../values/to-guest.js";
 export { decodeFromGuest } from "../values/to-host.js";
+export { ForwardingRun } from "./forwarding-run.js";
 export type { Relay } from "./guest-bridge.js";
 export type { Boot } from "./instance.js";
 export { InstancePool } from "./instance-pool.js";

@@ -13,6 +13,7 @@
  */
 import type { FunctionTable, HostFunction } from "../values/to-guest.js";
 import { linearMemoryBytes, memoryHolding } from "./engine.js";
+import { ForwardingRun } from "./forwarding-run.js";
 import type { BootedInstance } from "./instance.js";
 import type { ModuleMapping } from "./linker.js";
 import type { Ending } from "./outcome.js";
@@ -27,14 +28,7 @@ import {
   SnapshotError,
   type SnapshotHeader,
 } from "./snapshot.js";
-import type {
-  CellOptions,
-  CodeExecution,
-  CodeExecutionError,
-  CodeExecutionLog,
-  Session,
-  SessionOptions,
-} from "./types.js";
+import type { CellOptions, CodeExecution, CodeExecutionError, Session, SessionOptions } from "./types.js";
 import { RUNCODE_VERSION } from "./version.js";
 
 /** Cells, snapshots and forks a session queues behind the one under way; `run` past it throws "busy". */
@@ -477,38 +471,26 @@ class LiveSession implements Session {
 }
 
 /** A cell waiting for its turn, then under way: what its handle reads (see `StartedRun`). */
-class QueuedCell implements StartedRun {
+class QueuedCell extends ForwardingRun implements StartedRun {
   readonly ended: Promise<Ending>;
   /** Why the cell was stopped before its turn. */
   stopped: CodeExecutionError | undefined;
-  #run: StartedRun | undefined;
 
   constructor(body: (cell: QueuedCell) => Promise<Ending>) {
+    super();
     this.ended = body(this);
   }
 
   /** The cell's turn came: it runs as `run`. */
   start(run: StartedRun): Promise<Ending> {
-    this.#run = run;
+    this.current = run;
     if (this.stopped !== undefined) run.stop(this.stopped);
     return run.ended;
   }
 
-  get logs(): readonly CodeExecutionLog[] {
-    return this.#run?.logs ?? [];
-  }
-
-  get fuelUsed(): number | undefined {
-    return this.#run?.fuelUsed;
-  }
-
-  get memoryUsedBytes(): number | undefined {
-    return this.#run?.memoryUsedBytes;
-  }
-
   stop(error: CodeExecutionError): void {
     this.stopped ??= error;
-    this.#run?.stop(error);
+    this.current?.stop(error);
   }
 }
 
