@@ -1,7 +1,7 @@
 /**
  * Booted instances waiting for their next run, shared by the sandboxes given the same pool (`SandboxOptions.pool`:
  * a platform's entry gives every sandbox it makes its one pool). A run takes an idle instance of its
- * wasm module, memory size and boot modules, or boots one; when it ends the instance comes back restored (see
+ * wasm module, memory class and boot modules (`BootedInstance.fits`), or boots one; when it ends the instance comes back restored (see
  * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
  * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
  * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
@@ -84,7 +84,11 @@ export class InstancePool implements InstancePoolPort {
     this.#first = false;
     if (restorable) {
       const idle = this.#idleFor(wasm, bytes, boot);
-      if (idle !== undefined) return idle;
+      if (idle !== undefined) {
+        // Its run's cap may pass the memory it held idle: other idle instances give way to it.
+        this.#trim();
+        return idle.capMemory(bytes);
+      }
     }
     this.#trim();
     try {
@@ -141,23 +145,30 @@ export class InstancePool implements InstancePoolPort {
   /** Whether an instance for runs like `heapLimitBytes` and `boot` is idle. */
   hasIdle(wasm: WebAssembly.Module | undefined, heapLimitBytes: number, boot: Boot = PLAIN_BOOT): boolean {
     const bytes = linearMemoryBytes(heapLimitBytes);
-    return this.#idle.some(
-      (idle) => idle.wasm === wasm && idle.instance.maxBytes === bytes && idle.boot.key === boot.key,
-    );
+    return this.#idle.some((idle) => idle.wasm === wasm && idle.fits(bytes) && idle.boot.key === boot.key);
   }
 
-  /** The idle instance fit for the run, restored; the most recently used first, its memory the likeliest in cache. */
+  /**
+   * The idle instance fit for the run, restored: the one whose memory an earlier run grew most (a run capped lower
+   * cannot take it, so runs that can leave the others to those runs rather than grow them too), then the most recently
+   * used, its memory the likeliest in cache.
+   */
   #idleFor(wasm: WebAssembly.Module | undefined, bytes: number, boot: Boot): BootedInstance | undefined {
-    for (let index = this.#idle.length - 1; index >= 0; index--) {
-      const idle = this.#idle[index] as BootedInstance;
-      if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
-      if (!this.#unrestored.has(idle) || this.#restore(idle)) {
-        this.#idle.splice(this.#idle.indexOf(idle), 1);
-        return idle;
+    for (;;) {
+      let best: BootedInstance | undefined;
+      for (let index = this.#idle.length - 1; index >= 0; index--) {
+        const idle = this.#idle[index] as BootedInstance;
+        if (idle.wasm !== wasm || !idle.fits(bytes) || idle.boot.key !== boot.key) continue;
+        if (best === undefined || idle.instance.memory.buffer.byteLength > best.instance.memory.buffer.byteLength)
+          best = idle;
       }
-      // #restore dropped it: the indices below are unchanged.
+      if (best === undefined) return undefined;
+      if (!this.#unrestored.has(best) || this.#restore(best)) {
+        this.#idle.splice(this.#idle.indexOf(best), 1);
+        return best;
+      }
+      // #restore dropped it: look again among the others.
     }
-    return undefined;
   }
 
   /** Restores an idle instance given back unrestored, or drops it; whether it is still idle. */
