@@ -21,7 +21,7 @@ import type { InstancePoolPort } from "./ports.js";
 
 /** Idle instances kept whatever the load (the least recently used goes first past the pool's bound). */
 export const MIN_IDLE_INSTANCES = 4;
-/** Most idle instances kept, however many runs were in flight, across modules and memory sizes. */
+/** Most idle instances kept, however many runs were in flight, across modules and memory classes. */
 export const MAX_IDLE_INSTANCES = 32;
 /**
  * Most linear memory the idle instances hold together: what {@link MAX_IDLE_INSTANCES} held as booted (16 MiB each),
