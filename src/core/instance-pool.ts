@@ -1,8 +1,8 @@
 /**
  * Booted instances waiting for their next run, shared by the sandboxes given the same pool (`SandboxOptions.pool`:
  * a platform's entry gives every sandbox it makes its one pool). A run takes an idle instance of its
- * wasm module, memory class and boot modules (`BootedInstance.fits`), or boots one; when it ends the instance comes back restored (see
- * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
+ * wasm module, memory class and boot modules (`BootedInstance.fits`), or boots one; when it ends the instance comes
+ * back restored (see core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
  * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
  * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
  * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). Nothing
