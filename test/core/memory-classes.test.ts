@@ -1,7 +1,8 @@
 /**
  * Memory classes: an instance's memory is booted with its class's maximum and capped at its run's own limit where it
  * grows, so runs whose `memoryLimitBytes` differ share instances (a client choosing a new limit each run makes the
- * host boot nothing for it), each still ending `memory` at its own limit.
+ * host boot nothing for it), each still ending `memory` at its own limit; and a run that leaves its instance unfit for
+ * another pays for the boot of the one in its place (`INSTANCE_BOOT_FUEL`).
  */
 import { readFileSync } from "node:fs";
 import binaryen from "binaryen";
@@ -9,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { pinnedEngine } from "../../scripts/build-fuel-wasm.js";
 import { compiledModule, linearMemoryBytes, memoryClassBytes } from "../../src/core/engine.js";
+import { INSTANCE_BOOT_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
 import { createSandbox } from "../../src/core/sandbox.js";
@@ -98,6 +100,35 @@ describe("a tenant choosing a new memoryLimitBytes each run, in-thread with a fr
     // The large runs take the instance a large run grew, leaving the small ones theirs: after the first round (the
     // pool's first run's instance, the grown one, the small runs' one), nothing is booted.
     expect(boots).toHaveBeenCalledTimes(3);
+  });
+});
+
+describe("a run that leaves its instance unfit for another, in-thread with a frozen clock", () => {
+  it("pays for the boot of the one in its place: its memory's growth refused, the same fuel on every run", async () => {
+    const { boots, sandbox } = frozenSandbox();
+    const source = "const a = []; for (;;) a.push(new Uint8Array(1024 * 1024));";
+    const used: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript", memoryLimitBytes: 8 * MiB });
+      expect(status).toBe("memory");
+      used.push(fuelUsed);
+    }
+    // Each run's instance is dropped, the pool's first run's included, and booted again for the next run.
+    expect(boots).toHaveBeenCalledTimes(3);
+    expect(new Set(used).size).toBe(1);
+    expect(used[0]).toBeGreaterThan(INSTANCE_BOOT_FUEL);
+    expect(used[0]).toBeLessThan(INSTANCE_BOOT_FUEL + 1_000_000);
+  });
+
+  it("and only then: a run out of memory whose instance is restored pays no boot", async () => {
+    const { boots, sandbox } = frozenSandbox();
+    const source = "const bytes = new Uint8Array(64 * 1024 * 1024); export default bytes.length;";
+    for (let i = 0; i < 3; i++) {
+      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript", memoryLimitBytes: 8 * MiB });
+      expect(status).toBe("memory");
+      expect(fuelUsed).toBeLessThan(100_000);
+    }
+    expect(boots).toHaveBeenCalledTimes(2);
   });
 });
 
