@@ -1,6 +1,6 @@
 /**
- * QuickJS wasm instances, each with its own linear memory, whose `maximum` is the real memory cap (QuickJS's own
- * limit counts allocations, not bytes, in these builds).
+ * QuickJS wasm instances, each with its own linear memory, whose growth is the real memory cap (QuickJS's own
+ * limit counts allocations, not bytes, in these builds): refused past the cap of the run that holds the instance.
  * @module
  */
 import variant from "@jitl/quickjs-wasmfile-release-sync";
@@ -19,6 +19,22 @@ const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
 /** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
 export function linearMemoryBytes(heapLimitBytes: number): number {
   return memoryHolding(heapLimitBytes + MEMORY_OVERHEAD_BYTES);
+}
+
+/**
+ * Smallest maximum an instance's memory is booted with. The run's own cap is enforced where the memory grows (see
+ * {@link newInstance}), so one instance serves every run whose cap falls in its class, and a `memoryLimitBytes` chosen
+ * per run (on a served host, by its client) boots no instance of its own: every cap a served host allows (64 MiB of
+ * heap, 68 MiB of memory) is in this class. A larger maximum costs a boot nothing up to 1 GiB (docs/performance.md,
+ * "Memory classes").
+ */
+const MIN_MEMORY_CLASS_BYTES = 128 * 1024 * 1024;
+
+/** The maximum of the memory an instance for runs capped at `bytes` of linear memory is booted with: a power of two. */
+export function memoryClassBytes(bytes: number): number {
+  let classBytes = MIN_MEMORY_CLASS_BYTES;
+  while (classBytes < bytes) classBytes *= 2;
+  return classBytes;
 }
 
 /** The linear memory that holds `bytes` from 0: whole pages, never less than an instance starts with. */
@@ -87,8 +103,13 @@ export interface Instance {
   /** The Emscripten module under it (its allocator is probed once: see core/instance.ts). */
   emscripten: QuickJSEmscriptenModule;
   memory: WebAssembly.Memory;
-  /** Bytes the memory may grow to. */
+  /**
+   * Bytes the memory may grow to: the cap of the run that holds the instance (set as it is taken: see
+   * `BootedInstance.capMemory`), at most {@link classBytes}.
+   */
   maxBytes: number;
+  /** The memory's maximum ({@link memoryClassBytes}): the runs whose caps it serves. */
+  readonly classBytes: number;
   /** `true` once the engine asked for more memory than `maxBytes` allows. */
   growthRefused: boolean;
   /**
@@ -180,8 +201,9 @@ export async function newInstance(
   const loader = (
     "default" in imported ? imported.default : imported
   ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
-  const pages = linearMemoryBytes(heapLimitBytes) / PAGE;
-  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: pages });
+  const maxBytes = linearMemoryBytes(heapLimitBytes);
+  const classBytes = memoryClassBytes(maxBytes);
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: classBytes / PAGE });
   let meter: Meter | undefined;
   let stack: Instance["stack"];
   const clock = { now: Date.now };
@@ -208,7 +230,8 @@ export async function newInstance(
     stack,
     emscripten,
     memory,
-    maxBytes: pages * PAGE,
+    maxBytes,
+    classBytes,
     growthRefused: false,
     clock,
   };
@@ -217,6 +240,12 @@ export async function newInstance(
   const grow = memory.grow.bind(memory);
   memory.grow = (delta: number) => {
     try {
+      // The run's cap, refused as the memory's maximum would be: Emscripten grows only through this call, the wasm
+      // has no `memory.grow` of its own (test/core/memory-classes.test.ts), and its resize tries smaller growths
+      // before it gives up, whatever the maximum.
+      if (memory.buffer.byteLength + delta * PAGE > instance.maxBytes) {
+        throw new RangeError(`WebAssembly.Memory.grow(): Maximum memory size exceeded (${instance.maxBytes} bytes)`);
+      }
       const before = grow(delta);
       // Only the engine's resize import grows the memory, at most once a call, its fee charged before.
       meter?.refundHostCall();

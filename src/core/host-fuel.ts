@@ -115,6 +115,14 @@ const SUBTLE_CALL_FUEL = 60_000;
  */
 const SUBTLE_BYTES_PER_UNIT = 2;
 
+/**
+ * An instance a run leaves unfit for another (its memory's growth refused, a host fault, an abort, a hard stop): the
+ * host boots one in its place for the next run, work the run caused whatever ran before it. `npm run bench:boots`
+ * (bench/boots.ts): a restorable boot took 10.5-12.4 ms of CPU back to back and 17-19 ms between runs, and the run
+ * after an out-of-memory run 10-16 ms more than a trivial one: ~16 ms at ~4 ns a unit.
+ */
+export const INSTANCE_BOOT_FUEL = 4_000_000;
+
 /** A read of the run's time for `performance.now()`: a call into the host answered with a number, as a host call's. */
 export const NOW_FUEL = HOST_CALL_FUEL;
 

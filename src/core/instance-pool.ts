@@ -1,19 +1,18 @@
 /**
  * Booted instances waiting for their next run, shared by the sandboxes given the same pool (`SandboxOptions.pool`:
- * a platform's entry gives every sandbox it makes its one pool). A run takes an idle instance of its
- * wasm module, memory size and boot modules, or boots one; when it ends the instance comes back restored (see
- * core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool does
- * not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third longer):
- * it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted, about 6 MB
- * of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5 MB). A run
- * takes the idle instance whose memory grew the most, and the pool drops those that grew the least first. Nothing is
- * booted in the background: on Workers, work left after a response may never run.
+ * a platform's entry gives every sandbox it makes its one pool). A run takes an idle instance of its wasm module,
+ * memory class and boot modules (`BootedInstance.fits`), or boots one; when it ends the instance comes back restored
+ * (see core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool
+ * does not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third
+ * longer): it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted,
+ * about 6 MB of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5
+ * MB). A run takes the idle instance whose memory grew the most, and the pool drops those that grew the least first.
+ * Nothing is booted in the background: on Workers, work left after a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
  * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link IDLE_BYTES_PER_INSTANCE} each and
- * {@link InstancePool.limitMemory}), so
- * concurrent runs find restored instances rather than each booting one; once fewer runs are in flight, for
- * {@link DEMAND_WINDOW_MS} to twice that, the instances they no longer need are dropped.
+ * {@link InstancePool.limitMemory}), so concurrent runs find restored instances rather than each booting one; once
+ * fewer runs are in flight, for {@link DEMAND_WINDOW_MS} to twice that, the instances they no longer need are dropped.
  * @module
  */
 import { linearMemoryBytes, memoryHolding } from "./engine.js";
@@ -22,9 +21,8 @@ import type { InstancePoolPort } from "./ports.js";
 
 /** Idle instances kept whatever the load (the least recently used goes first past the pool's bound). */
 export const MIN_IDLE_INSTANCES = 4;
-/** Most idle instances kept, however many runs were in flight, across modules and memory sizes. */
+/** Most idle instances kept, however many runs were in flight, across modules and memory classes. */
 export const MAX_IDLE_INSTANCES = 32;
-/**
 /**
  * The linear memory of an instance as booted: the idle instances hold together at most this much for each instance the
  * pool wants idle (see `#wanted`) and {@link GROWN_ROOM_BYTES}, so instances a run grew (up to 64 MiB each) take the
@@ -103,7 +101,11 @@ export class InstancePool implements InstancePoolPort {
     this.#first = false;
     if (restorable) {
       const idle = this.#idleFor(wasm, bytes, boot, fit);
-      if (idle !== undefined) return idle;
+      if (idle !== undefined) {
+        // Its run's cap may pass the memory it held idle: other idle instances give way to it.
+        this.#trim();
+        return idle.capMemory(bytes);
+      }
     }
     this.#trim();
     try {
@@ -160,9 +162,7 @@ export class InstancePool implements InstancePoolPort {
   /** Whether an instance for runs like `heapLimitBytes` and `boot` is idle. */
   hasIdle(wasm: WebAssembly.Module | undefined, heapLimitBytes: number, boot: Boot = PLAIN_BOOT): boolean {
     const bytes = linearMemoryBytes(heapLimitBytes);
-    return this.#idle.some(
-      (idle) => idle.wasm === wasm && idle.instance.maxBytes === bytes && idle.boot.key === boot.key,
-    );
+    return this.#idle.some((idle) => idle.wasm === wasm && idle.fits(bytes) && idle.boot.key === boot.key);
   }
 
   /**
@@ -170,8 +170,8 @@ export class InstancePool implements InstancePoolPort {
    * says), then the most recently used (its memory the likeliest in cache). A grown memory costs a run nothing more to
    * restore (the restore reaches only as far as the run's heap did), and a run that needs the room skips the growth
    * and its fresh pages, as it would on the raw engine, whose memory stays grown; a run given a smaller one grew it
-   * again. A run likely to be stopped takes the least grown, so that the instance dropped after it is not the one
-   * another run grew.
+   * again (and a run capped lower cannot take a grown one: see `BootedInstance.fits`). A run likely to be stopped
+   * takes the least grown, so that the instance dropped after it is not the one another run grew.
    */
   #idleFor(
     wasm: WebAssembly.Module | undefined,
@@ -185,7 +185,7 @@ export class InstancePool implements InstancePoolPort {
       let chosen: BootedInstance | undefined;
       for (let index = this.#idle.length - 1; index >= 0; index--) {
         const idle = this.#idle[index] as BootedInstance;
-        if (idle.wasm !== wasm || idle.instance.maxBytes !== bytes || idle.boot.key !== boot.key) continue;
+        if (idle.wasm !== wasm || !idle.fits(bytes) || idle.boot.key !== boot.key) continue;
         if (chosen === undefined || better(idle, chosen)) chosen = idle;
       }
       if (chosen === undefined) return undefined;

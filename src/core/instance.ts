@@ -18,7 +18,7 @@ import {
   guestSlowPathsSource,
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
-import { type Instance, newInstance, STACK_MARK } from "./engine.js";
+import { type Instance, memoryClassBytes, newInstance, STACK_MARK } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE, INTERNALS_MODULE_SOURCE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
@@ -431,6 +431,23 @@ export class BootedInstance {
     booted.#measure(layout.breakAt);
     if (restorable) booted.#record();
     return booted;
+  }
+
+  /**
+   * Whether the instance can be taken by a run whose memory may grow to `bytes`: booted in that cap's class, and its
+   * memory within the cap, with the room {@link release} keeps below it when an earlier run left it grown.
+   */
+  fits(bytes: number): boolean {
+    const { memory, classBytes } = this.instance;
+    const length = memory.buffer.byteLength;
+    const room = length > this.#bootedLength ? KEPT_ROOM_BYTES : 0;
+    return classBytes === memoryClassBytes(bytes) && length + room <= bytes;
+  }
+
+  /** Caps the memory at `bytes` for the run that takes the instance ({@link fits} it). */
+  capMemory(bytes: number): this {
+    this.instance.maxBytes = bytes;
+    return this;
   }
 
   /** Lends the instance to a run, with its memory limit and a fresh `Math.random` seed staged by the caller. */

@@ -13,7 +13,7 @@ import { FetchSession } from "../fetch/session.js";
 import { MODE_CLONE } from "../values/tape.js";
 import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-helper.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
-import { fetchMeter } from "./host-fuel.js";
+import { fetchMeter, INSTANCE_BOOT_FUEL } from "./host-fuel.js";
 import { ImportStage } from "./import-stage.js";
 import type { Boot, BootedInstance, Holder } from "./instance.js";
 import type { InstanceFit, InstancePool } from "./instance-pool.js";
@@ -250,7 +250,11 @@ class Run implements StartedRun, Nesting {
       this.#booted = undefined;
       const sound = this.#sound && !this.#limits.faulted;
       if (this.#cell !== undefined) this.#cell.done(sound);
-      else if (booted !== undefined) this.#context.pool.give(booted, sound);
+      else if (booted !== undefined) {
+        // An instance the run left unfit for another is booted again for the next run: that work is this run's.
+        if (!sound || booted.instance.growthRefused) this.#limits.spend(INSTANCE_BOOT_FUEL);
+        this.#context.pool.give(booted, sound);
+      }
     }
   }
 

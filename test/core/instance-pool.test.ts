@@ -36,8 +36,11 @@ describe("the instance pool's memory bound", () => {
     const lent = await pool.take(module, 12 * MiB, true);
     expect(lent === taken[3]).toBe(true);
     expect(pool.idle).toBe(2);
-    // A run capped at 28 MiB takes 32 MiB and boots its own instance: 16 + 32 lent leave no room for idle ones.
+    // A run capped at 28 MiB may take 32 MiB: it takes an idle instance (16 MiB and 32 MiB caps are of one memory
+    // class), and 16 + 32 lent leave no room for the other.
     const large = await pool.take(module, 28 * MiB, true);
+    expect(taken.includes(large)).toBe(true);
+    expect(large.instance.maxBytes).toBe(32 * MiB);
     expect(pool.idle).toBe(0);
     pool.give(large, true);
     expect(pool.idle).toBe(1);

@@ -54,6 +54,16 @@ describe("the default path", () => {
     expect(boot).toHaveBeenCalledTimes(1);
   });
 
+  it("boots nothing on the caller's thread for a client choosing a new memoryLimitBytes each run", async () => {
+    // As a `/run` client of `runcode serve` may: every limit it allows is of the readied instance's memory class.
+    const boot = vi.spyOn(BootedInstance, "boot");
+    for (let mebibytes = 12; mebibytes <= 64; mebibytes += 4) {
+      const memoryLimitBytes = mebibytes * 1024 * 1024 + 4096;
+      expect((await auto.runCode("export default 3", { ...JS, memoryLimitBytes })).result).toBe(3);
+    }
+    expect(boot).not.toHaveBeenCalled();
+  });
+
   it('is "auto": createSandbox() attempts each run on the caller\'s thread', async () => {
     expect(THREADS_BY_DEFAULT).toBe("auto");
     const runs = runsOnWorkers();

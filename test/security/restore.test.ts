@@ -32,11 +32,15 @@ describe("the pool", () => {
     expect(pool.idle).toBe(0);
     for (const instance of taken.slice(1)) pool.give(instance, true);
     expect(pool.idle).toBe(MAX_IDLE_INSTANCES);
-    // The instance given back last is lent next, with the memory size asked for: another size boots its own.
+    // The instance given back last is lent next, capped at the memory size asked for; another size of its memory
+    // class takes the next, capped at its own; a size of another class boots its own.
     expect((await pool.take(module, MiB, true)) === taken.at(-1)).toBe(true);
     const larger = await pool.take(module, 64 * MiB, true);
-    expect(taken.includes(larger)).toBe(false);
+    expect(larger === taken.at(-2)).toBe(true);
     expect(larger.instance.maxBytes).toBe(68 * MiB);
+    const largest = await pool.take(module, 200 * MiB, true);
+    expect(taken.includes(largest)).toBe(false);
+    expect([largest.instance.maxBytes, largest.instance.classBytes]).toEqual([204 * MiB, 256 * MiB]);
   });
 
   it("never lends an instance booted without an image twice", async () => {

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createSandbox, SLICE_FUEL } from "../../../node/index.js";
+import { INSTANCE_BOOT_FUEL } from "../../../src/core/host-fuel.js";
 import type { EnvironmentBindings, EnvironmentModule } from "../../../src/environment/index.js";
 import { TenantCpuBudget } from "../../../src/host/admission/cpu-budget.js";
 import type { Bucket } from "../../../src/host/admission/quotas.js";
@@ -75,6 +76,18 @@ describe("POST /run: each tenant's share of CPU", () => {
     const ended = fromWire((await (await holding).json()) as JsonValue) as { result: unknown; fuelUsed: number };
     expect(ended.result).toBe(1);
     // Settled: the run's unspent fuel is back, and what it spent is missing until the bucket refills.
+    const after = await refusal(await post("a", "export default 1"));
+    expect(after.status).toBe(429);
+    expect(after.retryAfter).toBe(String(Math.ceil(ended.fuelUsed / 1_000_000)));
+  });
+
+  it("a tenant whose run fills its memory is charged the boot of the instance in its place", async () => {
+    const { post } = await host();
+    const filled = await post("a", "const a = []; for (;;) a.push(new Uint8Array(1024 * 1024));");
+    const ended = fromWire((await filled.json()) as JsonValue) as { status: string; fuelUsed: number };
+    expect(ended.status).toBe("memory");
+    // Its growth refused, its instance is dropped and booted again for the next run: that boot is the run's fuel.
+    expect(ended.fuelUsed).toBeGreaterThan(INSTANCE_BOOT_FUEL);
     const after = await refusal(await post("a", "export default 1"));
     expect(after.status).toBe(429);
     expect(after.retryAfter).toBe(String(Math.ceil(ended.fuelUsed / 1_000_000)));
