@@ -5,14 +5,15 @@
  * and the next run restores it.
  * @module
  */
-import type { RunContext } from "../../src/core/runner-port.js";
+import { bindingBoot, type RunContext } from "../../src/core/runner-port.js";
 
 /**
- * Readies a restorable instance in `context`'s pool for runs of `memoryLimitBytes` when it has none idle. A wasm
- * that fails to load is the run's to report.
+ * Readies a restorable instance in `context`'s pool for runs of `memoryLimitBytes` when it has none idle (one for
+ * the runs whose globals do not name `console` or `report`: most). A wasm that fails to load is the run's to report.
  */
 export async function readyInstance(context: RunContext, memoryLimitBytes: number): Promise<void> {
-  const { pool, boot, restore } = context;
+  const { pool, restore } = context;
+  const boot = bindingBoot(context.boot);
   try {
     const module = await context.wasm();
     if (restore && !pool.hasIdle(module, memoryLimitBytes, boot)) await pool.prepare(module, memoryLimitBytes, boot);

@@ -10,6 +10,7 @@
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import {
+  bindingBoot,
   bridged,
   type CodeExecutionLog,
   FunctionTable,
@@ -163,7 +164,8 @@ async function warm(message: Extract<ToWorker, { kind: "warm" }>): Promise<void>
   if (message.swc !== undefined) resolveSwc(swcOf(message.swc));
   if (message.instance !== undefined) {
     const { boot, memoryLimitBytes } = message.instance;
-    await pool.prepare(module, memoryLimitBytes, boot);
+    // For the runs whose globals do not name `console` or `report`: most.
+    await pool.prepare(module, memoryLimitBytes, bindingBoot(boot));
   }
   if (message.swc === undefined) return;
   await transpiler.load();

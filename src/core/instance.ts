@@ -99,6 +99,11 @@ export interface Boot {
   fetch: boolean;
   intl: boolean;
   modules: Readonly<Record<string, string>>;
+  /**
+   * Whether `console` and `report` are bound in the image, as a run's lexical globals (see {@link bindingBoot}); never
+   * for a session's instance, whose cells make them properties of the global object.
+   */
+  bindings?: true;
 }
 
 export const PLAIN_BOOT: Boot = Object.freeze({
@@ -108,6 +113,33 @@ export const PLAIN_BOOT: Boot = Object.freeze({
   intl: false,
   modules: Object.freeze({}),
 });
+
+/** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
+export const STAGE_KEY = "runcode:stage";
+
+/**
+ * The script that binds `names` as lexical globals from the values staged under {@link STAGE_KEY}, and deletes them
+ * there: no user code can reach them.
+ */
+export function globalsScript(names: readonly string[]): string {
+  const key = JSON.stringify(STAGE_KEY);
+  return `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`;
+}
+
+const bindingBoots = new WeakMap<Boot, Boot>();
+
+/**
+ * `boot` with `console` and `report` bound in the image, as every run binds them unless its globals name them: a
+ * run restored from it compiles no script of its own to bind them, which was a fifth of a trivial run's fuel.
+ */
+export function bindingBoot(boot: Boot): Boot {
+  let bound = bindingBoots.get(boot);
+  if (bound === undefined) {
+    bound = Object.freeze({ ...boot, key: `${boot.key}+globals`, bindings: true as const });
+    bindingBoots.set(boot, bound);
+  }
+  return bound;
+}
 
 /** Boot modules already checked, by identity: a host that makes a sandbox per execution passes the same object. */
 const bootModulesSeen = new WeakMap<object, Pick<Boot, "key" | "modules">>();
@@ -381,6 +413,21 @@ export class BootedInstance {
     const marshalNames = ["encode", "decode", "encodeArguments"] as const;
     const handles = Object.fromEntries(marshalNames.map((k) => [k, ctx.getProp(object, k)]));
     this.marshal = { object, ...handles } as MarshalHandles;
+    if (boot.bindings) this.#bindGlobals();
+  }
+
+  /** Binds `console` and `report` in the image as a run's script would (see {@link bindingBoot}). */
+  #bindGlobals(): void {
+    const { ctx } = this;
+    const what = "The globals' bindings";
+    const key = ctx.newString(STAGE_KEY);
+    const zero = ctx.newNumber(0);
+    const args = [ctx.undefined, ctx.undefined, key, zero, zero, zero, zero, ctx.false];
+    unwrap(ctx, ctx.callFunction(this.core.stage, ctx.undefined, args), what).dispose();
+    const script = globalsScript(["console", "report"]);
+    unwrap(ctx, ctx.evalCode(script, `${INTERNALS_MODULE}/globals`, { type: "global" }), what).dispose();
+    key.dispose();
+    zero.dispose();
   }
 
   /** Evaluates a module at boot, which QuickJS then keeps by `name`; its namespace. */

@@ -30,14 +30,13 @@ export const INTERNALS_MODULE = `${INTERNAL}internals`;
  * The internals module, which only the phase module and the synthetic modules of `options.imports` import: its
  * default export is the run's imports, and `phase` the core's mark that evaluation began. Compiled and evaluated once
  * at boot (core/instance.ts), it lives in the image; its exports are live bindings each run sets by calling `take`
- * with the key the core staged them under (see `stage` in guest/core.ts). A run whose imports are staged apart
+ * with what the core staged (see `stage` in guest/core.ts). A run whose imports are staged apart
  * (core/import-stage.ts) takes none and `provide`s each as its module loads: the object that holds them is made then,
  * without a prototype, so no specifier (`__proto__`) names anything but its own import.
  */
 export const INTERNALS_MODULE_SOURCE = `let imports, phase;
 export { imports as default, phase };
-export function take(key) {
-  const staged = globalThis[key];
+export function take(staged) {
   imports = staged.imports;
   phase = staged.phase;
 }

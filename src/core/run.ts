@@ -15,7 +15,7 @@ import { CELL_HELPER_KEY, CELL_HELPER_SOURCE } from "./cell-helper.js";
 import { GuestBridge, type Relay } from "./guest-bridge.js";
 import { fetchMeter, INSTANCE_BOOT_FUEL } from "./host-fuel.js";
 import { ImportStage } from "./import-stage.js";
-import type { Boot, BootedInstance, Holder } from "./instance.js";
+import { type Boot, type BootedInstance, bindingBoot, globalsScript, type Holder, STAGE_KEY } from "./instance.js";
 import type { InstanceFit, InstancePool } from "./instance-pool.js";
 import { Limits, runSafetyCap } from "./limits.js";
 import { INTERNALS_MODULE, Linker, type ModuleMapping } from "./linker.js";
@@ -105,9 +105,6 @@ export function startCell(
 
 /** QuickJS's JS_EVAL_TYPE_GLOBAL with JS_EVAL_FLAG_ASYNC: a script with top-level await, whose promise gives `{ value }`. */
 const CELL_EVAL_FLAGS = 1 << 7;
-
-/** Property of the global object that hands staged values to the runtime's scripts, then is deleted. */
-const STAGE_KEY = "runcode:stage";
 
 /** How a nested run (one started by a host function of another) ends when the run that started it is over. */
 export const ORPHANED: CodeExecutionError = {
@@ -271,7 +268,7 @@ class Run implements StartedRun, Nesting {
       const { wasm, pool, restore, boot } = this.#context;
       const module = await wasm();
       this.#limits.check();
-      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, boot, this.#context.fit);
+      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, this.#bootFor(boot), this.#context.fit);
       this.#limits.check();
       const { ctx, core } = this.#booted;
       const bridge = this.#lend(this.#booted);
@@ -322,6 +319,15 @@ class Run implements StartedRun, Nesting {
   }
 
   /**
+   * The instance a run takes: one with `console` and `report` bound in its image, unless the run's globals name them
+   * (see `bindingBoot`).
+   */
+  #bootFor(boot: Boot): Boot {
+    const { globals } = this.#options;
+    return globals.includes("console") || globals.includes("report") ? boot : bindingBoot(boot);
+  }
+
+  /**
    * Lends the instance to this run: its hooks, meter, cap, `Math.random` seed, staged values and global bindings.
    * `bindings`: a run's are lexical; a session's first cell makes them properties of the global object, which later
    * cells may declare again, and later cells only reseed.
@@ -351,24 +357,25 @@ class Run implements StartedRun, Nesting {
     // As int32: every seed then takes the engine's same path, so the run's fuel does not depend on it.
     const words = this.#request.recording?.read("seed", seedWords) ?? seedWords();
     const seed = words.map((word) => ctx.newNumber(word | 0));
-    const stageKey = ctx.newString(STAGE_KEY);
+    // The names a script binds: none when the image bound `console` and `report` and the run has no other globals.
+    const { globals } = this.#options;
+    const names = booted.boot.bindings ? globals : [...new Set(["console", "report", ...globals])];
+    const script = bindings === "run" && names.length === 0 ? undefined : bindings;
+    const stageKey = script === undefined ? ctx.undefined : ctx.newString(STAGE_KEY);
     const stage = [...staged, stageKey, ...seed, meter === undefined ? ctx.false : ctx.true];
-    bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
+    const gathered = bridge.guard(() => ctx.callFunction(core.stage, ctx.undefined, stage));
     const key = JSON.stringify(STAGE_KEY);
     if (bindings === "reseed") {
       bridge.guard(() => ctx.evalCode(`delete globalThis[${key}];`, `${INTERNALS_MODULE}/reseed`, { type: "global" }));
       return bridge;
     }
     // The internals module, evaluated at boot, takes this run's imports and phase mark.
-    bridge.guard(() => ctx.callFunction(booted.takeInternals, ctx.undefined, [stageKey]));
+    bridge.guard(() => ctx.callFunction(booted.takeInternals, ctx.undefined, [gathered]));
     // A session's later cells, which may import what its first did not, run with other requests.
     if (bindings === "session") this.#imports?.loadAll(bridge);
-    const names = [...new Set(["console", "report", ...this.#options.globals])];
-    const script =
-      bindings === "run"
-        ? `const { ${names.join(", ")} } = globalThis[${key}].globals;\ndelete globalThis[${key}];`
-        : sessionBindings(key);
-    bridge.guard(() => ctx.evalCode(script, `${INTERNALS_MODULE}/globals`, { type: "global" }));
+    if (script === undefined) return bridge;
+    const source = script === "run" ? globalsScript(names) : sessionBindings(key);
+    bridge.guard(() => ctx.evalCode(source, `${INTERNALS_MODULE}/globals`, { type: "global" }));
     return bridge;
   }
 

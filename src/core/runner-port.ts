@@ -11,7 +11,7 @@ export { encodeForGuest, FunctionTable } from "../values/to-guest.js";
 export { decodeFromGuest } from "../values/to-host.js";
 export { ForwardingRun } from "./forwarding-run.js";
 export type { Relay } from "./guest-bridge.js";
-export type { Boot } from "./instance.js";
+export { type Boot, bindingBoot } from "./instance.js";
 export { InstancePool } from "./instance-pool.js";
 export { runSafetyCap, safetyCapStopOf } from "./limits.js";
 export { type Ending, failureOf, internalFailure } from "./outcome.js";

@@ -152,20 +152,22 @@ export interface Intrinsics {
 export interface CoreInternals {
   intrinsics: Intrinsics;
   /**
-   * Put the decoded globals, the imports and the phase mark where the globals script and the internals module
-   * read them once (the phase module of core/linker.ts calls the mark when evaluation begins), seed `Math.random`
-   * for this run, and say whether the engine meters its own work (then the clock checks of native work are off).
+   * Gather the decoded globals, the imports and the phase mark for the internals module's `take` (the phase module
+   * of core/linker.ts calls the mark when evaluation begins), and put them under `stageKey` on the global object
+   * where a globals script reads them once (none when the image binds the run's globals: `stageKey` undefined), seed
+   * `Math.random` for this run, and say whether the engine meters its own work (then the clock checks of native work
+   * are off). Returns what it gathered.
    */
   stage(
     globals: Record<string, unknown> | undefined,
     imports: unknown,
-    stageKey: string,
+    stageKey: string | undefined,
     s0: number,
     s1: number,
     s2: number,
     s3: number,
     metered: boolean,
-  ): void;
+  ): object;
   /** `true` once any user module started evaluating: errors before that are link errors. */
   evaluating(): boolean;
   /** Whether the namespace has the selected export. */
@@ -393,7 +395,7 @@ export function guestCore(hostCall: HostCall): CoreInternals {
   function stage(
     globals: Record<string, unknown> | undefined,
     imports: unknown,
-    stageKey: string,
+    stageKey: string | undefined,
     s0: number,
     s1: number,
     s2: number,
@@ -405,7 +407,9 @@ export function guestCore(hostCall: HostCall): CoreInternals {
     const bindings = { __proto__: null, console: guestConsole, report } as Record<string, unknown>;
     const names = globals === undefined ? [] : keys(globals);
     for (let i = 0; i < names.length; i++) define(bindings, names[i] as string, globals?.[names[i] as string]);
-    hide(G, stageKey, { __proto__: null, globals: bindings, imports, phase });
+    const staged = { __proto__: null, globals: bindings, imports, phase };
+    if (stageKey !== undefined) hide(G, stageKey, staged);
+    return staged;
   }
 
   async function runExport(namespace: Record<string, unknown>, name: string, args: unknown[]) {

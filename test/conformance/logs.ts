@@ -116,6 +116,19 @@ export function logsSuite(runCode: RunCode): void {
       expect(seen).toEqual([["hi", 2, { a: [1] }]]);
     });
 
+    it("runs with and without a caller-supplied console, in turn, each bind their own, which no code can assign", async () => {
+      const seen: unknown[][] = [];
+      const own = { globals: { console: { log: (...args: unknown[]) => void seen.push(args) }, n: 1 } };
+      const source = "console.log(typeof n);\ntry { console = 1 } catch (e) { report(e.name) }\nexport default 0";
+      for (let i = 0; i < 2; i++) {
+        const supplied = await runCode(source, own);
+        const builtIn = await runCode(source);
+        expect([supplied.logs, supplied.reports, builtIn.reports]).toEqual([[], ["TypeError"], ["TypeError"]]);
+        expect(builtIn.logs.map((l) => l.args)).toEqual([["undefined"]]);
+      }
+      expect(seen).toEqual([["number"], ["number"]]);
+    });
+
     it("a caller-supplied console without a level makes that call fail", async () => {
       const error = await fails(runCode, "error", "console.warn('w');\nexport default 1", {
         globals: { console: { log: () => undefined } },
