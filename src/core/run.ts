@@ -268,7 +268,13 @@ class Run implements StartedRun, Nesting {
       const { wasm, pool, restore, boot } = this.#context;
       const module = await wasm();
       this.#limits.check();
-      this.#booted = await pool.take(module, this.#options.memoryLimitBytes, restore, this.#bootFor(boot), this.#context.fit);
+      this.#booted = await pool.take(
+        module,
+        this.#options.memoryLimitBytes,
+        restore,
+        this.#bootFor(boot),
+        this.#context.fit,
+      );
       this.#limits.check();
       const { ctx, core } = this.#booted;
       const bridge = this.#lend(this.#booted);

@@ -133,7 +133,7 @@ describe("the default path", () => {
     const { fuelRedone, ...stopped } = comparable(await capped(past, options));
     expect(stopped).toEqual(comparable(await cappedThreads(past, options)));
     // What the attempt spent before it ended at the cap, which its host charges besides fuelUsed.
-    expect(fuelRedone).toBe(1_514_590);
+    expect(fuelRedone).toBe(1_515_789);
     expect(stopped).toMatchObject({ status: "terminated", error: { message: expect.stringContaining("1500000") } });
     // The default path's hand-over, and the threaded sandbox's run.
     expect(runs()).toBe(2);
