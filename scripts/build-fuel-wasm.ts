@@ -40,8 +40,8 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import binaryen from "binaryen";
 import { swcPackage } from "#swc-wasm";
-import { METER, STACK_MARK } from "../src/core/engine.js";
-import { C_STACK_BYTES, PROBE_SECTION, probeFacts } from "../src/core/instance.js";
+import { METER, PROBE_SECTION, STACK_MARK } from "../src/core/engine.js";
+import { C_STACK_BYTES, probeFacts } from "../src/core/instance.js";
 
 /** The most a function's entry may cost ({@link COST}) for its callers to pay for it at their call sites. */
 const MOVED_COST = 1;

@@ -37,6 +37,35 @@ export function memoryClassBytes(bytes: number): number {
   return classBytes;
 }
 
+/**
+ * The custom section where scripts/build-fuel-wasm.ts pins what the core's probe finds of the engine it builds, as
+ * JSON `{ breakAt, stackTop, toJSON }`: a fresh process's first boot then makes no throwaway instance (~5 ms of the
+ * main thread's CPU, and a 16 MiB memory). The facts are the build's: a test checks the committed wasm's against a
+ * probe, and a boot whose fresh instance is not as they say probes its module instead (core/instance.ts). The section
+ * also tells the package's build, which grows its memory only through the host's resize, as the variant's own wasm
+ * does (test/core/memory-classes.test.ts).
+ */
+export const PROBE_SECTION = "runcode.probe";
+
+/** Modules known to grow their memory only through the host's resize, or not. */
+const growsThroughHost = new WeakMap<WebAssembly.Module, boolean>();
+
+/**
+ * The maximum an instance's memory is booted with for runs capped at `maxBytes`: its class ({@link memoryClassBytes})
+ * where the engine grows its memory only through the host's resize, which holds each run to its own cap (the
+ * variant's wasm, the package's build); for any other module (a host's own build, which may grow its memory by itself
+ * past a run's cap), the cap.
+ */
+export function bootedMaximum(wasm: WebAssembly.Module | undefined, maxBytes: number): number {
+  if (wasm === undefined) return memoryClassBytes(maxBytes);
+  let known = growsThroughHost.get(wasm);
+  if (known === undefined) {
+    known = WebAssembly.Module.customSections(wasm, PROBE_SECTION).length > 0;
+    growsThroughHost.set(wasm, known);
+  }
+  return known ? memoryClassBytes(maxBytes) : maxBytes;
+}
+
 /** The linear memory that holds `bytes` from 0: whole pages, never less than an instance starts with. */
 export function memoryHolding(bytes: number): number {
   return Math.max(INITIAL_PAGES, Math.ceil(bytes / PAGE)) * PAGE;
@@ -108,7 +137,7 @@ export interface Instance {
    * `BootedInstance.capMemory`), at most {@link classBytes}.
    */
   maxBytes: number;
-  /** The memory's maximum ({@link memoryClassBytes}): the runs whose caps it serves. */
+  /** The memory's maximum ({@link bootedMaximum}): the runs whose caps it serves. */
   readonly classBytes: number;
   /** `true` once the engine asked for more memory than `maxBytes` allows. */
   growthRefused: boolean;
@@ -202,7 +231,7 @@ export async function newInstance(
     "default" in imported ? imported.default : imported
   ) as EmscriptenModuleLoader<QuickJSEmscriptenModule>;
   const maxBytes = linearMemoryBytes(heapLimitBytes);
-  const classBytes = memoryClassBytes(maxBytes);
+  const classBytes = bootedMaximum(wasmModule, maxBytes);
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: classBytes / PAGE });
   let meter: Meter | undefined;
   let stack: Instance["stack"];
@@ -240,9 +269,9 @@ export async function newInstance(
   const grow = memory.grow.bind(memory);
   memory.grow = (delta: number) => {
     try {
-      // The run's cap, refused as the memory's maximum would be: Emscripten grows only through this call, the wasm
-      // has no `memory.grow` of its own (test/core/memory-classes.test.ts), and its resize tries smaller growths
-      // before it gives up, whatever the maximum.
+      // The run's cap, refused as the memory's maximum would be: Emscripten grows only through this call where the
+      // memory's maximum is a class's (see bootedMaximum), and its resize tries smaller growths before it gives up,
+      // whatever the maximum.
       if (memory.buffer.byteLength + delta * PAGE > instance.maxBytes) {
         throw new RangeError(`WebAssembly.Memory.grow(): Maximum memory size exceeded (${instance.maxBytes} bytes)`);
       }

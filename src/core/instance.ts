@@ -18,7 +18,7 @@ import {
   guestSlowPathsSource,
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
-import { type Instance, memoryClassBytes, newInstance, STACK_MARK } from "./engine.js";
+import { bootedMaximum, type Instance, newInstance, PROBE_SECTION, STACK_MARK } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE, INTERNALS_MODULE_SOURCE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
@@ -200,14 +200,6 @@ interface ModuleProbe {
   /** Read from the module's {@link PROBE_SECTION} rather than probed. */
   pinned: boolean;
 }
-
-/**
- * The custom section where scripts/build-fuel-wasm.ts pins what the probe finds of the engine it builds, as JSON
- * `{ breakAt, stackTop, toJSON }`: a fresh process's first boot then makes no throwaway instance (~5 ms of the main
- * thread's CPU, and a 16 MiB memory). The facts are the build's: a test checks the committed wasm's against a probe,
- * and a boot whose fresh instance is not as they say ({@link atRestAsPinned}) probes its module instead.
- */
-export const PROBE_SECTION = "runcode.probe";
 
 const probes = new WeakMap<object, Promise<ModuleProbe>>();
 const VARIANT_KEY = {};
@@ -481,14 +473,15 @@ export class BootedInstance {
   }
 
   /**
-   * Whether the instance can be taken by a run whose memory may grow to `bytes`: booted in that cap's class, and its
-   * memory within the cap, with the room {@link release} keeps below it when an earlier run left it grown.
+   * Whether the instance can be taken by a run whose memory may grow to `bytes`: booted with the maximum for that cap
+   * (its class, or the cap itself: `bootedMaximum`), and its memory within the cap, with the room {@link release}
+   * keeps below it when an earlier run left it grown.
    */
   fits(bytes: number): boolean {
     const { memory, classBytes } = this.instance;
     const length = memory.buffer.byteLength;
     const room = length > this.#bootedLength ? KEPT_ROOM_BYTES : 0;
-    return classBytes === memoryClassBytes(bytes) && length + room <= bytes;
+    return classBytes === bootedMaximum(this.wasm, bytes) && length + room <= bytes;
   }
 
   /** Caps the memory at `bytes` for the run that takes the instance ({@link fits} it). */

@@ -9,7 +9,7 @@ import binaryen from "binaryen";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { pinnedEngine } from "../../scripts/build-fuel-wasm.js";
-import { compiledModule, linearMemoryBytes, memoryClassBytes } from "../../src/core/engine.js";
+import { compiledModule, linearMemoryBytes, memoryClassBytes, newInstance } from "../../src/core/engine.js";
 import { INSTANCE_BOOT_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
 import { InstancePool } from "../../src/core/instance-pool.js";
@@ -51,6 +51,19 @@ describe("memory classes", () => {
       }
     }
   }, 60_000);
+  it("only for such an engine: another module (a host's own build, which may grow its memory itself) is booted with its memory's maximum at the run's cap", async () => {
+    const heap = 16 * MiB;
+    const own = () => new WebAssembly.Module(pinnedEngine() as Uint8Array<ArrayBuffer>);
+    const booted = await Promise.all([
+      newInstance(undefined, heap),
+      newInstance(await compiledModule(nodeWasm)(), heap),
+      newInstance(own(), heap),
+    ]);
+    expect(booted.map((instance) => instance.classBytes)).toEqual([128 * MiB, 128 * MiB, 20 * MiB]);
+    // Its instances serve runs of that cap only.
+    const instance = await BootedInstance.boot(own(), heap, true);
+    expect([instance.fits(20 * MiB), instance.fits(21 * MiB)]).toEqual([true, false]);
+  });
 });
 
 describe("a tenant choosing a new memoryLimitBytes each run, in-thread with a frozen clock", () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { withCustomSection } from "../../scripts/build-fuel-wasm.js";
-import { BootedInstance, C_STACK_BYTES, memoryLayout, PROBE_SECTION, probeFacts } from "../../src/core/instance.js";
+import { PROBE_SECTION } from "../../src/core/engine.js";
+import { BootedInstance, C_STACK_BYTES, memoryLayout, probeFacts } from "../../src/core/instance.js";
 
 /** LEB128 readers over the wasm's bytes. */
 function reader(bytes: Uint8Array) {
