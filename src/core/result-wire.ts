@@ -12,7 +12,7 @@ import type { CodeExecutionResult } from "./types.js";
 
 /** The result's wire text, or that of a `memory` result in its place when the text would pass `maxLength`. */
 export function resultWireText(result: CodeExecutionResult, maxLength: number): string {
-  const flat = flatText(result);
+  const flat = flatText(result, maxLength);
   if (flat !== undefined && flat.length <= maxLength) return flat;
   return encodeWithin(result, maxLength, toWireText);
 }
@@ -24,19 +24,27 @@ const asInJson = (value: unknown): boolean =>
   value === null ||
   (typeof value === "number" && Number.isFinite(value) && !Object.is(value, -0));
 
+/** The most characters JSON writes for a string of `length`: quotes, and six for a character it escapes as `\uXXXX`. */
+const jsonStringBound = (length: number): number => 6 * length + 2;
+
 /**
  * The text of a result whose fields are all such values, but for no reports and no logs, as a short run leaves (its
- * wire text is then its JSON text); `undefined` for any other. The general encoder first scans the result for shared
- * objects and measures every node, which was most of what writing a trivial `/run`'s answer cost.
+ * wire text is then its JSON text); `undefined` for any other, and for one whose text could pass `maxLength`, which
+ * the general encoder measures before it writes. That encoder first scans the result for shared objects and measures
+ * every node, which was most of what writing a trivial `/run`'s answer cost.
  */
-function flatText(result: CodeExecutionResult): string | undefined {
+function flatText(result: CodeExecutionResult, maxLength: number): string | undefined {
   if (Object.getPrototypeOf(result) !== Object.prototype) return undefined;
+  // Braces, then per field its key, a colon, a comma and the value: a number at most 24 characters, `false` 5.
+  let bound = 2;
   for (const key of Object.keys(result)) {
     if (key.startsWith("$")) return undefined;
     const value = (result as unknown as Record<string, unknown>)[key];
-    if (asInJson(value)) continue;
-    if ((key === "reports" || key === "logs") && isEmptyList(value)) continue;
-    return undefined;
+    if (asInJson(value))
+      bound += jsonStringBound(key.length) + 2 + (typeof value === "string" ? jsonStringBound(value.length) : 24);
+    else if ((key === "reports" || key === "logs") && isEmptyList(value)) bound += jsonStringBound(key.length) + 4;
+    else return undefined;
+    if (bound > maxLength) return undefined;
   }
   return JSON.stringify(result);
 }

@@ -4,7 +4,7 @@
  * within the same length; any other result (a `-0`, an `undefined`, a log, an error, a key JSON would treat apart)
  * goes through the encoder as before.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { resultWireText } from "../../src/core/result-wire.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
 import { toWireText } from "../../src/values/wire.js";
@@ -39,6 +39,10 @@ const CASES: [string, CodeExecutionResult][] = [
   ],
 ];
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
 describe("resultWireText", () => {
   it.each(CASES)("gives the encoder's own text for %s", (_, result) => {
     expect(resultWireText(result, 10_000)).toBe(toWireText(result));
@@ -66,6 +70,13 @@ describe("resultWireText", () => {
       memoryUsedBytes: 363_637,
     });
     expect(resultWireText(result, toWireText(result).length)).toBe(toWireText(result));
+  });
+
+  it("writes no text of a flat result whose text could pass the length: the encoder measures it first", () => {
+    const result = success("x".repeat(1_000_000));
+    const stringify = vi.spyOn(JSON, "stringify");
+    expect(JSON.parse(resultWireText(result, 1_000)).status).toBe("memory");
+    expect(stringify.mock.calls.some(([value]) => value === result)).toBe(false);
   });
 
   it("escapes a key the wire encoding escapes, and reads no inherited field", () => {
