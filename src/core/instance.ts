@@ -18,7 +18,7 @@ import {
   guestSlowPathsSource,
 } from "../guest/sources.generated.js";
 import { OP_CHARGE } from "../values/tape.js";
-import { bootedMaximum, type Instance, newInstance, PROBE_SECTION, STACK_MARK } from "./engine.js";
+import { bootedMaximum, type Instance, memoryHolding, newInstance, PROBE_SECTION, STACK_MARK } from "./engine.js";
 import { BOOT_PREFIX, INTERNALS_MODULE, INTERNALS_MODULE_SOURCE } from "./linker.js";
 import { PlainData, type PlainFacts, plainFactsOf } from "./plain-data.js";
 import { ValueBits } from "./value-bits.js";
@@ -48,6 +48,12 @@ export const MAX_KEPT_MEMORY_BYTES = 64 * 1024 * 1024;
  * room as out of memory (see core/outcome.ts), so an instance left that full would misreport the next run's faults.
  */
 const KEPT_ROOM_BYTES = 2 * 65_536;
+/**
+ * How far past the allocator's break Emscripten's resize may grow the memory: it grows to the break asked for or by a
+ * fifth of the memory's size, whichever is more (`emscripten_resize_heap`), and only when the break passes the
+ * memory's end, so a memory a run grew ends at most a fifth above the highest break the run reached.
+ */
+const RESIZE_OVERGROWTH = 1.2;
 
 /** What the guest's host functions answer: a handle, a guest error, or `undefined`. */
 export type Answer = QuickJSHandle | VmCallResult<QuickJSHandle> | undefined;
@@ -523,6 +529,22 @@ export class BootedInstance {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Whether the heap of the run holding the instance reached so far that its memory may have grown past where an
+   * instance is kept ({@link release}: past {@link MAX_KEPT_MEMORY_BYTES}, or to within {@link KEPT_ROOM_BYTES} of the
+   * run's cap), so that the host boots another for the next run: decided by the highest break the run reached, the same
+   * for the same program on every instance, not by the memory's length, which depends on the length an earlier run
+   * left it at. A memory whose break stayed within the booted length never grew; `false` where the break is not known.
+   */
+  mayOutgrowKeeping(): boolean {
+    if (this.#breakAt === undefined) return false;
+    const reached = new Int32Array(this.instance.memory.buffer, this.#breakAt, 1)[0] as number;
+    if (reached <= memoryHolding(0)) return false;
+    const { maxBytes } = this.instance;
+    const furthest = Math.min(maxBytes, memoryHolding(reached * RESIZE_OVERGROWTH));
+    return furthest > MAX_KEPT_MEMORY_BYTES || furthest + KEPT_ROOM_BYTES > maxBytes;
   }
 
   /**

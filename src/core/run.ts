@@ -248,8 +248,10 @@ class Run implements StartedRun, Nesting {
       const sound = this.#sound && !this.#limits.faulted;
       if (this.#cell !== undefined) this.#cell.done(sound);
       else if (booted !== undefined) {
-        // An instance the run left unfit for another is booted again for the next run: that work is this run's.
-        if (!sound || booted.instance.growthRefused) this.#limits.spend(INSTANCE_BOOT_FUEL);
+        // An instance the run left unfit for another is booted again for the next run: that work is this run's (its
+        // heap's reach read before the restore puts the break back).
+        if (!sound || booted.instance.growthRefused || booted.mayOutgrowKeeping())
+          this.#limits.spend(INSTANCE_BOOT_FUEL);
         this.#context.pool.give(booted, sound);
       }
     }

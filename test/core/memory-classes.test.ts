@@ -133,6 +133,38 @@ describe("a run that leaves its instance unfit for another, in-thread with a fro
     expect(used[0]).toBeLessThan(INSTANCE_BOOT_FUEL + 1_000_000);
   });
 
+  it("pays for it too when its memory grew past where an instance is kept, with no growth refused", async () => {
+    const { boots, sandbox } = frozenSandbox();
+    // Under the default limit (64 MiB of heap, a cap of 68 MiB), 60 MiB grows the memory past the 64 MiB an instance
+    // is kept with: each run's instance is dropped and another booted (before, for 1,979,612 units of the run's).
+    const source = "export default new Uint8Array(60 * 1024 * 1024).length";
+    const used: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript" });
+      expect(status).toBe("success");
+      used.push(fuelUsed);
+    }
+    expect(boots).toHaveBeenCalledTimes(3);
+    expect(new Set(used).size).toBe(1);
+    expect(used[0]).toBeGreaterThan(INSTANCE_BOOT_FUEL);
+    expect(used[0]).toBeLessThan(INSTANCE_BOOT_FUEL + 3_000_000);
+  });
+
+  it("decided by how far its heap reached, so a program pays the same on a fresh instance as on one left grown", async () => {
+    const { sandbox } = frozenSandbox();
+    const grows = (mib: number) => `export default new Uint8Array(${mib} * 1024 * 1024).length`;
+    const spent: Record<number, Set<unknown>> = { 30: new Set(), 52: new Set() };
+    // 52 MiB takes the memory near the cap from some lengths an earlier run leaves it at and not from others.
+    for (const mib of [52, 30, 52, 30, 30, 52]) {
+      const { status, fuelUsed } = await sandbox.runCode(grows(mib), { language: "javascript" });
+      expect(status).toBe("success");
+      spent[mib]?.add(fuelUsed);
+    }
+    expect([spent[30]?.size, spent[52]?.size]).toEqual([1, 1]);
+    expect([...(spent[30] ?? [])][0]).toBeLessThan(INSTANCE_BOOT_FUEL);
+    expect([...(spent[52] ?? [])][0]).toBeGreaterThan(INSTANCE_BOOT_FUEL);
+  });
+
   it("and only then: a run out of memory whose instance is restored pays no boot", async () => {
     const { boots, sandbox } = frozenSandbox();
     const source = "const bytes = new Uint8Array(64 * 1024 * 1024); export default bytes.length;";
