@@ -49,7 +49,7 @@ import {
   tapeFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
-import { constructs, intlAnswer } from "./intl.js";
+import { constructs, type IntlFormatters, intlAnswer } from "./intl.js";
 import type { Limits } from "./limits.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import type { Recording } from "./recording.js";
@@ -126,6 +126,8 @@ export class GuestBridge {
   #uncaught: Described | undefined;
   /** Bytes of `crypto.subtle` operations the platform is working on. */
   #subtleBytes = 0;
+  /** The host's `Intl` formatters the run made (see core/intl.ts). */
+  readonly #formatters: IntlFormatters = new Map();
 
   /** The bridge of the run that holds `booted` as `holder`. */
   constructor(booted: BootedInstance, holder: Holder, limits: Limits, run: RunSide) {
@@ -349,11 +351,11 @@ export class GuestBridge {
 
   /** The guest's `Intl` request (see core/intl.ts), paid before the host's `Intl` answers; what it throws, thrown. */
   #intl(request: string): Answer {
-    const unpaid = this.#unpaid(intlFuel(request, constructs(request)));
+    const unpaid = this.#unpaid(intlFuel(request, constructs(request, this.#formatters)));
     if (unpaid !== false) return unpaid;
     let answer: string;
     try {
-      answer = intlAnswer(request);
+      answer = intlAnswer(request, this.#formatters);
     } catch (error) {
       return { error: this.#guestError(error) };
     }

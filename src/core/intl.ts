@@ -3,7 +3,8 @@
  * locales and options (as plain data) and a method with its arguments; the host's own `Intl` answers, as JSON the
  * guest parses, so no host object ever reaches the guest. What the host would otherwise leak is pinned: no locale, or
  * none the host supports, is "en-US", and a date formatted without a `timeZone` is formatted in "UTC". The host's
- * formatters are kept by request (they are immutable), at most {@link MAX_CACHED_FORMATTERS}.
+ * formatters are kept by request (they are immutable), at most {@link MAX_CACHED_FORMATTERS}, for one run
+ * ({@link IntlFormatters}).
  * @module
  */
 
@@ -15,7 +16,7 @@ const DEFAULT_TIME_ZONE = "UTC";
 const MAX_INTL_SPEC_CHARS = 4_096;
 /** Most characters of a request's arguments (the text a `Segmenter` segments, a list `ListFormat` joins). */
 const MAX_INTL_ARGS_CHARS = 1 << 20;
-/** Host formatters kept between requests. */
+/** Host formatters a run keeps between its requests. */
 const MAX_CACHED_FORMATTERS = 256;
 
 type Locales = string[] | undefined;
@@ -47,25 +48,30 @@ const METHODS: Readonly<Record<string, readonly string[]>> = Object.freeze({
 const DATE_METHODS = ["toLocaleString", "toLocaleDateString", "toLocaleTimeString"];
 const CASE_METHODS = ["toLocaleUpperCase", "toLocaleLowerCase"];
 
-const formatters = new Map<string, Formatter>();
+/**
+ * The host formatters one run made, by request. A run's own: kept for the process, they were shared by every run and
+ * tenant, so the fee of a formatter (paid only where none was kept) made a run's `fuelUsed` tell which locales and
+ * options other runs had asked for, and a run's fuel depend on what ran before it.
+ */
+export type IntlFormatters = Map<string, Formatter>;
 
 /**
  * Whether answering `request` makes a host formatter (which costs more than a call: see host-fuel.ts): one of a
- * constructor not kept yet, and every date's `toLocale*String` (the host makes one each call); case mappings and
- * `Intl`'s own functions make none.
+ * constructor the run does not keep yet, and every date's `toLocale*String` (the host makes one each call); case
+ * mappings and `Intl`'s own functions make none.
  */
-export function constructs(request: string): boolean {
+export function constructs(request: string, kept: IntlFormatters): boolean {
   const spec = request.slice(0, request.indexOf("\n"));
   if (spec.startsWith('["Date"')) return true;
   if (spec.startsWith('["String"') || spec.startsWith('["Intl"')) return false;
-  return !formatters.has(spec);
+  return !kept.has(spec);
 }
 
 /**
  * The answer to the guest's request `spec \n method \n args` (guest/intl.ts), as JSON. What the host's `Intl`
  * throws (a bad locale tag's `RangeError`, a bad option's `TypeError` or `RangeError`) is thrown for the guest.
  */
-export function intlAnswer(request: string): string {
+export function intlAnswer(request: string, kept: IntlFormatters): string {
   const first = request.indexOf("\n");
   const second = request.indexOf("\n", first + 1);
   if (first < 0 || second < 0) throw new TypeError("Intl: a malformed request");
@@ -83,10 +89,18 @@ export function intlAnswer(request: string): string {
   const locales = listed ?? undefined;
   const args = (JSON.parse(argsText) as unknown[]).map(fromWire);
   const opts = fromWire(options);
-  return JSON.stringify(answer(spec, kind, locales, opts, method, args));
+  return JSON.stringify(answer(kept, spec, kind, locales, opts, method, args));
 }
 
-function answer(spec: string, kind: string, locales: Locales, options: unknown, method: string, args: unknown[]) {
+function answer(
+  kept: IntlFormatters,
+  spec: string,
+  kind: string,
+  locales: Locales,
+  options: unknown,
+  method: string,
+  args: unknown[],
+) {
   if (kind === "Intl" && method === "getCanonicalLocales") return Intl.getCanonicalLocales(locales);
   if (kind === "Intl" && method === "supportedValuesOf") return Intl.supportedValuesOf(args[0] as never);
   if (kind === "Date" && DATE_METHODS.includes(method)) {
@@ -109,7 +123,7 @@ function answer(spec: string, kind: string, locales: Locales, options: unknown, 
   if (method === "supportedLocalesOf") {
     return (Ctor as unknown as typeof Intl.Collator).supportedLocalesOf(locales ?? [], options as never);
   }
-  const formatter = formatterOf(spec, Ctor, kind, locales, options);
+  const formatter = formatterOf(kept, spec, Ctor, kind, locales, options);
   if (method === "new") return formatter.resolvedOptions();
   if (!(METHODS[kind] as readonly string[]).includes(method)) throw new TypeError(`Intl: no method ${kind}.${method}`);
   if (kind === "Segmenter") return segmented(formatter as unknown as Intl.Segmenter, args[0] as string);
@@ -152,20 +166,21 @@ function segmented(segmenter: Intl.Segmenter, text: string): [unknown[], boolean
   return [out, words];
 }
 
-/** The host formatter of `spec`, made (and kept) on first use. */
+/** The host formatter of `spec`, made (and kept for the run) on first use. */
 function formatterOf(
+  kept: IntlFormatters,
   spec: string,
   Ctor: new (locales: Locales, options: unknown) => Formatter,
   kind: string,
   locales: Locales,
   options: unknown,
 ): Formatter {
-  let formatter = formatters.get(spec);
+  let formatter = kept.get(spec);
   if (formatter !== undefined) return formatter;
   const list = pinned(Ctor as unknown as typeof Intl.Collator, locales);
   formatter = new Ctor(list, kind === "DateTimeFormat" ? inUtc(options) : options);
-  if (formatters.size >= MAX_CACHED_FORMATTERS) formatters.delete(formatters.keys().next().value as string);
-  formatters.set(spec, formatter);
+  if (kept.size >= MAX_CACHED_FORMATTERS) kept.delete(kept.keys().next().value as string);
+  kept.set(spec, formatter);
   return formatter;
 }
 

@@ -254,6 +254,15 @@ export function intlSuite(sandbox: (settings: SandboxOptions) => RunCode): void 
       expect(calls - base).toBeGreaterThan(100 * 3_500);
     });
 
+    it("a run pays for the formatters it makes whatever other runs made: the same fuel on every run", async () => {
+      // The host kept formatters for the process: a second run found this one made and paid 40,000 units less, so a
+      // tenant's fuelUsed told whether another had asked for these locales and options.
+      const source = `export default new Intl.DateTimeFormat("fr-CA", { timeZone: "Asia/Kathmandu", era: "short" }).format(0)`;
+      const spent = [];
+      for (let i = 0; i < 3; i++) spent.push((await settle(runCode, source, js)).fuelUsed);
+      expect(new Set(spent).size).toBe(1);
+    });
+
     it("a collator's sort of 10^5 strings stops at the run's fuel", async () => {
       const source = `const c = new Intl.Collator("de");
         const a = Array.from({ length: 100000 }, (_, i) => "w" + ((i * 7919) % 100000));
