@@ -263,6 +263,15 @@ export function intlSuite(sandbox: (settings: SandboxOptions) => RunCode): void 
       expect(new Set(spent).size).toBe(1);
     });
 
+    it("a run keeps 16 formatters: one made again past them is paid again", async () => {
+      // Twice over 20 formatters, in turn: each is made again on the second pass, and paid for.
+      const pass =
+        "for (let i = 0; i < 20; i++) new Intl.NumberFormat('en', { minimumIntegerDigits: i + 1 }).format(1);";
+      const once = (await settle(runCode, `${pass}\nexport default 1`, js)).fuelUsed as number;
+      const twice = (await settle(runCode, `${pass}\n${pass}\nexport default 1`, js)).fuelUsed as number;
+      expect(twice - once).toBeGreaterThan(20 * 40_000);
+    });
+
     it("a collator's sort of 10^5 strings stops at the run's fuel", async () => {
       const source = `const c = new Intl.Collator("de");
         const a = Array.from({ length: 100000 }, (_, i) => "w" + ((i * 7919) % 100000));
