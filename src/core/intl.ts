@@ -17,6 +17,12 @@ const MAX_INTL_SPEC_CHARS = 4_096;
 /** Most characters of a request's arguments (the text a `Segmenter` segments, a list `ListFormat` joins). */
 const MAX_INTL_ARGS_CHARS = 1 << 20;
 /**
+ * Most items of a list `ListFormat` formats: ICU's parts of a list take ~200 bytes of the host's heap an item
+ * (`formatToParts` of 200,000 one-character items, a request of 800,000 characters, took 42 MB, and 13 MB more as
+ * JSON, where an isolate on Workers has 128 MB), 16,384 items 3.3 MB.
+ */
+const MAX_LIST_ITEMS = 16_384;
+/**
  * Host formatters a run keeps between its requests: each holds ICU's memory outside the run's cap (1,024 of four kinds
  * took 21 MB of the process), and every run in flight keeps its own; one made again is paid again.
  */
@@ -92,6 +98,10 @@ export function intlAnswer(request: string, kept: IntlFormatters): string {
   const locales = listed ?? undefined;
   const args = (JSON.parse(argsText) as unknown[]).map(fromWire);
   const opts = fromWire(options);
+  if (kind === "Segmenter" && method === "segment") {
+    const segmenter = formatterOf(kept, spec, CONSTRUCTORS.Segmenter as never, kind, locales, opts);
+    return segmented(segmenter as unknown as Intl.Segmenter, args[0] as string);
+  }
   return JSON.stringify(answer(kept, spec, kind, locales, opts, method, args));
 }
 
@@ -129,7 +139,9 @@ function answer(
   const formatter = formatterOf(kept, spec, Ctor, kind, locales, options);
   if (method === "new") return formatter.resolvedOptions();
   if (!(METHODS[kind] as readonly string[]).includes(method)) throw new TypeError(`Intl: no method ${kind}.${method}`);
-  if (kind === "Segmenter") return segmented(formatter as unknown as Intl.Segmenter, args[0] as string);
+  if (kind === "ListFormat" && Array.isArray(args[0]) && args[0].length > MAX_LIST_ITEMS) {
+    throw new RangeError(`Intl: a list of more than ${MAX_LIST_ITEMS} items`);
+  }
   return (formatter[method] as (...a: unknown[]) => unknown).apply(formatter, args);
 }
 
@@ -137,15 +149,20 @@ function answer(
 const SEGMENT_WINDOW = 1_024;
 
 /**
- * Every segment of `text` as `[segment, index, isWordLike?]`, and whether they are words. V8's segment iteration
- * takes time quadratic in the text's length (16,000 characters took 84 ms, 108,000 took 3.7 s on Node 20), so the
- * text is segmented in windows, never cutting a surrogate pair: each window's last two segments (the last may be cut,
- * and the boundary before it may depend on what was cut, as a regional indicator's pairing does) are segmented again
- * at the head of the next (a boundary is where ICU's rules restart), and a window holding fewer segments grows.
+ * Every segment of `text`, as JSON `[lengths, wordLike, words]`: each segment's length in order, then for word
+ * segments a "1" or "0" a segment telling whether it is word-like, and whether they are words (the guest slices the
+ * segments from its own text). The text is written as it is segmented, a window at a time: an answer of objects, a
+ * `[segment, index, isWordLike]` a segment, took ~100 bytes of the host's heap a character segmented (100 MB for
+ * 1,000,000 characters, where an isolate on Workers has 128 MB), this a few. V8's segment iteration takes time
+ * quadratic in the text's length (16,000 characters took 84 ms, 108,000 took 3.7 s on Node 20), so the text is
+ * segmented in windows, never cutting a surrogate pair: each window's last two segments (the last may be cut, and the
+ * boundary before it may depend on what was cut, as a regional indicator's pairing does) are segmented again at the
+ * head of the next (a boundary is where ICU's rules restart), and a window holding fewer segments grows.
  */
-function segmented(segmenter: Intl.Segmenter, text: string): [unknown[], boolean] {
+function segmented(segmenter: Intl.Segmenter, text: string): string {
   const words = segmenter.resolvedOptions().granularity === "word";
-  const out: unknown[] = [];
+  const lengths: string[] = [];
+  const wordLike: string[] = [];
   let start = 0;
   let window = SEGMENT_WINDOW;
   while (start < text.length) {
@@ -159,14 +176,13 @@ function segmented(segmenter: Intl.Segmenter, text: string): [unknown[], boolean
       continue;
     }
     const kept = whole ? found : found.slice(0, -2);
-    for (const { segment, index, isWordLike } of kept) {
-      out.push(words ? [segment, start + index, isWordLike] : [segment, start + index]);
-    }
+    lengths.push(kept.map(({ segment }) => segment.length).join(","));
+    if (words) wordLike.push(kept.map(({ isWordLike }) => (isWordLike ? "1" : "0")).join(""));
     const last = kept[kept.length - 1] as Intl.SegmentData;
     start += last.index + last.segment.length;
     window = SEGMENT_WINDOW;
   }
-  return [out, words];
+  return `[[${lengths.join(",")}],"${wordLike.join("")}",${words}]`;
 }
 
 /** The host formatter of `spec`, made (and kept for the run) on first use. */

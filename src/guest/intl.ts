@@ -29,6 +29,7 @@ export function guestIntl(hostCall: HostCall): void {
   const bigintValue = BigInt.prototype.valueOf;
   const dateValue = Date.prototype.valueOf;
   const dateNow = Date.now;
+  const stringSlice = String.prototype.slice;
   const stringValue = (self: unknown, what: string): string => {
     if (self === undefined || self === null)
       throw new TypeErrorCtor(`String.prototype.${what} called on null or undefined`);
@@ -335,16 +336,19 @@ export function guestIntl(hostCall: HostCall): void {
     undefined,
   );
 
-  // Segmenter: the host answers every segment of the string at once; `Segments` serves them from the guest.
-  type Segment = [segment: string, index: number, isWordLike?: boolean];
-  const segmentData = (segments: Segment[], input: string, at: number, words: boolean) => {
-    const [segment, index, isWordLike] = segments[at] as Segment;
-    const data: Record<string, unknown> = { segment, index, input };
-    if (words) data.isWordLike = isWordLike;
+  // Segmenter: the host answers the length of every segment of the string at once (and for words whether each is
+  // word-like); `Segments` serves them from the guest, sliced from its own string.
+  type Segmented = { starts: number[]; wordLike: string; input: string; words: boolean };
+  const segmentData = (state: Segmented, at: number) => {
+    const { starts, input } = state;
+    const index = starts[at] as number;
+    const next = at + 1 < starts.length ? (starts[at + 1] as number) : input.length;
+    const data: Record<string, unknown> = { segment: apply(stringSlice, input, [index, next]), index, input };
+    if (state.words) data.isWordLike = state.wordLike[at] === "1";
     return data;
   };
   const SegmentsProto = {};
-  const segmentsOf = new WeakMap<object, { segments: Segment[]; input: string; words: boolean }>();
+  const segmentsOf = new WeakMap<object, Segmented>();
   hide(SegmentsProto, "containing", function containing(this: object, index?: unknown) {
     const state = segmentsOf.get(this);
     if (state === undefined)
@@ -354,13 +358,13 @@ export function guestIntl(hostCall: HostCall): void {
     const at = isNaNumber(n) ? 0 : trunc(n);
     if (at < 0 || at >= state.input.length) return undefined;
     let low = 0;
-    let high = state.segments.length - 1;
+    let high = state.starts.length - 1;
     while (low < high) {
       const mid = (low + high + 1) >> 1;
-      if (((state.segments[mid] as Segment)[1] as number) <= at) low = mid;
+      if ((state.starts[mid] as number) <= at) low = mid;
       else high = mid - 1;
     }
-    return segmentData(state.segments, state.input, low, state.words);
+    return segmentData(state, low);
   });
   const ITERATING = Symbol("iterating");
   const SegmentIteratorProto = { __proto__: getPrototypeOf(getPrototypeOf([][Symbol.iterator]())) };
@@ -369,12 +373,12 @@ export function guestIntl(hostCall: HostCall): void {
     SegmentIteratorProto,
     "next",
     function next(this: {
-      [k: symbol]: { state: { segments: Segment[]; input: string; words: boolean }; at: number };
+      [k: symbol]: { state: Segmented; at: number };
     }) {
       const it = this[ITERATING];
       if (it === undefined) throw new TypeErrorCtor("next method called on incompatible receiver");
-      if (it.at >= it.state.segments.length) return { value: undefined, done: true };
-      return { value: segmentData(it.state.segments, it.state.input, it.at++, it.state.words), done: false };
+      if (it.at >= it.state.starts.length) return { value: undefined, done: true };
+      return { value: segmentData(it.state, it.at++), done: false };
     },
   );
   hide(SegmentsProto, Symbol.iterator, function segmentsIterator(this: object) {
@@ -391,9 +395,11 @@ export function guestIntl(hostCall: HostCall): void {
     {
       segment: (spec, a) => {
         const input = text(a[0]);
-        const answer = ask(spec, "segment", [input]) as [Segment[], boolean];
+        const [lengths, wordLike, words] = ask(spec, "segment", [input]) as [number[], string, boolean];
+        const starts: number[] = [];
+        for (let i = 0, at = 0; i < lengths.length; at += lengths[i] as number, i++) append(starts, at);
         const segments = { __proto__: SegmentsProto };
-        segmentsOf.set(segments, { segments: answer[0], input, words: answer[1] });
+        segmentsOf.set(segments, { starts, wordLike, input, words });
         return segments;
       },
     },
