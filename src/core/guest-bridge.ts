@@ -49,7 +49,7 @@ import {
   tapeFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
-import { constructs, type IntlFormatters, intlAnswer } from "./intl.js";
+import { type IntlFormatters, intlAnswer, intlWork } from "./intl.js";
 import type { Limits } from "./limits.js";
 import { type Described, GuestFailure, type Stop } from "./outcome.js";
 import type { Recording } from "./recording.js";
@@ -351,7 +351,7 @@ export class GuestBridge {
 
   /** The guest's `Intl` request (see core/intl.ts), paid before the host's `Intl` answers; what it throws, thrown. */
   #intl(request: string): Answer {
-    const unpaid = this.#unpaid(intlFuel(request, constructs(request, this.#formatters)));
+    const unpaid = this.#unpaid(intlFuel(request, intlWork(request, this.#formatters)));
     if (unpaid !== false) return unpaid;
     let answer: string;
     try {

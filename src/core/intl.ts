@@ -14,6 +14,12 @@ const DEFAULT_LOCALE = "en-US";
 const DEFAULT_TIME_ZONE = "UTC";
 /** Most characters of a request's constructor, locales and options. */
 const MAX_INTL_SPEC_CHARS = 4_096;
+/**
+ * Most locale tags a request names: V8 canonicalizes a list in time quadratic in its tags (716 three-letter tags, 4,000
+ * characters, took 5.4 ms, 335 units of fuel a character; 128 long ones take 3 ms both passes a formatter makes, ~110
+ * units a character: see `INTL_LOCALE_CHAR_FUEL` in host-fuel.ts).
+ */
+const MAX_LOCALES = 128;
 /** Most characters of a request's arguments (the text a `Segmenter` segments, a list `ListFormat` joins). */
 const MAX_INTL_ARGS_CHARS = 1 << 20;
 /**
@@ -65,15 +71,24 @@ const CASE_METHODS = ["toLocaleUpperCase", "toLocaleLowerCase"];
 export type IntlFormatters = Map<string, Formatter>;
 
 /**
- * Whether answering `request` makes a host formatter (which costs more than a call: see host-fuel.ts): one of a
- * constructor the run does not keep yet, and every date's `toLocale*String` (the host makes one each call); case
- * mappings and `Intl`'s own functions make none.
+ * What answering a request costs the host beyond a call (see host-fuel.ts): `"formatter"` where it makes a host
+ * formatter, one of a constructor the run does not keep yet and every date's `toLocale*String` (the host makes one
+ * each call), which reads the locales too; `"locales"` where it only reads them (canonicalizes the list, asks which the
+ * host supports: `supportedLocalesOf`, `Intl.getCanonicalLocales`, the case mappings), which costs by the characters
+ * of the tags; `"call"` for a kept formatter's method and `Intl.supportedValuesOf`.
  */
-export function constructs(request: string, kept: IntlFormatters): boolean {
-  const spec = request.slice(0, request.indexOf("\n"));
-  if (spec.startsWith('["Date"')) return true;
-  if (spec.startsWith('["String"') || spec.startsWith('["Intl"')) return false;
-  return !kept.has(spec);
+export type IntlWork = "formatter" | "locales" | "call";
+
+/** The {@link IntlWork} of answering `request` for a run that keeps `kept`. */
+export function intlWork(request: string, kept: IntlFormatters): IntlWork {
+  const first = request.indexOf("\n");
+  const spec = request.slice(0, first);
+  const method = request.slice(first + 1, request.indexOf("\n", first + 1));
+  if (spec.startsWith('["Date"')) return "formatter";
+  if (spec.startsWith('["String"') || method === "supportedLocalesOf" || method === "getCanonicalLocales")
+    return "locales";
+  if (spec.startsWith('["Intl"')) return "call";
+  return kept.has(spec) ? "call" : "formatter";
 }
 
 /**
@@ -96,6 +111,8 @@ export function intlAnswer(request: string, kept: IntlFormatters): string {
   // Locales are `null` where the guest had none; options are left out where it had none.
   const [kind, listed, options] = JSON.parse(spec) as [string, Locales | null, unknown];
   const locales = listed ?? undefined;
+  if (Array.isArray(locales) && locales.length > MAX_LOCALES)
+    throw new RangeError(`Intl: more than ${MAX_LOCALES} locales`);
   const args = (JSON.parse(argsText) as unknown[]).map(fromWire);
   const opts = fromWire(options);
   if (kind === "Segmenter" && method === "segment") {
