@@ -79,8 +79,10 @@ const INTL_CALL_FUEL = 3_500;
 
 /**
  * A request that makes the host's formatter first (new locales and options; every `Date#toLocaleString`, which
- * makes one each call): `new Intl.NumberFormat` with options never seen took 172 us, `DateTimeFormat` 59 us,
- * `toLocaleString` of a date 150 us.
+ * makes one each call), or for which V8 makes ICU's formatter each call (a range's format, `selectRange`,
+ * `Intl.supportedValuesOf`: `IntlWork` in core/intl.ts): `new Intl.NumberFormat` with options never seen took 172 us,
+ * `DateTimeFormat` 59 us, `toLocaleString` of a date 150 us, `formatRangeToParts` 35-51 us, `supportedValuesOf` of
+ * time zones 170 us.
  */
 const INTL_NEW_FUEL = 40_000;
 
@@ -101,10 +103,10 @@ const INTL_LOCALE_CHAR_FUEL = 192;
  */
 export function intlFuel(request: string, work: IntlWork): number {
   const segmenting = request.startsWith('["Segmenter"') && request.includes("\nsegment\n");
-  const specChars = work === "call" ? 0 : request.indexOf("\n");
+  const specChars = work === "formatter" || work === "locales" ? request.indexOf("\n") : 0;
   return (
     INTL_CALL_FUEL +
-    (work === "formatter" ? INTL_NEW_FUEL : 0) +
+    (work === "formatter" || work === "remade" ? INTL_NEW_FUEL : 0) +
     specChars * INTL_LOCALE_CHAR_FUEL +
     request.length * (TAPE_CHAR_FUEL + (segmenting ? INTL_SEGMENT_CHAR_FUEL : 0))
   );

@@ -75,9 +75,14 @@ export type IntlFormatters = Map<string, Formatter>;
  * formatter, one of a constructor the run does not keep yet and every date's `toLocale*String` (the host makes one
  * each call), which reads the locales too; `"locales"` where it only reads them (canonicalizes the list, asks which the
  * host supports: `supportedLocalesOf`, `Intl.getCanonicalLocales`, the case mappings), which costs by the characters
- * of the tags; `"call"` for a kept formatter's method and `Intl.supportedValuesOf`.
+ * of the tags; `"remade"` for a kept formatter's method for which V8 makes ICU's formatter again each call (a range's,
+ * `selectRange`) and `Intl.supportedValuesOf`, which cost as much as a formatter (35-51 us and up to 170 us a call,
+ * where a call of `format` took under 10); `"call"` for any other method of a kept formatter.
  */
-export type IntlWork = "formatter" | "locales" | "call";
+export type IntlWork = "formatter" | "locales" | "remade" | "call";
+
+/** Methods for which V8 makes an ICU formatter each call (see {@link IntlWork}). */
+const REMADE_METHODS = ["formatRange", "formatRangeToParts", "selectRange", "supportedValuesOf"];
 
 /** The {@link IntlWork} of answering `request` for a run that keeps `kept`. */
 export function intlWork(request: string, kept: IntlFormatters): IntlWork {
@@ -87,8 +92,8 @@ export function intlWork(request: string, kept: IntlFormatters): IntlWork {
   if (spec.startsWith('["Date"')) return "formatter";
   if (spec.startsWith('["String"') || method === "supportedLocalesOf" || method === "getCanonicalLocales")
     return "locales";
-  if (spec.startsWith('["Intl"')) return "call";
-  return kept.has(spec) ? "call" : "formatter";
+  if (!spec.startsWith('["Intl"') && !kept.has(spec)) return "formatter";
+  return REMADE_METHODS.includes(method) ? "remade" : "call";
 }
 
 /**

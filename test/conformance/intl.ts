@@ -288,6 +288,23 @@ export function intlSuite(sandbox: (settings: SandboxOptions) => RunCode): void 
       });
     });
 
+    it("a range's format, selectRange and supportedValuesOf pay as making a formatter: the host makes one each call", async () => {
+      // Each took 35-170 us of the host's CPU where a call was charged ~14 us: loops of them took 2.5-4.3x a spinning
+      // loop's CPU per unit of fuel.
+      const fuel = async (call: string) =>
+        (
+          await settle(
+            runCode,
+            `const p = new Intl.PluralRules("ar"); const n = new Intl.NumberFormat("en");
+             for (let i = 0; i < 100; i++) ${call};\nexport default 1`,
+            js,
+          )
+        ).fuelUsed as number;
+      const select = await fuel("p.select(i)");
+      for (const call of ["p.selectRange(i, i + 9)", "n.formatRange(i, i + 9)", 'Intl.supportedValuesOf("unit")'])
+        expect((await fuel(call)) - select).toBeGreaterThan(100 * 36_000);
+    });
+
     it("a collator's sort of 10^5 strings stops at the run's fuel", async () => {
       const source = `const c = new Intl.Collator("de");
         const a = Array.from({ length: 100000 }, (_, i) => "w" + ((i * 7919) % 100000));
