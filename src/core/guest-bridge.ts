@@ -47,6 +47,7 @@ import {
   randomFuel,
   subtleFuel,
   tapeFuel,
+  wideTextFuel,
 } from "./host-fuel.js";
 import type { Answer, BootedInstance, CoreHandles, Holder, MarshalHandles } from "./instance.js";
 import { type IntlFormatters, intlAnswer, intlWork } from "./intl.js";
@@ -610,7 +611,11 @@ export class GuestBridge {
         // that provably survived is taken (its length read as its property: `getLength` answers only for objects);
         // others go through the guest's encoder (JSON-escaped).
         const text = ctx.getString(handle);
-        if (text.includes("\uFFFD")) return NOT_PRIMITIVE;
+        // Its reading is paid once done (its length is not its bytes): UTF-8 past ASCII costs the host ~4x.
+        if (PAST_ASCII.test(text)) {
+          this.#limits.spend(wideTextFuel(text.length));
+          if (text.includes("\uFFFD")) return NOT_PRIMITIVE;
+        }
         const length = ctx.getProp(handle, "length");
         const survived = text.length === ctx.getNumber(length);
         length.dispose();
@@ -745,6 +750,9 @@ const noSide = {
 
 /** NUL and lone surrogates do not survive the FFI's UTF-8 C strings (see `toHost`). */
 const UNSAFE_FOR_C_STRINGS = /[\0\uD800-\uDFFF]/;
+
+/** A character past ASCII. */
+const PAST_ASCII = /[\u0080-\uffff]/;
 
 /** What {@link GuestBridge.#primitive} answers for a value that is not a primitive it reads. */
 const NOT_PRIMITIVE = Symbol("not a primitive");

@@ -170,6 +170,26 @@ describe("fuel charges the host's work for the guest, before it is done", () => 
     expect(result.fuelUsed).toBeLessThanOrEqual(CAP + 2 * STOP_GRACE_FUEL);
   });
 
+  it("a string argument past ASCII pays for the host's decoding of its UTF-8, 4 units a character more", async () => {
+    // Before, both paid the engine's copy alone, ~1 unit a character: 1,000,000 characters of `€` took the host 20.5 ns
+    // a unit of that fuel (emoji 29), ASCII 3.5.
+    let received = "";
+    const f = (text: string) => {
+      received = text;
+    };
+    const fuel = async (char: string) => {
+      const result = await capped(`f(${JSON.stringify(char)}.repeat(100000)); export default 1`, {
+        ...js,
+        globals: { f },
+      });
+      expect([result.status, received.length]).toEqual(["success", 100_000 * char.length]);
+      return result.fuelUsed as number;
+    };
+    const ascii = await fuel("x");
+    expect((await fuel("\u20ac")) - ascii).toBeGreaterThanOrEqual(4 * 100_000);
+    expect((await fuel("\u{1F600}")) - ascii).toBeGreaterThanOrEqual(4 * 200_000);
+  });
+
   it("a console loop stops with the entries kept within what the cap pays for", async () => {
     const result = await capped("for (;;) console.log('x');", js);
     expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
