@@ -246,8 +246,12 @@ class Run implements StartedRun, Nesting {
       const booted = this.#booted;
       this.#booted = undefined;
       const sound = this.#sound && !this.#limits.faulted;
-      if (this.#cell !== undefined) this.#cell.done(sound);
-      else if (booted !== undefined) {
+      if (this.#cell !== undefined) {
+        // A cell that leaves its session's instance unfit has the session take another, given its state before the
+        // cell: that boot is the cell's work, as a run's is.
+        if (!sound) this.#limits.spend(INSTANCE_BOOT_FUEL);
+        this.#cell.done(sound);
+      } else if (booted !== undefined) {
         // An instance the run left unfit for another is booted again for the next run: that work is this run's (its
         // heap's reach read before the restore puts the break back).
         if (!sound || booted.instance.growthRefused || booted.mayOutgrowKeeping())

@@ -9,6 +9,7 @@ import {
   SessionError,
   type SessionOptions,
 } from "../../node/index.js";
+import { INSTANCE_BOOT_FUEL } from "../../src/core/host-fuel.js";
 
 const js = { language: "javascript" } as const;
 /** A bound that only catches a hang. */
@@ -166,7 +167,10 @@ describe("a session's cells", () => {
     const s = await session({ clock: () => 0, safetyCap: { fuel: 20_000_000 } });
     await value(s, "var kept = 1");
     const source = "kept = 2; var x = 3n ** 2000000n; for (;;) x = (x * x) % (3n ** 2000000n);";
-    expect((await s.run(source, js)).status).toBe("terminated");
+    const stopped = await s.run(source, js);
+    expect(stopped.status).toBe("terminated");
+    // It pays for the instance the session takes in its place, as a run does (before: the cap and the grace alone).
+    expect(stopped.fuelUsed).toBeGreaterThan(20_000_000 + INSTANCE_BOOT_FUEL);
     expect(await value(s, "[kept, typeof x]")).toEqual([1, "undefined"]);
     expect(await value(s, "kept = 3")).toBe(3);
   });
