@@ -16,6 +16,13 @@ const INITIAL_PAGES = 256;
  */
 const MEMORY_OVERHEAD_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The most `memoryLimitBytes` a run may ask for: with the overhead, the 2 GiB maximum the engine's wasm declares
+ * (Emscripten's). A larger one failed the instance's instantiation, its run ending with an error that named neither
+ * (past 4 GiB, with one that blamed the code's nesting).
+ */
+export const MAX_MEMORY_LIMIT_BYTES = 2 * 1024 * 1024 * 1024 - MEMORY_OVERHEAD_BYTES;
+
 /** The most linear memory a run capped at `heapLimitBytes` can take: the cap, the overhead, whole pages, 16 MiB at least. */
 export function linearMemoryBytes(heapLimitBytes: number): number {
   return memoryHolding(heapLimitBytes + MEMORY_OVERHEAD_BYTES);

@@ -3,6 +3,7 @@
  * any sandbox exists.
  * @module
  */
+import { MAX_MEMORY_LIMIT_BYTES } from "./engine.js";
 import type { CodeExecutionLog, CodeExecutionOptions } from "./types.js";
 
 /** Options after validation, with every default applied. */
@@ -133,6 +134,11 @@ export function resolveOptions(
   }
   if (typeof memoryLimitBytes !== "number" || !Number.isSafeInteger(memoryLimitBytes) || memoryLimitBytes <= 0) {
     fail("memoryLimitBytes", "a positive integer number of bytes", memoryLimitBytes);
+  }
+  if ((memoryLimitBytes as number) > MAX_MEMORY_LIMIT_BYTES) {
+    throw new RangeError(
+      `runCode: options.memoryLimitBytes must be at most ${MAX_MEMORY_LIMIT_BYTES} (the engine's memory holds 2 GiB with its overhead), got ${memoryLimitBytes}`,
+    );
   }
   if (typeof filename !== "string" || filename === "") return fail("filename", "a non-empty string", filename);
   if (report !== undefined && typeof report !== "function") fail("report", "a function", report);

@@ -66,6 +66,23 @@ describe("memory classes", () => {
   });
 });
 
+describe("the largest memoryLimitBytes", () => {
+  it("is what the engine's 2 GiB of memory holds with its overhead; a larger one is refused before anything runs", async () => {
+    const { sandbox } = frozenSandbox();
+    const js = { language: "javascript" } as const;
+    const most = 2 * 1024 * MiB - 4 * MiB;
+    expect((await sandbox.runCode("export default 1", { ...js, memoryLimitBytes: most })).result).toBe(1);
+    // Before: an error result naming neither (a larger maximum than the module's), past 4 GiB one blaming nesting.
+    for (const memoryLimitBytes of [most + 1, 4 * 1024 * MiB]) {
+      expect(() => sandbox.runCode("export default 1", { ...js, memoryLimitBytes })).toThrow(
+        new RangeError(
+          `runCode: options.memoryLimitBytes must be at most ${most} (the engine's memory holds 2 GiB with its overhead), got ${memoryLimitBytes}`,
+        ),
+      );
+    }
+  });
+});
+
 describe("a tenant choosing a new memoryLimitBytes each run, in-thread with a frozen clock", () => {
   it("makes the pool boot no instance for it: runs of every limit take the one instance", async () => {
     const { boots, sandbox } = frozenSandbox();
