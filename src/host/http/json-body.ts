@@ -8,7 +8,13 @@
 import type { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { HostError } from "../errors.js";
-import { isJsonContentType, readTextWithin } from "./body.js";
+import {
+  isJsonContentType,
+  MIN_CHUNK_BYTES,
+  maxChunksWithin,
+  type BodyRefusal as RefusedBody,
+  readTextWithin,
+} from "./body.js";
 import { type AppEnv, invalidInput } from "./route-context.js";
 
 /** The refusal of a body its schema does not take: by default the first problems, named by where they are. */
@@ -32,11 +38,7 @@ export function jsonBody<S extends z.ZodType>(
     }
     // Strict UTF-8: a lenient decode turned invalid bytes into U+FFFD silently, storing code nobody sent.
     const text = await readTextWithin(c.req.raw, maxBytes);
-    if (typeof text !== "string") {
-      throw text.refused === "too_large"
-        ? new HostError("payload_too_large", `The body is larger than ${maxBytes} bytes`)
-        : new HostError("invalid_json", "The body is not valid UTF-8");
-    }
+    if (typeof text !== "string") throw refusedBody(text.refused, maxBytes);
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -53,4 +55,19 @@ export function jsonBody<S extends z.ZodType>(
     c.req.addValidatedData("json", body as object);
     await next();
   };
+}
+
+/** The error for a body `readTextWithin` refused. */
+function refusedBody(why: RefusedBody, maxBytes: number): HostError {
+  switch (why) {
+    case "too_large":
+      return new HostError("payload_too_large", `The body is larger than ${maxBytes} bytes`);
+    case "too_many_chunks":
+      return new HostError(
+        "payload_too_large",
+        `The body came in more than ${maxChunksWithin(maxBytes)} chunks: send it with a Content-Length, or in chunks of ${MIN_CHUNK_BYTES} bytes or more`,
+      );
+    case "not_utf8":
+      return new HostError("invalid_json", "The body is not valid UTF-8");
+  }
 }
