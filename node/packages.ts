@@ -25,6 +25,11 @@ interface PackageBundle {
 /** A bare specifier: a package name (`zod`, `@scope/name`), optionally with a subpath (`lodash/fp`). */
 const SPECIFIER = /^(?:@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*(?:\/[\w.~@-]+)*$/i;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+/**
+ * A package's version as npm publishes it (semver): it names the bundle's file, so a `package.json` whose version
+ * holds a `/` or `..` would write the bundle outside its directory.
+ */
+const VERSION = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
 /** The package name of a bare specifier (`@scope/name/sub` -> `@scope/name`). */
 function packageNameOf(specifier: string): string {
@@ -121,8 +126,12 @@ export function bundlePackages(specifiers: readonly string[], from = process.cwd
     const name = packageNameOf(specifier);
     const nodeModules = nodeModulesOf(name, from);
     const { version } = JSON.parse(readFileSync(join(nodeModules, name, "package.json"), "utf8")) as {
-      version: string;
+      version: unknown;
     };
+    if (typeof version !== "string" || !VERSION.test(version)) {
+      const shown = JSON.stringify(version ?? null).slice(0, 100);
+      throw new TypeError(`createSandbox: package '${name}' has the version ${shown}, which is not a semantic version`);
+    }
     const file = join(
       nodeModules,
       ".cache/runcode/packages",

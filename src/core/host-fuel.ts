@@ -160,11 +160,20 @@ export const MODULE_LOAD_FUEL = 8_000;
  */
 export const FETCH_REQUEST_FUEL = 190_000;
 
+/**
+ * A read of a response body, on top of its bytes: waking for what arrived, the platform's fetch handing it on, the
+ * host's read loop. A server that sends its body a byte at a time (each its own TCP segment) makes a read a byte:
+ * `npm run bench:fetch-reads` (bench/fetch-reads.ts) measured 50-180 us of the host's CPU a read beyond its bytes,
+ * median 76 us (load average 3.2), where the bytes alone paid a unit per 4 of them: a drip of 8 MiB cost the host
+ * minutes for 2 ms of fuel.
+ */
+export const FETCH_READ_FUEL = 20_000;
+
 /** What a run's `fetch` pays, from `account` (the run's limits). */
 export function fetchMeter(account: { pay(units: number): boolean }): FetchMeter {
   return {
     request: (bytes) => account.pay(FETCH_REQUEST_FUEL + bufferFuel(bytes)),
-    response: (bytes) => account.pay(bufferFuel(bytes)),
+    response: (bytes) => account.pay(FETCH_READ_FUEL + bufferFuel(bytes)),
   };
 }
 

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { stringifyWithin, WorkBudget } from "../values/budget.js";
+import { JsonNesting, MAX_JSON_TEXT_DEPTH } from "../values/json-nesting.js";
 import { KV_MAX_CALLS_PER_RUN } from "./kv.js";
 import { type Service, type Tool, ToolError } from "./registry.js";
 import type { JSONSchema } from "./types.js";
@@ -151,17 +152,25 @@ export function upstreamClient(): Client {
   return new Client({ name: "runcode", version: "0.1.0" }, { jsonSchemaValidator: outputValidator });
 }
 
-/** `fetch` whose response bodies fail past {@link MAX_UPSTREAM_RESPONSE_BYTES}, before the SDK holds them whole. */
+/**
+ * `fetch` whose response bodies fail past {@link MAX_UPSTREAM_RESPONSE_BYTES}, before the SDK holds them whole, or
+ * once they nest deeper than {@link MAX_JSON_TEXT_DEPTH}, before the SDK parses them (4 MiB of `[` would hold the host
+ * a second in `JSON.parse`, every call).
+ */
 const boundedFetch: FetchLike = async (url, init) => {
   const response = await fetch(url, init);
   if (response.body === null) return response;
   let bytes = 0;
+  const nesting = new JsonNesting();
   const body = response.body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         bytes += chunk.byteLength;
-        if (bytes <= MAX_UPSTREAM_RESPONSE_BYTES) controller.enqueue(chunk);
-        else controller.error(new Error(`the upstream's answer is more than ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`));
+        if (bytes > MAX_UPSTREAM_RESPONSE_BYTES)
+          controller.error(new Error(`the upstream's answer is more than ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`));
+        else if (!nesting.read(chunk))
+          controller.error(new Error(`the upstream's answer nests deeper than ${MAX_JSON_TEXT_DEPTH} levels`));
+        else controller.enqueue(chunk);
       },
     }),
   );

@@ -305,6 +305,19 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       expect(await result(runCode, source)).toBe(100_000);
     });
 
+    it("counts a compressed body as it decompresses: a gzip or brotli bomb is dropped at the cap", async () => {
+      const runCode = sandbox();
+      for (const coding of ["gzip", "br"]) {
+        // 64 MiB that arrives as some tens of kilobytes.
+        expect(await rejection(runCode, `A + "/${coding}/${64 * MiB}"`)).toEqual([
+          "RangeError",
+          `fetch: the response body of ${a.origin} exceeds ${8 * MiB} bytes (fetch.maxResponseBytes)`,
+        ]);
+        const source = `export default (await (await fetch(A + "/${coding}/100000")).text()).length`;
+        expect(await result(runCode, source)).toBe(100_000);
+      }
+    });
+
     it("refuses a declared body over the cap before reading it", async () => {
       expect(await rejection(sandbox({ maxResponseBytes: 100_000 }), 'A + "/declared/100001"')).toEqual([
         "RangeError",

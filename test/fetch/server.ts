@@ -1,8 +1,10 @@
 /**
  * A loopback HTTP server (port 0) for the fetch tests: it records every request that reaches it and serves the
- * routes the tests need: echoes, redirects, large and declared bodies, many headers, and requests that never answer.
+ * routes the tests need: echoes, redirects, large, declared and compressed bodies, many headers, and requests that never
+ * answer.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { brotliCompressSync, gzipSync, constants as zlibConstants } from "node:zlib";
 
 /** A request as the server received it. */
 export interface Received {
@@ -79,8 +81,31 @@ const routes: [RegExp, (match: RegExpExecArray) => Route][] = [
       res.end();
     },
   ],
+  [
+    /^\/(gzip|br)\/(\d+)$/,
+    (m) => (_, res) => {
+      res.writeHead(200, { "content-encoding": m[1] as string, "content-type": "text/plain" });
+      res.end(compressed(m[1] as "gzip" | "br", Number(m[2])));
+    },
+  ],
   [/^\/hang/, () => () => {}],
 ];
+
+const bombs = new Map<string, Buffer>();
+/** `bytes` of "x", compressed: 64 MiB of it is some tens of kilobytes on the wire. */
+function compressed(coding: "gzip" | "br", bytes: number): Buffer {
+  const key = `${coding}/${bytes}`;
+  let body = bombs.get(key);
+  if (body === undefined) {
+    const plain = Buffer.alloc(bytes, 120);
+    body =
+      coding === "gzip"
+        ? gzipSync(plain)
+        : brotliCompressSync(plain, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } });
+    bombs.set(key, body);
+  }
+  return body;
+}
 
 function json(res: ServerResponse, value: unknown): void {
   res.writeHead(200, { "content-type": "application/json" });

@@ -51,6 +51,11 @@ install("browser-build", {
   "node.js": 'throw new Error("not on Node");\n',
   "browser.js": 'module.exports = { where: "browser" };\n',
 });
+// A hostile package.json: its version names the bundle's file, and climbed out of the bundles' directory.
+install("climbs", {
+  "package.json": JSON.stringify({ name: "climbs", version: "1.0.0/../../../../../climbed", type: "module" }),
+  "index.js": "export const x = 1;\n",
+});
 install("needs-fs", {
   "package.json": JSON.stringify({ name: "needs-fs", version: "1.0.0", main: "index.js" }),
   "index.js": 'module.exports = require("node:fs").readFileSync;\n',
@@ -70,6 +75,12 @@ describe("packages", () => {
     expect(() => createSandbox({ packages: ["greet", "greet"], packagesFrom: dir })).toThrow(
       new TypeError("createSandbox: package 'greet' is given twice"),
     );
+    expect(() => createSandbox({ packages: ["climbs"], packagesFrom: dir })).toThrow(
+      new TypeError(
+        "createSandbox: package 'climbs' has the version \"1.0.0/../../../../../climbed\", which is not a semantic version",
+      ),
+    );
+    expect(existsSync(join(dir, "climbed-runcode0.1.0.js"))).toBe(false);
     expect(() => createSandbox({ packages: ["greet"], packagesFrom: dir, bootModules: { greet: "" } })).toThrow(
       new TypeError("createSandbox: package 'greet' is in bootModules too"),
     );

@@ -14,15 +14,19 @@ export interface BodyCount {
   cancelled: boolean;
 }
 
-/** A body of `total` bytes, `head` and then spaces (which JSON allows after a value), in {@link CHUNK_BYTES} pieces. */
-export function countingBody(total: number, head = "{}"): { stream: ReadableStream<Uint8Array>; count: BodyCount } {
+/** A body of `total` bytes, `head` and then spaces (which JSON allows after a value), in pieces of `chunkBytes`. */
+export function countingBody(
+  total: number,
+  head = "{}",
+  chunkBytes = CHUNK_BYTES,
+): { stream: ReadableStream<Uint8Array>; count: BodyCount } {
   const prefix = new TextEncoder().encode(head);
   const count: BodyCount = { pulled: 0, cancelled: false };
   const stream = new ReadableStream<Uint8Array>(
     {
       pull(controller) {
         if (count.pulled >= total) return controller.close();
-        const chunk = new Uint8Array(Math.min(CHUNK_BYTES, total - count.pulled)).fill(0x20);
+        const chunk = new Uint8Array(Math.min(chunkBytes, total - count.pulled)).fill(0x20);
         if (count.pulled < prefix.length) chunk.set(prefix.subarray(count.pulled, count.pulled + chunk.length));
         count.pulled += chunk.length;
         controller.enqueue(chunk);

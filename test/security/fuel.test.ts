@@ -7,6 +7,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../node/index.js";
 import {
+  FETCH_READ_FUEL,
   FETCH_REQUEST_FUEL,
   HOST_CALL_FUEL,
   HOST_PROMISE_FUEL,
@@ -232,6 +233,30 @@ describe("fuel charges the host's work for the guest, before it is done", () => 
     expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
     expect(requests * FETCH_REQUEST_FUEL).toBeLessThanOrEqual(CAP);
     expect(requests).toBeGreaterThan(0);
+  });
+
+  it("a body dripped a byte a read stops the run with the reads made within what the cap pays for", async () => {
+    // Before: a read paid only for its byte (a unit per 4), so this 1 MB drip (a million reads of the host, 30-70 us
+    // of its CPU each over a network) cost the run 250,000 units and ended `success`.
+    let reads = 0;
+    const drip = async () =>
+      new Response(
+        new ReadableStream({
+          pull(stream) {
+            reads++;
+            if (reads > 1_000_000) stream.close();
+            else stream.enqueue(new Uint8Array(1));
+          },
+        }),
+      );
+    const fetching = hostWork({ webApis: true, fetch: { allow: ["http://local.test"], fetch: drip } });
+    const result = await fetching(
+      "export default (await (await fetch('http://local.test/')).arrayBuffer()).byteLength",
+      js,
+    );
+    expect(outcome(result)).toEqual({ status: "terminated", error: STOPPED_AT_CAP });
+    expect(reads * FETCH_READ_FUEL).toBeLessThanOrEqual(CAP + FETCH_READ_FUEL);
+    expect(reads).toBeGreaterThan(0);
   });
 
   it(

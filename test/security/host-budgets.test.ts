@@ -668,6 +668,58 @@ describe("event streams", () => {
   });
 });
 
+describe("event streams of a tenant", () => {
+  test("a tenant's processes take at most 64 streams together (429 too_many_subscribers), another tenant's are its own", async () => {
+    // Before: 32 a process whatever the tenant's processes, so its 32 active ones held 1,024 streams, each keeping up
+    // to 1 MiB of events its client did not read.
+    const svc = new ProcessService({ store: new MemoryProcessStore() });
+    let b!: EnvironmentBindings;
+    const ends = new Map<number, () => void>();
+    await svc.environments.activate("test", {
+      setup: async (context) => {
+        b = context.bindings;
+      },
+      teardown: async () => {},
+      execute: ({ eid }) =>
+        new Promise((resolve) => {
+          b.setState(eid, "running");
+          ends.set(eid, () => resolve("success"));
+        }),
+      kill: async (eid) => ends.get(eid)?.(),
+      generateDocs: async () => "",
+      generateToolDocs: async () => "",
+    });
+    const started = async (tenant?: string) => {
+      const { pid } = await svc.create({ code: "x", ...(tenant === undefined ? {} : { tenant }) });
+      await until(() => ends.has(pid));
+      return pid;
+    };
+    const [first, second, third, betas] = [await started(), await started(), await started(), await started("beta")];
+    const streams = (pid: number) => svc.events(pid);
+    const open = await Promise.all([...Array(32).fill(first), ...Array(32).fill(second)].map(streams));
+    const refusal = {
+      code: "too_many_subscribers",
+      message: "This tenant's processes have 64 event streams open already: close one first",
+    };
+    await expect(streams(third)).rejects.toMatchObject(refusal);
+    // Another tenant's processes count for it alone.
+    expect(await streams(betas)).toBeInstanceOf(ReadableStream);
+    // A stream closed gives its place back.
+    await open.pop()?.cancel();
+    expect(await streams(third)).toBeInstanceOf(ReadableStream);
+    await expect(streams(third)).rejects.toMatchObject(refusal);
+    // A process that ends ends its streams, and gives their places back.
+    ends.get(first)?.();
+    await svc.wait(first);
+    const more = await Promise.all([...Array(31).fill(third), second].map(streams));
+    expect(more.length).toBe(32);
+    const fourth = await started();
+    await expect(streams(fourth)).rejects.toMatchObject(refusal);
+    for (const end of ends.values()) end();
+    await Promise.all([second, third, fourth, betas].map((pid) => svc.wait(pid)));
+  });
+});
+
 /** A store that counts the records its `list` hands out (each one read and copied). */
 class CountingStore extends MemoryProcessStore implements ProcessStore {
   listed = 0;

@@ -21,6 +21,7 @@ import { createHost } from "../../src/host/index.js";
 import { DECLARATION_UNITS, declarationsOf, TOOL_DECLARATION_UNITS } from "../../src/tools/declarations.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import {
+  httpTransport,
   MAX_UPSTREAM_CALLS_PER_RUN,
   MAX_UPSTREAM_LIST_BYTES,
   MAX_UPSTREAM_PAGES,
@@ -410,4 +411,50 @@ export default [failure, await small({})];`,
       result: [expect.stringContaining(`more than ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`), "x".repeat(10)],
     });
   }, 10_000);
+
+  it("an answer over HTTP nesting past 4,096 levels fails the call before the SDK parses it", async () => {
+    // An upstream that writes its answers itself: `deep` answers with 2 MB of brackets (the SDK's own server cannot
+    // send them). Before: parsed whole by the SDK, a fraction of a microsecond a level, every call.
+    const levels = 1_000_000;
+    const http = createServer(async (request, response) => {
+      // No stream of its own (GET) and no session to end (DELETE).
+      if (request.method !== "POST") return void response.writeHead(405).end();
+      let text = "";
+      for await (const chunk of request) text += chunk;
+      const message = JSON.parse(text) as { id?: number; method: string; params?: { name?: string } };
+      if (message.id === undefined) return void response.writeHead(202).end();
+      const result =
+        message.method === "initialize"
+          ? '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}'
+          : message.method === "tools/list"
+            ? JSON.stringify({ tools: [tool("deep", { type: "object" }), tool("flat", { type: "object" })] })
+            : message.params?.name === "deep"
+              ? `{"content":[],"structuredContent":{"deep":${"[".repeat(levels)}${"]".repeat(levels)}}}`
+              : '{"content":[{"type":"text","text":"flat"}]}';
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(`{"jsonrpc":"2.0","id":${message.id},"result":${result}}`);
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    closers.push(
+      () =>
+        new Promise((resolve) => {
+          http.closeAllConnections();
+          http.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
+    const client = upstreamClient();
+    await client.connect(httpTransport({ url }));
+    closers.push(() => client.close());
+    const tools = new ToolRegistry().register(await upstreamService("up", client));
+    const code = `import { deep, flat } from "up";
+let failure = "";
+try { await deep({}); } catch (error) { failure = (error as Error).message; }
+export default [failure, await flat({})];`;
+    const result = await runCode(code, { imports: tools.modules() });
+    expect(result.result).toEqual([
+      expect.stringContaining("the upstream's answer nests deeper than 4096 levels"),
+      "flat",
+    ]);
+  }, 20_000);
 });

@@ -109,7 +109,7 @@ describe("malformed and giant bodies", () => {
       ["ref empty", '{"code":"1","ref":""}', 400, "invalid_request"],
       ["ref a number", '{"code":"1","ref":7}', 400, "invalid_request"],
       ["ref 257 characters", JSON.stringify({ code: "1", ref: "r".repeat(257) }), 400, "invalid_request"],
-      ["deep nesting", `{"code":"1","x":${deep}}`, 400, "invalid_request"],
+      ["deep nesting", `{"code":"1","x":${deep}}`, 400, "invalid_json"],
       ["1 MiB + 1 body", JSON.stringify({ code: "1" }).padEnd(1024 * 1024 + 1, " "), 413, "payload_too_large"],
       ["100 KB + 1 code", JSON.stringify({ code: "x".repeat(100 * 1024 + 1) }), 413, "payload_too_large"],
       ["100 KB + 1 code in UTF-8", JSON.stringify({ code: `x${"é".repeat(50 * 1024)}` }), 413, "payload_too_large"],
@@ -590,13 +590,23 @@ describe("POST /run answers of any length and depth (issue 9, class 9)", () => {
     expect(answer).toEqual({ status: "success", result: 1, reports: [], logs, durationMs: 9 });
   });
 
-  it("a client's argument nested 400,000 deep meets the documented 1,000-level limit, not a stack overflow", async () => {
-    const deep = `${"[".repeat(400_000)}${"]".repeat(400_000)}`;
-    const body = `{"source":"export default (x) => 1","options":{"execute":{"fn":"default","args":[${deep}]}}}`;
-    const response = await post("/run", body);
-    const answer = (await response.json()) as { error: { code: string; message: string } };
-    expect({ status: response.status, code: answer.error.code }).toEqual({ status: 400, code: "invalid_options" });
-    expect(answer.error.message).toContain("nested deeper than 1000 levels");
+  it("a client's argument nested 400,000 deep is refused before it is parsed; 2,000 deep meets the 1,000-level limit", async () => {
+    const body = (levels: number) =>
+      `{"source":"export default (x) => 1","options":{"execute":{"fn":"default","args":[${"[".repeat(levels)}${"]".repeat(levels)}]}}}`;
+    const refusal = async (response: Response) => {
+      const answer = (await response.json()) as { error: { code: string; message: string } };
+      return [response.status, answer.error.code, answer.error.message];
+    };
+    expect(await refusal(await post("/run", body(400_000)))).toEqual([
+      400,
+      "invalid_json",
+      "The body nests deeper than 4096 levels of arrays and objects",
+    ]);
+    expect(await refusal(await post("/run", body(2_000)))).toEqual([
+      400,
+      "invalid_options",
+      expect.stringContaining("nested deeper than 1000 levels"),
+    ]);
   });
 
   it("a 3 MiB + 1 buffer comes back byte for byte", async () => {

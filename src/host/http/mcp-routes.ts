@@ -3,7 +3,8 @@
  * made for its tenant, answers (an event stream for a request that calls tools, JSON otherwise) and closes. The body
  * is read once by the app's JSON reader within its limit (the SDK's transport would read it whole); each `tools/call`
  * counts against the tenant's rate (so does a request that reaches upstream servers), and its run takes the host's
- * one path for runs, waiting in the same admission as `POST /run`; a call with a `session` name runs a cell of the
+ * one path for runs, waiting in the same admission as `POST /run` and keeping its room, as `/run`'s do, until the
+ * answer has been read whole or its client went away; a call with a `session` name runs a cell of the
  * tenant's session of that name in the host's sessions (`SessionBackend.open`), durable across requests. The app refuses a foreign `Host` or
  * browser origin before this route (the MCP specification's defence against DNS rebinding), and what the SDK's
  * transport refuses is answered as every refusal is, `{error: {code, message}}`.
@@ -124,9 +125,12 @@ export function mcpRoutes(
     const signal = AbortSignal.any([c.req.raw.signal, ended.signal]);
     const tenant = c.get("tenant");
     const upstreams = reachesUpstreams ? await connectHttpUpstreams(mcpServers) : undefined;
+    /** The rooms of the calls' runs, kept until the answer is read whole or the client went away (as `/run`'s). */
+    const rooms: (() => void)[] = [];
     let ending: Promise<void> | undefined;
     const end = () => {
       ended.abort(new HostError("internal", "The request ended"));
+      for (const release of rooms.splice(0)) release();
       ending ??= Promise.resolve(upstreams?.close());
       return ending;
     };
@@ -138,12 +142,19 @@ export function mcpRoutes(
         upstreams === undefined ? runs.tools : (runs.tools ?? new ToolRegistry()).extendedWith(upstreams.services);
       const { run } = createRunOnce({ ...runs, ...(tools === undefined ? {} : { tools }) });
       const server = createMcpServer({
-        run: (request, caller = {}) =>
-          run(request, {
+        run: async (request, caller = {}) => {
+          const answer = await run(request, {
             ...caller,
             tenant,
             signal: caller.signal === undefined ? signal : AbortSignal.any([caller.signal, signal]),
-          }),
+            keepRoom: true,
+          });
+          if (answer.release !== undefined) {
+            if (ended.signal.aborted) answer.release();
+            else rooms.push(answer.release);
+          }
+          return answer;
+        },
         webApis: runs.webApis ?? false,
         intl: runs.intl ?? false,
         environmentDocs: () => catalog.environments.docs(),

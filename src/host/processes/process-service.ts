@@ -48,6 +48,12 @@ import {
 
 /** Event streams one process may have open at once; more are refused (HTTP 429). */
 const DEFAULT_MAX_SUBSCRIBERS = 32;
+/**
+ * Event streams one tenant's processes may have open at once, together; more are refused (HTTP 429). Each stream
+ * holds up to 1 MiB of events its client has not read: by processes alone, a tenant's 32 active processes with 32
+ * streams each, none read, held some 1 GiB of the host's memory (25 MB for each process logging 80 KB in short lines).
+ */
+const DEFAULT_MAX_TENANT_SUBSCRIBERS = 64;
 /** Per-process caps (see {@link OutputCaps}). */
 const DEFAULT_OUTPUT_CAPS: Readonly<OutputCaps> = Object.freeze({
   stdoutChars: 1_048_576,
@@ -96,6 +102,8 @@ export interface ProcessServiceOptions {
   limits?: Partial<OutputCaps>;
   /** Event streams per process. Default {@link DEFAULT_MAX_SUBSCRIBERS}. */
   maxSubscribers?: number;
+  /** Event streams of one tenant's processes together. Default {@link DEFAULT_MAX_TENANT_SUBSCRIBERS}. */
+  maxSubscribersPerTenant?: number;
   /** Epoch milliseconds for the record's timestamps. Default `Date.now`. */
   now?: () => number;
   /** Called with failures that have no caller to go to (a store write behind a binding). */
@@ -211,6 +219,7 @@ export class ProcessService implements EnvironmentBindings {
   readonly maxActivePerTenant: number;
   readonly limits: Readonly<OutputCaps>;
   readonly maxSubscribers: number;
+  readonly maxSubscribersPerTenant: number;
   readonly maxTenantStorageBytes: number | undefined;
   readonly #store: ProcessStore;
   readonly #now: () => number;
@@ -227,6 +236,8 @@ export class ProcessService implements EnvironmentBindings {
    * service deleted. Dropped when none is left, so the next start reads the store again.
    */
   readonly #storage = new Map<string, TenantStorage>();
+  /** Event streams open per tenant, over all its processes. */
+  readonly #subscribersOf = new Map<string, number>();
   /** Tool calls that name no process while several of one tenant are active share this scope until none is. */
   #sharedScope: ToolScope | undefined;
 
@@ -237,6 +248,7 @@ export class ProcessService implements EnvironmentBindings {
     this.maxActivePerTenant = options.maxActivePerTenant ?? this.maxActiveProcesses;
     this.limits = { ...DEFAULT_OUTPUT_CAPS, ...options.limits };
     this.maxSubscribers = options.maxSubscribers ?? DEFAULT_MAX_SUBSCRIBERS;
+    this.maxSubscribersPerTenant = options.maxSubscribersPerTenant ?? DEFAULT_MAX_TENANT_SUBSCRIBERS;
     this.#now = options.now ?? Date.now;
     this.#cpu = options.cpu;
     this.#onError = options.onError ?? ((error) => console.error("runcode host:", error));
@@ -427,7 +439,8 @@ export class ProcessService implements EnvironmentBindings {
   /**
    * Calls `listener` at once with a `snapshot` of the record, then with every event until `exit`. Returns the
    * unsubscribe function, or `undefined` when there is no such process. An idle process gets only its snapshot.
-   * Throws `too_many_subscribers` when the process has {@link maxSubscribers} listeners already.
+   * Throws `too_many_subscribers` when the process has {@link maxSubscribers} listeners already, or its tenant's
+   * processes {@link maxSubscribersPerTenant}.
    */
   async watch(pid: number, listener: ProcessListener): Promise<{ unsubscribe(): void; ended: boolean } | undefined> {
     const subscribe = (live: Live) => {
@@ -435,6 +448,14 @@ export class ProcessService implements EnvironmentBindings {
         throw new HostError(
           "too_many_subscribers",
           `Process ${pid} has ${this.maxSubscribers} event streams open already: close one first`,
+        );
+      }
+      const { tenant } = live.record;
+      const streams = this.#subscribersOf.get(tenant) ?? 0;
+      if (streams >= this.maxSubscribersPerTenant) {
+        throw new HostError(
+          "too_many_subscribers",
+          `This tenant's processes have ${this.maxSubscribersPerTenant} event streams open already: close one first`,
         );
       }
       // The large fields as they are now: strings are shared, never copied, and the output's JSON is made once.
@@ -447,7 +468,8 @@ export class ProcessService implements EnvironmentBindings {
       };
       listener({ type: "snapshot", pid, record: summaryOf(record), read: (field) => chunksOf(texts[field]) });
       live.listeners.add(listener);
-      return { unsubscribe: () => live.listeners.delete(listener), ended: false };
+      this.#subscribersOf.set(tenant, streams + 1);
+      return { unsubscribe: () => this.#unsubscribe(live, listener), ended: false };
     };
     const live = this.#live.get(pid);
     if (live !== undefined) return subscribe(live);
@@ -816,8 +838,17 @@ export class ProcessService implements EnvironmentBindings {
     if (this.#live.size === 0) this.#sharedScope = undefined;
     this.#publish(live, { type: "state", pid: record.pid, state: "idle", exitState: exit });
     this.#publish(live, { type: "exit", pid: record.pid, exitState: exit, error: record.error });
-    live.listeners.clear();
+    for (const listener of [...live.listeners]) this.#unsubscribe(live, listener);
     live.resolve(structuredClone(record));
+  }
+
+  /** Forgets `listener` of `live`, and counts it out of its tenant's streams; a second call does nothing. */
+  #unsubscribe(live: Live, listener: ProcessListener): void {
+    if (!live.listeners.delete(listener)) return;
+    const { tenant } = live.record;
+    const streams = (this.#subscribersOf.get(tenant) ?? 1) - 1;
+    if (streams === 0) this.#subscribersOf.delete(tenant);
+    else this.#subscribersOf.set(tenant, streams);
   }
 
   #publish(live: Live, event: ProcessEvent): void {

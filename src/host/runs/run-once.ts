@@ -50,12 +50,19 @@ interface RunCaller {
   signal?: AbortSignal;
   /** Hears each console entry and report as it is made, until their texts together pass the answer's length. */
   onEvent?: (event: RunEvent) => void;
+  /**
+   * Keep the run's room in admission once it ends, until the answer's `release`: for an answer the host holds until
+   * its client has read it, which then counts in the tenant's share as the run did.
+   */
+  keepRoom?: boolean;
 }
 
 /** A run's answer: its result, and the characters of wire JSON the result's encoding may take (`resultWire*`). */
 export interface RunAnswer {
   result: CodeExecutionResult;
   maxLength: number;
+  /** With {@link RunCaller.keepRoom}: gives the run's room back; a second call does nothing. */
+  release?: () => void;
 }
 
 export interface RunOnceOptions {
@@ -110,7 +117,7 @@ export interface RunOnce {
 export function createRunOnce(options: RunOnceOptions): RunOnce {
   const { runCode, defaultMemoryLimitBytes, tools, admission, cpu, capNames = SANDBOX_CAP_NAMES } = options;
   const start = async (request: RunOnceRequest, caller: RunCaller = {}) => {
-    const { tenant = ANONYMOUS_TENANT, signal = new AbortController().signal, onEvent } = caller;
+    const { tenant = ANONYMOUS_TENANT, signal = new AbortController().signal, onEvent, keepRoom = false } = caller;
     const { source, runOptions, memory, timeoutMs } = decode(request, defaultMemoryLimitBytes);
     // CPU first: a run its tenant cannot pay for never waits for memory.
     const reserved = cpu === undefined ? 0 : await cpu.budget.reserve(tenant, cpu.fuelOf(timeoutMs));
@@ -137,9 +144,13 @@ export function createRunOnce(options: RunOnceOptions): RunOnce {
     if (signal.aborted) stop();
     const answer = Promise.resolve(run).then(async (result) => {
       signal.removeEventListener("abort", stop);
-      release();
+      if (!keepRoom) release();
       await settle(fuelSpentBy(result, reserved));
-      return { result: namingItsStop(result, timeoutMs, capNames), maxLength: memory };
+      return {
+        result: namingItsStop(result, timeoutMs, capNames),
+        maxLength: memory,
+        ...(keepRoom ? { release } : {}),
+      };
     });
     return { answer };
   };

@@ -3,7 +3,10 @@
  * its answer as Server-Sent Events (log and report events as they happen, then the result), within the answer's
  * length and released when its client goes away.
  */
+import { createServer } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { getRequestListener } from "@hono/node-server";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../../node/index.js";
 import type { AdmissionCaps } from "../../../src/host/admission/run-admission.js";
@@ -145,6 +148,62 @@ describe("POST /run: timeoutMs", () => {
       { error: { code: "invalid_request", message: "timeoutMs must be an integer from 1 to 600000" } },
       0,
     ]);
+  });
+});
+
+describe("POST /run: an answer its client has not read", () => {
+  // One run at the default limit takes the whole budget; the next waits at most 300 ms for room.
+  const one = { memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 300 };
+  const LARGE = { source: "export default 'x'.repeat(200_000)" };
+  const overloaded = async (response: Response) => [
+    response.status,
+    ((await response.json()) as { error: { code: string } }).error.code,
+  ];
+
+  it("keeps its run's room until the client has read it, as JSON or as an event stream; a small one does not", async () => {
+    // Before: the room went back when the run ended, so a client that read nothing kept answer after answer in the
+    // host's memory, each tens of megabytes at most, as long as it kept its connections.
+    const { post, stream } = await gatedHost(one);
+    const unread = await post(LARGE);
+    expect(unread.status).toBe(200);
+    expect(await overloaded(await post({ source: "export default 2" }))).toEqual([503, "overloaded"]);
+    expect((await decoded(unread)).result).toBe("x".repeat(200_000));
+    expect((await decoded(await post({ source: "export default 3" }))).result).toBe(3);
+    const events = await stream(LARGE);
+    expect(await overloaded(await post({ source: "export default 4" }))).toEqual([503, "overloaded"]);
+    await events.text();
+    expect((await decoded(await post({ source: "export default 5" }))).result).toBe(5);
+    // An answer of 64 KiB or less goes out whole, its room given back at once.
+    const small = await post({ source: "export default 'x'.repeat(60_000)" });
+    expect((await decoded(await post({ source: "export default 6" }))).result).toBe(6);
+    expect((await decoded(small)).result).toBe("x".repeat(60_000));
+  });
+
+  it("gives the room back when the client goes away before reading it all, over a Node HTTP server", async () => {
+    const { app, post } = await gatedHost(one);
+    const server = createServer(getRequestListener(app.fetch));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const body = JSON.stringify({ source: "export default 'x'.repeat(5_000_000)" });
+      const head = `POST /run HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}`;
+      // The client reads the first bytes of the answer, then goes away.
+      await new Promise<void>((resolve) => {
+        const socket = connect(port, "127.0.0.1", () => socket.write(`${head}\r\n\r\n${body}`));
+        socket.once("data", () => {
+          socket.destroy();
+          resolve();
+        });
+      });
+      for (;;) {
+        const next = await post({ source: "export default 7" });
+        if (next.status === 200) return expect((await decoded(next)).result).toBe(7);
+        expect(await overloaded(next)).toEqual([503, "overloaded"]);
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

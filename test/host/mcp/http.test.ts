@@ -282,6 +282,37 @@ describe("POST /mcp", () => {
     expect([resultOf(message.result), held.splice(0).length]).toEqual([2, 1]);
   });
 
+  it("a call's run keeps its room until the client has read its answer, as /run's does", async () => {
+    // Before: the room went back when the run ended, so a client that read no answer kept answer after answer in the
+    // host's memory. One run at the default limit takes the whole budget; the next waits up to 2 s for it.
+    const h = await host({ admission: { memoryBudgetBytes: 36 * 1024 * 1024, tenantShare: 1, maxWaitMs: 2_000 } });
+    const call = (code: string) => ({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "run_code", arguments: { code } },
+    });
+    const answer = await post(h, call(`console.log("first");\nexport default "x".repeat(200_000);`));
+    const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(sseEvents(first).map(([, message]) => (message as { method?: string }).method)).toEqual([
+      "notifications/message",
+    ]);
+    const refused = sseEvents(await (await post(h, call("export default 2"))).text()) as [
+      [string, { result: CallToolResult }],
+    ];
+    expect((refused[0][1].result.content[0] as { text: string }).text).toMatch(/^run_code: Runs in flight here hold/);
+    let rest = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      rest += new TextDecoder().decode(chunk.value);
+    const [[, message]] = sseEvents(rest) as [[string, { result: CallToolResult }]];
+    expect(resultOf(message.result)).toBe("x".repeat(200_000));
+    const [[, next]] = sseEvents(await (await post(h, call("export default 3"))).text()) as [
+      [string, { result: CallToolResult }],
+    ];
+    expect(resultOf(next.result)).toBe(3);
+  });
+
   it("a batch that repeats a request id is refused before any call runs: no call outlives its answer to wedge admission", async () => {
     const h = await host({ admission: { maxWaitMs: 300 } });
     const call = (code: string) => ({
