@@ -43,9 +43,14 @@ export const nodeWasm: WasmSource = readWasm;
 /** Where Node's sandboxes run when `threads` is not given (see docs/limits.md, "Worker threads in Node"). */
 export const THREADS_BY_DEFAULT = "auto";
 
-/** The SWC and the booted instances of every sandbox this entry makes on the caller's thread. */
+/**
+ * The SWC and the booted instances of every sandbox this entry makes on the caller's thread. The first run's instance
+ * is restorable, so the second run restores it rather than boot another, and is booted where the run takes it: a
+ * TypeScript run transpiles first, which a fresh process's first TypeScript result is faster for (docs/performance.md,
+ * "The boot, round four").
+ */
 const transpiler = new Transpiler(loadSwc);
-const pool = new InstancePool();
+const pool = new InstancePool({ restoreFirst: true });
 
 /** Settings of Node's sandbox runner. */
 export interface NodeSandboxOptions extends SandboxOptions {

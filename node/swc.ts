@@ -12,9 +12,12 @@ import { compiledEarly } from "./compiled-early.js";
 
 let compiled: (() => Promise<WebAssembly.Module>) | undefined;
 
-/** Starts reading and compiling SWC's metered wasm, once for the process; what {@link swcModule} then resolves. */
+/**
+ * Starts reading and compiling SWC's metered wasm, once for the process; what {@link swcModule} then resolves, waiting
+ * for that compile rather than compile again when it is under way (compiled-early.ts).
+ */
 export function prepareSwc(): () => Promise<WebAssembly.Module> {
-  compiled ??= compiledEarly(readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")));
+  compiled ??= compiledEarly(readFile(createRequire(import.meta.url).resolve("runcode/swc.wasm")), true);
   return compiled;
 }
 

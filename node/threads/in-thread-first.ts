@@ -43,7 +43,6 @@ import { AttemptTurns } from "./attempt-turns.js";
 import { HostCallRecord, Replay } from "./host-call-record.js";
 import { asHostCall, type Caller, hostCaller, type Nested } from "./host-calls.js";
 import { onThreads } from "./on-threads.js";
-import { readyInstance } from "./ready-instance.js";
 
 /**
  * Fuel a run may spend on the caller's thread before it goes to a worker: what the engine's own loops do in 1.3-1.8 ms
@@ -194,18 +193,10 @@ class Attempted extends ForwardingRun implements StartedRun, Nesting, Caller {
     this.current?.stop(error);
   }
 
-  /**
-   * Runs the attempt on the caller's thread, on an instance readied for it; whatever ends it, the next attempt's turn
-   * comes after it.
-   */
+  /** Runs the attempt on the caller's thread; whatever ends it, the next attempt's turn comes after it. */
   async attempt(): Promise<void> {
     const context = this.#context;
     const request = this.#request;
-    await readyInstance(context, request.options.memoryLimitBytes);
-    if (this.#stopped !== undefined) {
-      next();
-      return this.#resolve({ status: "terminated", error: this.#stopped });
-    }
     const { cpuTimeMs, fuel } = runSafetyCap(context.safetyCap, request.options.timeoutMs);
     const record = {
       calls: new HostCallRecord(request.functions, this.#calling),

@@ -1,8 +1,9 @@
 /**
- * The first run of a thread's pool with a restorable instance readied for it: the pool gives its first run an instance
- * booted for that run alone (the engine's code is cold then, and recording the image takes a third longer), so the
- * second run of a fresh process booted again; a run on the caller's thread or on a worker readies one first instead,
- * and the next run restores it.
+ * The first run of a worker thread's pool with a restorable instance readied for it: the pool gives its first run an
+ * instance booted for that run alone (the engine's code is cold then, and recording the image takes a third longer),
+ * so the worker's second run booted again; a run on a worker readies one first instead, outside the time its watchdog
+ * counts, and the next run restores it. (The caller's thread's pool boots its first run a restorable instance itself,
+ * after the run's TypeScript is transpiled: node/index.ts.)
  * @module
  */
 import { bindingBoot, type RunContext } from "../../src/core/runner-port.js";

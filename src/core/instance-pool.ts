@@ -4,10 +4,11 @@
  * memory class and boot modules (`BootedInstance.fits`), or boots one; when it ends the instance comes back restored
  * (see core/instance.ts), or is dropped when it cannot be restored or the pool has enough. The first run of the pool
  * does not wait for an image to be recorded (the engine's code is still cold then, and recording took it a third
- * longer): it gets an instance booted for it alone. Each idle instance holds its linear memory (16 MiB as booted,
- * about 6 MB of it touched; up to 64 MiB when a run grew it: see `BootedInstance.release`) and its image (about 0.5
- * MB). A run takes the idle instance whose memory grew the most, and the pool drops those that grew the least first.
- * Nothing is booted in the background: on Workers, work left after a response may never run.
+ * longer): it gets an instance booted for it alone, unless the pool is told to keep it (`restoreFirst`). Each idle
+ * instance holds its linear memory (16 MiB as booted, about 6 MB of it touched; up to 64 MiB when a run grew it: see
+ * `BootedInstance.release`) and its image (about 0.5 MB). A run takes the idle instance whose memory grew the most,
+ * and the pool drops those that grew the least first. Nothing is booted in the background: on Workers, work left after
+ * a response may never run.
  *
  * The pool follows the load: it keeps as many idle instances as runs were recently in flight at once (at least
  * {@link MIN_IDLE_INSTANCES}, at most {@link MAX_IDLE_INSTANCES}, within {@link IDLE_BYTES_PER_INSTANCE} each and
@@ -55,6 +56,12 @@ interface InstancePoolOptions {
    * out of the caller's wait. Default `false`.
    */
   deferRestore?: boolean;
+  /**
+   * Boot the pool's first run a restorable instance too, for a host whose second run must not boot again (Node's
+   * caller's thread). It is booted where the run takes it, after the run's TypeScript is transpiled (see
+   * docs/performance.md, "The boot, round four"). Default `false`.
+   */
+  restoreFirst?: boolean;
 }
 
 /** Booted instances for the runs of the sandboxes given it (see the module comment). */
@@ -68,8 +75,8 @@ export class InstancePool implements InstancePoolPort {
   #lent = 0;
   #lentBytes = 0;
   #memoryCap = Number.POSITIVE_INFINITY;
-  /** Whether no run has taken an instance yet. */
-  #first = true;
+  /** Whether no run has taken an instance yet (and the pool boots that run's instance for it alone). */
+  #first: boolean;
   /** Most instances lent at once in the current window of {@link DEMAND_WINDOW_MS}, and in the one before. */
   #peak = 0;
   #peakBefore = 0;
@@ -79,6 +86,7 @@ export class InstancePool implements InstancePoolPort {
 
   constructor(options: InstancePoolOptions = {}) {
     this.#deferRestore = options.deferRestore ?? false;
+    this.#first = !(options.restoreFirst ?? false);
   }
 
   /**

@@ -113,9 +113,8 @@ export class Linker {
     if (this.#transpiler === undefined) {
       throw new TypeError("TypeScript needs SWC: this sandbox was given no transpiler (see SandboxOptions.transpiler)");
     }
-    // Any transpiler's maps are read by originalPosition.
-    await loadTraceMapping();
-    await this.#transpiler.load();
+    // Any transpiler's maps are read by originalPosition; its library loads while the transpiler does.
+    await Promise.all([loadTraceMapping(), this.#transpiler.load()]);
   }
 
   /** The entry's code ready for QuickJS, or the syntax error that stops it from linking; transpiling is `account`'s. */

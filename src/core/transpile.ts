@@ -118,10 +118,9 @@ export class Transpiler implements TranspilerPort {
     this.#load = load;
   }
 
-  /** Readies {@link transpile}: an instance of SWC. */
+  /** Readies {@link transpile}: an instance of SWC, and the source maps' library for what it transforms. */
   async load(): Promise<void> {
-    await loadTraceMapping();
-    this.#newSwc ??= await this.#load();
+    [this.#newSwc] = await Promise.all([this.#newSwc ?? this.#load(), loadTraceMapping()]);
     this.#swc ??= this.#fresh();
   }
 

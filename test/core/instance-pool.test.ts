@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { nodeWasm } from "../../node/index.js";
 import { compiledModule } from "../../src/core/engine.js";
-import type { BootedInstance } from "../../src/core/instance.js";
+import { BootedInstance } from "../../src/core/instance.js";
 import {
   DEMAND_WINDOW_MS,
   IDLE_BYTES_PER_INSTANCE,
@@ -233,6 +233,24 @@ describe("an instance given back unrestored (deferRestore)", () => {
     const { booted } = await scribbled(pool);
     pool.give(booted, false);
     expect(pool.idle).toBe(0);
+  });
+});
+
+describe("the pool's first run", () => {
+  it("gets an instance booted for it alone, or a restorable one with restoreFirst, which the second run restores", async () => {
+    const module = await wasm();
+    const boot = vi.spyOn(BootedInstance, "boot");
+    for (const restoreFirst of [false, true]) {
+      const pool = new InstancePool({ restoreFirst });
+      const first = await pool.take(module, 12 * MiB, true);
+      pool.give(first, true);
+      expect(pool.idle).toBe(restoreFirst ? 1 : 0);
+      const second = await pool.take(module, 12 * MiB, true);
+      expect(second === first).toBe(restoreFirst);
+      pool.give(second, true);
+    }
+    expect(boot.mock.calls.map(([, , restorable]) => restorable)).toEqual([false, true, true]);
+    boot.mockRestore();
   });
 });
 

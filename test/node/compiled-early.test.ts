@@ -1,7 +1,7 @@
 /**
  * The process's wasm compiled early (node/compiled-early.ts): the module compiled on V8's background threads when it
- * is done before anyone asks, compiled on the caller's thread when asked sooner, and the same module for every call
- * either way. `WebAssembly.compile` is replaced by a compile the test settles.
+ * is done before anyone asks, compiled on the caller's thread when asked sooner (or waited for, with `joinBackground`),
+ * and the same module for every call either way. `WebAssembly.compile` is replaced by a compile the test settles.
  */
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -47,6 +47,25 @@ describe("compiledEarly", () => {
     expect(await module()).toBe(compiledInBackground);
     expect(await module()).toBe(compiledInBackground);
     expect(construct).not.toHaveBeenCalled();
+  });
+
+  it("with joinBackground, waits for the background compile under way rather than compile again", async () => {
+    const background = heldCompile();
+    const compiledInBackground = new WebAssembly.Module(bytes);
+    const module = compiledEarly(Promise.resolve(bytes), true);
+    const construct = vi.spyOn(WebAssembly, "Module");
+    const asked = module();
+    await turn();
+    background.settle(compiledInBackground);
+    expect(await asked).toBe(compiledInBackground);
+    expect(await module()).toBe(compiledInBackground);
+    expect(background.asked()).toBe(1);
+    expect(construct).not.toHaveBeenCalled();
+  });
+
+  it("with joinBackground, rejects with the background compile's error", async () => {
+    const module = compiledEarly(Promise.resolve(new Uint8Array([1, 2, 3, 4])), true);
+    await expect(module()).rejects.toThrow(WebAssembly.CompileError);
   });
 
   it("rejects each call with the read's failure, and leaves no unhandled rejection when nobody asks", async () => {

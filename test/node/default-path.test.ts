@@ -13,11 +13,14 @@ import { Replay } from "../../node/threads/host-call-record.js";
 import type { ToWorker } from "../../node/threads/protocol.js";
 import { HOST_CALL_FUEL } from "../../src/core/host-fuel.js";
 import { BootedInstance } from "../../src/core/instance.js";
+import { Transpiler } from "../../src/core/transpile.js";
 import type { CodeExecutionResult } from "../../src/core/types.js";
 import { type LoopbackServer, startServer } from "../fetch/server.js";
 
 const JS = { language: "javascript" } as const;
 const auto = createSandbox();
+const { transpile } = Transpiler.prototype;
+const boot = BootedInstance.boot.bind(BootedInstance);
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -52,6 +55,24 @@ describe("the default path", () => {
     expect(boot.mock.calls.map(([, , restorable]) => restorable)).toEqual([true]);
     expect((await auto.runCode("export default 2", JS)).result).toBe(2);
     expect(boot).toHaveBeenCalledTimes(1);
+  });
+
+  it("boots a TypeScript run's instance after transpiling its source, as the core does", async () => {
+    // In a fresh process SWC's first transform then runs before V8 compiles the booted engine's hot code in the
+    // background, not beside it (docs/performance.md, "The boot, round four"). A memory class no run took yet: no
+    // instance of it is idle.
+    const order: string[] = [];
+    vi.spyOn(Transpiler.prototype, "transpile").mockImplementation(function (this: Transpiler, ...args) {
+      order.push("transpile");
+      return transpile.apply(this, args);
+    });
+    vi.spyOn(BootedInstance, "boot").mockImplementation((...args) => {
+      order.push("boot");
+      return boot(...args);
+    });
+    const result = await auto.runCode("const x: number = 3; export default x;", { memoryLimitBytes: 200 << 20 });
+    expect(result.result).toBe(3);
+    expect(order).toEqual(["transpile", "boot"]);
   });
 
   it("boots nothing on the caller's thread for a client choosing a new memoryLimitBytes each run", async () => {
