@@ -4,12 +4,13 @@
  * no imports (a package's browser build where it has one), cached on disk by name, version and runcode version, and
  * handed to the core as a boot module named by its specifier, which the guest imports by that bare name.
  *
- * A CommonJS entry becomes a module whose default export is `module.exports` and whose named exports are its keys,
- * as Node's `import` gives them; its keys are read by loading the package on the host (once, then cached). A package
- * that needs a Node built-in or a native addon is refused, naming the package and what it needs.
+ * A CommonJS entry becomes a module whose default export is `module.exports` and whose named exports are the names
+ * Node's `import` finds for it: read from its source by cjs-module-lexer, Node's own algorithm, never by running it,
+ * so that a package's code runs only in the guest (loaded on the host, its top level would have the host's powers).
+ * A package that needs a Node built-in or a native addon is refused, naming the package and what it needs.
  * @module
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import type { BuildOptions, Metafile } from "esbuild";
@@ -91,22 +92,53 @@ function build(specifier: string, from: string, options: BuildOptions): { text: 
   }
 }
 
+/** Bounds on reading a CommonJS entry's names from a hostile package: the files followed, the bytes of each. */
+const MAX_EXPORT_FILES = 64;
+const MAX_EXPORT_SOURCE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The named exports of the CommonJS module `entry` (a path of `metafile`'s inputs, relative to `dir`) as Node's
+ * `import` finds them: cjs-module-lexer's names of its source, and those of each module it re-exports
+ * (`module.exports = require("./impl")`, `__exportStar(require("./impl"), exports)`), resolved as the bundle resolved
+ * them, each file once. The sources are only read, never run. At most MAX_EXPORT_FILES files are read, none over
+ * MAX_EXPORT_SOURCE_BYTES (such a file's names are left out, as are those of a source the lexer cannot parse).
+ */
+function commonJsExportsOf(entry: string, metafile: Metafile, dir: string): string[] {
+  // The lexer's JavaScript build (its `require` entry), synchronous: no wasm to compile for a few files.
+  const { parse } = createRequire(import.meta.url)("cjs-module-lexer") as typeof import("cjs-module-lexer");
+  const names = new Set<string>();
+  const files = [entry];
+  for (const file of files) {
+    const path = resolve(dir, file);
+    if (statSync(path).size > MAX_EXPORT_SOURCE_BYTES) continue;
+    let found: { exports: readonly string[]; reexports: readonly string[] };
+    try {
+      found = parse(readFileSync(path, "utf8"));
+    } catch {
+      continue;
+    }
+    for (const name of found.exports) names.add(name);
+    const imports = metafile.inputs[file]?.imports ?? [];
+    for (const specifier of found.reexports) {
+      const target = imports.find((i) => i.kind === "require-call" && i.original === specifier)?.path;
+      if (target === undefined || files.includes(target) || files.length >= MAX_EXPORT_FILES) continue;
+      if (metafile.inputs[target]?.format === "cjs") files.push(target);
+    }
+  }
+  return [...names];
+}
+
 /** The module of `specifier`: its ES module bundle, or a wrapper giving a CommonJS entry Node's ES shape. */
 function bundle(specifier: string, from: string): string {
   const first = build(specifier, from, { entryPoints: [specifier] });
   const output = Object.values(first.metafile.outputs)[0];
   const entry = output?.entryPoint;
   if (entry === undefined || first.metafile.inputs[entry]?.format !== "cjs") return first.text;
-  let exported: unknown;
-  try {
-    exported = createRequire(join(resolve(from), "package.json"))(specifier);
-  } catch {
-    // Node cannot load it (its Node build differs from the browser build bundled): the default export alone.
-  }
-  const keys =
-    (typeof exported === "object" || typeof exported === "function") && exported !== null
-      ? Object.keys(exported).filter((key) => IDENTIFIER.test(key) && key !== "default" && key !== "__esModule")
-      : [];
+  // The names of the build bundled (a package's browser build, where it has one), which the guest's `m` holds; names
+  // from a package's source become code here, so only identifiers.
+  const keys = commonJsExportsOf(entry, first.metafile, resolve(from)).filter(
+    (key) => IDENTIFIER.test(key) && key !== "default" && key !== "__esModule",
+  );
   const reads = keys.map((key, i) => `const v${i} = m.${key};`).join("\n");
   const names = keys.map((key, i) => `v${i} as ${key}`).join(", ");
   const contents = `const m = require(${JSON.stringify(specifier)});\nexport default m;\n${reads}\nexport { ${names} };\n`;

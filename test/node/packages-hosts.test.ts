@@ -1,6 +1,7 @@
 /**
- * Packages on every Node host: refusals when a sandbox is made, the threaded sandbox, `--package` and `runcode
- * packages add` with its lock file, and `run_code`'s guide. The packages are made in a temporary directory.
+ * Packages on every Node host: refusals when a sandbox is made, the threaded sandbox, a package's code never run on
+ * the host, `--package` and `runcode packages add` with its lock file, and `run_code`'s guide. The packages are made
+ * in a temporary directory.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -49,7 +50,7 @@ install("tally", {
 install("browser-build", {
   "package.json": JSON.stringify({ name: "browser-build", version: "2.0.0", main: "node.js", browser: "browser.js" }),
   "node.js": 'throw new Error("not on Node");\n',
-  "browser.js": 'module.exports = { where: "browser" };\n',
+  "browser.js": 'const where = "browser";\nmodule.exports = { where };\n',
 });
 // A hostile package.json: its version names the bundle's file, and climbed out of the bundles' directory.
 install("climbs", {
@@ -59,6 +60,51 @@ install("climbs", {
 install("needs-fs", {
   "package.json": JSON.stringify({ name: "needs-fs", version: "1.0.0", main: "index.js" }),
   "index.js": 'module.exports = require("node:fs").readFileSync;\n',
+});
+
+// Packages whose code betrays, on the host, any run of it there: a global set, and a file written with the Node `fs`
+// that their browser builds, which are what is bundled, leave out.
+const PWNED = join(dir, "pwned");
+const betray = (name: string) =>
+  `globalThis.__runcodePwned = ${JSON.stringify(name)};\nconst fs = require("fs");\n` +
+  `if (typeof fs.writeFileSync === "function") fs.writeFileSync(${JSON.stringify(PWNED)}, ${JSON.stringify(name)});\n`;
+install("pwn", {
+  "package.json": JSON.stringify({ name: "pwn", version: "1.0.0", main: "index.js", browser: { fs: false } }),
+  "index.js": `${betray("pwn")}exports.hello = (name) => "hi " + name;\n`,
+});
+// TypeScript's re-export of a module's names, as tsc emits it.
+const exportStar =
+  'var __exportStar = (this && this.__exportStar) || function (m, exports) { for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) exports[p] = m[p]; };\n';
+install("reexports", {
+  "package.json": JSON.stringify({ name: "reexports", version: "1.0.0", main: "index.js", browser: { fs: false } }),
+  "index.js": 'module.exports = require("./impl");\n',
+  "impl.js": `"use strict";\n${exportStar}${betray("reexports")}Object.defineProperty(exports, "__esModule", { value: true });
+exports.a = "a";
+var b_1 = require("./b");
+Object.defineProperty(exports, "b", { enumerable: true, get: function () { return b_1.b; } });
+__exportStar(require("./star"), exports);
+exports["not-a-name; globalThis.x = 1"] = 1;
+`,
+  "b.js": 'exports.b = "b";\n',
+  // Back to the entry: a cycle, each file read once.
+  "star.js": `${exportStar}exports.s = "star";\n__exportStar(require("./index"), exports);\n`,
+});
+/** A chain of `files` modules, each `module.exports = require(the next)`, the last naming `deep`. */
+function chain(name: string, files: number): void {
+  const modules = Array.from({ length: files }, (_, i) => [
+    `c${i}.js`,
+    i === files - 1 ? 'exports.deep = "end";\n' : `module.exports = require("./c${i + 1}");\n`,
+  ]);
+  install(name, {
+    "package.json": JSON.stringify({ name, version: "1.0.0", main: "c0.js" }),
+    ...Object.fromEntries(modules),
+  });
+}
+chain("chain64", 64);
+chain("chain65", 65);
+install("big", {
+  "package.json": JSON.stringify({ name: "big", version: "1.0.0", main: "index.js" }),
+  "index.js": `exports.big = 1;\n/*${" ".repeat(16 * 1024 * 1024)}*/\n`,
 });
 
 describe("packages", () => {
@@ -103,12 +149,48 @@ describe("packages", () => {
         "LinkError: Cannot find module 'needs-fs': only options.imports, options.modules and the sandbox's packages resolve (greet, greet/loud, tally)",
     });
     expect(existsSync(join(dir, "node_modules/.cache/runcode/packages/greet+loud@1.2.3-runcode0.1.0.js"))).toBe(true);
-    // A CommonJS browser build whose Node build cannot load on the host: its default export alone.
+    // A CommonJS package's names are those of the build bundled, its browser build (its Node build throws on load).
     const browser = createSandbox({ packages: ["browser-build"], packagesFrom: dir, threads: false });
-    expect(outcome(await browser.runCode('import b from "browser-build"; export default b;', js))).toEqual({
+    const importBrowser = 'import b, { where } from "browser-build"; export default [b, where];';
+    expect(outcome(await browser.runCode(importBrowser, js))).toEqual({
       status: "success",
-      result: { where: "browser" },
+      result: [{ where: "browser" }, "browser"],
     });
+  });
+
+  it("never run on the host: a CommonJS package's names are read from its sources, re-exports followed within bounds", async () => {
+    const sandbox = createSandbox({
+      packages: ["pwn", "reexports", "chain64", "chain65", "big"],
+      packagesFrom: dir,
+      threads: false,
+    });
+    const host = () => [(globalThis as { __runcodePwned?: unknown }).__runcodePwned, existsSync(PWNED)];
+    expect(host()).toEqual([undefined, false]);
+    const source = `import pwn, { hello } from "pwn";
+      import * as reexports from "reexports";
+      import { a, b, s } from "reexports";
+      import * as chain64 from "chain64";
+      import * as chain65 from "chain65";
+      import * as big from "big";
+      export default [hello("guest"), typeof pwn.hello, Object.keys(reexports), [a, b, s], Object.keys(chain64),
+        chain64.deep, Object.keys(chain65), chain65.default.deep, Object.keys(big), big.default.big];`;
+    expect(outcome(await sandbox.runCode(source, js))).toEqual({
+      status: "success",
+      result: [
+        "hi guest",
+        "function",
+        ["a", "b", "default", "s"],
+        ["a", "b", "star"],
+        ["deep", "default"],
+        "end",
+        // Past 64 files, and past 16 MiB of source, no names are read: the default export alone.
+        ["default"],
+        "end",
+        ["default"],
+        1,
+      ],
+    });
+    expect(host()).toEqual([undefined, false]);
   });
 
   it("are given to Node's sessions too, and a snapshot restores only with the same packages", async () => {
