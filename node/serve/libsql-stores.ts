@@ -45,8 +45,8 @@ const BUSY_TIMEOUT_MS = 5_000;
 /**
  * A row holds a record's summary as JSON (`record`) ahead of its large fields, one column each, so a listing reads
  * only the summary's few bytes, and a chunk of a large field only that field; `sizes` holds their UTF-8 bytes and
- * `bytes` their sum. Triggers keep each tenant's sum in `process_usage` with every insert, update and delete (the
- * retention's sweep too): the storage quota's running count.
+ * `bytes` their sum and the summary's (as `storedBytesOf` counts a record). Triggers keep each tenant's sum in
+ * `process_usage` with every insert, update and delete (the retention's sweep too): the storage quota's running count.
  */
 const PROCESSES_TABLE = `CREATE TABLE IF NOT EXISTS processes (
     pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL,
@@ -105,6 +105,19 @@ const SPLIT_RECORDS = [
 /** A database made before processes had modules gets their column, empty: none of its processes has any. */
 const ADD_MODULES = "ALTER TABLE processes ADD COLUMN modules TEXT NOT NULL DEFAULT ''";
 
+/** The `user_version` of a database whose rows' `bytes` count their summaries. */
+const SUMMARIES_COUNTED = 1;
+
+/**
+ * A database whose rows' `bytes` counted the large fields only gets each summary's bytes added and its tenants
+ * counted again, in the transaction that marks it done.
+ */
+const COUNT_SUMMARIES = [
+  `UPDATE processes SET bytes = bytes + ${bytesOf("record")}`,
+  "DELETE FROM process_usage",
+  "INSERT INTO process_usage (tenant, bytes) SELECT tenant, sum(bytes) FROM processes GROUP BY tenant",
+];
+
 /**
  * The database at `url` (`file:runcode.db`, `libsql://...`), with runcode's tables. A file is switched to
  * write-ahead logging, whose commits are as durable as the default journal's (SQLite's `synchronous` stays `FULL`:
@@ -117,9 +130,16 @@ export async function openDatabase(url: string, authToken?: string): Promise<Cli
     if (url.startsWith("file:")) await db.execute("PRAGMA journal_mode = WAL");
     const { rows } = await db.execute("SELECT name FROM pragma_table_info('processes')");
     const columns = rows.map((found) => String(found.name));
+    const version = Number((await db.execute("PRAGMA user_version")).rows[0]?.user_version ?? 0);
     if (columns.length > 0 && !columns.includes("modules")) await db.execute(ADD_MODULES);
     if (columns.length > 0 && !columns.includes("code")) await db.batch(SPLIT_RECORDS, "write");
     await db.executeMultiple(SCHEMA);
+    if (version < SUMMARIES_COUNTED) {
+      await db.batch(
+        [...(columns.length > 0 ? COUNT_SUMMARIES : []), `PRAGMA user_version = ${SUMMARIES_COUNTED}`],
+        "write",
+      );
+    }
   } catch (error) {
     db.close();
     throw error;
@@ -146,11 +166,12 @@ export async function roomIn<T>(store: string, work: () => Promise<T>): Promise<
 
 /** The row's columns of a record or patch: its summary, and each large field given, with their sizes. */
 function columnsOf(summary: ProcessSummary, large: Partial<Pick<ProcessRecord, LargeField>>, sizes: number[]) {
+  const record = JSON.stringify(summary);
   const set: Record<string, string | number | null> = {
     ref: summary.ref ?? null,
     state: summary.state,
     exit_state: summary.exitState,
-    record: JSON.stringify(summary),
+    record,
   };
   for (const [i, field] of LARGE_FIELDS.entries()) {
     const value = large[field];
@@ -161,7 +182,7 @@ function columnsOf(summary: ProcessSummary, large: Partial<Pick<ProcessRecord, L
   }
   set.sizes = JSON.stringify(sizes);
   // A row written before processes had modules holds four sizes.
-  set.bytes = sizes.reduce((sum, size) => sum + (size ?? 0), 0);
+  set.bytes = sizes.reduce((sum, size) => sum + (size ?? 0), utf8Length(record));
   return set;
 }
 

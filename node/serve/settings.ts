@@ -17,8 +17,8 @@ import { type HostSettings, hostSettingsOf } from "../../src/host/settings.js";
 import { type LockedBoot, readPackagesLock } from "../packages-lock.js";
 
 /**
- * Bytes of code, stdout, stderr and output (UTF-8; the output as JSON) one tenant's process records may hold
- * together: `RUNCODE_TENANT_STORAGE_BYTES`, `runcode serve`'s own (the edge keeps each process in an object of its own).
+ * Bytes of code, stdout, stderr, output and summaries (UTF-8; the output and summaries as JSON, errors included) one
+ * tenant's process records may hold together: `RUNCODE_TENANT_STORAGE_BYTES`, `runcode serve`'s own (the edge keeps each process in an object of its own).
  */
 const DEFAULT_TENANT_STORAGE_BYTES = 268_435_456;
 
@@ -77,8 +77,8 @@ are set; on any other address set RUNCODE_ORIGINS and RUNCODE_API_KEYS (or RUNCO
 --packages runcode-packages.json (RUNCODE_PACKAGES) boots the npm packages \`runcode packages add\` listed there into
 every run and session, which import them by name.
 With --retention-days N, a process that ended more than N days ago is deleted (swept at start, then hourly).
---tenant-storage-bytes (default ${DEFAULT_TENANT_STORAGE_BYTES}) caps the bytes of code and output one tenant's processes
-keep. --run-memory-budget-bytes caps the linear memory the /run and run_code runs in flight hold together, one
+--tenant-storage-bytes (default ${DEFAULT_TENANT_STORAGE_BYTES}) caps the bytes one tenant's process records
+keep (code, output, summaries and errors). --run-memory-budget-bytes caps the linear memory the /run and run_code runs in flight hold together, one
 tenant's at most half (default: enough for each worker thread to hold the largest run, at most a quarter of the
 machine's memory; at least ${MIN_RUN_MEMORY_BUDGET_BYTES}). One server owns a database file (it holds <file>.lock while it runs). SIGINT or SIGTERM stops it: it takes no
 more requests, ends running processes (canceled), then gives requests in flight a few seconds to finish.`;

@@ -561,26 +561,47 @@ console.log(await fetch("https://evil.example/").catch((e) => e.message));`);
     });
     const [alpha, beta] = [client(server, "alpha"), client(server, "beta")];
     const error = (code: string, message: string) => ({ error: { code, message } });
+    // A record's summary as stored: its JSON (ASCII here), the tenant's name with it. A creation counts the widest pid.
+    const summaryBytes = (fields: Record<string, unknown>) => {
+      const { code: _c, stdout: _o, stderr: _e, output: _p, ...summary } = fields;
+      return JSON.stringify({ ...summary, tenant: "alpha" }).length;
+    };
+    const draft = summaryBytes({
+      pid: 2 ** 53 - 1,
+      state: "queued",
+      exitState: null,
+      timeoutMs: 30_000,
+      error: null,
+      truncated: { stdout: false, stderr: false, output: false },
+      runs: 1,
+      createdAt: Date.now(),
+      startedAt: null,
+      finishedAt: null,
+    });
     expect((await alpha.call("POST", "/processes", { code: `// ${"x".repeat(49_996)}` })).body).toEqual(
       error(
         "payload_too_large",
-        "This process's record would hold 50001 bytes of code and output, more than the tenant's whole storage quota of 50000 bytes",
+        `This process's record would hold ${50_001 + draft} bytes of code and summary, more than the tenant's whole storage quota of 50000 bytes`,
       ),
     );
     const code = "console.log('a'.repeat(20000)); console.log('b'.repeat(40000))";
     const pid = await alpha.create(code);
     const record = await alpha.settled(pid);
     const marker = "\n[stdout truncated: the tenant's storage quota of 50000 bytes is full]\n";
-    const kept = 50_000 - code.length - 2 - 20_001;
+    // Cut while it ran: its summary then said so, with no end and no truncation yet.
+    const running = { ...record, state: "running", exitState: null, finishedAt: null };
+    const truncated = { stdout: false, stderr: false, output: false };
+    const kept = 50_000 - code.length - 2 - 20_001 - summaryBytes({ ...running, truncated });
     expect(record.stdout).toBe(`${"a".repeat(20_000)}\n${"b".repeat(kept)}${marker}`);
     expect((await alpha.call("GET", `/processes/${pid}/stdout`)).body).toBe(record.stdout);
     const refused = await alpha.call("POST", "/processes", { code: "1" });
-    const used = 50_000 + marker.length;
+    const used = code.length + 2 + (record.stdout as string).length + summaryBytes(record);
+    expect(used - 50_000).toBe(marker.length + summaryBytes(record) - summaryBytes({ ...running, truncated }));
     expect([refused.status, refused.body]).toEqual([
       507,
       error(
         "storage_full",
-        `The tenant's storage quota is full: its processes hold ${used} of 50000 bytes (code, stdout, stderr, output) and this one needs 3: delete processes to make room`,
+        `The tenant's storage quota is full: its processes hold ${used} of 50000 bytes (code, stdout, stderr, output, records) and this one needs ${3 + draft}: delete processes to make room`,
       ),
     ]);
     expect((await beta.settled(await beta.create("console.log('mine')"))).stdout).toBe("mine\n");

@@ -47,14 +47,16 @@ const kvStores: [string, () => Promise<KeyValueStore>][] = [
 ];
 
 const record = processRecord;
+/** UTF-8 bytes of a record's summary as JSON: what a store keeps of it besides its large fields. */
+const summaryBytes = (r: ProcessRecord) => new TextEncoder().encode(JSON.stringify(summaryOf(r))).length;
 
 describe.each(processStores)("ProcessStore: %s", (_name, make) => {
   test("pids ascend by one within a tenant and are never reused, even after a delete", async () => {
     const store = await make();
     const a = await store.nextPid("anonymous");
     await store.create(record(a));
-    // The bytes it freed: the code's ("1") and the empty output's JSON ("{}").
-    expect(await store.delete(a)).toBe(3);
+    // The bytes it freed: the code's ("1"), the empty output's JSON ("{}") and the summary's JSON.
+    expect(await store.delete(a)).toBe(3 + summaryBytes(record(a)));
     expect(await store.delete(a)).toBeUndefined();
     expect([await store.nextPid("anonymous"), await store.nextPid("anonymous")]).toEqual([a + 1, a + 2]);
   });
@@ -145,21 +147,45 @@ describe.each(processStores)("ProcessStore's large fields: %s", (_name, make) =>
     expect(await store.read(2, "code", 0, 10)).toBeUndefined();
   });
 
-  test("usage: each tenant's UTF-8 bytes of code, streams and output's JSON, counted with every create, update and delete", async () => {
+  test("usage: each tenant's UTF-8 bytes of code, streams, output's JSON and summaries, counted with every create, update and delete", async () => {
     const store = await make();
     const usage = (tenant: string) => (store.usage as NonNullable<ProcessStore["usage"]>).call(store, tenant);
     expect(await usage("alpha")).toBe(0);
-    await store.create(record(1, { tenant: "alpha", code: "é", stdout: "ab" }));
-    await store.create(record(2, { tenant: "beta", code: "1" }));
+    const alpha = record(1, { tenant: "alpha", code: "é", stdout: "ab" });
+    const beta = record(2, { tenant: "beta", code: "1" });
+    await store.create(alpha);
+    await store.create(beta);
     // "é" 2, "ab" 2, "{}" 2.
-    expect([await usage("alpha"), await usage("beta")]).toEqual([6, 3]);
+    expect([await usage("alpha"), await usage("beta")]).toEqual([6 + summaryBytes(alpha), 3 + summaryBytes(beta)]);
     await store.update(1, { stdout: "", stderr: "😀", output: { k: 1 } });
     // "é" 2, "😀" 4, '{"k":1}' 7.
-    expect(await usage("alpha")).toBe(13);
+    expect(await usage("alpha")).toBe(13 + summaryBytes(alpha));
     await store.update(1, { state: "queued" });
-    expect(await usage("alpha")).toBe(13);
-    expect(await store.delete(1)).toBe(13);
-    expect([await usage("alpha"), await usage("beta")]).toEqual([0, 3]);
+    expect(await usage("alpha")).toBe(13 + summaryBytes({ ...alpha, state: "queued" }));
+    expect(await store.delete(1)).toBe(13 + summaryBytes({ ...alpha, state: "queued" }));
+    expect([await usage("alpha"), await usage("beta")]).toEqual([0, 3 + summaryBytes(beta)]);
+  });
+
+  test("usage counts a summary as stored: its error's JSON text, escapes included, grown and freed by updates", async () => {
+    const store = await make();
+    const usage = () => (store.usage as NonNullable<ProcessStore["usage"]>).call(store, "anonymous");
+    const empty = await usage();
+    await store.create(record(1));
+    const summary = summaryBytes(record(1));
+    // A summary alone is a few hundred bytes: `null` for an error.
+    expect(await usage()).toBe(empty + 3 + summary);
+    // 10,000 characters of error, each a quote stored as `\"`, and a two-byte one: 20,002 bytes in place of `null`.
+    const error = `${'"'.repeat(10_000)}é`;
+    await store.update(1, { state: "idle", exitState: "failed", error });
+    const failed = record(1, { exitState: "failed", error });
+    expect(summaryBytes(failed) - summary).toBe(20_002 + 2 - 4 + "failed".length + 2 - 4);
+    expect(await usage()).toBe(empty + 3 + summaryBytes(failed));
+    expect(await store.get(1)).toEqual(failed);
+    await store.update(1, { error: null, exitState: null });
+    expect(await usage()).toBe(empty + 3 + summary);
+    await store.update(1, { error });
+    expect(await store.delete(1)).toBe(3 + summaryBytes({ ...record(1), error }));
+    expect(await usage()).toBe(empty);
   });
 });
 
@@ -175,11 +201,12 @@ describe.each(processStores)("ProcessStore's modules: %s", (_name, make) => {
     const json = JSON.stringify(modules);
     expect(await store.read(1, "modules", 0, 1000)).toEqual({ text: json, next: undefined });
     expect(await store.read(2, "modules", 0, 1000)).toEqual({ text: "", next: undefined });
-    // "1" 1, "{}" 2, the modules' JSON (its "é" 2 bytes).
-    expect(await usage("anonymous")).toBe(3 + json.length + 1 + 3);
+    // "1" 1, "{}" 2, the modules' JSON (its "é" 2 bytes), and the summaries.
+    const summaries = summaryBytes(record(1)) + summaryBytes(record(2));
+    expect(await usage("anonymous")).toBe(3 + json.length + 1 + 3 + summaries);
     await store.update(1, { state: "queued", stdout: "s" });
     expect(await store.get(1)).toEqual(record(1, { modules, state: "queued", stdout: "s" }));
-    expect(await store.delete(1)).toBe(3 + json.length + 1 + 1);
+    expect(await store.delete(1)).toBe(3 + json.length + 1 + 1 + summaryBytes(record(1, { state: "queued" })));
   });
 });
 
@@ -298,8 +325,17 @@ describe("libSQL stores", () => {
     expect(await store.deleteEndedBefore(1_000, 500)).toBe(0);
     expect((await store.list()).map((r) => r.pid)).toEqual([2, 3, 4, 5, 6, 8]);
     expect([await store.get(1), await store.get(7)]).toEqual([undefined, undefined]);
-    // The sweep's deletes are counted off each tenant's storage as any delete is (3 bytes a record here).
-    expect([await store.usage("alpha"), await store.usage("beta"), await store.usage("anonymous")]).toEqual([6, 3, 9]);
+    // The sweep's deletes are counted off each tenant's storage as any delete is (3 bytes and the summary a record).
+    const kept = async (pids: number[]) => {
+      let bytes = 0;
+      for (const pid of pids) bytes += 3 + summaryBytes((await store.get(pid)) as ProcessRecord);
+      return bytes;
+    };
+    expect([await store.usage("alpha"), await store.usage("beta"), await store.usage("anonymous")]).toEqual([
+      await kept([2, 3]),
+      await kept([8]),
+      await kept([4, 5, 6]),
+    ]);
     const plan = await db.execute(
       "EXPLAIN QUERY PLAN SELECT pid FROM processes WHERE state = 'idle' AND json_extract(record, '$.finishedAt') < 1 LIMIT 1",
     );
@@ -356,7 +392,7 @@ describe("libSQL stores", () => {
   test("a database of whole-record rows (before large fields had columns) is split once on opening, nothing lost", async () => {
     const open = database();
     const old = await open();
-    // openDatabase made the table as it is now: remake it as it was, triggers and usage gone with it.
+    // openDatabase made the table as it is now: remake it as it was, triggers, usage and version gone with it.
     const before = [
       record(1, { tenant: "alpha", ref: "r", code: "é", stdout: "out", output: { a: [1] }, exitState: "success" }),
       record(2, { tenant: "beta", stderr: "err" }),
@@ -366,6 +402,7 @@ describe("libSQL stores", () => {
       "CREATE TABLE processes (pid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ref TEXT, state TEXT NOT NULL, exit_state TEXT, record TEXT NOT NULL)",
     );
     await old.execute("DROP TABLE process_usage");
+    await old.execute("PRAGMA user_version = 0");
     for (const r of before) {
       await old.execute({
         sql: "INSERT INTO processes (pid, tenant, ref, state, exit_state, record) VALUES (?, ?, ?, ?, ?, ?)",
@@ -376,10 +413,11 @@ describe("libSQL stores", () => {
     const store = new LibsqlProcessStore(await open());
     expect([await store.get(1), await store.get(2)]).toEqual(before);
     expect(await store.list()).toEqual(before.map(summaryOf));
-    // "é" 2, "out" 3, '{"a":[1]}' 9; "1" 1, "err" 3, "{}" 2.
-    expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([14, 6]);
+    // "é" 2, "out" 3, '{"a":[1]}' 9; "1" 1, "err" 3, "{}" 2; and the summaries.
+    const [alpha, beta] = before.map(summaryBytes) as [number, number];
+    expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([14 + alpha, 6 + beta]);
     await store.update(2, { stderr: "" });
-    expect(await store.usage("beta")).toBe(3);
+    expect(await store.usage("beta")).toBe(3 + beta);
   });
 
   test("a database made before processes had modules gets their column on opening, its records without any", async () => {
@@ -393,8 +431,33 @@ describe("libSQL stores", () => {
     await store.create(record(2, { modules: { "./a.js": "1" } }));
     expect(await store.get(2)).toEqual(record(2, { modules: { "./a.js": "1" } }));
     await store.update(1, { stderr: "e" });
-    // "1" 1, "kept" 4, "e" 1, "{}" 2; "1" 1, "{}" 2, '{"./a.js":"1"}' 14.
-    expect(await store.usage("anonymous")).toBe(8 + 17);
+    // "1" 1, "kept" 4, "e" 1, "{}" 2; "1" 1, "{}" 2, '{"./a.js":"1"}' 14; and the summaries.
+    expect(await store.usage("anonymous")).toBe(8 + 17 + summaryBytes(record(1)) + summaryBytes(record(2)));
+  });
+
+  test("a database whose rows counted large fields only gets their summaries counted on opening, once, nothing lost", async () => {
+    const open = database();
+    const old = await open();
+    const failed = record(1, { tenant: "alpha", exitState: "failed", error: "e".repeat(10_000), stdout: "out" });
+    await new LibsqlProcessStore(old).create(failed);
+    await new LibsqlProcessStore(old).create(record(2, { tenant: "beta" }));
+    // As such a database was: each row's `bytes` and its tenant's usage its large fields' alone, no version.
+    await old.batch(
+      ["UPDATE processes SET bytes = bytes - length(CAST(record AS BLOB))", "PRAGMA user_version = 0"],
+      "write",
+    );
+    const before = new LibsqlProcessStore(old);
+    expect([await before.usage("alpha"), await before.usage("beta")]).toEqual([1 + 3 + 2, 1 + 2]);
+    old.close();
+    const counted = [1 + 3 + 2 + summaryBytes(failed), 1 + 2 + summaryBytes(record(2, { tenant: "beta" }))];
+    for (let opening = 0; opening < 2; opening++) {
+      const store = new LibsqlProcessStore(await open());
+      expect([await store.usage("alpha"), await store.usage("beta")]).toEqual(counted);
+      expect([await store.get(1), await store.get(2)]).toEqual([failed, record(2, { tenant: "beta" })]);
+    }
+    const store = new LibsqlProcessStore(await open());
+    expect(await store.delete(1)).toBe(counted[0]);
+    expect([await store.usage("alpha"), await store.usage("beta")]).toEqual([0, counted[1]]);
   });
 
   test("a database that cannot be opened is an error that says why", async () => {

@@ -33,6 +33,7 @@ import {
   CHUNK_CHARS,
   chunkOf,
   type HostState,
+  LARGEST_PID,
   type LargeField,
   matches,
   type ProcessFilter,
@@ -41,6 +42,7 @@ import {
   type ProcessStore,
   type ProcessSummary,
   storedBytesOf,
+  summaryBytesOf,
   summaryOf,
   type TextChunk,
   textOf,
@@ -109,8 +111,8 @@ export interface ProcessServiceOptions {
   /** Called with failures that have no caller to go to (a store write behind a binding). */
   onError?: (error: unknown) => void;
   /**
-   * UTF-8 bytes of code, stdout, stderr and output one tenant's records may hold together (counted by the store's
-   * `usage`, which it then must have). Default: no quota.
+   * UTF-8 bytes one tenant's records may hold together, their code, modules, stdout, stderr, output and summaries
+   * (errors included; counted by the store's `usage`, which it then must have). Default: no quota.
    */
   maxTenantStorageBytes?: number;
 }
@@ -136,6 +138,8 @@ interface Live {
   record: ProcessRecord;
   /** Its tenant's count, with a storage quota. */
   storage: TenantStorage | undefined;
+  /** The bytes of the record's summary that count holds ({@link summaryBytesOf}). */
+  summaryBytes: number;
   decoders: { stdout: TextDecoder; stderr: TextDecoder };
   listeners: Set<ProcessListener>;
   /** What this run's tool calls may spend. */
@@ -182,6 +186,25 @@ async function* chunksOf(text: string): AsyncGenerator<string> {
 }
 /** UTF-16 units of the longest start of `text` whose UTF-8 takes at most `bytes` (never half a character). */
 const utf8Prefix = (text: string, bytes: number) => encoder.encodeInto(text, new Uint8Array(Math.max(0, bytes))).read;
+
+/**
+ * UTF-16 units of the longest start of `text` whose JSON string takes at most `bytes` of UTF-8 inside its quotes
+ * (escapes counted as stored; never half a surrogate pair, which JSON would escape as six bytes).
+ */
+function jsonPrefix(text: string, bytes: number): number {
+  const whole = (units: number) =>
+    units > 0 && units < text.length && /[\uD800-\uDBFF]/.test(text.charAt(units - 1)) ? units - 1 : units;
+  const fits = (units: number) => utf8Length(JSON.stringify(text.slice(0, whole(units)))) - 2 <= bytes;
+  if (bytes <= 0) return 0;
+  let low = 0;
+  let high = text.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (fits(middle)) low = middle;
+    else high = middle - 1;
+  }
+  return whole(low);
+}
 
 /**
  * A process's modules as the environment will take them (`checkProcessModules`), `undefined` for none; else a 400 in
@@ -271,8 +294,20 @@ export class ProcessService implements EnvironmentBindings {
     const tenant = input.tenant ?? ANONYMOUS_TENANT;
     const release = this.#reserve(tenant);
     let storage: TenantStorage | undefined;
-    // The code, its modules and an empty output (`{}`): what a new record holds.
-    const bytes = utf8Length(input.code) + (modules === undefined ? 0 : utf8Length(JSON.stringify(modules))) + 2;
+    // The new record, counted at the widest pid until its own is drawn (a refused creation draws none).
+    const draft: ProcessRecord = {
+      pid: LARGEST_PID,
+      tenant,
+      ...(input.ref === undefined ? {} : { ref: input.ref }),
+      state: "queued",
+      code: input.code,
+      ...(modules === undefined ? {} : { modules }),
+      timeoutMs,
+      ...fresh(),
+      runs: 1,
+      createdAt: this.#now(),
+    };
+    let bytes = storedBytesOf(draft);
     let counted = false;
     let launched = false;
     let reserved: number | undefined;
@@ -285,19 +320,12 @@ export class ProcessService implements EnvironmentBindings {
         counted = true;
       }
       reserved = await this.#reserveFuel(tenant, timeoutMs);
-      const now = this.#now();
-      const record: ProcessRecord = {
-        pid: await this.#store.nextPid(tenant),
-        tenant,
-        ...(input.ref === undefined ? {} : { ref: input.ref }),
-        state: "queued",
-        code: input.code,
-        ...(modules === undefined ? {} : { modules }),
-        timeoutMs,
-        ...fresh(),
-        runs: 1,
-        createdAt: now,
-      };
+      const record: ProcessRecord = { ...draft, pid: await this.#store.nextPid(tenant), createdAt: this.#now() };
+      if (storage !== undefined) {
+        const exact = bytes - summaryBytesOf(draft) + summaryBytesOf(record);
+        storage.used += exact - bytes;
+        bytes = exact;
+      }
       await this.#store.create(record);
       this.#launch(record, storage, reserved);
       launched = true;
@@ -564,7 +592,7 @@ export class ProcessService implements EnvironmentBindings {
   setError(eid: number, data: string): void {
     const live = this.#live.get(eid);
     if (live === undefined) return;
-    live.record.error = String(data).slice(0, 65_536);
+    this.#setError(live, String(data).slice(0, 65_536));
     this.#schedule(live);
   }
 
@@ -684,13 +712,13 @@ export class ProcessService implements EnvironmentBindings {
     if (bytes > quota) {
       throw new HostError(
         "payload_too_large",
-        `This process's record would hold ${bytes} bytes of code and output, more than the tenant's whole storage quota of ${quota} bytes`,
+        `This process's record would hold ${bytes} bytes of code and summary, more than the tenant's whole storage quota of ${quota} bytes`,
       );
     }
     if (storage.used + bytes > quota) {
       throw new HostError(
         "storage_full",
-        `The tenant's storage quota is full: its processes hold ${storage.used} of ${quota} bytes (code, stdout, stderr, output) and this one needs ${bytes}: delete processes to make room`,
+        `The tenant's storage quota is full: its processes hold ${storage.used} of ${quota} bytes (code, stdout, stderr, output, records) and this one needs ${bytes}: delete processes to make room`,
       );
     }
   }
@@ -729,6 +757,7 @@ export class ProcessService implements EnvironmentBindings {
     const live: Live = {
       record,
       storage,
+      summaryBytes: summaryBytesOf(record),
       decoders: { stdout: new TextDecoder(), stderr: new TextDecoder() },
       listeners: new Set(),
       tools: this.tools.scope(record.tenant),
@@ -761,6 +790,39 @@ export class ProcessService implements EnvironmentBindings {
         (error: unknown) => this.#exit(live, "failed", error instanceof Error ? error.message : String(error)),
       )
       .catch(this.#onError);
+  }
+
+  /**
+   * Sets the record's error within its tenant's storage quota: an error the room left cannot hold is cut to what it
+   * can (as its JSON text is stored), and a marker line says so, by which alone the quota is passed.
+   */
+  #setError(live: Live, text: string): void {
+    const { record, storage } = live;
+    if (storage === undefined) {
+      record.error = text;
+      return;
+    }
+    const quota = this.maxTenantStorageBytes as number;
+    record.error = "";
+    const room = quota - (storage.used - live.summaryBytes + summaryBytesOf(record));
+    const kept = jsonPrefix(text, room);
+    record.error =
+      kept === text.length
+        ? text
+        : `${text.slice(0, kept)}\n[error truncated: the tenant's storage quota of ${quota} bytes is full]`;
+    this.#countSummary(live);
+  }
+
+  /**
+   * Counts the record's summary as it is now (its state, times, flags and error change it) in its tenant's stored
+   * bytes, before the write that stores it. Only the error is guest-chosen, and checked ({@link #setError}); the rest
+   * grows by a few bytes a run at most.
+   */
+  #countSummary(live: Live): void {
+    if (live.storage === undefined) return;
+    const bytes = summaryBytesOf(live.record);
+    live.storage.used += bytes - live.summaryBytes;
+    live.summaryBytes = bytes;
   }
 
   #setState(live: Live, state: HostState): void {
@@ -822,8 +884,8 @@ export class ProcessService implements EnvironmentBindings {
       const tail = live.decoders[stream].decode();
       if (tail !== "") this.#append(live, stream, tail);
     }
-    if (hostError !== undefined) record.error = hostError;
-    if (exit === "failed" && record.error === null) record.error = "The process failed without an error message";
+    if (hostError !== undefined) this.#setError(live, hostError);
+    if (exit === "failed" && record.error === null) this.#setError(live, "The process failed without an error message");
     record.state = "idle";
     record.exitState = exit;
     record.finishedAt = this.#now();
@@ -873,6 +935,7 @@ export class ProcessService implements EnvironmentBindings {
     try {
       while (live.dirty) {
         live.dirty = false;
+        this.#countSummary(live);
         await this.#store.update(live.record.pid, mutable(live.record));
       }
     } catch (error) {

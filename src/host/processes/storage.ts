@@ -78,9 +78,16 @@ export const textOf = (record: ProcessRecord, field: LargeField): string =>
         : JSON.stringify(record.modules)
       : record[field];
 
-/** UTF-8 bytes of a record's large fields: what the per-tenant storage quota counts. */
+/** UTF-8 bytes of a record's summary as stores keep it: its JSON text, the error's included. */
+export const summaryBytesOf = (record: ProcessRecord | ProcessSummary): number =>
+  utf8Length(JSON.stringify(summaryOf(record)));
+
+/**
+ * UTF-8 bytes a record keeps: its large fields and its summary's JSON. What the per-tenant storage quota counts: a
+ * summary is about 500 bytes, and its error (guest-chosen text) up to tens of KB.
+ */
 export const storedBytesOf = (record: ProcessRecord): number =>
-  LARGE_FIELDS.reduce((bytes, field) => bytes + utf8Length(textOf(record, field)), 0);
+  LARGE_FIELDS.reduce((bytes, field) => bytes + utf8Length(textOf(record, field)), summaryBytesOf(record));
 
 /** The chunk of `text` from UTF-16 unit `at`, at most `size` units, never ending inside a surrogate pair. */
 export function chunkOf(text: string, at: number, size: number): TextChunk {
@@ -158,10 +165,10 @@ export interface ProcessStore {
   update(pid: number, patch: ProcessPatch): Promise<boolean>;
   /** Summaries of the matching records, ascending by pid: no large field is read. */
   list(filter?: ProcessFilter): Promise<ProcessSummary[]>;
-  /** The bytes of large fields it freed ({@link storedBytesOf}); `undefined` when there was no record. */
+  /** The bytes it freed ({@link storedBytesOf}); `undefined` when there was no record. */
   delete(pid: number): Promise<number | undefined>;
   /**
-   * UTF-8 bytes of the large fields of `tenant`'s records ({@link storedBytesOf}), as a running count kept with every
+   * UTF-8 bytes of `tenant`'s records, large fields and summaries ({@link storedBytesOf}), as a running count kept with every
    * write (never a scan). A store without it has no per-tenant storage quota.
    */
   usage?(tenant: string): Promise<number>;
@@ -171,6 +178,8 @@ export interface ProcessStore {
 const PID_COUNTS = 2 ** 32;
 /** Tags: 2^21 of them keep every pid below 2^53. */
 const PID_TAGS = 2 ** 21;
+/** The largest pid {@link pidOf} makes (2^53 - 1): the widest a record's summary holds. */
+export const LARGEST_PID = PID_TAGS * PID_COUNTS - 1;
 
 /**
  * A pid is a tenant's tag times 2^32 plus the tenant's own count of processes: unique across tenants (one environment

@@ -6,6 +6,7 @@ import type {
   ExecutionInput,
 } from "../../../src/environment/index.js";
 import { HostError } from "../../../src/host/errors.js";
+import { DEFAULT_RUN_TIMEOUT_MS } from "../../../src/host/limits.js";
 import type { ProcessEvent } from "../../../src/host/processes/events.js";
 import {
   OUTPUT_TRUNCATED_KEY,
@@ -22,6 +23,7 @@ import {
   storedBytesOf,
 } from "../../../src/host/processes/storage.js";
 import { deferred } from "../../environment/helpers.js";
+import { processRecord } from "./records.js";
 
 type Script = (input: ExecutionInput, b: EnvironmentBindings) => Promise<ExecutionExitState>;
 
@@ -452,62 +454,140 @@ describe("event snapshots", () => {
 });
 
 describe("per-tenant storage quota", () => {
-  const quota = 100;
-  const full = (used: number, needs: number) =>
-    `The tenant's storage quota is full: its processes hold ${used} of ${quota} bytes (code, stdout, stderr, output) and this one needs ${needs}: delete processes to make room`;
+  const full = (quota: number, used: number, needs: number) =>
+    `The tenant's storage quota is full: its processes hold ${used} of ${quota} bytes (code, stdout, stderr, output, records) and this one needs ${needs}: delete processes to make room`;
   const refusal = async (work: Promise<unknown>) => {
     const error = (await work.catch((e: unknown) => e)) as HostError;
     return [error.code, error.status, error.message];
   };
+  /** What a creation of `code` is counted at before its pid is drawn: its record at the largest pid (2^53 - 1). */
+  const draft = (code: string) =>
+    storedBytesOf(processRecord(2 ** 53 - 1, { state: "queued", code, timeoutMs: DEFAULT_RUN_TIMEOUT_MS }));
+  /** The stored records' bytes, summed. */
+  const storedOf = async (store: MemoryProcessStore, pids: number[]) => {
+    let sum = 0;
+    for (const pid of pids) sum += storedBytesOf((await store.get(pid)) as ProcessRecord);
+    return sum;
+  };
+  // Timestamps are 0: a record's summary is the same whenever the test runs.
+  const now = () => 0;
 
   test("a record the quota could never hold is 413, one it has no room for 507; output is cut at the quota and says so; nothing stored is lost", async () => {
+    const quota = 1_000;
     const { svc, store } = await service(
       async ({ eid, code }, b) => {
-        if (code === "big") b.emitStdout(eid, bytes("é".repeat(60)));
-        else if (code === "patch") b.emitOutput(eid, { text: "x".repeat(200) });
+        if (code === "big") b.emitStdout(eid, bytes("é".repeat(600)));
+        else if (code === "patch") b.emitOutput(eid, { text: "x".repeat(2_000) });
         else b.emitStdout(eid, bytes("ok"));
         return "success";
       },
-      { maxTenantStorageBytes: quota },
+      { maxTenantStorageBytes: quota, now },
     );
-    // 99 bytes of code and the empty output's `{}`.
-    expect(await refusal(svc.create({ code: "x".repeat(99) }))).toEqual([
+    // Its code, the empty output's `{}` and its summary.
+    const code = "x".repeat(1_000 - draft("") + 1);
+    expect(await refusal(svc.create({ code }))).toEqual([
       "payload_too_large",
       413,
-      `This process's record would hold 101 bytes of code and output, more than the tenant's whole storage quota of ${quota} bytes`,
+      `This process's record would hold ${quota + 1} bytes of code and summary, more than the tenant's whole storage quota of ${quota} bytes`,
     ]);
-    const big = (await svc.create({ code: "big" })).pid;
-    const cut = (await svc.wait(big)) as ProcessRecord;
-    // 5 bytes of code and output, then 47 two-byte characters: no room for a 48th.
+    const created = await svc.create({ code: "big" });
+    const cut = (await svc.wait(created.pid)) as ProcessRecord;
+    // The created record holds its code, output and summary: two-byte characters fill the rest, and no more.
+    const room = Math.floor((quota - storedBytesOf(created)) / 2);
+    expect(room).toBeGreaterThan(100);
     expect([cut.stdout, cut.truncated.stdout]).toEqual([
-      `${"é".repeat(47)}\n[stdout truncated: the tenant's storage quota of ${quota} bytes is full]\n`,
+      `${"é".repeat(room)}\n[stdout truncated: the tenant's storage quota of ${quota} bytes is full]\n`,
       true,
     ]);
     const used = storedBytesOf(cut);
     expect(await store.usage("anonymous")).toBe(used);
-    expect(await refusal(svc.create({ code: "ok" }))).toEqual(["storage_full", 507, full(used, 4)]);
-    expect(await store.get(big)).toEqual(cut);
+    expect(await refusal(svc.create({ code: "ok" }))).toEqual(["storage_full", 507, full(quota, used, draft("ok"))]);
+    expect(await store.get(created.pid)).toEqual(cut);
     // Another tenant's quota is its own.
     const other = (await svc.create({ code: "ok", tenant: "other" })).pid;
     expect((await svc.wait(other))?.stdout).toBe("ok");
     // Deleting makes room; an output patch past the quota is dropped and the output says why.
-    await svc.delete(big);
+    await svc.delete(created.pid);
     expect(await store.usage("anonymous")).toBe(0);
     const patched = (await svc.create({ code: "patch" })).pid;
     expect((await svc.wait(patched))?.output).toEqual({
       [OUTPUT_TRUNCATED_KEY]: `the tenant's storage quota of ${quota} bytes is full: later patches were dropped`,
     });
-    expect(await store.usage("anonymous")).toBe(storedBytesOf((await store.get(patched)) as ProcessRecord));
+    expect(await store.usage("anonymous")).toBe(await storedOf(store, [patched]));
+  });
+
+  test("records' errors count: a quota just enough for three processes' outputs holds no more records, however large their errors", async () => {
+    const error = "e".repeat(10_000);
+    const { svc, store } = await service(
+      async ({ eid, code }, b) => {
+        b.emitStdout(eid, bytes("ok"));
+        if (code === "fail") b.setError(eid, error);
+        return code === "fail" ? "failed" : "success";
+      },
+      { now, maxTenantStorageBytes: 3 * (draft("ok") + 2) },
+    );
+    const quota = svc.maxTenantStorageBytes as number;
+    const pids: number[] = [];
+    const refused: unknown[] = [];
+    // Before errors counted, every one of these was stored, 10,000 bytes of error each.
+    for (let i = 0; i < 20; i++) {
+      try {
+        pids.push((await svc.create({ code: i === 0 ? "ok" : "fail" })).pid);
+        await svc.idle();
+      } catch (error) {
+        refused.push(await refusal(Promise.reject(error)));
+      }
+    }
+    // The first is a success; the second's error fills the rest, cut with a marker; every later one is refused.
+    expect(pids.length).toBe(2);
+    const [ok, failed] = [await store.get(pids[0] as number), await store.get(pids[1] as number)] as ProcessRecord[];
+    const marker = `\n[error truncated: the tenant's storage quota of ${quota} bytes is full]`;
+    expect(failed.error).toBe(`${"e".repeat((failed.error as string).length - marker.length)}${marker}`);
+    const kept = (failed.error as string).length - marker.length;
+    // What the error kept was exactly the room its record left when it was set (the run not yet ended).
+    const beforeError = { ...failed, state: "queued", exitState: null, finishedAt: null, error: "" } as const;
+    expect(kept).toBe(quota - storedBytesOf(ok) - storedBytesOf(beforeError));
+    const used = await storedOf(store, pids);
+    expect(await store.usage("anonymous")).toBe(used);
+    // Past the quota by the marker (its newline stored as `\n`) and the run's end only: "idle" for "queued",
+    // "failed" and its time for nulls.
+    expect(used - quota).toBe(
+      JSON.stringify(marker).length - 2 + '"idle"'.length - '"queued"'.length + '"failed"'.length - 4 + 1 - 4,
+    );
+    expect(refused).toEqual(Array(18).fill(["storage_full", 507, full(quota, used, draft("fail"))]));
+    // Deleting the record frees its error's bytes too.
+    await svc.delete(failed.pid);
+    expect(await store.usage("anonymous")).toBe(storedBytesOf(ok));
+  });
+
+  test("an error set by the host is counted and cut as a guest's is", async () => {
+    const { svc, store } = await service(
+      async () => {
+        throw new Error("x".repeat(5_000));
+      },
+      { now, maxTenantStorageBytes: draft("1") + 1_000 },
+    );
+    const quota = svc.maxTenantStorageBytes as number;
+    const pid = (await svc.create({ code: "1" })).pid;
+    const record = (await svc.wait(pid)) as ProcessRecord;
+    console.log(JSON.stringify(record.error).slice(-200), (record.error as string).length);
+    expect(record.error).toMatch(
+      new RegExp(`^x{900,1100}\\n\\[error truncated: the tenant's storage quota of ${quota} bytes is full\\]$`),
+    );
+    expect(await store.usage("anonymous")).toBe(storedBytesOf(record));
   });
 
   test("creations at once take the room one after another: exactly as many are stored as fit", async () => {
-    const { svc, store } = await service(async () => "success", { maxTenantStorageBytes: 10 });
-    // 3 bytes of code and 2 of the empty output each: two fit in 10.
+    const { svc, store } = await service(async () => "success", {
+      now,
+      maxTenantStorageBytes: 2 * draft("abc") + 1,
+    });
     const created = await Promise.allSettled([1, 2, 3].map(() => svc.create({ code: "abc" })));
     expect(created.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
     expect(((created[2] as PromiseRejectedResult).reason as HostError).code).toBe("storage_full");
     await svc.idle();
-    expect(await store.usage("anonymous")).toBe(10);
+    const pids = created.flatMap((c) => (c.status === "fulfilled" ? [c.value.pid] : []));
+    expect(await store.usage("anonymous")).toBe(await storedOf(store, pids));
   });
 
   test("processes running at once share the room; running one again frees its last run's output", async () => {
@@ -518,25 +598,29 @@ describe("per-tenant storage quota", () => {
         await gate.promise;
         return "success";
       },
-      { maxTenantStorageBytes: quota },
+      { now, maxTenantStorageBytes: draft("a") + draft("b") + 50 + 30 },
     );
+    const quota = svc.maxTenantStorageBytes as number;
     const marker = `\n[stdout truncated: the tenant's storage quota of ${quota} bytes is full]\n`;
-    const first = (await svc.create({ code: "a" })).pid;
-    const second = (await svc.create({ code: "b" })).pid;
+    const first = await svc.create({ code: "a" });
+    const second = await svc.create({ code: "b" });
     gate.resolve();
     await svc.idle();
-    // 3 + 3 bytes of code and output, 50 of the first's stdout: the second has room for 44.
+    // The first's 50 bytes fit; the second has the room its record and the first's leave (pids are narrower than
+    // the widest, so a little more than 30).
+    const room = quota - storedBytesOf(first) - 50 - storedBytesOf(second);
+    expect(room).toBeGreaterThanOrEqual(30);
+    expect(room).toBeLessThan(50);
     const stdout = async (pid: number) => (await store.get(pid))?.stdout;
-    expect([await stdout(first), await stdout(second)]).toEqual(["y".repeat(50), `${"y".repeat(44)}${marker}`]);
-    const counted = async () =>
-      storedBytesOf((await store.get(first)) as ProcessRecord) +
-      storedBytesOf((await store.get(second)) as ProcessRecord);
-    expect(await store.usage("anonymous")).toBe(await counted());
-    expect(await store.usage("anonymous")).toBe(6 + 50 + 44 + marker.length);
+    expect([await stdout(first.pid), await stdout(second.pid)]).toEqual([
+      "y".repeat(50),
+      `${"y".repeat(room)}${marker}`,
+    ]);
+    expect(await store.usage("anonymous")).toBe(await storedOf(store, [first.pid, second.pid]));
     // The first's 50 bytes are freed, yet the second's marker keeps the tenant past its quota.
-    await svc.run(first);
+    await svc.run(first.pid);
     await svc.idle();
-    expect(await stdout(first)).toBe(marker);
-    expect(await store.usage("anonymous")).toBe(await counted());
+    expect(await stdout(first.pid)).toBe(marker);
+    expect(await store.usage("anonymous")).toBe(await storedOf(store, [first.pid, second.pid]));
   });
 });
