@@ -4,9 +4,9 @@
  *
  * A session lives in memory while it is used and as its snapshot in the store: the snapshot is written after every
  * cell and fork, before the next turn of the session starts, so a crash loses at most a running cell, and a live
- * session is only a cache of its stored state. Live sessions are kept by last use, bounded by count and by the bytes
- * of memory they span; the least recently used that is not busy is closed, and its next cell restores it from the
- * store. A session's cells, forks and deletion take turns ({@link Turns}); cells of different sessions run at once.
+ * session is only a cache of its stored state. Live sessions are bounded by count and by the bytes of memory they
+ * span; past them, an idle one of the tenant holding the most is closed, its least recently used, and its next cell
+ * restores it from the store. A session's cells, forks and deletion take turns ({@link Turns}); cells of different sessions run at once.
  *
  * Per tenant: at most `perTenant` sessions (429 `too_many_sessions`), `bytesPerTenant` bytes of storage (413
  * `session_storage_full`), `cellsPerMinute` cells (429 `rate_limited` with `Retry-After`), and each cell's fuel cap
@@ -582,25 +582,47 @@ export class SessionService implements SessionBackend {
     if (this.#entries.get(key) === entry) this.#entries.delete(key);
   }
 
-  /** Closes the least recently used idle sessions while the live ones pass the count or the bytes. */
+  /**
+   * While the live sessions pass the count or the bytes, closes an idle one of the tenant that holds the most of what
+   * is passed (sessions, or bytes), its least recently used: a tenant's many sessions make its own go back to storage,
+   * not another tenant's, whose next cells would pay for restoring them.
+   */
   #trim(): void {
+    const held = new Map<string, { live: number; bytes: number }>();
     let live = 0;
     let bytes = 0;
-    for (const entry of this.#entries.values()) {
-      if (entry.session === undefined) continue;
+    for (const [key, entry] of this.#entries) {
+      if (entry.session === undefined) {
+        if (entry.turns.idle) this.#entries.delete(key);
+        continue;
+      }
+      const tenant = held.get(entry.tenant) ?? { live: 0, bytes: 0 };
+      tenant.live++;
+      tenant.bytes += entry.session.memoryBytes;
+      held.set(entry.tenant, tenant);
       live++;
       bytes += entry.session.memoryBytes;
     }
-    for (const [key, entry] of this.#entries) {
-      if (!entry.turns.idle) continue;
-      if (entry.session === undefined) {
-        this.#entries.delete(key);
-        continue;
+    while (live > this.#maxLive || bytes > this.#maxLiveBytes) {
+      const byBytes = live <= this.#maxLive;
+      let victim: [string, Entry] | undefined;
+      let most = -1;
+      for (const [key, entry] of this.#entries) {
+        if (entry.session === undefined || !entry.turns.idle) continue;
+        const tenant = held.get(entry.tenant) as { live: number; bytes: number };
+        const holds = byBytes ? tenant.bytes : tenant.live;
+        // Least recently used first: a later entry of the same tenant never wins.
+        if (holds > most) [victim, most] = [[key, entry], holds];
       }
-      if (live <= this.#maxLive && bytes <= this.#maxLiveBytes) continue;
+      if (victim === undefined) return;
+      const [key, entry] = victim;
+      const session = entry.session as EngineSession;
+      const tenant = held.get(entry.tenant) as { live: number; bytes: number };
+      tenant.live--;
+      tenant.bytes -= session.memoryBytes;
       live--;
-      bytes -= entry.session.memoryBytes;
-      entry.session.close();
+      bytes -= session.memoryBytes;
+      session.close();
       this.#entries.delete(key);
     }
   }

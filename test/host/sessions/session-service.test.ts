@@ -285,6 +285,23 @@ describe("SessionService", () => {
     expect(engine.restored).toBe(2);
   });
 
+  test("past the live count a tenant's many sessions make its own go back to storage, not another tenant's", async () => {
+    const { service, cell, engine } = setUp({ maxLive: 2 });
+    const kept = await service.create("b", {});
+    await cell("b", kept.id, "state.n = 'b'");
+    const many = [];
+    for (let i = 0; i < 4; i++) {
+      const { id } = await service.create("a", {});
+      await cell("a", id, `state.n = ${i}`);
+      many.push(id);
+    }
+    // Tenant a's sessions took turns in memory; tenant b's stayed live, though used least recently.
+    expect(await cell("b", kept.id, "state.n")).toMatchObject({ result: "b" });
+    expect(engine.restored).toBe(0);
+    expect(await cell("a", many[0] as string, "state.n")).toMatchObject({ result: 0 });
+    expect(engine.restored).toBe(1);
+  });
+
   test("a fork is independent of its parent, and takes its state after the parent's queued cells", async () => {
     const { service, cell } = setUp();
     const parent = await service.create("a", { name: "main" });
