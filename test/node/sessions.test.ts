@@ -319,6 +319,27 @@ describe("snapshots", () => {
     await refused(restoreSession(new Uint8Array(64), {}), "invalid_snapshot");
     await expect(restoreSession("bytes" as never)).rejects.toThrow(TypeError);
   });
+
+  it("keep a snapshot's own memory limit only up to the default, unless the options give it", async () => {
+    // A stranger's session file asking 1 GiB, restored without a limit (`runcode run --session FILE` with no --memory).
+    const s = await session({ memoryLimitBytes: 1024 * 1024 * 1024 });
+    const bytes = await s.snapshot();
+    await expect(restoreSession(bytes)).rejects.toMatchObject({
+      name: "SessionError",
+      code: "snapshot_mismatch",
+      message:
+        "restoreSession: the snapshot asks memoryLimitBytes 1073741824, more than this sandbox's default (67108864): " +
+        "give memoryLimitBytes to restore it with that much",
+    });
+    const r = await restoreSession(bytes, { memoryLimitBytes: 16 * 1024 * 1024 });
+    open.push(r);
+    expect((await r.run("new Uint8Array(32 * 1024 * 1024).length", js)).status).toBe("memory");
+    // Within the default, the snapshot's own limit holds.
+    const small = await session({ memoryLimitBytes: 16 * 1024 * 1024 });
+    const again = await restoreSession(await small.snapshot());
+    open.push(again);
+    expect((await again.run("new Uint8Array(32 * 1024 * 1024).length", js)).status).toBe("memory");
+  });
 });
 
 describe("a session's bounds", () => {

@@ -667,7 +667,8 @@ export class SessionService implements SessionBackend {
     }
     return {
       tenant: entry.tenant,
-      ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
+      // Always given: a restore takes a snapshot's own limit only up to the engine's default, which may change.
+      memoryLimitBytes: memoryLimitBytes ?? this.#defaultMemory,
       ...(modules === undefined ? {} : { modules }),
       ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
       imports: {
