@@ -154,6 +154,15 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
     mismatch("the snapshot was taken on another build of the engine");
   }
   booted.adopt(header.memoryBytes, header.span, (memory) => decoded.writeInto(memory, noBase));
+  // The allocator's break is a word of the memory written: bytes that put it outside the span they hold would leave
+  // a session whose every later step fails on the host.
+  if (booted.span() !== header.span) {
+    shape.context.pool.give(booted, false);
+    throw new SessionError(
+      "invalid_snapshot",
+      `restoreSession: Invalid snapshot: the allocator's break in its memory is not within its span ${header.span}`,
+    );
+  }
   return new LiveSession(shape, booted, setup.functions, new Map(), header.cells);
 }
 
