@@ -29,7 +29,7 @@ export async function readSessionFile(path: string): Promise<Uint8Array | undefi
 export function restoreRefusal(path: string, error: unknown): string {
   const { name, code, message } = (error ?? {}) as Partial<SessionError>;
   if (name === "SessionError" && code === "snapshot_mismatch") {
-    return `${path} was saved with other settings: give the same --web-apis and --allow-fetch as when it was made (${message})`;
+    return `${path} was saved with other settings: give the same --web-apis, --allow-fetch and --memory as when it was made (${message})`;
   }
   return `${path} is not a runcode session snapshot, or not one of this version (${message}); it is left as it is`;
 }

@@ -27,12 +27,12 @@ import {
   type ImportDeclaration,
   type Pattern,
   type Program,
-  parse,
   type Statement,
   type VariableDeclaration,
   type VariableDeclarator,
 } from "acorn";
 import { CELL_HELPER_KEY } from "./cell-helper.js";
+import { parseCellSource } from "./cell-parser.js";
 
 /** A cell as the engine evaluates it. */
 export interface CellScript {
@@ -100,7 +100,7 @@ export function cellScript(source: string): CellScript {
 
 function parseCell(source: string): Program {
   try {
-    return parse(source, {
+    return parseCellSource(source, {
       ecmaVersion: "latest",
       sourceType: "script",
       allowAwaitOutsideFunction: true,

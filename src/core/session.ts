@@ -113,8 +113,9 @@ export async function createSession(settings: SessionOptions = {}): Promise<Sess
 /**
  * A session in the state `bytes` hold (`Session.snapshot`), with `settings` as `createSession` takes them: the same
  * Web APIs, fetch setting and boot modules, and host functions at the same paths (their values come from the
- * snapshot). Refuses bytes of another version, cut short or changed (`SessionError` "invalid_snapshot"), and settings
- * that do not match ("snapshot_mismatch").
+ * snapshot), and the snapshot's `memoryLimitBytes` when they give none, up to the sandbox's default. Refuses bytes of
+ * another version, cut short or changed (`SessionError` "invalid_snapshot"), and settings that do not match
+ * ("snapshot_mismatch"), a limit past the default they do not give included.
  */
 export async function restoreSession(bytes: Uint8Array, settings: SessionOptions = {}): Promise<Session> {
   if (!(bytes instanceof Uint8Array)) throw new TypeError("restoreSession: bytes must be a Uint8Array");
@@ -128,6 +129,12 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
     throw error;
   }
   const { header } = decoded;
+  // The bytes may be a stranger's: their own limit is kept only within what the caller's settings allow unasked.
+  if (settings.memoryLimitBytes === undefined && header.memoryLimitBytes > context.defaultMemoryLimitBytes)
+    mismatch(
+      `the snapshot asks memoryLimitBytes ${header.memoryLimitBytes}, more than this sandbox's default ` +
+        `(${context.defaultMemoryLimitBytes}): give memoryLimitBytes to restore it with that much`,
+    );
   const { setup, shape } = sessionParts(settings, header.memoryLimitBytes);
   if (header.memoryBytes > linearMemoryBytes(shape.memoryLimitBytes))
     mismatch(
@@ -147,6 +154,15 @@ export async function restoreSession(bytes: Uint8Array, settings: SessionOptions
     mismatch("the snapshot was taken on another build of the engine");
   }
   booted.adopt(header.memoryBytes, header.span, (memory) => decoded.writeInto(memory, noBase));
+  // The allocator's break is a word of the memory written: bytes that put it outside the span they hold would leave
+  // a session whose every later step fails on the host.
+  if (booted.span() !== header.span) {
+    shape.context.pool.give(booted, false);
+    throw new SessionError(
+      "invalid_snapshot",
+      `restoreSession: Invalid snapshot: the allocator's break in its memory is not within its span ${header.span}`,
+    );
+  }
   return new LiveSession(shape, booted, setup.functions, new Map(), header.cells);
 }
 

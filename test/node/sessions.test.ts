@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type CodeExecutionResult,
@@ -10,6 +11,9 @@ import {
   type SessionOptions,
 } from "../../node/index.js";
 import { INSTANCE_BOOT_FUEL } from "../../src/core/host-fuel.js";
+import { memoryLayout } from "../../src/core/instance.js";
+import { decodeSnapshot, encodeSnapshot } from "../../src/core/snapshot.js";
+import { RUNCODE_VERSION } from "../../src/core/version.js";
 
 const js = { language: "javascript" } as const;
 /** A bound that only catches a hang. */
@@ -322,6 +326,51 @@ describe("snapshots", () => {
     await refused(restoreSession(bytes.slice(0, bytes.length - 1), { globals: { f: () => 2 } }), "invalid_snapshot");
     await refused(restoreSession(new Uint8Array(64), {}), "invalid_snapshot");
     await expect(restoreSession("bytes" as never)).rejects.toThrow(TypeError);
+  });
+
+  it("refuse bytes whose allocator's break lies outside the span their header gives", async () => {
+    const s = await session();
+    await value(s, "var keep = 'x'.repeat(100000); 0");
+    const { header, writeInto } = await decodeSnapshot(await s.snapshot(), {
+      runcode: RUNCODE_VERSION,
+      maxMemoryBytes: 1 << 30,
+    });
+    const { breakAt } = (await memoryLayout(
+      await WebAssembly.compile(readFileSync(new URL("../../wasm/quickjs-fuel.wasm", import.meta.url))),
+    )) as { breakAt: number };
+    const memory = new Uint8Array(header.span);
+    writeInto(memory, () => undefined);
+    for (const forged of [0x7ffffff0, header.span + 65536, 16]) {
+      new DataView(memory.buffer).setInt32(breakAt, forged, true);
+      // A digest over the whole is no signature: anyone can write bytes that pass it.
+      const bytes = await encodeSnapshot(header, memory, () => undefined);
+      await expect(restoreSession(bytes)).rejects.toMatchObject({
+        name: "SessionError",
+        code: "invalid_snapshot",
+        message: `restoreSession: Invalid snapshot: the allocator's break in its memory is not within its span ${header.span}`,
+      });
+    }
+  });
+
+  it("keep a snapshot's own memory limit only up to the default, unless the options give it", async () => {
+    // A stranger's session file asking 1 GiB, restored without a limit (`runcode run --session FILE` with no --memory).
+    const s = await session({ memoryLimitBytes: 1024 * 1024 * 1024 });
+    const bytes = await s.snapshot();
+    await expect(restoreSession(bytes)).rejects.toMatchObject({
+      name: "SessionError",
+      code: "snapshot_mismatch",
+      message:
+        "restoreSession: the snapshot asks memoryLimitBytes 1073741824, more than this sandbox's default (67108864): " +
+        "give memoryLimitBytes to restore it with that much",
+    });
+    const r = await restoreSession(bytes, { memoryLimitBytes: 16 * 1024 * 1024 });
+    open.push(r);
+    expect((await r.run("new Uint8Array(32 * 1024 * 1024).length", js)).status).toBe("memory");
+    // Within the default, the snapshot's own limit holds.
+    const small = await session({ memoryLimitBytes: 16 * 1024 * 1024 });
+    const again = await restoreSession(await small.snapshot());
+    open.push(again);
+    expect((await again.run("new Uint8Array(32 * 1024 * 1024).length", js)).status).toBe("memory");
   });
 });
 

@@ -4,9 +4,9 @@
  *
  * A session lives in memory while it is used and as its snapshot in the store: the snapshot is written after every
  * cell and fork, before the next turn of the session starts, so a crash loses at most a running cell, and a live
- * session is only a cache of its stored state. Live sessions are kept by last use, bounded by count and by the bytes
- * of memory they span; the least recently used that is not busy is closed, and its next cell restores it from the
- * store. A session's cells, forks and deletion take turns ({@link Turns}); cells of different sessions run at once.
+ * session is only a cache of its stored state. Live sessions are bounded by count and by the bytes of memory they
+ * span; past them, an idle one of the tenant holding the most is closed, its least recently used, and its next cell
+ * restores it from the store. A session's cells, forks and deletion take turns ({@link Turns}); cells of different sessions run at once.
  *
  * Per tenant: at most `perTenant` sessions (429 `too_many_sessions`), `bytesPerTenant` bytes of storage (413
  * `session_storage_full`), `cellsPerMinute` cells (429 `rate_limited` with `Retry-After`), and each cell's fuel cap
@@ -17,7 +17,7 @@
  * check and the store's write) are serialized here, so a tenant's sessions are served by one service at a time.
  * @module
  */
-import { snapshotFuel } from "../../core/host-fuel.js";
+import { INSTANCE_BOOT_FUEL, snapshotFuel } from "../../core/host-fuel.js";
 import type { SafetyCapNames } from "../../core/limits.js";
 import type { CodeExecutionResult } from "../../core/types.js";
 import type { ToolRegistry } from "../../tools/registry.js";
@@ -221,13 +221,13 @@ export class SessionService implements SessionBackend {
         delete entry.tools;
         const fuel = fuelSpentBy(result, reserved);
         // The host's work on the session's state (its restore, its snapshot) counts for the tenant too.
-        let stateBytes = restored;
+        let stateFuel = restored;
         try {
           const kept = await this.#keep(entry, stored, session, result);
-          stateBytes += kept.stateBytes;
+          stateFuel += snapshotFuel(kept.stateBytes);
           return { result: namingItsStop(kept.result, timeoutMs, this.#capNames), maxLength };
         } finally {
-          await this.#settle(tenant, reserved, fuel + snapshotFuel(stateBytes));
+          await this.#settle(tenant, reserved, fuel + stateFuel);
         }
       } catch (bug) {
         // The realm may be ahead of the store: the next turn restores the stored state.
@@ -245,7 +245,8 @@ export class SessionService implements SessionBackend {
 
   /**
    * The stored state is the session's state between turns, so a fork is a copy of its record under a new id, made in
-   * the session's turn; its realm is restored at its first cell (which reseeds its random streams).
+   * the session's turn; its realm is restored at its first cell (which reseeds its random streams). The copy's bytes
+   * are charged to the tenant's share before they are copied.
    */
   async fork(tenant: string, id: string): Promise<{ id: string }> {
     this.#refuseWhenStopping();
@@ -253,15 +254,20 @@ export class SessionService implements SessionBackend {
     this.#refuseWhenBusy(entry);
     const release = await entry.turns.take();
     try {
-      const found = entry.deleted ? undefined : await this.#store.get(tenant, id);
-      if (found === undefined) throw notFound(id);
-      const { name: _name, ...parent } = found;
-      const now = this.#now();
-      return await this.#asTenant(tenant, async () => {
-        await this.#roomFor(tenant, parent.bytes, 0, true);
-        const copy = { ...parent, id: await this.#newId(tenant), createdAt: now, lastUsedAt: now };
-        await this.#store.put(copy);
-        return { id: copy.id };
+      const info = entry.deleted ? undefined : await this.#store.info(tenant, id);
+      if (info === undefined) throw notFound(id);
+      return await this.#charged(tenant, snapshotFuel(info.bytes), async () => {
+        const found = await this.#store.get(tenant, id);
+        if (found === undefined) throw notFound(id);
+        const { name: _name, ...parent } = found;
+        const now = this.#now();
+        const forked = await this.#asTenant(tenant, async () => {
+          await this.#roomFor(tenant, parent.bytes, 0, true);
+          const copy = { ...parent, id: await this.#newId(tenant), createdAt: now, lastUsedAt: now };
+          await this.#store.put(copy);
+          return { id: copy.id };
+        });
+        return { value: forked, used: snapshotFuel(parent.bytes) };
       });
     } finally {
       release();
@@ -354,6 +360,22 @@ export class SessionService implements SessionBackend {
     this.#entries.clear();
   }
 
+  /**
+   * `work` charged to `tenant`'s share of CPU: `fuel` reserved before it starts (refused with 429 when the share cannot
+   * pay), what it says it `used` settled after, all of the reservation when it throws.
+   */
+  async #charged<T>(tenant: string, fuel: number, work: () => Promise<{ value: T; used: number }>): Promise<T> {
+    const reserved = this.#cpu === undefined ? 0 : await this.#cpu.budget.reserve(tenant, fuel);
+    let used = reserved;
+    try {
+      const done = await work();
+      used = done.used;
+      return done.value;
+    } finally {
+      await this.#settle(tenant, reserved, used);
+    }
+  }
+
   /** Settles a cell's reservation; a lost settlement leaves it spent: the tenant waits longer, nobody else does. */
   async #settle(tenant: string, reserved: number, used: number): Promise<void> {
     await this.#cpu?.budget.settle(tenant, reserved, used).catch(() => {});
@@ -376,9 +398,24 @@ export class SessionService implements SessionBackend {
     if (this.#stopping) throw retryLater("overloaded", "The host is stopping: it takes no more session work", 1);
   }
 
-  /** Creates a session for `tenant` in its turn: checks the quotas against its first snapshot, then stores it. */
+  /**
+   * Creates a session for `tenant` in its turn: checks the quotas against its first snapshot, then stores it. Its
+   * realm's boot is charged to the tenant's share before it starts, and its first snapshot after.
+   */
   async #createLocked(tenant: string, options: SessionRequestOptions, name: string | undefined): Promise<string> {
     await this.#roomFor(tenant, 0, 0, true);
+    return this.#charged(tenant, realmFuel(0), async () => {
+      const { id, snapshotBytes } = await this.#createStored(tenant, options, name);
+      return { value: id, used: realmFuel(0) + snapshotFuel(snapshotBytes) };
+    });
+  }
+
+  /** {@link #createLocked}'s work: the new session's id, and the bytes of the snapshot it stored. */
+  async #createStored(
+    tenant: string,
+    options: SessionRequestOptions,
+    name: string | undefined,
+  ): Promise<{ id: string; snapshotBytes: number }> {
     const id = await this.#newId(tenant);
     const entry = this.#entryOf(tenant, id);
     // Held until the session is stored, so no trim drops the entry and no turn of it starts before.
@@ -403,7 +440,7 @@ export class SessionService implements SessionBackend {
       await this.#store.put(stored);
       const { snapshot: _snapshot, ...fields } = stored;
       entry.stored = fields;
-      return id;
+      return { id, snapshotBytes: snapshot.byteLength };
     } catch (error) {
       this.#drop(entry);
       throw error;
@@ -512,8 +549,10 @@ export class SessionService implements SessionBackend {
     return entry;
   }
 
-  /** In `entry`'s turn: its stored fields and its realm, restored from the store when it is not live. */
-  /** `entry`'s live session, restored from the store unless it is live (`restored`: the bytes restored, or 0). */
+  /**
+   * In `entry`'s turn: its stored fields and its realm, restored from the store unless it is live (`restored`: the
+   * fuel of that restore, see {@link realmFuel}, or 0).
+   */
   async #live(entry: Entry): Promise<{ stored: Stored; session: EngineSession; restored: number }> {
     const { tenant, id } = entry;
     if (entry.deleted) throw notFound(id);
@@ -531,7 +570,7 @@ export class SessionService implements SessionBackend {
     const session = await this.#engineCall(() => this.#engine.restore(snapshot, options), id);
     entry.session = session;
     entry.stored = stored;
-    return { stored, session, restored: snapshot.length };
+    return { stored, session, restored: realmFuel(snapshot.length) };
   }
 
   /** Closes `entry`'s realm and forgets it (unless another entry of its id took its place meanwhile). */
@@ -543,25 +582,47 @@ export class SessionService implements SessionBackend {
     if (this.#entries.get(key) === entry) this.#entries.delete(key);
   }
 
-  /** Closes the least recently used idle sessions while the live ones pass the count or the bytes. */
+  /**
+   * While the live sessions pass the count or the bytes, closes an idle one of the tenant that holds the most of what
+   * is passed (sessions, or bytes), its least recently used: a tenant's many sessions make its own go back to storage,
+   * not another tenant's, whose next cells would pay for restoring them.
+   */
   #trim(): void {
+    const held = new Map<string, { live: number; bytes: number }>();
     let live = 0;
     let bytes = 0;
-    for (const entry of this.#entries.values()) {
-      if (entry.session === undefined) continue;
+    for (const [key, entry] of this.#entries) {
+      if (entry.session === undefined) {
+        if (entry.turns.idle) this.#entries.delete(key);
+        continue;
+      }
+      const tenant = held.get(entry.tenant) ?? { live: 0, bytes: 0 };
+      tenant.live++;
+      tenant.bytes += entry.session.memoryBytes;
+      held.set(entry.tenant, tenant);
       live++;
       bytes += entry.session.memoryBytes;
     }
-    for (const [key, entry] of this.#entries) {
-      if (!entry.turns.idle) continue;
-      if (entry.session === undefined) {
-        this.#entries.delete(key);
-        continue;
+    while (live > this.#maxLive || bytes > this.#maxLiveBytes) {
+      const byBytes = live <= this.#maxLive;
+      let victim: [string, Entry] | undefined;
+      let most = -1;
+      for (const [key, entry] of this.#entries) {
+        if (entry.session === undefined || !entry.turns.idle) continue;
+        const tenant = held.get(entry.tenant) as { live: number; bytes: number };
+        const holds = byBytes ? tenant.bytes : tenant.live;
+        // Least recently used first: a later entry of the same tenant never wins.
+        if (holds > most) [victim, most] = [[key, entry], holds];
       }
-      if (live <= this.#maxLive && bytes <= this.#maxLiveBytes) continue;
+      if (victim === undefined) return;
+      const [key, entry] = victim;
+      const session = entry.session as EngineSession;
+      const tenant = held.get(entry.tenant) as { live: number; bytes: number };
+      tenant.live--;
+      tenant.bytes -= session.memoryBytes;
       live--;
-      bytes -= entry.session.memoryBytes;
-      entry.session.close();
+      bytes -= session.memoryBytes;
+      session.close();
       this.#entries.delete(key);
     }
   }
@@ -606,7 +667,8 @@ export class SessionService implements SessionBackend {
     }
     return {
       tenant: entry.tenant,
-      ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
+      // Always given: a restore takes a snapshot's own limit only up to the engine's default, which may change.
+      memoryLimitBytes: memoryLimitBytes ?? this.#defaultMemory,
       ...(modules === undefined ? {} : { modules }),
       ...(globals === undefined ? {} : { globals: fromWire(globals as JsonValue) as Record<string, unknown> }),
       imports: {
@@ -636,6 +698,12 @@ export class SessionService implements SessionBackend {
 }
 
 const keyOf = (tenant: string, id: string) => `${id}:${tenant}`;
+
+/**
+ * Fuel of a realm the service makes for a session (created, or restored from a snapshot of `bytes`): an instance of
+ * its own, booted for it (a session never gives its instance back to the pool), and the snapshot decoded into it.
+ */
+const realmFuel = (bytes: number) => INSTANCE_BOOT_FUEL + snapshotFuel(bytes);
 
 /** Bytes a session takes in storage: its snapshot and its options' JSON. */
 const bytesOf = (snapshot: Uint8Array, options: SessionRequestOptions) =>

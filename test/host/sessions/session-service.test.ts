@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { INSTANCE_BOOT_FUEL } from "../../../src/core/host-fuel.js";
 import { HostError } from "../../../src/host/errors.js";
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "../../../src/host/sessions/limits.js";
 import { MAX_WAITING_CELLS, SessionService } from "../../../src/host/sessions/session-service.js";
@@ -51,7 +52,7 @@ describe("SessionService", () => {
     expect(engine.restored).toBe(1);
   });
 
-  test("a cell's settlement with the tenant's CPU share counts its fuel and the bytes of state restored and written", async () => {
+  test("a cell's settlement with the tenant's CPU share counts its fuel, the realm restored and the state written", async () => {
     const settled: [string, number, number][] = [];
     const budget = {
       reserve: async (_tenant: string, fuel: number) => fuel,
@@ -66,16 +67,54 @@ describe("SessionService", () => {
     const cell = async (id: string, source: string) => (await (await service.run("a", id, { source })).answer).result;
     const { id } = await service.create("a", {});
     const { id: other } = await service.create("a", {});
+    settled.length = 0;
     const bytes = (state: object, cells: number) => JSON.stringify({ state, cells }).length;
-    // One session lives at a time: each cell here restores its session from the store, and pays for that too.
+    // One session lives at a time: each cell here restores its session from the store (a realm booted for it and
+    // the snapshot decoded), and pays for that too.
     await cell(id, "state.x = 1");
     await cell(other, "state.y = 22");
     await cell(id, "state.x");
     expect(settled).toEqual([
-      ["a", 1_000, 7 + bytes({}, 0) + bytes({ x: 1 }, 1)],
-      ["a", 1_000, 7 + bytes({}, 0) + bytes({ y: 22 }, 1)],
-      ["a", 1_000, 7 + bytes({ x: 1 }, 1) + bytes({ x: 1 }, 2)],
+      ["a", 1_000, 7 + INSTANCE_BOOT_FUEL + bytes({}, 0) + bytes({ x: 1 }, 1)],
+      ["a", 1_000, 7 + INSTANCE_BOOT_FUEL + bytes({}, 0) + bytes({ y: 22 }, 1)],
+      ["a", 1_000, 7 + INSTANCE_BOOT_FUEL + bytes({ x: 1 }, 1) + bytes({ x: 1 }, 2)],
     ]);
+  });
+
+  test("a creation (its realm's boot, its first snapshot) and a fork (its copy) are charged to the tenant's share before the work", async () => {
+    const settled: [string, number, number][] = [];
+    let share = Number.POSITIVE_INFINITY;
+    const budget = {
+      reserve: async (_tenant: string, fuel: number) => {
+        if (fuel > share) throw new HostError("rate_limited", "the share cannot pay");
+        return fuel;
+      },
+      settle: async (tenant: string, reserved: number, used: number) => {
+        settled.push([tenant, reserved, used]);
+      },
+    };
+    const engine = fakeEngine();
+    const store = new MemorySessionStore();
+    const options = { store, engine, limits: DEFAULT_SESSION_LIMITS, defaultMemoryLimitBytes: 1_000_000 };
+    const service = new SessionService({ ...options, cpu: { budget, fuelOf: () => 1_000 } });
+    const bytes = (state: object, cells: number) => JSON.stringify({ state, cells }).length;
+    const { id } = await service.create("a", {});
+    await (await service.run("a", id, { source: "state.x = 'x'.repeat(1000)" })).answer;
+    settled.length = 0;
+    const { id: forked } = await service.fork("a", id);
+    await service.open("a", "named");
+    const parentBytes = bytes({ x: "x".repeat(1000) }, 1) + "{}".length;
+    expect(settled).toEqual([
+      ["a", parentBytes, parentBytes],
+      ["a", INSTANCE_BOOT_FUEL, INSTANCE_BOOT_FUEL + bytes({}, 0)],
+    ]);
+    // A share that cannot pay refuses them before anything is made or copied.
+    share = 1_000;
+    const before = await store.usage("a");
+    expect(await refusal(service.fork("a", forked))).toMatchObject({ code: "rate_limited" });
+    expect(await refusal(service.create("a", {}))).toMatchObject({ code: "rate_limited" });
+    expect(await store.usage("a")).toEqual(before);
+    expect(engine.created).toBe(2);
   });
 
   test("a session keeps its state between cells, and its stored record counts cells and bytes", async () => {
@@ -244,6 +283,23 @@ describe("SessionService", () => {
     expect(engine.closed).toBe(2);
     expect(await cell("t", b.id, "state.n")).toMatchObject({ result: "b" });
     expect(engine.restored).toBe(2);
+  });
+
+  test("past the live count a tenant's many sessions make its own go back to storage, not another tenant's", async () => {
+    const { service, cell, engine } = setUp({ maxLive: 2 });
+    const kept = await service.create("b", {});
+    await cell("b", kept.id, "state.n = 'b'");
+    const many = [];
+    for (let i = 0; i < 4; i++) {
+      const { id } = await service.create("a", {});
+      await cell("a", id, `state.n = ${i}`);
+      many.push(id);
+    }
+    // Tenant a's sessions took turns in memory; tenant b's stayed live, though used least recently.
+    expect(await cell("b", kept.id, "state.n")).toMatchObject({ result: "b" });
+    expect(engine.restored).toBe(0);
+    expect(await cell("a", many[0] as string, "state.n")).toMatchObject({ result: 0 });
+    expect(engine.restored).toBe(1);
   });
 
   test("a fork is independent of its parent, and takes its state after the parent's queued cells", async () => {
