@@ -4,17 +4,20 @@
  * no imports (a package's browser build where it has one), cached on disk by name, version and runcode version, and
  * handed to the core as a boot module named by its specifier, which the guest imports by that bare name.
  *
- * A CommonJS entry becomes a module whose default export is `module.exports` and whose named exports are the names
- * Node's `import` finds for it: read from its source by cjs-module-lexer, Node's own algorithm, never by running it,
- * so that a package's code runs only in the guest (loaded on the host, its top level would have the host's powers).
- * A package that needs a Node built-in or a native addon is refused, naming the package and what it needs.
+ * A CommonJS entry becomes a module whose default export is `module.exports` and whose named exports are the keys
+ * of `module.exports` the guest will see: found by running the bundle in a sandbox, in a child process, never on the
+ * host, so that a package's code runs only in the guest (loaded on the host, its top level would have the host's
+ * powers). A package that needs a Node built-in or a native addon is refused, naming the package and what it needs.
  * @module
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { BuildOptions, Metafile } from "esbuild";
 import { RUNCODE_VERSION } from "../src/core/version.js";
+import { builtFile } from "./built-files.js";
 
 /** A package's bundle: the specifier the guest imports, the package's version and the module's source. */
 interface PackageBundle {
@@ -92,40 +95,39 @@ function build(specifier: string, from: string, options: BuildOptions): { text: 
   }
 }
 
-/** Bounds on reading a CommonJS entry's names from a hostile package: the files followed, the bytes of each. */
-const MAX_EXPORT_FILES = 64;
-const MAX_EXPORT_SOURCE_BYTES = 16 * 1024 * 1024;
+/** Bounds on a CommonJS entry's names, which become code: how many, how long each. */
+const MAX_NAMES = 4096;
+const MAX_NAME_LENGTH = 256;
+/** Bounds on the probe's child process: its output, and its time, a backstop for the fuel it gives the package. */
+const MAX_PROBE_OUTPUT_BYTES = 16 * 1024 * 1024;
+const PROBE_TIMEOUT_MS = 60_000;
 
 /**
- * The named exports of the CommonJS module `entry` (a path of `metafile`'s inputs, relative to `dir`) as Node's
- * `import` finds them: cjs-module-lexer's names of its source, and those of each module it re-exports
- * (`module.exports = require("./impl")`, `__exportStar(require("./impl"), exports)`), resolved as the bundle resolved
- * them, each file once. The sources are only read, never run. At most MAX_EXPORT_FILES files are read, none over
- * MAX_EXPORT_SOURCE_BYTES (such a file's names are left out, as are those of a source the lexer cannot parse).
+ * The named exports of a CommonJS entry whose ES module bundle is `source` (default export `module.exports`): the keys
+ * the guest will see, found by running it in a sandbox in a child process (node/package-probe.ts), never on the
+ * host, and kept if identifiers other than `default` and `__esModule`, MAX_NAMES at most. A probe that fails (the
+ * package throws at its top level or runs out of fuel, the child dies, times out or prints anything but a list of
+ * strings) finds none: the default export alone.
  */
-function commonJsExportsOf(entry: string, metafile: Metafile, dir: string): string[] {
-  // The lexer's JavaScript build (its `require` entry), synchronous: no wasm to compile for a few files.
-  const { parse } = createRequire(import.meta.url)("cjs-module-lexer") as typeof import("cjs-module-lexer");
-  const names = new Set<string>();
-  const files = [entry];
-  for (const file of files) {
-    const path = resolve(dir, file);
-    if (statSync(path).size > MAX_EXPORT_SOURCE_BYTES) continue;
-    let found: { exports: readonly string[]; reexports: readonly string[] };
-    try {
-      found = parse(readFileSync(path, "utf8"));
-    } catch {
-      continue;
-    }
-    for (const name of found.exports) names.add(name);
-    const imports = metafile.inputs[file]?.imports ?? [];
-    for (const specifier of found.reexports) {
-      const target = imports.find((i) => i.kind === "require-call" && i.original === specifier)?.path;
-      if (target === undefined || files.includes(target) || files.length >= MAX_EXPORT_FILES) continue;
-      if (metafile.inputs[target]?.format === "cjs") files.push(target);
-    }
+function commonJsExportsOf(source: string): string[] {
+  let keys: unknown;
+  try {
+    const output = execFileSync(process.execPath, [fileURLToPath(builtFile("package-probe.js"))], {
+      input: source,
+      encoding: "utf8",
+      maxBuffer: MAX_PROBE_OUTPUT_BYTES,
+      timeout: PROBE_TIMEOUT_MS,
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    keys = JSON.parse(output);
+  } catch {
+    return [];
   }
-  return [...names];
+  if (!Array.isArray(keys) || !keys.every((key) => typeof key === "string")) return [];
+  return keys
+    .filter((key: string) => key.length <= MAX_NAME_LENGTH && IDENTIFIER.test(key))
+    .filter((key: string) => key !== "default" && key !== "__esModule")
+    .slice(0, MAX_NAMES);
 }
 
 /** The module of `specifier`: its ES module bundle, or a wrapper giving a CommonJS entry Node's ES shape. */
@@ -134,11 +136,8 @@ function bundle(specifier: string, from: string): string {
   const output = Object.values(first.metafile.outputs)[0];
   const entry = output?.entryPoint;
   if (entry === undefined || first.metafile.inputs[entry]?.format !== "cjs") return first.text;
-  // The names of the build bundled (a package's browser build, where it has one), which the guest's `m` holds; names
-  // from a package's source become code here, so only identifiers.
-  const keys = commonJsExportsOf(entry, first.metafile, resolve(from)).filter(
-    (key) => IDENTIFIER.test(key) && key !== "default" && key !== "__esModule",
-  );
+  // The names of the build bundled (a package's browser build, where it has one), which the guest's `m` holds.
+  const keys = commonJsExportsOf(first.text);
   const reads = keys.map((key, i) => `const v${i} = m.${key};`).join("\n");
   const names = keys.map((key, i) => `v${i} as ${key}`).join(", ");
   const contents = `const m = require(${JSON.stringify(specifier)});\nexport default m;\n${reads}\nexport { ${names} };\n`;

@@ -1,12 +1,12 @@
 /**
  * Bundles the package's Node entries, as tsc compiled them to dist/node/, into dist/bundle/, which package.json's
  * `exports` and `bin` name: `runcode` (index.js), `runcode/environment` (environment.js), `runcode/host` (host.js), the CLI (cli.js) and the
- * worker threads' scripts at the paths they have in dist/node/, with the modules two of them share in chunks beside
- * them (each module in one file only: one core, one `SessionError` class, one pool of workers, one of instances). A
- * fresh process so loads a few files rather than ~60 modules, which took ~40% of its first result's CPU
- * (docs/performance.md, "The floor: cold start"). Dependencies stay imports of the installed packages, and so does
- * `runcode/swc`. Fails when a module that finds build files by its own URL (node/built-files.ts) leaves the bundle's
- * top level, where those paths hold. Run by `npm run build` after tsc.
+ * worker threads' and the package probe's scripts at the paths they have in dist/node/, with the modules two of
+ * them share in chunks beside them (each module in one file only: one core, one `SessionError` class, one pool of
+ * workers, one of instances). A fresh process so loads a few files rather than ~60 modules, which took ~40% of its
+ * first result's CPU (docs/performance.md, "The floor: cold start"). Dependencies stay imports of the installed
+ * packages, and so does `runcode/swc`. Fails when a module that finds build files by its own URL
+ * (node/built-files.ts) leaves the bundle's top level, where those paths hold. Run by `npm run build` after tsc.
  */
 import { rmSync } from "node:fs";
 import { dirname } from "node:path";
@@ -22,6 +22,8 @@ const ENTRIES = {
   "threads/worker": "threads/worker.js",
   "session-threads/worker": "session-threads/worker.js",
   "repl-worker": "repl-worker.js",
+  // The child process finding a CommonJS package's names (node/packages.ts), at its path in dist/node/.
+  "package-probe": "package-probe.js",
   // `runcode/host` in Node: with the entries above, so that a process importing both has one core, not two.
   host: "../src/host/index.js",
 };

@@ -86,25 +86,40 @@ __exportStar(require("./star"), exports);
 exports["not-a-name; globalThis.x = 1"] = 1;
 `,
   "b.js": 'exports.b = "b";\n',
-  // Back to the entry: a cycle, each file read once.
+  // Back to the entry: a cycle.
   "star.js": `${exportStar}exports.s = "star";\n__exportStar(require("./index"), exports);\n`,
 });
-/** A chain of `files` modules, each `module.exports = require(the next)`, the last naming `deep`. */
-function chain(name: string, files: number): void {
-  const modules = Array.from({ length: files }, (_, i) => [
-    `c${i}.js`,
-    i === files - 1 ? 'exports.deep = "end";\n' : `module.exports = require("./c${i + 1}");\n`,
-  ]);
-  install(name, {
-    "package.json": JSON.stringify({ name, version: "1.0.0", main: "c0.js" }),
-    ...Object.fromEntries(modules),
-  });
-}
-chain("chain64", 64);
-chain("chain65", 65);
-install("big", {
-  "package.json": JSON.stringify({ name: "big", version: "1.0.0", main: "index.js" }),
-  "index.js": `exports.big = 1;\n/*${" ".repeat(16 * 1024 * 1024)}*/\n`,
+// lodash's shape: a UMD build whose names no reading of its source finds, only running it.
+install("umd", {
+  "package.json": JSON.stringify({ name: "umd", version: "1.0.0", main: "umd.js" }),
+  "umd.js": `;(function () {
+  var root = typeof self == "object" ? self : this;
+  function _(value) { return value; }
+  _.map = function (list, f) { return list.map(f); };
+  _.chunk = function (list, size) { var out = []; for (var i = 0; i < list.length; i += size) out.push(list.slice(i, i + size)); return out; };
+  if (typeof module == "object" && module && module.exports) module.exports = _; else root._ = _;
+}.call(this));
+`,
+});
+// A top level that leaves a timer pending (where the probe runs it), which the probe's run would wait for.
+install("ticks", {
+  "package.json": JSON.stringify({ name: "ticks", version: "1.0.0", main: "index.js" }),
+  "index.js":
+    'const api = {};\napi.tick = "tock";\nif (typeof setInterval === "function") setInterval(() => {}, 1000);\nmodule.exports = api;\n',
+});
+install("many", {
+  "package.json": JSON.stringify({ name: "many", version: "1.0.0", main: "index.js" }),
+  "index.js": `for (let i = 0; i < 5000; i++) exports["n" + i] = i;\nexports["x".repeat(300)] = 1;\n`,
+});
+// Packages whose top level fails only where the probe runs it (with the Web APIs, unlike the sandboxes below): they
+// loop forever, or throw.
+install("loops", {
+  "package.json": JSON.stringify({ name: "loops", version: "1.0.0", main: "index.js" }),
+  "index.js": 'exports.never = 1;\nif (typeof setTimeout === "function") for (;;) {}\n',
+});
+install("throws", {
+  "package.json": JSON.stringify({ name: "throws", version: "1.0.0", main: "index.js" }),
+  "index.js": 'exports.never = 1;\nif (typeof setTimeout === "function") throw new Error("no");\n',
 });
 
 describe("packages", () => {
@@ -158,22 +173,19 @@ describe("packages", () => {
     });
   });
 
-  it("never run on the host: a CommonJS package's names are read from its sources, re-exports followed within bounds", async () => {
-    const sandbox = createSandbox({
-      packages: ["pwn", "reexports", "chain64", "chain65", "big"],
-      packagesFrom: dir,
-      threads: false,
-    });
+  it("never run on the host: a CommonJS package's names are the keys it gives the guest, found in a sandbox", async () => {
+    const packages = ["pwn", "reexports", "umd", "ticks", "many"];
+    const sandbox = createSandbox({ packages, packagesFrom: dir, threads: false });
     const host = () => [(globalThis as { __runcodePwned?: unknown }).__runcodePwned, existsSync(PWNED)];
     expect(host()).toEqual([undefined, false]);
     const source = `import pwn, { hello } from "pwn";
       import * as reexports from "reexports";
       import { a, b, s } from "reexports";
-      import * as chain64 from "chain64";
-      import * as chain65 from "chain65";
-      import * as big from "big";
-      export default [hello("guest"), typeof pwn.hello, Object.keys(reexports), [a, b, s], Object.keys(chain64),
-        chain64.deep, Object.keys(chain65), chain65.default.deep, Object.keys(big), big.default.big];`;
+      import _, { map, chunk } from "umd";
+      import { tick } from "ticks";
+      import * as many from "many";
+      export default [hello("guest"), typeof pwn.hello, Object.keys(reexports), [a, b, s], map([1, 2], (n) => n * 2),
+        chunk([1, 2, 3], 2), typeof _, tick, Object.keys(many).length, [many.n0, many.n4095, "n4096" in many]];`;
     expect(outcome(await sandbox.runCode(source, js))).toEqual({
       status: "success",
       result: [
@@ -181,16 +193,27 @@ describe("packages", () => {
         "function",
         ["a", "b", "default", "s"],
         ["a", "b", "star"],
-        ["deep", "default"],
-        "end",
-        // Past 64 files, and past 16 MiB of source, no names are read: the default export alone.
-        ["default"],
-        "end",
-        ["default"],
-        1,
+        [2, 4],
+        [[1, 2], [3]],
+        "function",
+        "tock",
+        // 4,096 names at most, each an identifier of 256 characters at most, and the default export.
+        4097,
+        [0, 4095, false],
       ],
     });
     expect(host()).toEqual([undefined, false]);
+  });
+
+  it("have the default export alone when their top level throws or loops forever where it is probed", async () => {
+    const sandbox = createSandbox({ packages: ["loops", "throws"], packagesFrom: dir, threads: false });
+    const source = `import * as loops from "loops";
+      import * as throws from "throws";
+      export default [Object.keys(loops), loops.default.never, Object.keys(throws), throws.default.never];`;
+    expect(outcome(await sandbox.runCode(source, js))).toEqual({
+      status: "success",
+      result: [["default"], 1, ["default"], 1],
+    });
   });
 
   it("are given to Node's sessions too, and a snapshot restores only with the same packages", async () => {

@@ -1,6 +1,7 @@
 /**
  * `createSandbox({ packages })` in Node: npm packages bundled and booted into the image, imported by their bare
- * names and subpaths, each README example answering as in Node, on the caller's thread and on worker threads.
+ * names and subpaths, each README example answering as in Node, a CommonJS package's named exports the keys of its
+ * `module.exports` (UMD builds' included), on the caller's thread and on worker threads.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -51,6 +52,27 @@ describe("packages", () => {
         )([1, 2, 3]),
         7,
       ],
+    });
+  });
+
+  it("a CommonJS package's named exports are the keys of its module.exports, a UMD build's included", async () => {
+    const source = `import { map } from "lodash";
+      import { map as fpMap } from "lodash/fp";
+      import * as lodash from "lodash";
+      import * as fp from "lodash/fp";
+      import * as semver from "semver";
+      import * as dayjs from "dayjs";
+      import * as validator from "validator";
+      import * as moment from "moment";
+      import * as he from "he";
+      import * as papaparse from "papaparse";
+      const names = (ns) => Object.keys(ns).filter((name) => name !== "default");
+      export default [map([1, 2], (n) => n + 1), fpMap((n) => n * 3)([1]),
+        [lodash, fp, semver, dayjs, validator, moment, he, papaparse].map((ns) =>
+          [names(ns).length, names(ns).every((name) => ns[name] === ns.default[name])])];`;
+    expect(outcome(await sandbox.runCode(source, js))).toEqual({
+      status: "success",
+      result: [[2, 3], [3], [308, 390, 46, 7, 112, 41, 5, 17].map((count) => [count, true])],
     });
   });
 

@@ -1,8 +1,8 @@
 /**
  * The package as a consumer gets it: `npm pack`, installed into a fresh project (with the typescript and vite this
  * repository pins), then used as the README and the docs show: ESM and CommonJS in Node, a CommonJS npm package in
- * `packages` (bundled by the package's esbuild, its names read by its cjs-module-lexer), `runcode/environment` and
- * `runcode/host`, `tsc --strict` under the node16, nodenext and bundler resolutions, Vite builds of pages that run
+ * `packages` (bundled by the package's esbuild, its names found by the probe script it ships), `runcode/environment`
+ * and `runcode/host`, `tsc --strict` under the node16, nodenext and bundler resolutions, Vite builds of pages that run
  * `runCode` in Chromium (one wiring SWC itself, and the README's `vite` blocks as they stand, TypeScript with no
  * wiring), and `runcode serve` with its playground.
  */
@@ -68,15 +68,19 @@ runCode("export default [1, , 3].length", { language: "javascript" }).then((r) =
     expect(JSON.parse(run("node", ["cjs.cjs"]))).toEqual(["success", 3]);
   });
 
-  it("gives the guest a CommonJS npm package installed beside it, its re-exported names included", () => {
+  it("gives the guest a CommonJS npm package installed beside it, a UMD build's names included", () => {
     const installed = join(dir, "node_modules/twice");
     mkdirSync(installed, { recursive: true });
     writeFileSync(
       join(installed, "package.json"),
       JSON.stringify({ name: "twice", version: "1.0.0", main: "index.js" }),
     );
-    writeFileSync(join(installed, "index.js"), 'module.exports = require("./impl");\n');
-    writeFileSync(join(installed, "impl.js"), "exports.twice = (n) => n * 2;\n");
+    // Names only running it finds, in the sandbox, by the probe script the package ships.
+    writeFileSync(
+      join(installed, "index.js"),
+      '(function (root, api) { if (typeof module == "object") module.exports = api; else root.twice = api; })' +
+        "(this, { twice: (n) => n * 2 });\n",
+    );
     writeFileSync(
       join(dir, "packages.mjs"),
       `import { createSandbox } from "runcode";
