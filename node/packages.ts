@@ -105,11 +105,12 @@ const PROBE_TIMEOUT_MS = 60_000;
 /**
  * The named exports of a CommonJS entry whose ES module bundle is `source` (default export `module.exports`): the keys
  * the guest will see, found by running it in a sandbox in a child process (node/package-probe.ts), never on the
- * host, and kept if identifiers other than `default` and `__esModule`, MAX_NAMES at most. A probe that fails (the
- * package throws at its top level or runs out of fuel, the child dies, times out or prints anything but a list of
- * strings) finds none: the default export alone.
+ * host, and kept if identifiers other than `default` and `__esModule`, MAX_NAMES at most. A package whose top level
+ * throws or runs out of fuel there has none (the default export alone). A probe that gives no answer (its child
+ * cannot start, dies, times out or prints anything but a list of strings: the machine, not the package) throws, so
+ * that no bundle is kept without the names a later probe would find.
  */
-function commonJsExportsOf(source: string): string[] {
+function commonJsExportsOf(specifier: string, source: string): string[] {
   let keys: unknown;
   try {
     const output = execFileSync(process.execPath, [fileURLToPath(builtFile("package-probe.js"))], {
@@ -120,10 +121,13 @@ function commonJsExportsOf(source: string): string[] {
       stdio: ["pipe", "pipe", "ignore"],
     });
     keys = JSON.parse(output);
-  } catch {
-    return [];
+  } catch (error) {
+    throw new TypeError(
+      `createSandbox: package '${specifier}' could not be probed for its names: ${(error as Error).message}`,
+    );
   }
-  if (!Array.isArray(keys) || !keys.every((key) => typeof key === "string")) return [];
+  if (!Array.isArray(keys) || !keys.every((key) => typeof key === "string"))
+    throw new TypeError(`createSandbox: package '${specifier}' could not be probed for its names: no list of names`);
   return keys
     .filter((key: string) => key.length <= MAX_NAME_LENGTH && IDENTIFIER.test(key))
     .filter((key: string) => key !== "default" && key !== "__esModule")
@@ -137,7 +141,7 @@ function bundle(specifier: string, from: string): string {
   const entry = output?.entryPoint;
   if (entry === undefined || first.metafile.inputs[entry]?.format !== "cjs") return first.text;
   // The names of the build bundled (a package's browser build, where it has one), which the guest's `m` holds.
-  const keys = commonJsExportsOf(first.text);
+  const keys = commonJsExportsOf(specifier, first.text);
   const reads = keys.map((key, i) => `const v${i} = m.${key};`).join("\n");
   const names = keys.map((key, i) => `v${i} as ${key}`).join(", ");
   const contents = `const m = require(${JSON.stringify(specifier)});\nexport default m;\n${reads}\nexport { ${names} };\n`;

@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createSandbox, createSession, restoreSession } from "../../node/index.js";
 import { readPackagesLock } from "../../node/packages-lock.js";
 import { serveOptionsOf } from "../../node/serve/settings.js";
+import { RUNCODE_VERSION } from "../../src/core/version.js";
 import { createMcpServer } from "../../src/host/mcp/server.js";
 import { createRunOnce } from "../../src/host/runs/run-once.js";
 import { DEFAULT_MEMORY_LIMIT_BYTES } from "../../src/index.js";
@@ -122,6 +123,12 @@ install("throws", {
   "index.js": 'exports.never = 1;\nif (typeof setTimeout === "function") throw new Error("no");\n',
 });
 
+// A CommonJS package first bundled while its probe cannot run.
+install("later", {
+  "package.json": JSON.stringify({ name: "later", version: "1.0.0", main: "index.js" }),
+  "index.js": "exports.soon = 1;\n",
+});
+
 describe("packages", () => {
   it("are refused when the sandbox is made when they need a Node built-in, are not installed or are not names", () => {
     expect(() => createSandbox({ packages: ["needs-fs"], packagesFrom: dir })).toThrow(
@@ -214,6 +221,25 @@ describe("packages", () => {
       status: "success",
       result: [["default"], 1, ["default"], 1],
     });
+  });
+
+  it("are refused, and not cached, when their probe gives no answer: the next sandbox probes again", async () => {
+    const cached = join(dir, `node_modules/.cache/runcode/packages/later@1.0.0-runcode${RUNCODE_VERSION}.js`);
+    const { execPath } = process;
+    // The probe's child cannot start (a machine out of processes, say): a clear error, no bundle kept without names.
+    process.execPath = join(dir, "no-node");
+    try {
+      expect(() => createSandbox({ packages: ["later"], packagesFrom: dir })).toThrow(
+        /^createSandbox: package 'later' could not be probed for its names: spawnSync .*no-node ENOENT$/,
+      );
+    } finally {
+      process.execPath = execPath;
+    }
+    expect(existsSync(cached)).toBe(false);
+    const sandbox = createSandbox({ packages: ["later"], packagesFrom: dir, threads: false });
+    const run = await sandbox.runCode('import * as later from "later"; export default Object.keys(later);', js);
+    expect(outcome(run)).toEqual({ status: "success", result: ["default", "soon"] });
+    expect(existsSync(cached)).toBe(true);
   });
 
   it("are given to Node's sessions too, and a snapshot restores only with the same packages", async () => {
