@@ -98,17 +98,20 @@ export function cellScript(source: string): CellScript {
   return { script: applyEdits(source, edits), specifiers: [...specifiers] };
 }
 
+/** How acorn reads a cell: a script whose top level may `await` and `import`. */
+export const CELL_PARSE_OPTIONS = {
+  ecmaVersion: "latest",
+  sourceType: "script",
+  allowAwaitOutsideFunction: true,
+  // Only so that a top-level import parses; scanStatement refuses the others.
+  allowImportExportEverywhere: true,
+  allowReturnOutsideFunction: false,
+  allowHashBang: true,
+} as const;
+
 function parseCell(source: string): Program {
   try {
-    return parseCellSource(source, {
-      ecmaVersion: "latest",
-      sourceType: "script",
-      allowAwaitOutsideFunction: true,
-      // Only so that a top-level import parses; scanStatement refuses the others.
-      allowImportExportEverywhere: true,
-      allowReturnOutsideFunction: false,
-      allowHashBang: true,
-    });
+    return parseCellSource(source, CELL_PARSE_OPTIONS);
   } catch (error) {
     // The parser's refusals are SyntaxErrors with a 0-based `loc`.
     const { loc } = error as { loc?: { line: number; column: number } };

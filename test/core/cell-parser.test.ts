@@ -7,16 +7,7 @@ import { parse } from "acorn";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseCellSource } from "../../src/core/cell-parser.js";
-import { cellScript } from "../../src/core/cell-source.js";
-
-const OPTIONS = {
-  ecmaVersion: "latest",
-  sourceType: "script",
-  allowAwaitOutsideFunction: true,
-  allowImportExportEverywhere: true,
-  allowReturnOutsideFunction: false,
-  allowHashBang: true,
-} as const;
+import { cellScript, CELL_PARSE_OPTIONS as OPTIONS } from "../../src/core/cell-source.js";
 
 /** What a parse gives: its tree as JSON, or its error's message (with acorn's position). */
 function outcome(parser: (source: string) => unknown, source: string): string {

@@ -4,7 +4,7 @@
  * upstream here is the SDK's low-level server, in process, sending what any server may send; each test failed on
  * the code before these bounds (by its assertions, or by hanging past its timeout).
  */
-import { createServer } from "node:http";
+import { createServer, type Server as HttpServer } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -81,6 +81,11 @@ async function overHttp(upstream: Upstream): Promise<{ url: string; requests(): 
     response.on("close", () => void server.close());
     await transport.handleRequest(request, response);
   });
+  return { url: await listening(http), requests: () => requests };
+}
+
+/** `http` listening on 127.0.0.1 until the test's end: its MCP endpoint's URL. */
+async function listening(http: HttpServer): Promise<string> {
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
   closers.push(
     () =>
@@ -89,7 +94,7 @@ async function overHttp(upstream: Upstream): Promise<{ url: string; requests(): 
         http.close(() => resolve());
       }),
   );
-  return { url: `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`, requests: () => requests };
+  return `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
 }
 
 /** Runs `code` through an MCP server whose services are `upstream`'s tools as the module "up". */
@@ -434,15 +439,7 @@ export default [failure, await small({})];`,
       response.writeHead(200, { "content-type": "application/json" });
       response.end(`{"jsonrpc":"2.0","id":${message.id},"result":${result}}`);
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    closers.push(
-      () =>
-        new Promise((resolve) => {
-          http.closeAllConnections();
-          http.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
+    const url = await listening(http);
     const client = upstreamClient();
     await client.connect(httpTransport({ url }));
     closers.push(() => client.close());

@@ -540,7 +540,8 @@ describe("per-tenant storage quota", () => {
     }
     // The first is a success; the second's error fills the rest, cut with a marker; every later one is refused.
     expect(pids.length).toBe(2);
-    const [ok, failed] = [await store.get(pids[0] as number), await store.get(pids[1] as number)] as ProcessRecord[];
+    const ok = (await store.get(pids[0] as number)) as ProcessRecord;
+    const failed = (await store.get(pids[1] as number)) as ProcessRecord;
     const marker = `\n[error truncated: the tenant's storage quota of ${quota} bytes is full]`;
     expect(failed.error).toBe(`${"e".repeat((failed.error as string).length - marker.length)}${marker}`);
     const kept = (failed.error as string).length - marker.length;
