@@ -34,6 +34,15 @@ function install(name: string, files: Record<string, string>): void {
   mkdirSync(root, { recursive: true });
   for (const [file, text] of Object.entries(files)) writeFileSync(join(root, file), text);
 }
+
+/** A CommonJS package of one file, `index.js`, at version 1.0.0. */
+function commonJs(name: string, index: string): void {
+  install(name, {
+    "package.json": JSON.stringify({ name, version: "1.0.0", main: "index.js" }),
+    "index.js": index,
+  });
+}
+
 install("greet", {
   "package.json": JSON.stringify({
     name: "greet",
@@ -58,10 +67,7 @@ install("climbs", {
   "package.json": JSON.stringify({ name: "climbs", version: "1.0.0/../../../../../climbed", type: "module" }),
   "index.js": "export const x = 1;\n",
 });
-install("needs-fs", {
-  "package.json": JSON.stringify({ name: "needs-fs", version: "1.0.0", main: "index.js" }),
-  "index.js": 'module.exports = require("node:fs").readFileSync;\n',
-});
+commonJs("needs-fs", 'module.exports = require("node:fs").readFileSync;\n');
 
 // Packages whose code betrays, on the host, any run of it there: a global set, and a file written with the Node `fs`
 // that their browser builds, which are what is bundled, leave out.
@@ -103,31 +109,18 @@ install("umd", {
 `,
 });
 // A top level that leaves a timer pending (where the probe runs it), which the probe's run would wait for.
-install("ticks", {
-  "package.json": JSON.stringify({ name: "ticks", version: "1.0.0", main: "index.js" }),
-  "index.js":
-    'const api = {};\napi.tick = "tock";\nif (typeof setInterval === "function") setInterval(() => {}, 1000);\nmodule.exports = api;\n',
-});
-install("many", {
-  "package.json": JSON.stringify({ name: "many", version: "1.0.0", main: "index.js" }),
-  "index.js": `for (let i = 0; i < 5000; i++) exports["n" + i] = i;\nexports["x".repeat(300)] = 1;\n`,
-});
+commonJs(
+  "ticks",
+  'const api = {};\napi.tick = "tock";\nif (typeof setInterval === "function") setInterval(() => {}, 1000);\nmodule.exports = api;\n',
+);
+commonJs("many", `for (let i = 0; i < 5000; i++) exports["n" + i] = i;\nexports["x".repeat(300)] = 1;\n`);
 // Packages whose top level fails only where the probe runs it (with the Web APIs, unlike the sandboxes below): they
 // loop forever, or throw.
-install("loops", {
-  "package.json": JSON.stringify({ name: "loops", version: "1.0.0", main: "index.js" }),
-  "index.js": 'exports.never = 1;\nif (typeof setTimeout === "function") for (;;) {}\n',
-});
-install("throws", {
-  "package.json": JSON.stringify({ name: "throws", version: "1.0.0", main: "index.js" }),
-  "index.js": 'exports.never = 1;\nif (typeof setTimeout === "function") throw new Error("no");\n',
-});
+commonJs("loops", 'exports.never = 1;\nif (typeof setTimeout === "function") for (;;) {}\n');
+commonJs("throws", 'exports.never = 1;\nif (typeof setTimeout === "function") throw new Error("no");\n');
 
 // A CommonJS package first bundled while its probe cannot run.
-install("later", {
-  "package.json": JSON.stringify({ name: "later", version: "1.0.0", main: "index.js" }),
-  "index.js": "exports.soon = 1;\n",
-});
+commonJs("later", "exports.soon = 1;\n");
 
 describe("packages", () => {
   it("are refused when the sandbox is made when they need a Node built-in, are not installed or are not names", () => {
