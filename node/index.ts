@@ -20,6 +20,8 @@ import type {
   SessionOptions,
   WasmSource,
 } from "../src/core/types.js";
+import { usePlatformExchange } from "../src/fetch/exchange.js";
+import { httpExchange } from "./http-exchange.js";
 import { bundlePackages } from "./packages.js";
 import { processWasm, readWasm } from "./process-wasm.js";
 import { loadSwc } from "./swc.js";
@@ -36,6 +38,9 @@ export {
   STOP_GRACE_MS,
   WATCHDOG_MARGIN_MS,
 } from "./threads/limits.js";
+
+// The guest's requests are made with undici's dispatcher rather than Node's fetch (node/http-exchange.ts).
+usePlatformExchange(httpExchange);
 
 /** The metered QuickJS wasm of this package (`runcode/wasm`), as a loader for `createSandbox({ wasm })`. */
 export const nodeWasm: WasmSource = readWasm;

@@ -211,7 +211,7 @@ class Attempted extends ForwardingRun implements StartedRun, Nesting, Caller {
           ...context,
           safetyCap: { cpuTimeMs, fuel: SLICE_FUEL },
           fit: "least-grown",
-          fetch: context.fetch && { ...context.fetch, transport: this.#fetchStandIn },
+          fetch: context.fetch && { ...context.fetch, exchange: this.#fetchStandIn },
         },
         {
           ...request,
@@ -268,10 +268,10 @@ class Attempted extends ForwardingRun implements StartedRun, Nesting, Caller {
   };
 
   /**
-   * Ends the attempt where its guest's request would be sent, in place of the platform's fetch: after the host's
+   * Ends the attempt where its guest's request would be sent, in place of the platform's client: after the host's
    * checks, before any byte leaves. A request is made by the run on the worker only, so never twice.
    */
-  readonly #fetchStandIn = (): Promise<Response> => {
+  readonly #fetchStandIn = (): Promise<never> => {
     this.#endAttempt();
     return Promise.reject(new Error(HANDED_OVER.message));
   };

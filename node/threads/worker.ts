@@ -28,7 +28,9 @@ import {
   TRANSPILE_BASE_FUEL,
   Transpiler,
   threadContext,
+  usePlatformExchange,
 } from "../../src/core/runner-port.js";
+import { httpExchange } from "../http-exchange.js";
 import { swcOf } from "../swc.js";
 import { CallChannel } from "./call-channel.js";
 import {
@@ -52,6 +54,8 @@ const port = parentPort as NonNullable<typeof parentPort>;
 const data = workerData as { signals: SharedArrayBuffer; calls: SharedArrayBuffer; port: MessagePort };
 const { flags, clock } = signalViews(data.signals);
 const calls = new CallChannel(data.port, data.calls);
+// A run's requests are made by this thread, with Node's client, as on the caller's thread (node/index.ts).
+usePlatformExchange(httpExchange);
 const modules = new Map<number, WebAssembly.Module>();
 /** The sandboxes' contexts, made when their settings arrive, the least recently used first (see `SETTINGS_KEPT`). */
 const contexts = new Map<number, RunContext>();

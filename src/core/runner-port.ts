@@ -5,6 +5,7 @@
  * tapes of the core's encoders.
  * @module
  */
+export { usePlatformExchange } from "../fetch/exchange.js";
 export { bridged, SerializationError, Thrown } from "../values/errors.js";
 export { Tape } from "../values/tape.js";
 export { encodeForGuest, FunctionTable } from "../values/to-guest.js";

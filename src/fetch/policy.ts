@@ -1,12 +1,12 @@
 /**
  * A sandbox's `fetch` setting (`SandboxOptions.fetch`), checked once: the allow list, the limits with their
- * defaults, and the platform's fetch the host makes the requests with.
+ * defaults, and the client the host makes the requests with.
  * @module
  */
 import { AllowList } from "./allow-list.js";
+import { type Exchanger, type FetchTransport, fetchExchange, platformExchange } from "./exchange.js";
 
-/** The platform's `fetch`, as the host calls it: always with a URL string and `redirect: "manual"`. */
-export type FetchTransport = (url: string, init: RequestInit) => Promise<Response>;
+export type { FetchTransport };
 
 /** The guest's `fetch` (`SandboxOptions.fetch`): what it may reach, and how much of it one run may use. */
 export interface FetchOptions {
@@ -17,7 +17,10 @@ export interface FetchOptions {
    * naming its origin, and never reaches the network.
    */
   allow: readonly string[];
-  /** The fetch the host makes requests with. Default the platform's global `fetch`. */
+  /**
+   * The fetch the host makes requests with. Default the platform's client: in Node undici's dispatcher, the client
+   * below Node's own `fetch`; elsewhere the global `fetch`.
+   */
   fetch?: FetchTransport;
   /** Requests one run may make, each redirect followed counted as one. Default 50. */
   maxRequests?: number;
@@ -53,14 +56,14 @@ type FetchLimits = { -readonly [K in keyof typeof DEFAULT_FETCH_LIMITS]: number 
 /** A checked `fetch` setting. */
 export interface FetchPolicy extends FetchLimits {
   allow: AllowList;
-  transport: FetchTransport;
+  exchange: Exchanger;
 }
 
 const KEYS = new Set(["allow", "fetch", ...Object.keys(DEFAULT_FETCH_LIMITS)]);
 
-/** `policy` as a setting again, for a worker thread whose own platform `fetch` makes the requests. */
+/** `policy` as a setting again, for a worker thread whose own platform client makes the requests. */
 export function fetchSettingOf(policy: FetchPolicy): FetchOptions {
-  const { allow, transport: _platform, ...limits } = policy;
+  const { allow, exchange: _platform, ...limits } = policy;
   return { ...limits, allow: allow.entries };
 }
 
@@ -71,15 +74,16 @@ export function fetchPolicyOf(settings: FetchOptions, where = "createSandbox: fe
   for (const key of Object.keys(settings)) {
     if (!KEYS.has(key)) throw new TypeError(`${where} has no setting '${key}' (it has ${[...KEYS].join(", ")})`);
   }
-  const { allow, fetch: transport = globalThis.fetch, ...limits } = settings;
+  const { allow, fetch: transport, ...limits } = settings;
   if (!Array.isArray(allow) || allow.length === 0)
     throw new TypeError(`${where}.allow must list at least one origin, such as 'https://api.example.com'`);
-  if (typeof transport !== "function")
+  const exchange = typeof transport === "function" ? fetchExchange(transport) : platformExchange();
+  if (exchange === undefined || (typeof transport !== "function" && transport !== undefined))
     throw new TypeError(`${where}.fetch must be a function (the platform has no global fetch)`);
   const checked: FetchLimits = { ...DEFAULT_FETCH_LIMITS, ...limits };
   for (const [key, value] of Object.entries(checked)) {
     if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
       throw new TypeError(`${where}.${key} must be a positive integer, got ${String(value)}`);
   }
-  return { ...checked, allow: new AllowList(allow, (index) => `${where}.allow[${index}]`), transport };
+  return { ...checked, allow: new AllowList(allow, (index) => `${where}.allow[${index}]`), exchange };
 }

@@ -1,14 +1,16 @@
 /**
  * One run's `fetch`, on the host: the guest's requests checked again (nothing the guest sends is trusted), the allow
- * list applied to every URL and every redirect before the platform's fetch sees it, redirects followed by hand and
+ * list applied to every URL and every redirect before the platform's client sees it, redirects followed by hand and
  * only within the list, and the run's limits: requests counted, heads and bodies bounded before they are sent, a
  * response counted as it streams in (and, while the host holds it, against the run's memory limit), each request
  * timed by the host's own timer (it holds with a frozen clock), its host work charged to the run's fuel before it is
- * done (a {@link FetchMeter}), and every request in flight aborted when the run ends or stops. The platform's fetch is called without credentials or referrer: the host's cookies and the page a
- * browser host runs in never reach the network.
+ * done (a {@link FetchMeter}), and every request in flight aborted when the run ends or stops. Requests are made
+ * without credentials or referrer (see exchange.ts): the host's cookies and the page a browser host runs in never
+ * reach the network.
  * @module
  */
-import { type FetchPolicy, type FetchTransport, MAX_REDIRECTS } from "./policy.js";
+import { Abort, type Exchange } from "./exchange.js";
+import { type FetchPolicy, MAX_REDIRECTS } from "./policy.js";
 
 /**
  * A response as the guest receives it: its head as one JSON string, `[status, statusText, url, redirected, headers]`
@@ -68,7 +70,7 @@ export class FetchSession {
   readonly #policy: FetchPolicy;
   readonly #memoryLimitBytes: number;
   readonly #meter: FetchMeter;
-  readonly #inflight = new Map<number, AbortController>();
+  readonly #inflight = new Map<number, Abort>();
   #requests = 0;
   /** Bytes of response bodies the host is reading for the run. */
   #buffered = 0;
@@ -85,23 +87,23 @@ export class FetchSession {
     if (this.#ended) throw new TypeError("fetch: the run has ended");
     if (typeof id !== "number") throw malformed();
     const request = this.#checked(record);
-    const controller = new AbortController();
-    this.#inflight.set(id, controller);
+    const abort = new Abort();
+    this.#inflight.set(id, abort);
     const { timeoutMs } = this.#policy;
     const timer = setTimeout(() => {
       const message = `fetch: ${request.url.origin} did not answer within ${timeoutMs} ms (fetch.timeoutMs)`;
-      controller.abort(named("TimeoutError", message));
+      abort.abort(named("TimeoutError", message));
     }, timeoutMs);
     try {
-      return await this.#follow(request, controller.signal);
+      return await this.#follow(request, abort);
     } catch (error) {
-      if (controller.signal.aborted) throw controller.signal.reason;
+      if (abort.reason !== undefined) throw abort.reason;
       // Whatever is left of the exchange (a body dropped past its cap) goes too.
-      controller.abort();
+      abort.abort(named("AbortError", "fetch: the response was dropped"));
       throw error;
     } finally {
       clearTimeout(timer);
-      if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
+      if (this.#inflight.get(id) === abort) this.#inflight.delete(id);
     }
   };
 
@@ -115,7 +117,7 @@ export class FetchSession {
   /** The run ended or stopped: every request in flight is aborted, and no other is made. */
   end(): void {
     this.#ended = true;
-    for (const controller of this.#inflight.values()) controller.abort(named("AbortError", "fetch: the run ended"));
+    for (const abort of this.#inflight.values()) abort.abort(named("AbortError", "fetch: the run ended"));
     this.#inflight.clear();
   }
 
@@ -151,42 +153,30 @@ export class FetchSession {
       throw new TypeError(`fetch: a ${normalized} request cannot have a body`);
     if (body !== null && body.byteLength > maxRequestBytes)
       throw new RangeError(`fetch: the request body exceeds ${maxRequestBytes} bytes (fetch.maxRequestBytes)`);
-    if (!URL.canParse(url)) throw new TypeError(`fetch: ${JSON.stringify(quoted(url))} is not an absolute URL`);
-    return { url: new URL(url), method: normalized, headers: kept, body, redirect };
+    return { url: absolute(url), method: normalized, headers: kept, body, redirect };
   }
 
   /** Makes the request, following its redirects within the allow list. */
-  async #follow(request: GuestRequest, signal: AbortSignal): Promise<GuestResponse> {
+  async #follow(request: GuestRequest, abort: Abort): Promise<GuestResponse> {
     let hop: Hop = request;
-    const transport: FetchTransport = this.#policy.transport;
     for (let redirects = 0; ; redirects++) {
       this.#admit(hop.url, redirects > 0);
       if (!this.#meter.request(headBytes(hop) + (hop.body?.byteLength ?? 0))) throw unpaid();
-      const init = {
-        method: hop.method,
-        headers: hop.headers,
-        body: hop.body,
-        redirect: "manual",
-        signal,
-        credentials: "omit",
-        referrerPolicy: "no-referrer",
-      } as const;
-      let response: Response;
+      let response: Exchange;
       try {
-        response = await transport(hop.url.href, init);
+        response = await this.#policy.exchange({ ...hop, abort });
       } catch (error) {
-        if (signal.aborted) throw signal.reason;
+        if (abort.reason !== undefined) throw abort.reason;
         throw new TypeError(`fetch: ${hop.url.origin} failed: ${reasonOf(error)}`);
       }
-      // Browsers answer a redirect of redirect: "manual" with an opaque response (Workers' types do not list it).
-      if ((response.type as string) === "opaqueredirect") {
+      if (response.opaqueRedirect) {
         throw new TypeError(
           `fetch: ${hop.url.origin} redirects, and this platform's fetch hides where to, so it cannot be checked against the allow list`,
         );
       }
-      const location = REDIRECTS.has(response.status) ? response.headers.get("location") : null;
+      const location = REDIRECTS.has(response.status) ? headerOf(response, "location") : null;
       if (location === null || request.redirect === "manual") return this.#read(response, hop.url, redirects > 0);
-      void response.body?.cancel().catch(() => {});
+      response.cancel();
       if (request.redirect === "error")
         throw new TypeError(`fetch: ${hop.url.origin} redirects, and the request's redirect is "error"`);
       if (redirects === MAX_REDIRECTS) throw new TypeError(`fetch: more than ${MAX_REDIRECTS} redirects`);
@@ -215,58 +205,62 @@ export class FetchSession {
   }
 
   /** The response for the guest: its head bounded, its body read with a running count. */
-  async #read(response: Response, url: URL, redirected: boolean): Promise<GuestResponse> {
+  async #read(response: Exchange, url: URL, redirected: boolean): Promise<GuestResponse> {
     const { maxHeaderBytes, maxResponseBytes } = this.#policy;
-    const cancel = () => void response.body?.cancel().catch(() => {});
-    const headers: [string, string][] = [];
     let headBytes = response.statusText.length;
-    for (const [name, value] of response.headers) {
-      headBytes += name.length + value.length + 4;
-      if (headBytes > maxHeaderBytes) {
-        cancel();
-        throw new RangeError(
-          `fetch: the response headers of ${url.origin} exceed ${maxHeaderBytes} bytes (fetch.maxHeaderBytes)`,
-        );
-      }
-      headers.push([name, value]);
+    for (const [name, value] of response.headers) headBytes += name.length + value.length + 4;
+    if (headBytes > maxHeaderBytes) {
+      response.cancel();
+      throw new RangeError(
+        `fetch: the response headers of ${url.origin} exceed ${maxHeaderBytes} bytes (fetch.maxHeaderBytes)`,
+      );
     }
     const tooLarge = () =>
       new RangeError(
         `fetch: the response body of ${url.origin} exceeds ${maxResponseBytes} bytes (fetch.maxResponseBytes)`,
       );
-    if (Number(response.headers.get("content-length")) > maxResponseBytes) {
-      cancel();
+    if (Number(headerOf(response, "content-length")) > maxResponseBytes) {
+      response.cancel();
       throw tooLarge();
     }
-    const body = NULL_BODY_STATUSES.has(response.status) ? new ArrayBuffer(0) : await this.#bodyOf(response, tooLarge);
+    let body: ArrayBuffer;
+    if (NULL_BODY_STATUSES.has(response.status)) {
+      response.cancel();
+      body = new ArrayBuffer(0);
+    } else body = await this.#bodyOf(response, url, tooLarge);
     url.hash = "";
-    return { head: JSON.stringify([response.status, response.statusText, url.href, redirected, headers]), body };
+    return {
+      head: JSON.stringify([response.status, response.statusText, url.href, redirected, response.headers]),
+      body,
+    };
   }
 
-  /** The body's bytes, counted chunk by chunk against its cap and the run's memory limit. */
-  async #bodyOf(response: Response, tooLarge: () => RangeError): Promise<ArrayBuffer> {
-    const reader = response.body?.getReader();
-    if (reader === undefined) return new ArrayBuffer(0);
+  /**
+   * The body's bytes, counted chunk by chunk against its cap and the run's memory limit. A body that fails on its way
+   * (the connection lost, a coding that does not decode) is a `TypeError` naming the origin.
+   */
+  async #bodyOf(response: Exchange, url: URL, tooLarge: () => RangeError): Promise<ArrayBuffer> {
+    const read = () =>
+      response.read().catch((error: unknown) => {
+        throw new TypeError(`fetch: the response body of ${url.origin} failed: ${reasonOf(error)}`);
+      });
     const chunks: Uint8Array[] = [];
     let total = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (!(value instanceof Uint8Array)) throw new TypeError("fetch: the response body is not bytes");
-        if (!this.#meter.response(value.byteLength)) throw unpaid();
-        total += value.byteLength;
-        this.#buffered += value.byteLength;
+      for (let chunk = await read(); chunk !== undefined; chunk = await read()) {
+        if (!this.#meter.response(chunk.byteLength)) throw unpaid();
+        total += chunk.byteLength;
+        this.#buffered += chunk.byteLength;
         if (total > this.#policy.maxResponseBytes) throw tooLarge();
         if (this.#buffered > this.#memoryLimitBytes) {
           throw new RangeError(
             `fetch: the responses being read exceed the run's memory limit (${this.#memoryLimitBytes} bytes)`,
           );
         }
-        chunks.push(value);
+        chunks.push(chunk);
       }
     } catch (error) {
-      void reader.cancel().catch(() => {});
+      response.cancel();
       throw error;
     } finally {
       this.#buffered -= total;
@@ -300,6 +294,21 @@ function redirected(hop: Hop, status: number, location: string): Hop {
   }
   if (url.origin !== hop.url.origin) headers = headers.filter(([name]) => !CREDENTIAL_HEADERS.has(name));
   return { url, method, headers, body };
+}
+
+/** `url` parsed, once (`URL.canParse` parses it too). */
+function absolute(url: string): URL {
+  try {
+    return new URL(url);
+  } catch {
+    throw new TypeError(`fetch: ${JSON.stringify(quoted(url))} is not an absolute URL`);
+  }
+}
+
+/** The value of the response's header `name` (lowercase), as `Headers.get` gives it; `null` without one. */
+function headerOf(response: Exchange, name: string): string | null {
+  for (const [key, value] of response.headers) if (key === name) return value;
+  return null;
 }
 
 /** The bytes of a hop's URL and headers. */

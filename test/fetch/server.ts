@@ -4,13 +4,15 @@
  * answer.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { brotliCompressSync, gzipSync, constants as zlibConstants } from "node:zlib";
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, constants as zlibConstants } from "node:zlib";
 
 /** A request as the server received it. */
 export interface Received {
   method: string;
   path: string;
   headers: IncomingMessage["headers"];
+  /** The headers as they came, names and values in turn. */
+  raw: string[];
   body: string;
 }
 
@@ -22,6 +24,8 @@ export interface LoopbackServer {
   arrived(path: string): Promise<void>;
   /** Resolves when the client dropped a request for `path` before its response ended. */
   dropped(path: string): Promise<void>;
+  /** Connections the server has accepted. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -88,8 +92,51 @@ const routes: [RegExp, (match: RegExpExecArray) => Route][] = [
       res.end(compressed(m[1] as "gzip" | "br", Number(m[2])));
     },
   ],
+  [
+    // A body of text encoded by each coding listed in turn ("br" brotli, "deflate" zlib's, "raw" deflate without
+    // zlib's wrapper, "gzip" and "x-gzip"; any other name left as it is), labelled with the list as given.
+    /^\/coded\?(.*)$/,
+    (m) => (_, res) => {
+      const label = decodeURIComponent(m[1] as string);
+      let body = Buffer.from("coded ".repeat(50));
+      for (const coding of label.split(",").map((name) => name.trim())) body = encoded(coding, body);
+      res.writeHead(200, { "content-encoding": label.replaceAll("raw", "deflate") });
+      res.end(body);
+    },
+  ],
+  [
+    // A status with its own reason phrase, repeated headers and cookies, and the request's raw headers as its body.
+    /^\/reason\/(\d+)\/(.*)$/,
+    (m) => (request, res) => {
+      const headers: [string, string][] = [
+        ["x-b", "2"],
+        ["x-a", " 1 "],
+        ["x-b", "3"],
+        ["set-cookie", "c=1"],
+        ["set-cookie", "d=2"],
+      ];
+      res.writeHead(Number(m[1]), decodeURIComponent(m[2] as string), headers);
+      res.end(JSON.stringify([request.method, request.raw]));
+    },
+  ],
+  [
+    // Its head and the first 10 of its 100 bytes, then nothing.
+    /^\/stall/,
+    () => (_, res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write(Buffer.alloc(10, 120));
+    },
+  ],
   [/^\/hang/, () => () => {}],
 ];
+
+function encoded(coding: string, body: Buffer): Buffer {
+  if (coding === "gzip" || coding === "x-gzip") return gzipSync(body);
+  if (coding === "deflate") return deflateSync(body);
+  if (coding === "raw") return deflateRawSync(body);
+  if (coding === "br") return brotliCompressSync(body);
+  return body;
+}
 
 const bombs = new Map<string, Buffer>();
 /** `bytes` of "x", compressed: 64 MiB of it is some tens of kilobytes on the wire. */
@@ -133,6 +180,7 @@ export async function startServer(): Promise<LoopbackServer> {
       method: req.method ?? "",
       path: req.url ?? "",
       headers: req.headers,
+      raw: req.rawHeaders,
       body: Buffer.concat(chunks).toString(),
     };
     received.push(request);
@@ -147,6 +195,8 @@ export async function startServer(): Promise<LoopbackServer> {
     res.writeHead(404);
     res.end();
   });
+  let connections = 0;
+  server.on("connection", () => connections++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
   const when = (path: string, event: "arrived" | "dropped") =>
@@ -158,6 +208,7 @@ export async function startServer(): Promise<LoopbackServer> {
     received,
     arrived: (path) => when(path, "arrived"),
     dropped: (path) => when(path, "dropped"),
+    connections: () => connections,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

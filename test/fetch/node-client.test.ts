@@ -1,0 +1,165 @@
+/**
+ * Node's client for the guest's requests (node/http-exchange.ts): undici's dispatcher in place of Node's `fetch`,
+ * answering the guest as Node's `fetch` does (compared with a sandbox given Node's `fetch` itself), without the global
+ * `fetch`, its connections kept between requests and runs, and a body that stops coming timed out and aborted.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createSandbox } from "../../node/index.js";
+import type { RunCode } from "../../src/core/types.js";
+import { type LoopbackServer, startServer } from "./server.js";
+
+let a: LoopbackServer;
+beforeAll(async () => {
+  a = await startServer();
+});
+afterAll(() => a.close());
+
+/** The run's result, which must be a success. */
+async function result(runCode: RunCode, source: string, globals: Record<string, unknown> = {}): Promise<unknown> {
+  const r = await runCode(source, { globals: { A: a.origin, ...globals } });
+  expect(r.error).toBeUndefined();
+  return r.result;
+}
+
+/** What the guest sees of each request: status, reason, headers but `date`, body bytes as text, or its error. */
+const SEEN = `const seen = [];
+for (const [path, init] of REQUESTS) {
+  try {
+    const res = await fetch(A + path, init);
+    const headers = [...res.headers].filter(([name]) => name !== "date");
+    seen.push([path, res.status, res.statusText, headers, new TextDecoder().decode(await res.arrayBuffer())]);
+  } catch (e) {
+    seen.push([path, e.name, e.message]);
+  }
+}
+export default seen;`;
+
+const REQUESTS = [
+  ["/reason/200/Custom%20Reason", undefined],
+  ["/reason/201/Created%20Here", { method: "POST" }],
+  ["/reason/202/Ok", { method: "PUT", body: "x", headers: { Accept: "text/plain", "User-Agent": "me" } }],
+  ["/reason/200/Head", { method: "HEAD" }],
+  ["/reason/204/Nothing", { method: "DELETE" }],
+  ["/reason/200/Mode", { headers: { "sec-fetch-mode": "navigate" } }],
+  ...[
+    "gzip",
+    "x-gzip",
+    "deflate",
+    "raw",
+    "br",
+    "gzip, br",
+    "br, deflate, gzip",
+    "GZIP",
+    "compress",
+    "gzip, identity",
+    "gzip,",
+    "gzip,gzip,gzip,gzip,gzip",
+    "gzip,gzip,gzip,gzip,gzip,gzip",
+  ].map((codings) => [`/coded?${encodeURIComponent(codings)}`, undefined]),
+];
+
+describe("Node's client for the guest's fetch", () => {
+  it("answers the guest as Node's fetch does: heads, reasons, request headers, codings and their failures", async () => {
+    const settings = { threads: false, webApis: true } as const;
+    const byClient = createSandbox({ ...settings, fetch: { allow: [a.origin] } }).runCode;
+    const byFetch = createSandbox({ ...settings, fetch: { allow: [a.origin], fetch: globalThis.fetch } }).runCode;
+    const seen = (await result(byClient, SEEN, { REQUESTS })) as unknown[][];
+    expect(seen).toEqual(await result(byFetch, SEEN, { REQUESTS }));
+    const coded = "coded ".repeat(50);
+    const received = (at: number) => JSON.parse(seen[at]?.[4] as string) as [string, string[]];
+    expect([seen[0]?.slice(1, 4), received(0)]).toEqual([
+      [
+        200,
+        "Custom Reason",
+        [
+          ["connection", "keep-alive"],
+          ["keep-alive", "timeout=5"],
+          ["set-cookie", "c=1"],
+          ["set-cookie", "d=2"],
+          ["transfer-encoding", "chunked"],
+          ["x-a", "1 "],
+          ["x-b", "2, 3"],
+        ],
+      ],
+      [
+        "GET",
+        [
+          ...["host", a.origin.slice(7), "connection", "keep-alive", "accept", "*/*", "accept-language", "*"],
+          ...["sec-fetch-mode", "cors", "user-agent", "node", "accept-encoding", "gzip, deflate"],
+        ],
+      ],
+    ]);
+    expect(received(1)[1].slice(-2)).toEqual(["content-length", "0"]);
+    expect(received(2)[1].slice(4, 8)).toEqual(["accept", "text/plain", "user-agent", "me"]);
+    expect([seen[3]?.[4], seen[4]?.slice(1, 3), seen[4]?.[4]]).toEqual(["", [204, "Nothing"], ""]);
+    expect(received(5)[1].slice(4, 6)).toEqual(["sec-fetch-mode", "cors"]);
+    expect(seen.slice(6).map((request) => request.slice(-1)[0])).toEqual([
+      ...[coded, coded, coded, coded, coded, coded, coded],
+      `fetch: the response body of ${a.origin} failed: incorrect header check`,
+      coded,
+      // A coding Node's fetch does not know: the body as it came, gzip's first byte and a second one not UTF-8.
+      expect.stringMatching(/^\u001f\ufffd/),
+      expect.stringMatching(/^\u001f\ufffd/),
+      coded,
+      `fetch: ${a.origin} failed: too many content-encodings in response: 6, maximum allowed is 5`,
+    ]);
+  });
+
+  it("makes the guest's requests without the global fetch, which a host may have replaced", async () => {
+    vi.stubGlobal("fetch", () => Promise.reject(new Error("the global fetch was called")));
+    try {
+      const runCode = createSandbox({ threads: false, webApis: true, fetch: { allow: [a.origin] } }).runCode;
+      const source = `export default (await fetch(A + "/reason/200/Own")).statusText;`;
+      expect(await result(runCode, source)).toBe("Own");
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it.each([{ threads: false }, { threads: true }])(
+    "keeps its connections for the requests of the next runs (threads: $threads)",
+    async ({ threads }) => {
+      const server = await startServer();
+      try {
+        const runCode = createSandbox({ threads, webApis: true, fetch: { allow: [server.origin] } }).runCode;
+        const source = `for (let i = 0; i < 5; i++) await (await fetch(A + "/echo/" + i)).text();\nexport default 1;`;
+        expect(await result(runCode, source, { A: server.origin })).toBe(1);
+        const opened = server.connections();
+        for (let run = 0; run < 3; run++) expect(await result(runCode, source, { A: server.origin })).toBe(1);
+        expect([server.received.length, server.connections()]).toEqual([20, opened]);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
+  describe.each([{ threads: false }, { threads: true }])(
+    "a body that stops coming (threads: $threads)",
+    ({ threads }) => {
+      const own = (path: string) => `${path}-${threads ? "threads" : "in-thread"}`;
+
+      it("times out, and the host drops it", async () => {
+        const runCode = createSandbox({ threads, webApis: true, fetch: { allow: [a.origin], timeoutMs: 200 } }).runCode;
+        const source = `export default await fetch(A + "${own("/stall/timeout")}").then(() => "fulfilled", (e) => [e.name, e.message]);`;
+        expect(await result(runCode, source)).toEqual([
+          "TimeoutError",
+          `fetch: ${a.origin} did not answer within 200 ms (fetch.timeoutMs)`,
+        ]);
+        await a.dropped(own("/stall/timeout"));
+      });
+
+      it("is aborted by the guest's signal with its reason, and the host drops it", async () => {
+        const runCode = createSandbox({ threads, webApis: true, fetch: { allow: [a.origin] } }).runCode;
+        const source = `
+        const controller = new AbortController();
+        const pending = fetch(A + "${own("/stall/signal")}", { signal: controller.signal });
+        await arrived();
+        controller.abort(new Error("enough of it"));
+        export default await pending.then(() => "fulfilled", (e) => e.message);`;
+        const arrived = () => a.arrived(own("/stall/signal"));
+        expect(await result(runCode, source, { arrived })).toBe("enough of it");
+        await a.dropped(own("/stall/signal"));
+      });
+    },
+  );
+});
