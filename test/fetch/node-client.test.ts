@@ -3,6 +3,7 @@
  * answering the guest as Node's `fetch` does (compared with a sandbox given Node's `fetch` itself), without the global
  * `fetch`, its connections kept between requests and runs, and a body that stops coming timed out and aborted.
  */
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../node/index.js";
 import type { RunCode } from "../../src/core/types.js";
@@ -66,6 +67,7 @@ describe("Node's client for the guest's fetch", () => {
     const seen = (await result(byClient, SEEN, { REQUESTS })) as unknown[][];
     expect(seen).toEqual(await result(byFetch, SEEN, { REQUESTS }));
     const coded = "coded ".repeat(50);
+    const gzipped = new TextDecoder().decode(gzipSync(coded));
     const received = (at: number) => JSON.parse(seen[at]?.[4] as string) as [string, string[]];
     expect([seen[0]?.slice(1, 4), received(0)]).toEqual([
       [
@@ -97,9 +99,9 @@ describe("Node's client for the guest's fetch", () => {
       ...[coded, coded, coded, coded, coded, coded, coded],
       `fetch: the response body of ${a.origin} failed: incorrect header check`,
       coded,
-      // A coding Node's fetch does not know: the body as it came, gzip's first byte and a second one not UTF-8.
-      expect.stringMatching(/^\u001f\ufffd/),
-      expect.stringMatching(/^\u001f\ufffd/),
+      // A coding Node's fetch does not know: the body as it came.
+      gzipped,
+      gzipped,
       coded,
       `fetch: ${a.origin} failed: too many content-encodings in response: 6, maximum allowed is 5`,
     ]);

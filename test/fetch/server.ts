@@ -98,7 +98,7 @@ const routes: [RegExp, (match: RegExpExecArray) => Route][] = [
     /^\/coded\?(.*)$/,
     (m) => (_, res) => {
       const label = decodeURIComponent(m[1] as string);
-      let body = Buffer.from("coded ".repeat(50));
+      let body: Buffer = Buffer.from("coded ".repeat(50));
       for (const coding of label.split(",").map((name) => name.trim())) body = encoded(coding, body);
       res.writeHead(200, { "content-encoding": label.replaceAll("raw", "deflate") });
       res.end(body);
