@@ -3,14 +3,16 @@
  * process of its own sends a body a byte at a time, each byte its own TCP segment (a slow drip), so that every read
  * the host makes of the body holds one byte; the same body sent at once takes a handful of reads. This process's CPU
  * (the server's is its own) per read of the drip, less that of the body sent at once, is what a read costs the host
- * beyond its bytes: waking for the segment, the platform's fetch handing it on, and the host's read loop. The guest's
- * fetch of the same drip is run too, and its fuel printed beside this process's CPU.
+ * beyond its bytes: waking for the segment, the host's client (Node's: node/http-exchange.ts) handing it on, and the
+ * host's read loop. The guest's fetch of the same drip is run too, and its fuel printed beside this process's CPU.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { loadavg } from "node:os";
+import { httpExchange } from "../node/http-exchange.js";
 import { createSandbox, nodeWasm } from "../node/index.js";
 import { FETCH_READ_FUEL } from "../src/core/host-fuel.js";
+import { Abort } from "../src/fetch/exchange.js";
 
 const BYTES = 2_000;
 const ROUNDS = 5;
@@ -39,13 +41,10 @@ const origin = `http://127.0.0.1:${port.toString().trim()}`;
 /** The body of `path` read as the host's fetch session reads it: this process's CPU in ms, and the reads. */
 async function read(path: string): Promise<{ cpuMs: number; reads: number }> {
   const before = process.cpuUsage();
-  const reader = (await fetch(origin + path)).body?.getReader();
+  const request = { url: new URL(origin + path), method: "GET", headers: [], body: null, abort: new Abort() };
+  const exchange = await httpExchange(request);
   let reads = 0;
-  for (;;) {
-    const { done } = (await reader?.read()) ?? { done: true };
-    if (done) break;
-    reads++;
-  }
+  while ((await exchange.read()) !== undefined) reads++;
   const { user, system } = process.cpuUsage(before);
   return { cpuMs: (user + system) / 1000, reads };
 }

@@ -28,6 +28,8 @@ const DEFAULT_HEADERS: readonly [string, string][] = [
 ];
 /** Codings of one response `fetch` decodes at most (more is refused, as undici's `fetch` refuses it). */
 const MAX_CODINGS = 5;
+/** Bytes of a body come in and not yet read past which the dispatcher stops reading the socket. */
+const HELD_BYTES = 64 * 1024;
 /** As undici's `fetch` decodes: what has come is given out, even of a stream cut short. */
 const ZLIB_FLUSH = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
 const BROTLI_FLUSH = { flush: constants.BROTLI_OPERATION_FLUSH, finishFlush: constants.BROTLI_OPERATION_FLUSH };
@@ -59,15 +61,16 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   /** The body's codings, last applied first, when `fetch` would decode them. */
   #codings: string[] = [];
-  /** Raw chunks not yet read (the dispatcher paused meanwhile). */
-  readonly #chunks: Uint8Array[] = [];
+  /** Raw chunks not yet read, and their bytes (the dispatcher paused past {@link HELD_BYTES}). */
+  readonly #chunks: Buffer[] = [];
+  #held = 0;
   /** Where an encoded body's raw chunks are written, and what its decoders give out. */
   #encoded: PassThrough | undefined;
   #decoded: AsyncIterator<Uint8Array> | undefined;
   #ended = false;
   #error: Error | undefined;
-  /** The session's read waiting for a chunk. */
-  #waiting: { resolve(chunk: Uint8Array | undefined): void; reject(reason: Error): void } | undefined;
+  /** Wakes the session's read waiting for a chunk. */
+  #wake: (() => void) | undefined;
 
   constructor(
     dispatcher: Dispatcher,
@@ -129,46 +132,44 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // undici gives an empty chunk where a paused body resumes.
     if (chunk.byteLength === 0) return;
-    if (this.#codings.length > 0 && this.#encoded === undefined) {
-      this.#decode(decodersOf(this.#codings, chunk));
-      const waiting = this.#waiting;
-      this.#waiting = undefined;
-      if (waiting !== undefined) this.#nextDecoded().then(waiting.resolve, waiting.reject);
-    }
+    if (this.#codings.length > 0 && this.#encoded === undefined) this.#decode(decodersOf(this.#codings, chunk));
     if (this.#encoded !== undefined) {
       if (!this.#encoded.write(chunk)) controller.pause();
-      return;
-    }
-    if (this.#waiting !== undefined) this.#give(chunk);
-    else {
+    } else {
       this.#chunks.push(chunk);
-      controller.pause();
+      this.#held += chunk.byteLength;
+      if (this.#held >= HELD_BYTES) controller.pause();
     }
+    this.#woken();
   }
 
   onResponseEnd(): void {
     this.#ended = true;
-    if (this.#encoded !== undefined) this.#encoded.end();
-    else if (this.#waiting !== undefined) this.#give(undefined);
+    this.#encoded?.end();
+    this.#woken();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.#fail(error);
   }
 
-  read(): Promise<Uint8Array | undefined> {
-    if (this.#error !== undefined) return Promise.reject(this.#error);
-    if (this.#decoded !== undefined) return this.#nextDecoded();
-    const chunk = this.#chunks.shift();
-    if (chunk !== undefined) {
-      if (this.#chunks.length === 0) this.#controller?.resume();
-      return Promise.resolve(chunk);
+  /**
+   * What came since the last read, at once: the chunks of one wake of the socket (a server's small chunks of the
+   * chunked coding come many to a segment) are one read, which the session pays a read's fee for.
+   */
+  async read(): Promise<Uint8Array | undefined> {
+    for (;;) {
+      if (this.#error !== undefined) throw this.#error;
+      if (this.#decoded !== undefined) {
+        const { done, value } = await this.#decoded.next();
+        return done ? undefined : value;
+      }
+      if (this.#chunks.length > 0) return this.#take();
+      if (this.#ended) return undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
     }
-    if (this.#ended) return Promise.resolve(undefined);
-    return new Promise((resolve, reject) => {
-      this.#waiting = { resolve, reject };
-      this.#controller?.resume();
-    });
   }
 
   cancel(): void {
@@ -176,14 +177,20 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
     if (!this.#ended || this.#encoded !== undefined) this.#fail(new Error("fetch: the response was dropped"));
   }
 
-  #nextDecoded(): Promise<Uint8Array | undefined> {
-    return (this.#decoded as AsyncIterator<Uint8Array>).next().then(({ done, value }) => (done ? undefined : value));
+  /** The chunks held, as one, the dispatcher resumed if they had paused it. */
+  #take(): Uint8Array {
+    const taken = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
+    this.#chunks.length = 0;
+    this.#held = 0;
+    this.#controller?.resume();
+    return taken;
   }
 
-  #give(chunk: Uint8Array | undefined): void {
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.resolve(chunk);
+  /** Wakes the session's read waiting for a chunk, the end or a failure. */
+  #woken(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
   }
 
   /** The raw body goes through `decoders`, the session reading what comes out of the last. */
@@ -207,9 +214,7 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
     this.#resolve = undefined;
     this.#reject = undefined;
     reject?.(reason);
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.reject(reason);
+    this.#woken();
     this.#encoded?.destroy(reason);
     if (this.#controller !== undefined && !this.#controller.aborted && !this.#ended) this.#controller.abort(reason);
   }
