@@ -11,7 +11,6 @@
  * @module
  */
 import { PassThrough, pipeline, type Transform } from "node:stream";
-import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from "node:zlib";
 import type { Dispatcher } from "undici";
 import type { Exchange, ExchangeRequest, Exchanger } from "../src/fetch/exchange.js";
 
@@ -30,23 +29,27 @@ const DEFAULT_HEADERS: readonly [string, string][] = [
 const MAX_CODINGS = 5;
 /** Bytes of a body come in and not yet read past which the dispatcher stops reading the socket. */
 const HELD_BYTES = 64 * 1024;
-/** As undici's `fetch` decodes: what has come is given out, even of a stream cut short. */
-const ZLIB_FLUSH = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
-const BROTLI_FLUSH = { flush: constants.BROTLI_OPERATION_FLUSH, finishFlush: constants.BROTLI_OPERATION_FLUSH };
+/** The thread's agent, and zlib for the bodies it decodes. */
+interface Client {
+  dispatcher: Dispatcher;
+  zlib: typeof import("node:zlib");
+}
 
-let agent: Promise<Dispatcher> | undefined;
+let client: Promise<Client> | undefined;
 
-/** The thread's agent, loaded with its first request. */
-function agentOf(): Promise<Dispatcher> {
-  // Its own module only: undici's index loads its fetch, cache and mocks too (~60 ms, against ~20).
-  agent ??= import("undici/lib/dispatcher/agent.js").then(({ default: Agent }) => new Agent());
-  return agent;
+/** The thread's client, loaded with its first request (not with the entry: a process may never make one). */
+function clientOf(): Promise<Client> {
+  // undici's `Agent` module alone: its index loads its fetch, cache and mocks too (~60 ms, against ~20).
+  client ??= Promise.all([import("undici/lib/dispatcher/agent.js"), import("node:zlib")]).then(
+    ([{ default: Agent }, zlib]) => ({ dispatcher: new Agent(), zlib }),
+  );
+  return client;
 }
 
 /** Node's client: see the module comment. */
 export const httpExchange: Exchanger = async (request) => {
-  const dispatcher = await agentOf();
-  return new Promise<Exchange>((resolve, reject) => new Incoming(dispatcher, request, resolve, reject));
+  const loaded = await clientOf();
+  return new Promise<Exchange>((resolve, reject) => new Incoming(loaded, request, resolve, reject));
 };
 
 /** One request's response as it comes in: its head, then its body's chunks, held until the session reads them. */
@@ -56,6 +59,7 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   headers: [string, string][] = [];
   readonly opaqueRedirect = false;
   readonly #request: ExchangeRequest;
+  readonly #zlib: Client["zlib"];
   #resolve: ((exchange: Exchange) => void) | undefined;
   #reject: ((reason: Error) => void) | undefined;
   #controller: Dispatcher.DispatchController | undefined;
@@ -73,12 +77,13 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   #wake: (() => void) | undefined;
 
   constructor(
-    dispatcher: Dispatcher,
+    { dispatcher, zlib }: Client,
     request: ExchangeRequest,
     resolve: (exchange: Exchange) => void,
     reject: (reason: Error) => void,
   ) {
     this.#request = request;
+    this.#zlib = zlib;
     this.#resolve = resolve;
     this.#reject = reject;
     const { url, method, headers, body, abort } = request;
@@ -132,7 +137,8 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // undici gives an empty chunk where a paused body resumes.
     if (chunk.byteLength === 0) return;
-    if (this.#codings.length > 0 && this.#encoded === undefined) this.#decode(decodersOf(this.#codings, chunk));
+    if (this.#codings.length > 0 && this.#encoded === undefined)
+      this.#decode(decodersOf(this.#zlib, this.#codings, chunk));
     if (this.#encoded !== undefined) {
       if (!this.#encoded.write(chunk)) controller.pause();
     } else {
@@ -271,11 +277,15 @@ function codingsOf(response: Incoming, method: string): string[] {
  * The decoders of `codings`; `deflate` applied last with or without its zlib wrapper, as the body's `first` byte
  * says (as Node's `fetch` decodes it), and after another coding with it (RFC 9110's `deflate`).
  */
-function decodersOf(codings: readonly string[], first: Buffer): Transform[] {
+function decodersOf(zlib: Client["zlib"], codings: readonly string[], first: Buffer): Transform[] {
+  const { constants } = zlib;
+  // As undici's `fetch` decodes: what has come is given out, even of a stream cut short.
+  const flushed = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
+  const brotliFlushed = { flush: constants.BROTLI_OPERATION_FLUSH, finishFlush: constants.BROTLI_OPERATION_FLUSH };
   return codings.map((coding, i) => {
-    if (coding === "br") return createBrotliDecompress(BROTLI_FLUSH);
-    if (coding !== "deflate") return createGunzip(ZLIB_FLUSH);
+    if (coding === "br") return zlib.createBrotliDecompress(brotliFlushed);
+    if (coding !== "deflate") return zlib.createGunzip(flushed);
     const wrapped = i > 0 || ((first[0] as number) & 0x0f) === 0x08;
-    return wrapped ? createInflate(ZLIB_FLUSH) : createInflateRaw(ZLIB_FLUSH);
+    return wrapped ? zlib.createInflate(flushed) : zlib.createInflateRaw(flushed);
   });
 }
