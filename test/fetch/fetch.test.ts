@@ -343,12 +343,13 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       ]);
     });
 
-    it("times each request out, and aborts it", async () => {
-      expect(await rejection(sandbox({ timeoutMs: 200 }), `A + "${own("/hang/timeout")}"`)).toEqual([
+    // "/hang" answers nothing; "/stall" its head and a tenth of its body.
+    it.each(["/hang", "/stall"])("times each request out, and aborts it (%s)", async (path) => {
+      expect(await rejection(sandbox({ timeoutMs: 200 }), `A + "${own(`${path}/timeout`)}"`)).toEqual([
         "TimeoutError",
         `fetch: ${a.origin} did not answer within 200 ms (fetch.timeoutMs)`,
       ]);
-      await a.dropped(own("/hang/timeout"));
+      await a.dropped(own(`${path}/timeout`));
     });
 
     it.runIf(!threads)("times requests out with a frozen clock", async () => {
@@ -377,17 +378,20 @@ describe.each([{ threads: false }, { threads: true }])("fetch with threads: $thr
       await a.dropped(own("/hang/left"));
     });
 
-    it("the guest's signal aborts its request with the signal's reason", async () => {
-      const source = `
+    it.each(["/hang", "/stall"])(
+      "the guest's signal aborts its request with the signal's reason (%s)",
+      async (path) => {
+        const source = `
         const controller = new AbortController();
-        const pending = fetch(A + "${own("/hang/signal")}", { signal: controller.signal });
+        const pending = fetch(A + "${own(`${path}/signal`)}", { signal: controller.signal });
         await arrived();
         controller.abort(new Error("changed my mind"));
         export default await pending.then(() => "fulfilled", (e) => e.message);`;
-      const arrived = () => a.arrived(own("/hang/signal"));
-      expect(await result(sandbox(), source, { arrived })).toBe("changed my mind");
-      await a.dropped(own("/hang/signal"));
-    });
+        const arrived = () => a.arrived(own(`${path}/signal`));
+        expect(await result(sandbox(), source, { arrived })).toBe("changed my mind");
+        await a.dropped(own(`${path}/signal`));
+      },
+    );
   });
 });
 

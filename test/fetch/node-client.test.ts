@@ -1,7 +1,7 @@
 /**
  * Node's client for the guest's requests (node/http-exchange.ts): undici's dispatcher in place of Node's `fetch`,
  * answering the guest as Node's `fetch` does (compared with a sandbox given Node's `fetch` itself), without the global
- * `fetch`, its connections kept between requests and runs, and a body that stops coming timed out and aborted.
+ * `fetch`, its connections kept between requests and runs. fetch.test.ts holds it to every limit, timeout and abort.
  */
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -132,36 +132,6 @@ describe("Node's client for the guest's fetch", () => {
       } finally {
         await server.close();
       }
-    },
-  );
-
-  describe.each([{ threads: false }, { threads: true }])(
-    "a body that stops coming (threads: $threads)",
-    ({ threads }) => {
-      const own = (path: string) => `${path}-${threads ? "threads" : "in-thread"}`;
-
-      it("times out, and the host drops it", async () => {
-        const runCode = createSandbox({ threads, webApis: true, fetch: { allow: [a.origin], timeoutMs: 200 } }).runCode;
-        const source = `export default await fetch(A + "${own("/stall/timeout")}").then(() => "fulfilled", (e) => [e.name, e.message]);`;
-        expect(await result(runCode, source)).toEqual([
-          "TimeoutError",
-          `fetch: ${a.origin} did not answer within 200 ms (fetch.timeoutMs)`,
-        ]);
-        await a.dropped(own("/stall/timeout"));
-      });
-
-      it("is aborted by the guest's signal with its reason, and the host drops it", async () => {
-        const runCode = createSandbox({ threads, webApis: true, fetch: { allow: [a.origin] } }).runCode;
-        const source = `
-        const controller = new AbortController();
-        const pending = fetch(A + "${own("/stall/signal")}", { signal: controller.signal });
-        await arrived();
-        controller.abort(new Error("enough of it"));
-        export default await pending.then(() => "fulfilled", (e) => e.message);`;
-        const arrived = () => a.arrived(own("/stall/signal"));
-        expect(await result(runCode, source, { arrived })).toBe("enough of it");
-        await a.dropped(own("/stall/signal"));
-      });
     },
   );
 });
