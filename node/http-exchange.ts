@@ -27,8 +27,12 @@ const DEFAULT_HEADERS: readonly [string, string][] = [
 ];
 /** Codings of one response `fetch` decodes at most (more is refused, as undici's `fetch` refuses it). */
 const MAX_CODINGS = 5;
-/** Bytes of a body come in and not yet read past which the dispatcher stops reading the socket. */
+/**
+ * Bytes, and pieces, of a body come in and not yet read past which the dispatcher stops reading the socket: the host
+ * parses at most so much before the run pays for it (`FETCH_PIECE_FUEL`).
+ */
 const HELD_BYTES = 64 * 1024;
+const HELD_PIECES = 4_096;
 /** The thread's agent, and zlib for the bodies it decodes. */
 interface Client {
   dispatcher: Dispatcher;
@@ -58,6 +62,7 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   statusText = "";
   headers: [string, string][] = [];
   readonly opaqueRedirect = false;
+  pieces = 0;
   readonly #request: ExchangeRequest;
   readonly #zlib: Client["zlib"];
   #resolve: ((exchange: Exchange) => void) | undefined;
@@ -65,9 +70,11 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   /** The body's codings, last applied first, when `fetch` would decode them. */
   #codings: string[] = [];
-  /** Raw chunks not yet read, and their bytes (the dispatcher paused past {@link HELD_BYTES}). */
+  /** Raw chunks not yet read, and their bytes (the dispatcher paused past {@link HELD_BYTES} or as many pieces). */
   readonly #chunks: Buffer[] = [];
   #held = 0;
+  /** {@link pieces} when an encoded body was last read. */
+  #piecesRead = 0;
   /** Where an encoded body's raw chunks are written, and what its decoders give out. */
   #encoded: PassThrough | undefined;
   #decoded: AsyncIterator<Uint8Array> | undefined;
@@ -137,14 +144,16 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // undici gives an empty chunk where a paused body resumes.
     if (chunk.byteLength === 0) return;
+    this.pieces++;
     if (this.#codings.length > 0 && this.#encoded === undefined)
       this.#decode(decodersOf(this.#zlib, this.#codings, chunk));
     if (this.#encoded !== undefined) {
-      if (!this.#encoded.write(chunk)) controller.pause();
+      const unread = this.pieces - this.#piecesRead;
+      if (!this.#encoded.write(chunk) || unread >= HELD_PIECES) controller.pause();
     } else {
       this.#chunks.push(chunk);
       this.#held += chunk.byteLength;
-      if (this.#held >= HELD_BYTES) controller.pause();
+      if (this.#held >= HELD_BYTES || this.#chunks.length >= HELD_PIECES) controller.pause();
     }
     this.#woken();
   }
@@ -168,6 +177,8 @@ class Incoming implements Exchange, Dispatcher.DispatchHandler {
       if (this.#error !== undefined) throw this.#error;
       if (this.#decoded !== undefined) {
         const { done, value } = await this.#decoded.next();
+        this.#piecesRead = this.pieces;
+        this.#controller?.resume();
         return done ? undefined : value;
       }
       if (this.#chunks.length > 0) return this.#take();

@@ -52,6 +52,11 @@ export interface Exchange {
   opaqueRedirect: boolean;
   /** The body's next bytes, decoded as its `content-encoding` says; `undefined` at its end. */
   read(): Promise<Uint8Array | undefined>;
+  /**
+   * The pieces of the body the client has handed on so far (a read may take many: the chunks of the chunked coding
+   * one wake of the socket brought), each parsed by the host; a `fetch` hands on one a read.
+   */
+  readonly pieces: number;
   /** Drops the rest of the body, and its connection with it when it is still coming in. */
   cancel(): void;
 }
@@ -98,6 +103,7 @@ export function fetchExchange(fetch: FetchTransport): Exchanger {
     } as const;
     const response = await fetch(url.href, init);
     const reader = response.body?.getReader();
+    let reads = 0;
     return {
       status: response.status,
       statusText: response.statusText,
@@ -108,7 +114,11 @@ export function fetchExchange(fetch: FetchTransport): Exchanger {
         const next = await reader?.read();
         if (next === undefined || next.done) return undefined;
         if (!(next.value instanceof Uint8Array)) throw new TypeError("fetch: the response body is not bytes");
+        reads++;
         return next.value;
+      },
+      get pieces() {
+        return reads;
       },
       cancel: () => void reader?.cancel().catch(() => {}),
     };

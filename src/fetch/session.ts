@@ -60,8 +60,8 @@ const quoted = (text: string) => (text.length > QUOTED_CHARS ? `${text.slice(0, 
 export interface FetchMeter {
   /** A request (or a redirect followed) about to be sent, with `bytes` of URL, headers and body. */
   request(bytes: number): boolean;
-  /** `bytes` of a response body read. */
-  response(bytes: number): boolean;
+  /** A read of `bytes` of a response body, in `pieces` as the client handed them on (see `Exchange.pieces`). */
+  response(bytes: number, pieces: number): boolean;
 }
 
 const unpaid = () => new RangeError("fetch: the run's fuel cannot pay for the request");
@@ -246,9 +246,12 @@ export class FetchSession {
       });
     const chunks: Uint8Array[] = [];
     let total = 0;
+    let pieces = 0;
     try {
       for (let chunk = await read(); chunk !== undefined; chunk = await read()) {
-        if (!this.#meter.response(chunk.byteLength)) throw unpaid();
+        const handed = response.pieces - pieces;
+        pieces = response.pieces;
+        if (!this.#meter.response(chunk.byteLength, handed)) throw unpaid();
         total += chunk.byteLength;
         this.#buffered += chunk.byteLength;
         if (total > this.#policy.maxResponseBytes) throw tooLarge();

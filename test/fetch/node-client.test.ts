@@ -1,11 +1,13 @@
 /**
  * Node's client for the guest's requests (node/http-exchange.ts): undici's dispatcher in place of Node's `fetch`,
  * answering the guest as Node's `fetch` does (compared with a sandbox given Node's `fetch` itself), without the global
- * `fetch`, its connections kept between requests and runs. fetch.test.ts holds it to every limit, timeout and abort.
+ * `fetch`, its connections kept between requests and runs, the pieces of a chunked body paid for. fetch.test.ts holds it
+ * to every limit, timeout and abort.
  */
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createSandbox } from "../../node/index.js";
+import { FETCH_PIECE_FUEL, FETCH_READ_FUEL } from "../../src/core/host-fuel.js";
 import type { RunCode } from "../../src/core/types.js";
 import { type LoopbackServer, startServer } from "./server.js";
 
@@ -134,4 +136,20 @@ describe("Node's client for the guest's fetch", () => {
       }
     },
   );
+
+  it("charges each piece of a chunked body a read takes beyond its first", async () => {
+    const runCode = createSandbox({ threads: false, webApis: true, fetch: { allow: [a.origin] } }).runCode;
+    const pieces = 20_000;
+    const fuelOf = async (path: string) => {
+      const source = `export default (await (await fetch(A + "${path}")).text()).length;`;
+      const r = await runCode(source, { globals: { A: a.origin } });
+      expect(r.result).toBe(pieces);
+      return r.fuelUsed as number;
+    };
+    // The same bytes, in one piece of a declared length and in 20,000 of one byte: a read's first piece is in its fee,
+    // and a read takes what one wake of the socket brought (a handful, at most 4,096 pieces each, so 5 at least).
+    const extra = (await fuelOf(`/pieces/${pieces}`)) - (await fuelOf(`/declared/${pieces}`));
+    expect(extra).toBeGreaterThanOrEqual((pieces - 100) * FETCH_PIECE_FUEL);
+    expect(extra).toBeLessThanOrEqual(pieces * FETCH_PIECE_FUEL + 100 * FETCH_READ_FUEL);
+  });
 });

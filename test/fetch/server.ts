@@ -120,6 +120,17 @@ const routes: [RegExp, (match: RegExpExecArray) => Route][] = [
     },
   ],
   [
+    // A body of "x" in chunks of the chunked coding of one byte each, written at once.
+    /^\/pieces\/(\d+)$/,
+    (m) => (_, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.cork();
+      for (let i = 0; i < Number(m[1]); i++) res.write("x");
+      res.uncork();
+      res.end();
+    },
+  ],
+  [
     // Its head and the first 10 of its 100 bytes, then nothing.
     /^\/stall/,
     () => (_, res) => {
