@@ -206,6 +206,8 @@ export async function startServer(): Promise<LoopbackServer> {
     res.writeHead(404);
     res.end();
   });
+  // Connections kept a minute between requests (not Node's 5 s), so a loaded machine never closes one between runs.
+  server.keepAliveTimeout = 60_000;
   let connections = 0;
   server.on("connection", () => connections++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
