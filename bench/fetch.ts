@@ -114,7 +114,7 @@ ratio("1 MiB: guest on a thread / host", threadLarge as Summary, hostLarge as Su
 ratio("1 MiB text(): guest in-thread / host", inText as Summary, hostText as Summary);
 ratio("server in another process: guest in-thread / host", inApart as Summary, hostApart as Summary, "<= 1.5x");
 ratio("server in another process: guest on a thread / host", threadApart as Summary, hostApart as Summary);
-ratio("server in another process: guest by default / host", defaultApart as Summary, hostApart as Summary);
+ratio("server in another process: guest by default / host", defaultApart as Summary, hostApart as Summary, "<= 1.5x");
 const perRequest = (units: number) => Math.round(units / REQUESTS).toLocaleString("en-US");
 console.log(
   `\nsmall JSON, the guest's own work (answered at once): ${(atOnce as Summary).p50.toFixed(3)} ms and ${perRequest(fuel.get(noNetwork) as number)} units of fuel a request, ${FETCH_REQUEST_FUEL.toLocaleString("en-US")} of them the host's fee for a request (a run's own cost spread over its ${REQUESTS})`,

@@ -33,6 +33,7 @@ const MAX_CODINGS = 5;
  */
 const HELD_BYTES = 64 * 1024;
 const HELD_PIECES = 4_096;
+
 /** The thread's agent, and zlib for the bodies it decodes. */
 interface Client {
   dispatcher: Dispatcher;
