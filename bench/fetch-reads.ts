@@ -6,13 +6,12 @@
  * beyond its bytes: waking for the segment, the host's client (Node's: node/http-exchange.ts) handing it on, and the
  * host's read loop. The guest's fetch of the same drip is run too, and its fuel printed beside this process's CPU.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { loadavg } from "node:os";
 import { httpExchange } from "../node/http-exchange.js";
 import { createSandbox, nodeWasm } from "../node/index.js";
 import { FETCH_READ_FUEL } from "../src/core/host-fuel.js";
 import { Abort } from "../src/fetch/exchange.js";
+import { serverApart } from "./server-apart.js";
 
 const BYTES = 2_000;
 const ROUNDS = 5;
@@ -31,12 +30,8 @@ const server = createServer((socket) => {
   });
 });
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));`;
-const server = spawn(process.execPath, ["--input-type=module", "-e", SERVER_SOURCE], {
-  detached: true,
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const [port] = (await once(server.stdout, "data")) as [Buffer];
-const origin = `http://127.0.0.1:${port.toString().trim()}`;
+const server = await serverApart(SERVER_SOURCE);
+const origin = server.origin;
 
 /** The body of `path` read as the host's fetch session reads it: this process's CPU in ms, and the reads. */
 async function read(path: string): Promise<{ cpuMs: number; reads: number }> {
@@ -74,5 +69,5 @@ console.log(
 console.log(
   `the guest's fetch of the drip: ${result.status}, ${result.fuelUsed?.toLocaleString("en-US")} units of fuel, ${((user + system) / 1000).toFixed(1)} ms of this process's CPU (load average ${loadBefore.toFixed(1)} -> ${(loadavg()[0] as number).toFixed(1)})`,
 );
-if (server.pid !== undefined) process.kill(-server.pid, "SIGTERM");
+server.stop();
 process.exit(0);

@@ -7,12 +7,11 @@
  * from a server in another process, as deployments meet one: on the caller's own thread, the server's work shares
  * that thread with the host's fetch and in-thread runs, while a worker's requests wake it from another thread.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { createServer } from "node:http";
 import { loadavg } from "node:os";
 import { createSandbox, nodeWasm } from "../node/index.js";
 import { FETCH_REQUEST_FUEL } from "../src/core/host-fuel.js";
+import { serverApart } from "./server-apart.js";
 import { printTable, ratio, type Summary, sample, summarize } from "./stats.js";
 
 const REQUESTS = 20;
@@ -36,12 +35,8 @@ const server = createServer((req, res) => {
   res.end(body);
 });
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));`;
-const apart = spawn(process.execPath, ["--input-type=module", "-e", SERVER_SOURCE], {
-  detached: true,
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const [port] = (await once(apart.stdout, "data")) as [Buffer];
-const away = `http://127.0.0.1:${port.toString().trim()}`;
+const apart = await serverApart(SERVER_SOURCE);
+const away = apart.origin;
 
 const settings = { wasm: nodeWasm, webApis: true, fetch: { allow: [origin, away] } } as const;
 const inThread = createSandbox({ ...settings, threads: false });
@@ -120,5 +115,5 @@ console.log(
   `\nsmall JSON, the guest's own work (answered at once): ${(atOnce as Summary).p50.toFixed(3)} ms and ${perRequest(fuel.get(noNetwork) as number)} units of fuel a request, ${FETCH_REQUEST_FUEL.toLocaleString("en-US")} of them the host's fee for a request (a run's own cost spread over its ${REQUESTS})`,
 );
 server.close();
-if (apart.pid !== undefined) process.kill(-apart.pid, "SIGTERM");
+apart.stop();
 process.exit(0);

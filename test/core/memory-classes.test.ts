@@ -28,6 +28,26 @@ function frozenSandbox() {
   return { boots, sandbox };
 }
 
+/** The fuel of three runs of `source` one after the other, each of which must end with `status`. */
+async function threeRuns(
+  sandbox: ReturnType<typeof frozenSandbox>["sandbox"],
+  source: string,
+  status: string,
+  memoryLimitBytes?: number,
+): Promise<unknown[]> {
+  const used: unknown[] = [];
+  for (let i = 0; i < 3; i++) {
+    const options = {
+      language: "javascript",
+      ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
+    } as const;
+    const run = await sandbox.runCode(source, options);
+    expect(run.status).toBe(status);
+    used.push(run.fuelUsed);
+  }
+  return used;
+}
+
 describe("memory classes", () => {
   it("are powers of two from 128 MiB: every cap a served host allows (64 MiB of heap) is in the first", () => {
     expect(memoryClassBytes(linearMemoryBytes(1))).toBe(128 * MiB);
@@ -137,12 +157,7 @@ describe("a run that leaves its instance unfit for another, in-thread with a fro
   it("pays for the boot of the one in its place: its memory's growth refused, the same fuel on every run", async () => {
     const { boots, sandbox } = frozenSandbox();
     const source = "const a = []; for (;;) a.push(new Uint8Array(1024 * 1024));";
-    const used: unknown[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript", memoryLimitBytes: 8 * MiB });
-      expect(status).toBe("memory");
-      used.push(fuelUsed);
-    }
+    const used = await threeRuns(sandbox, source, "memory", 8 * MiB);
     // Each run's instance is dropped, the pool's first run's included, and booted again for the next run.
     expect(boots).toHaveBeenCalledTimes(3);
     expect(new Set(used).size).toBe(1);
@@ -155,12 +170,7 @@ describe("a run that leaves its instance unfit for another, in-thread with a fro
     // Under the default limit (64 MiB of heap, a cap of 68 MiB), 60 MiB grows the memory past the 64 MiB an instance
     // is kept with: each run's instance is dropped and another booted (before, for 1,979,612 units of the run's).
     const source = "export default new Uint8Array(60 * 1024 * 1024).length";
-    const used: unknown[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript" });
-      expect(status).toBe("success");
-      used.push(fuelUsed);
-    }
+    const used = await threeRuns(sandbox, source, "success");
     expect(boots).toHaveBeenCalledTimes(3);
     expect(new Set(used).size).toBe(1);
     expect(used[0]).toBeGreaterThan(INSTANCE_BOOT_FUEL);
@@ -185,11 +195,7 @@ describe("a run that leaves its instance unfit for another, in-thread with a fro
   it("and only then: a run out of memory whose instance is restored pays no boot", async () => {
     const { boots, sandbox } = frozenSandbox();
     const source = "const bytes = new Uint8Array(64 * 1024 * 1024); export default bytes.length;";
-    for (let i = 0; i < 3; i++) {
-      const { status, fuelUsed } = await sandbox.runCode(source, { language: "javascript", memoryLimitBytes: 8 * MiB });
-      expect(status).toBe("memory");
-      expect(fuelUsed).toBeLessThan(100_000);
-    }
+    for (const fuelUsed of await threeRuns(sandbox, source, "memory", 8 * MiB)) expect(fuelUsed).toBeLessThan(100_000);
     expect(boots).toHaveBeenCalledTimes(2);
   });
 });

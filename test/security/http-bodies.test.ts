@@ -43,6 +43,18 @@ async function pids(h: Host): Promise<number[]> {
   return ((await response.json()) as { processes: { pid: number }[] }).processes.map((p) => p.pid);
 }
 
+/** Runs `use` with `h`'s app served by a Node HTTP server on a loopback port, closed after. */
+async function overNode(h: Host, use: (port: number) => Promise<void>): Promise<void> {
+  const server = createServer(getRequestListener(h.app.fetch));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await use((server.address() as AddressInfo).port);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
 describe("POST /processes: the body limit holds while the body arrives", () => {
   it("a 48 MiB streamed body is cut off just past 1 MiB: 413, the stream cancelled, nothing stored", async () => {
     const h = await host();
@@ -94,10 +106,8 @@ describe("POST /processes: the body limit holds while the body arrives", () => {
 
   it("over a Node HTTP server: a declared body is taken whole, one over the limit refused, a chunked one cut off", async () => {
     const h = await host();
-    const server = createServer(getRequestListener(h.app.fetch));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/processes`;
+    await overNode(h, async (port) => {
+      const url = `http://127.0.0.1:${port}/processes`;
       const send = (body: BodyInit) =>
         fetch(url, { method: "POST", headers: JSON_TYPE, body, duplex: "half" } as RequestInit & { duplex: "half" });
       const created = (await (await send('{"code":"// é😀"}')).json()) as { pid: number };
@@ -112,10 +122,7 @@ describe("POST /processes: the body limit holds while the body arrives", () => {
       expect(await refused(await send(stream))).toEqual({ status: 413, code: "payload_too_large" });
       expect(count.pulled).toBeLessThan(48 * MiB);
       expect((await pids(h)).length).toBe(2);
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 
   it("a body in chunks of one byte is cut off after as many chunks as the limit holds at 1 KiB: 413, nothing stored", async () => {
@@ -141,10 +148,7 @@ describe("POST /processes: the body limit holds while the body arrives", () => {
 
   it("over a Node HTTP server, a body in one-byte chunks of the chunked coding is refused after 1,024 of them", async () => {
     const h = await host();
-    const server = createServer(getRequestListener(h.app.fetch));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
+    await overNode(h, async (port) => {
       const body = `${CODE}${" ".repeat(100_000)}`;
       const chunks = [...body].map((c) => `1\r\n${c}\r\n`).join("");
       const head = "POST /processes HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json";
@@ -162,10 +166,7 @@ describe("POST /processes: the body limit holds while the body arrives", () => {
       expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 413 Payload Too Large");
       expect(answer).toContain('"code":"payload_too_large"');
       expect(await pids(h)).toEqual([]);
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 
   it("a body nesting past 4,096 levels is refused before it is parsed: 400 invalid_json, nothing stored", async () => {
